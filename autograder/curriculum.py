@@ -1,0 +1,76 @@
+"""The course in one registry: the six notebooks, their graded names, and the points of each.
+
+Everything that needs to know "which notebook holds which graded name" reads it from here:
+the release step, the single-source test, the grader's probes and the reports.
+"""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Notebook:
+    stem: str  # file name without .ipynb, e.g. "03_matrix_attention"
+    title: str
+    framework: str  # "numpy" or "torch"
+    reference_module: str  # module of autograder.reference holding its model answers
+    graded: tuple[str, ...]  # SPEC's graded names, in the order the notebook teaches them
+
+    @property
+    def filename(self):
+        return f"{self.stem}.ipynb"
+
+
+NOTEBOOKS = (
+    Notebook(
+        "01_soft_lookup",
+        "A dictionary as a soft lookup",
+        "numpy",
+        "soft_lookup",
+        ("lookup", "similarity", "percentages", "soft_lookup"),
+    ),
+    Notebook(
+        "02_dot_product_softmax",
+        "Dot products and softmax, one query at a time",
+        "numpy",
+        "dot_product_softmax",
+        ("softmax", "scaled_scores", "attend", "attention_for_token"),
+    ),
+    Notebook(
+        "03_matrix_attention",
+        "Attention in matrix form",
+        "numpy",
+        "matrix_attention",
+        ("attention_scores", "causal_mask", "scaled_dot_product_attention", "self_attention"),
+    ),
+    Notebook(
+        "04_multihead_attention",
+        "Multi-head attention: heads and shapes",
+        "numpy",
+        "multihead_attention",
+        ("mha_shapes", "split_heads", "merge_heads", "multi_head_attention"),
+    ),
+    Notebook(
+        "05_transformer_block",
+        "The transformer block (PyTorch)",
+        "torch",
+        "transformer_block",
+        (
+            "layer_norm",
+            "sinusoidal_positional_encoding",
+            "MultiHeadAttention",
+            "FeedForward",
+            "TransformerBlock",
+        ),
+    ),
+    Notebook(
+        "06_autoregressive_lm",
+        "Training an auto-regressive language model (PyTorch)",
+        "torch",
+        "autoregressive_lm",
+        ("make_examples", "CharTokenizer", "get_batch", "GPT", "lm_loss", "generate"),
+    ),
+)
+
+BY_STEM = {nb.stem: nb for nb in NOTEBOOKS}
+NOTEBOOK_OF = {name: nb for nb in NOTEBOOKS for name in nb.graded}
+GRADED_NAMES = tuple(NOTEBOOK_OF)
