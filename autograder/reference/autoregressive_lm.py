@@ -55,7 +55,9 @@ class GPT(nn.Module):
         self.pos_emb = nn.Embedding(block_size, d_model)
         self.dropout = nn.Dropout(dropout)
         self.blocks = nn.ModuleList(
-            TransformerBlock(d_model, n_heads, d_ff or 4 * d_model, norm_first=True, dropout=dropout)
+            TransformerBlock(
+                d_model, n_heads, d_ff or 4 * d_model, norm_first=True, dropout=dropout
+            )
             for _ in range(n_layers)
         )
         self.ln_f = LayerNorm(d_model)

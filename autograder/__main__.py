@@ -1,0 +1,45 @@
+"""The command line: `python -m autograder release` and `python -m autograder grade PATH`."""
+
+import argparse
+import os
+import sys
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    release_cmd = commands.add_parser("release", help="generate notebooks/ from solutions/")
+    release_cmd.add_argument(
+        "--check", action="store_true", help="only report whether notebooks/ is stale (exit 1)"
+    )
+
+    grade_cmd = commands.add_parser("grade", help="grade one submission folder or a class")
+    grade_cmd.add_argument("path", help="a student's folder, or a folder of student folders")
+    grade_cmd.add_argument("--out", default="grades", help="output folder (default: grades)")
+    grade_cmd.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    grade_cmd.add_argument(
+        "--timeout", type=float, default=300.0, help="wall-clock seconds per notebook"
+    )
+    grade_cmd.add_argument("--force", action="store_true", help="regrade up-to-date students")
+
+    args = parser.parse_args(argv)
+    if args.command == "release":
+        from autograder.release import release
+
+        stale = release(check=args.check)
+        verb = "stale" if args.check else "written"
+        for name in stale:
+            print(f"{verb}: notebooks/{name}")
+        if not stale:
+            print("notebooks/ is up to date with solutions/")
+        return 1 if (args.check and stale) else 0
+    if args.command == "grade":
+        from autograder.grade import grade_command
+
+        return grade_command(args)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

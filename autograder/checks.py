@@ -1,0 +1,63 @@
+"""Visible checks for students: the hidden tests' own cases, run in the student's kernel.
+
+    from autograder.checks import check
+    check("softmax", softmax)
+
+prints which checks pass and, for those that fail, what was seen and a hint, never the answer.
+The inputs come from a public seed; the grader draws its own from a secret. A check never raises,
+so a notebook with unfinished exercises still runs top to bottom. `assert_passes` is the same
+run made strict, for nbgrader's hidden test cells.
+"""
+
+import tempfile
+from pathlib import Path
+
+from autograder.curriculum import NOTEBOOK_OF
+from autograder.harness import serve
+from autograder.probes.base import build_cases, judge_cases, write_requests
+
+VISIBLE_SEED = "visible-checks"
+
+
+def run_in_process(function, obj, seed=VISIBLE_SEED, namespace=None):
+    """The TestResults of one graded name's cases, calling `obj` in this process."""
+    namespace = dict(namespace or {})
+    namespace[function] = obj
+    cases = build_cases(NOTEBOOK_OF[function].stem, seed, functions={function})
+    with tempfile.TemporaryDirectory(prefix="course-check-") as tmp:
+        requests, responses = Path(tmp, "requests"), Path(tmp, "responses")
+        write_requests(cases, requests)
+        serve(namespace, requests / function, responses / function)
+        return judge_cases(cases, responses)
+
+
+def report(function, results):
+    failed = [r for r in results if r.status == "failed"]
+    if not failed:
+        return f"✓ {function} passes all {len(results)} checks."
+    if all("not implemented yet" in r.output for r in failed):
+        return (
+            f"… {function} is not implemented yet: fill in the exercise, then run this cell again."
+        )
+    lines = [f"✗ {function}: {len(results) - len(failed)} of {len(results)} checks pass."]
+    for r in failed:
+        lines.append(f"  - {r.name.split(': ', 1)[-1]}: {r.output}")
+    return "\n".join(lines)
+
+
+def check(function, obj, **namespace):
+    """Run the visible checks of one graded name on your `obj` and print what they found."""
+    try:
+        results = run_in_process(function, obj, namespace=namespace)
+    except Exception as exc:  # noqa: BLE001 - a check must never crash the student's notebook
+        print(f"? the checks of {function} could not run: {type(exc).__name__}: {exc}")
+        return None
+    print(report(function, results))
+    return all(r.status == "passed" for r in results)
+
+
+def assert_passes(function, obj, seed="nbgrader-hidden", **namespace):
+    """Raise AssertionError unless every case passes (nbgrader's hidden test cells)."""
+    results = run_in_process(function, obj, seed=seed, namespace=namespace)
+    failed = [r for r in results if r.status == "failed"]
+    assert not failed, report(function, results)

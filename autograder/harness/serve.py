@@ -1,0 +1,218 @@
+"""Carry out each request of a directory against a namespace; write one response per request.
+
+Ops (request.json's "op"):
+  call    target(*args, **kwargs); answers the value, the error, and the args after the call
+          (so the parent can see whether inputs were modified in place).
+  object  build target(*init_args, **init) then run "steps" on it: {"attr": name} reads an
+          attribute, {"method": name, "args", "kwargs"} calls one. Each step answers alone.
+  module  build an nn.Module target(**init), load "state" into the parameters named by SPEC,
+          run "method" (default forward) in "mode" (eval/train), optionally backpropagate a
+          cotangent through output "backward_output" and answer gradients of the inputs and of
+          the parameters, plus the module's own state_dict names and shapes.
+  train   train a language model class target(**init) for "steps" steps of Adam on "data"
+          with the harness's own batches and cross-entropy; answers the losses.
+Values may also be {"$ref": name} (an object of the namespace), {"$generator": seed} (a seeded
+torch.Generator) or {"$toy_lm": {...}} (a fixed bigram model, see toy.py).
+"""
+
+import signal
+import threading
+import time
+import traceback
+from pathlib import Path
+
+from .wire import Reader, Writer
+
+
+class RequestTimeout(BaseException):  # BaseException: a student's `except Exception` can't eat it
+    pass
+
+
+def _alarm(signum, frame):
+    raise RequestTimeout()
+
+
+class _Deadline:
+    def __init__(self, seconds):
+        self.seconds = seconds
+        self.armed = seconds and threading.current_thread() is threading.main_thread()
+
+    def __enter__(self):
+        if self.armed:
+            self.previous = signal.signal(signal.SIGALRM, _alarm)
+            signal.setitimer(signal.ITIMER_REAL, self.seconds)
+
+    def __exit__(self, *exc):
+        if self.armed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.previous)
+
+
+def _error(exc):
+    if isinstance(exc, RequestTimeout):
+        return {"type": "Timeout", "message": "the call did not finish in time"}
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = [f"line {f.lineno} in {f.name}" for f in frames[-3:] if f.filename.startswith("<")]
+    message = str(exc)
+    return {
+        "type": type(exc).__name__,
+        "message": message[:500] + (" ..." if len(message) > 500 else ""),
+        "where": where,
+    }
+
+
+class Session:
+    def __init__(self, namespace, request_dir, response_dir):
+        self.namespace = namespace
+        self.reader = Reader(request_dir, as_tensors=True)
+        self.writer = Writer(response_dir)
+
+    def value(self, data):
+        """Decode a request value, resolving the harness's own special forms."""
+        if isinstance(data, list):
+            return [self.value(x) for x in data]
+        if isinstance(data, dict):
+            if "$ref" in data:
+                return self.lookup(data["$ref"])
+            if "$generator" in data:
+                import torch
+
+                return torch.Generator().manual_seed(int(data["$generator"]))
+            if "$toy_lm" in data:
+                from .toy import ToyLM
+
+                return ToyLM(**self.value(data["$toy_lm"]))
+            if "$tuple" in data:
+                return tuple(self.value(x) for x in data["$tuple"])
+            if not any(k.startswith("$") for k in data):
+                return {k: self.value(v) for k, v in data.items()}
+        return self.reader.decode(data)
+
+    def lookup(self, name):
+        if name not in self.namespace:
+            raise LookupError(f"MISSING:{name}")
+        return self.namespace[name]
+
+    def encode(self, obj):
+        return self.writer.encode(obj)
+
+    def run(self, request):
+        op = request["op"]
+        started = time.perf_counter()
+        try:
+            with _Deadline(request.get("seconds")):
+                answer = getattr(self, f"op_{op}")(request)
+        except LookupError as exc:
+            if str(exc).startswith("MISSING:"):
+                answer = {"missing": str(exc)[len("MISSING:") :]}
+            else:
+                answer = {"error": _error(exc)}
+        except BaseException as exc:  # noqa: BLE001 - everything the student's code raises is data
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            answer = {"error": _error(exc)}
+        answer["seconds"] = time.perf_counter() - started
+        return answer
+
+    def _call(self, fn, args, kwargs):
+        try:
+            return {"value": self.encode(fn(*args, **kwargs))}
+        except RequestTimeout:
+            raise
+        except BaseException as exc:  # noqa: BLE001
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            return {"error": _error(exc)}
+
+    def op_call(self, request):
+        fn = self.lookup(request["target"])
+        args = self.value(request.get("args", []))
+        kwargs = self.value(request.get("kwargs", {}))
+        answer = self._call(fn, args, kwargs)
+        answer["args_after"] = [self.encode(a) for a in args]
+        return answer
+
+    def op_object(self, request):
+        obj = self.lookup(request["target"])(
+            *self.value(request.get("init_args", [])), **self.value(request.get("init", {}))
+        )
+        steps = []
+        for step in request.get("steps", []):
+            if "attr" in step:
+                steps.append(self._call(lambda name=step["attr"]: getattr(obj, name), [], {}))
+            else:
+                method = getattr(obj, step["method"], None)
+                if method is None:
+                    steps.append({"missing": f"{request['target']}.{step['method']}"})
+                    continue
+                args = self.value(step.get("args", []))
+                steps.append(self._call(method, args, self.value(step.get("kwargs", {}))))
+        return {"steps": steps}
+
+    def op_module(self, request):
+        import torch
+
+        torch.manual_seed(request.get("seed", 0))
+        module = self.lookup(request["target"])(**self.value(request.get("init", {})))
+        own = {name: tuple(t.shape) for name, t in module.state_dict().items()}
+        answer = {"state_names": self.encode({k: list(v) for k, v in own.items()})}
+        state = self.value(request.get("state", {}))
+        absent = sorted(set(state) - set(own))
+        wrong = sorted(k for k in state if k in own and tuple(state[k].shape) != own[k])
+        if absent or wrong:
+            answer["state_mismatch"] = {"absent": absent, "wrong_shape": wrong}
+            return answer
+        with torch.no_grad():
+            for name, tensor in module.state_dict().items():
+                if name in state:
+                    tensor.copy_(state[name].to(tensor.dtype))
+        dtype = request.get("dtype")
+        if dtype:
+            module = module.to(getattr(torch, dtype))
+        module.train(request.get("mode", "eval") == "train")
+        args = self.value(request.get("args", []))
+        kwargs = self.value(request.get("kwargs", {}))
+        method = getattr(module, request.get("method", "forward"))
+        try:
+            out = method(*args, **kwargs)
+        except RequestTimeout:
+            raise
+        except BaseException as exc:  # noqa: BLE001
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            answer["error"] = _error(exc)
+            return answer
+        answer["value"] = self.encode(out)
+        cotangent = request.get("backward")
+        if cotangent is not None:
+            index = request.get("backward_output")
+            y = out if index is None else out[index]
+            try:
+                (y * self.value(cotangent).to(y.dtype)).sum().backward()
+            except BaseException as exc:  # noqa: BLE001
+                if isinstance(exc, (KeyboardInterrupt, RequestTimeout)):
+                    raise
+                answer["backward_error"] = _error(exc)
+                return answer
+            answer["input_grads"] = [
+                self.encode(a.grad) if isinstance(a, torch.Tensor) else None for a in args
+            ]
+            answer["param_grads"] = self.encode(
+                {n: p.grad for n, p in module.named_parameters() if p.grad is not None}
+            )
+        return answer
+
+    def op_train(self, request):
+        from .toy import train_lm
+
+        cls = self.lookup(request["target"])
+        return {"value": self.encode(train_lm(cls, **self.value(request["config"])))}
+
+
+def serve(namespace, request_root, response_root):
+    """Answer every request under request_root (one sub-directory each, in name order)."""
+    request_root, response_root = Path(request_root), Path(response_root)
+    for request_dir in sorted(p for p in request_root.iterdir() if p.is_dir()):
+        session = Session(namespace, request_dir, response_root / request_dir.name)
+        answer = session.run(Reader(request_dir).read_json("request.json"))
+        session.writer.write_json("response.json", answer)

@@ -1,0 +1,68 @@
+"""Torch helpers the harness builds for requests: a fixed toy language model and a trainer."""
+
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class ToyLM(nn.Module):
+    """A bigram model with fixed logits: logits[b, t] = table[idx[b, t]].
+
+    It records the longest context it was given, so the parent can check that generate crops
+    the context to block_size.
+    """
+
+    def __init__(self, table, block_size):
+        super().__init__()
+        self.table = torch.as_tensor(np.asarray(table), dtype=torch.float32)
+        self.block_size = int(block_size)
+        self.longest_context = 0
+
+    def forward(self, idx):
+        self.longest_context = max(self.longest_context, idx.shape[-1])
+        if idx.shape[-1] > self.block_size:
+            raise ValueError(f"context of {idx.shape[-1]} tokens > block_size {self.block_size}")
+        return self.table[idx]
+
+
+def train_lm(cls, init, data, steps, batch_size, block_size, lr=1e-3, seed=0, eval_batches=8):
+    """Train cls(**init) with Adam on random windows of data; losses before and after."""
+    torch.manual_seed(seed)
+    g = torch.Generator().manual_seed(seed)
+    data = torch.as_tensor(np.asarray(data), dtype=torch.long)
+    model = cls(**init)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr)
+
+    def batch():
+        starts = torch.randint(len(data) - block_size - 1, (batch_size,), generator=g)
+        x = torch.stack([data[s : s + block_size] for s in starts])
+        y = torch.stack([data[s + 1 : s + block_size + 1] for s in starts])
+        return x, y
+
+    def evaluate():
+        model.eval()
+        with torch.no_grad():
+            losses = [
+                F.cross_entropy(model(x).flatten(0, 1), y.flatten()).item()
+                for x, y in (batch() for _ in range(eval_batches))
+            ]
+        model.train()
+        return float(np.mean(losses))
+
+    started = time.perf_counter()
+    before = evaluate()
+    model.train()
+    for _ in range(steps):
+        x, y = batch()
+        loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return {
+        "loss_before": before,
+        "loss_after": evaluate(),
+        "seconds": time.perf_counter() - started,
+    }

@@ -1,0 +1,145 @@
+"""Plain data on disk: JSON with arrays as .npy files (never pickles).
+
+encode() turns a value into JSON-able data, saving arrays beside it; decode() does the reverse.
+A value from student code that is not plain data (an ndarray subclass, an object with a forged
+__eq__, a tensor) is converted into plain data or described by its type name: the parent never
+receives an object of the student's.
+"""
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+
+def _type_name(obj):
+    t = type(obj)
+    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+
+
+class Writer:
+    def __init__(self, directory):
+        self.directory = Path(directory)
+        self.arrays = self.directory / "arrays"
+        self.count = 0
+
+    def _save_array(self, arr):
+        self.arrays.mkdir(parents=True, exist_ok=True)
+        name = f"a{self.count}"
+        self.count += 1
+        np.save(self.arrays / f"{name}.npy", arr, allow_pickle=False)
+        return name
+
+    def encode(self, obj, depth=0):
+        if depth > 20:
+            return {"$object": _type_name(obj), "repr": "<nested too deep>"}
+        if obj is None or isinstance(obj, (bool, str)) and type(obj) in (bool, str):
+            return obj
+        if type(obj) is int:
+            return obj if abs(obj) < 2**53 else {"$object": "int", "repr": str(obj)[:100]}
+        if type(obj) is float:
+            return obj if math.isfinite(obj) else {"$float": repr(obj)}
+        if isinstance(obj, np.generic) and obj.dtype.kind in "biuf":
+            return {"$scalar": self._save_array(np.asarray(obj.item())), "type": _type_name(obj)}
+        if isinstance(obj, np.ndarray):
+            arr = np.array(obj, copy=True, subok=False)  # drops any subclass
+            if arr.dtype.kind not in "biufc":
+                return {"$object": _type_name(obj), "repr": f"array of dtype {arr.dtype}"}
+            return {"$array": self._save_array(arr), "type": _type_name(obj)}
+        torch = _torch_if_loaded()
+        if torch is not None and isinstance(obj, torch.Tensor):
+            t = obj.detach().cpu()
+            if t.dtype == torch.bfloat16 or t.dtype == torch.float16:
+                t = t.float()
+            return {
+                "$tensor": self._save_array(np.array(t.numpy(), copy=True)),
+                "type": _type_name(obj),
+                "dtype": str(obj.dtype).replace("torch.", ""),
+                "requires_grad": bool(obj.requires_grad),
+                "has_grad_fn": obj.grad_fn is not None,
+            }
+        if type(obj) in (list, tuple):
+            items = [self.encode(x, depth + 1) for x in obj[:100_000]]
+            return items if type(obj) is list else {"$tuple": items}
+        if type(obj) is dict:
+            return {
+                "$dict": [
+                    [self.encode(k, depth + 1), self.encode(v, depth + 1)] for k, v in obj.items()
+                ]
+            }
+        try:
+            shown = repr(obj)[:200]
+        except Exception:  # a student's __repr__ may raise
+            shown = "<unprintable>"
+        return {"$object": _type_name(obj), "repr": shown}
+
+    def write_json(self, name, payload):
+        self.directory.mkdir(parents=True, exist_ok=True)
+        tmp = self.directory / f".{name}.tmp"
+        tmp.write_text(json.dumps(payload))
+        tmp.replace(self.directory / name)
+
+
+def _torch_if_loaded():
+    import sys
+
+    return sys.modules.get("torch")
+
+
+class Reader:
+    """Decodes what a Writer wrote. as_tensors=True rebuilds tensors (inside the harness only)."""
+
+    def __init__(self, directory, as_tensors=False):
+        self.directory = Path(directory)
+        self.as_tensors = as_tensors
+
+    def load_array(self, name):
+        return np.load(self.directory / "arrays" / f"{name}.npy", allow_pickle=False)
+
+    def read_json(self, name):
+        return json.loads((self.directory / name).read_text())
+
+    def decode(self, data):
+        if isinstance(data, list):
+            return [self.decode(x) for x in data]
+        if not isinstance(data, dict):
+            return data
+        if "$array" in data:
+            return self.load_array(data["$array"])
+        if "$scalar" in data:
+            return self.load_array(data["$scalar"])[()]
+        if "$tensor" in data:
+            arr = self.load_array(data["$tensor"])
+            if not self.as_tensors:
+                return arr
+            import torch
+
+            t = torch.from_numpy(arr)
+            if data.get("requires_grad"):
+                t.requires_grad_(True)
+            return t
+        if "$float" in data:
+            return float(data["$float"])
+        if "$tuple" in data:
+            return tuple(self.decode(x) for x in data["$tuple"])
+        if "$dict" in data:
+            return {_hashable(self.decode(k)): self.decode(v) for k, v in data["$dict"]}
+        if "$object" in data:
+            return Opaque(data["$object"], data.get("repr", ""))
+        return {k: self.decode(v) for k, v in data.items()}
+
+
+def _hashable(key):
+    return tuple(key) if isinstance(key, list) else key
+
+
+class Opaque:
+    """Stands for a value the student returned that is not plain data: only its type and repr."""
+
+    def __init__(self, type_name, shown):
+        self.type_name = type_name
+        self.shown = shown
+
+    def __repr__(self):
+        return f"<{self.type_name}: {self.shown}>"

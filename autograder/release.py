@@ -1,0 +1,67 @@
+"""Release: generate the student notebooks in notebooks/ from the instructor's solutions/.
+
+The solutions are nbgrader source notebooks. Releasing runs nbgrader's own preprocessors, in
+order, on each of them: the list below is the algorithm. notebooks/ is never edited by hand;
+`python -m autograder release --check` (and tests/test_release.py) fail when it is stale.
+"""
+
+import copy
+from pathlib import Path
+
+import nbformat
+from nbgrader.preprocessors import (
+    ClearHiddenTests,
+    ClearMarkScheme,
+    ClearOutput,
+    ClearSolutions,
+    ComputeChecksums,
+    LockCells,
+)
+
+from autograder.curriculum import NOTEBOOKS
+
+REPO = Path(__file__).resolve().parent.parent
+SOLUTIONS = REPO / "solutions"
+STUDENT_NOTEBOOKS = REPO / "notebooks"
+
+PIPELINE = (
+    ClearSolutions,
+    ClearHiddenTests,
+    ClearMarkScheme,
+    ClearOutput,
+    LockCells,
+    ComputeChecksums,
+)
+
+
+def release_notebook(solution):
+    """The student version of one solution notebook (a NotebookNode; the input is not modified)."""
+    nb = copy.deepcopy(solution)
+    resources = {}
+    for step in PIPELINE:
+        nb, resources = step().preprocess(nb, resources)
+    nb.metadata.pop("widgets", None)
+    return nb
+
+
+def render(nb):
+    return nbformat.writes(nb) + "\n"
+
+
+def release(solutions_dir=SOLUTIONS, out_dir=STUDENT_NOTEBOOKS, check=False):
+    """Write (or, with check=True, compare) every student notebook. Returns the stale file names."""
+    out_dir = Path(out_dir)
+    stale = []
+    for notebook in NOTEBOOKS:
+        source = Path(solutions_dir) / notebook.filename
+        if not source.exists():
+            continue
+        text = render(release_notebook(nbformat.read(source, as_version=4)))
+        target = out_dir / notebook.filename
+        if target.exists() and target.read_text() == text:
+            continue
+        stale.append(notebook.filename)
+        if not check:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            target.write_text(text)
+    return stale
