@@ -1,0 +1,82 @@
+"""The misconception catalogue: SPEC's ids, what each means, and the hint a student gets.
+
+Each id is recognised by behaviour, never by reading source: variants.py modules hold known-wrong
+implementations computed in the trusted parent; a student's output that matches one (and not the
+reference) names that misconception. See numpy_variants.py (notebooks 01-04) and
+torch_variants.py (05-06).
+"""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Misconception:
+    id: str
+    mistake: str  # what the student probably did
+    hint: str  # what to revisit, without giving the answer away
+
+
+_ENTRIES = [
+    ("softmax-unstable", "exponentiating without subtracting the maximum first",
+     "exp overflows for large scores; softmax is unchanged if you subtract a constant from every score."),
+    ("softmax-wrong-axis", "normalising along the wrong axis",
+     "each row of weights (one per query) should sum to 1: which axis holds the keys?"),
+    ("missing-scale", "not dividing the scores by sqrt(d_k)",
+     "the variance of q.k grows with d_k; the scores are scaled to keep the softmax from saturating."),
+    ("wrong-scale", "scaling by something other than sqrt(d_k)",
+     "check what you divide by: d_k, sqrt(d), sqrt(n) and sqrt(d_k) are different numbers."),
+    ("transposed-scores", "computing K Q^T instead of Q K^T",
+     "row i of the scores should belong to query i: check the order of the product."),
+    ("softmax-over-queries", "normalising each column (over queries) instead of each row",
+     "each query distributes its attention over the keys, so the softmax runs over the key axis."),
+    ("mask-inverted", "blocking the positions that should be visible, and the reverse",
+     "True in the mask means 'may attend'; blocked scores become -inf before the softmax."),
+    ("mask-after-softmax", "masking the weights after the softmax",
+     "masked weights set to 0 after the softmax leave rows that no longer sum to 1: mask the scores."),
+    ("mask-off-by-one", "a causal mask shifted by one diagonal",
+     "token i may attend to itself and to every earlier token: check the diagonal."),
+    ("heads-reshape-without-transpose", "reshaping (n, H*d_k) straight to (H, n, d_k)",
+     "a reshape keeps memory order; the heads are column blocks, so reshape to (n, H, d_k) first."),
+    ("missing-output-projection", "concatenating the heads without the output projection W_o",
+     "after the heads are laid side by side, W_o mixes them back to width d."),
+    ("heads-averaged", "averaging the heads instead of concatenating them",
+     "the heads' outputs are laid side by side (width H*d_k), not averaged."),
+    ("layernorm-unbiased-variance", "the unbiased variance (dividing by d - 1)",
+     "layer norm uses the population variance: divide by d."),
+    ("layernorm-wrong-axis", "normalising over the wrong axis",
+     "each token is normalised over its own d features: the last axis."),
+    ("layernorm-eps-outside-sqrt", "adding eps after the square root",
+     "eps goes inside the square root: sqrt(var + eps)."),
+    ("missing-residual", "a sub-layer without its residual connection",
+     "each sub-layer's output is added back to its input: x + sublayer(...)."),
+    ("norm-order-swapped", "pre-norm and post-norm swapped",
+     "pre-norm normalises the sub-layer's input; post-norm normalises the sum x + sublayer(x)."),
+    ("missing-activation", "no non-linearity between the two linear layers",
+     "two linear layers without an activation between them are just one linear layer."),
+    ("pe-sin-cos-swapped", "cos on the even columns and sin on the odd ones",
+     "even columns 2i hold sin, odd columns 2i+1 hold cos."),
+    ("pe-wrong-exponent", "the wrong frequency exponent",
+     "the angle is k / base^(2i/d_model), where 2i is the even column index."),
+    ("pe-not-interleaved", "all the sines first, then all the cosines",
+     "sin and cos alternate column by column: sin, cos, sin, cos, ..."),
+    ("targets-not-shifted", "targets equal to the inputs instead of the next tokens",
+     "the label of position t is the token at position t + 1."),
+    ("loss-sum-reduction", "summing the per-token losses instead of averaging",
+     "the loss is the mean over all B*T positions, so it does not grow with the batch."),
+    ("loss-double-softmax", "applying softmax before cross-entropy",
+     "F.cross_entropy expects raw logits; it applies log-softmax itself."),
+    ("no-causal-mask", "no causal mask in the model",
+     "a language model must not see the future: position t may only attend to positions <= t."),
+    ("generate-no-crop", "feeding the whole sequence to the model while generating",
+     "the model only knows block_size positions: crop the context to the last block_size tokens."),
+    ("temperature-multiplied", "multiplying the logits by the temperature",
+     "a higher temperature should flatten the distribution: divide the logits by it."),
+]  # fmt: skip
+
+CATALOGUE = {id_: Misconception(id_, mistake, hint) for id_, mistake, hint in _ENTRIES}
+
+
+def describe(id_):
+    """'mistake: hint' for one id, for the feedback pages."""
+    m = CATALOGUE[id_]
+    return f"{m.mistake}: {m.hint}"
