@@ -1,0 +1,54 @@
+"""The two install routes (pip with pyproject, conda with environment.yml) install the same set."""
+
+import re
+import tomllib
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _pyproject_requirements():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    return set(project["dependencies"]) | set(project["optional-dependencies"]["dev"])
+
+
+def _environment_requirements():
+    env = yaml.safe_load((REPO / "environment.yml").read_text())
+    pip_sections = [d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d]
+    assert len(pip_sections) == 1, "environment.yml needs exactly one pip section"
+    return env, {r for r in pip_sections[0] if not r.startswith("-e")}
+
+
+def test_environment_yml_pins_the_same_packages_as_pyproject():
+    _, conda_pip = _environment_requirements()
+    pip_route = _pyproject_requirements()
+    assert conda_pip == pip_route, (
+        f"only in environment.yml: {sorted(conda_pip - pip_route)}; "
+        f"only in pyproject.toml: {sorted(pip_route - conda_pip)}"
+    )
+
+
+def test_environment_yml_uses_python_311_and_installs_the_course():
+    env, _ = _environment_requirements()
+    assert "python=3.11" in env["dependencies"]
+    pip_section = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+    assert "-e ." in pip_section
+
+
+def test_every_requirement_is_pinned_exactly():
+    for requirement in _pyproject_requirements():
+        assert re.fullmatch(r"[A-Za-z0-9_.\-\[\]]+==[0-9][0-9A-Za-z.+]*", requirement), requirement
+
+
+def test_torch_is_the_cpu_release_on_these_machines():
+    assert "torch==2.13.0" in _pyproject_requirements()
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    readme = (REPO / "README.md").read_text()
+    match = re.search(r"<!-- test-command -->\s*```(?:bash|sh)?\n(.+?)\n```", readme, re.S)
+    assert match, "README.md must show the test command after a <!-- test-command --> marker"
+    command = match.group(1).strip()
+    assert command in (REPO / ".ci" / "run").read_text()
