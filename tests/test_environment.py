@@ -52,3 +52,16 @@ def test_ci_runs_exactly_the_readme_test_command():
     assert match, "README.md must show the test command after a <!-- test-command --> marker"
     command = match.group(1).strip()
     assert command in (REPO / ".ci" / "run").read_text()
+
+
+def test_every_package_of_the_course_is_listed_in_pyproject():
+    listed = set(
+        tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
+    on_disk = {
+        ".".join(init.parent.relative_to(REPO).parts)
+        for init in (REPO / "autograder").rglob("__init__.py")
+    } | {"coursedata"}
+    assert on_disk == listed, (
+        f"unlisted: {sorted(on_disk - listed)}; gone: {sorted(listed - on_disk)}"
+    )
