@@ -96,7 +96,9 @@ def derive_seed(*parts):
 
 def build_cases(stem, seed, functions=None):
     """Every case of one notebook's graded names, inputs drawn from `seed`."""
-    from autograder import probes as _  # noqa: F401 - registers every notebook's probes
+    from autograder.probes import load_all
+
+    load_all()  # registers every notebook's probes
 
     cases = []
     for function in BY_STEM[stem].graded:
