@@ -80,3 +80,35 @@ def describe(id_):
     """'mistake: hint' for one id, for the feedback pages."""
     m = CATALOGUE[id_]
     return f"{m.mistake}: {m.hint}"
+
+
+# Ids recognised by the NumPy probes (notebooks 01-04) beyond SPEC's list.
+_NUMPY_ENTRIES = [
+    ("cosine-instead-of-dot", "normalising the vectors (cosine similarity) instead of the plain dot product",
+     "the similarity here is the dot product query . key, lengths included."),
+    ("similarity-scaled", "dividing notebook 01's similarity by sqrt(d)",
+     "notebook 01's scores are the plain dot products; the division by sqrt(d_k) comes in notebook 02."),
+    ("normalised-without-exp", "dividing the scores by their sum without exponentiating",
+     "exponentiate first: exp makes every weight positive, then divide by the sum of the exps."),
+    ("percent-not-fraction", "weights out of 100 instead of fractions summing to 1",
+     "'percentages' here are fractions: 0.8, not 80. Do not multiply by 100."),
+    ("softmax-missing-keepdims", "a max or sum along an axis without keepdims=True",
+     "np.sum(e, axis=axis) drops that axis, so it no longer lines up with e: pass keepdims=True."),
+    ("causal-flag-ignored", "always applying the causal mask, even when causal=False",
+     "with causal=False token i attends to all n tokens, the later ones included."),
+    ("batch-dims-unsupported", "code that only works for 2-D inputs (K.T, transpose(1, 0, 2), fixed reshapes)",
+     "from notebook 03 on inputs may have leading batch dimensions: index axes from the end, "
+     "e.g. np.swapaxes(K, -1, -2) instead of K.T."),
+    ("mask-not-boolean", "a mask of 0.0/1.0 floats (or ints) instead of booleans",
+     "masks are boolean: True where a query may attend. Use dtype=bool."),
+    ("mask-fills-zero", "setting masked scores to 0 (or multiplying them by the mask) instead of -inf",
+     "exp(0) = 1, so a score of 0 still gets weight: blocked scores must become -inf before the softmax."),
+    ("mask-ignored", "not applying the mask at all",
+     "when a mask is given, blocked keys (False) must get weight 0."),
+    ("heads-strided-columns", "giving head h every H-th column instead of a block of d_k columns",
+     "head h owns the contiguous columns h*d_k .. (h+1)*d_k - 1: reshape to (..., n, H, d_k)."),
+    ("modifies-input", "changing an input array in place",
+     "a graded function must leave its arguments as they were: avoid `x -= ...` and `x[...] = ...` on inputs."),
+]  # fmt: skip
+
+CATALOGUE.update({i: Misconception(i, mistake, hint) for i, mistake, hint in _NUMPY_ENTRIES})

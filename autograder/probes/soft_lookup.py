@@ -1,0 +1,141 @@
+"""Hidden tests of notebook 01 (a dictionary as a soft lookup): 6.5 points.
+
+lookup       1.0  stored values (0.5); an unknown key raises KeyError naming it (0.5)
+similarity   1.5  random values (1.0); one key, inputs unmodified (0.5)
+percentages  2.0  random values (1.0); scores of magnitude 1e4 (0.5); inputs unmodified (0.5)
+soft_lookup  2.0  random values, weights and output (1.0); d_v != d with large scores (0.5);
+                  inputs unmodified (0.5)
+"""
+
+import numpy as np
+
+from autograder.probes.base import Case, Fail, probe
+from autograder.probes.numpy_common import call, unmodified_case, value_case
+
+FRUIT = ["apple", "banana", "lemon", "cherry", "grape", "melon", "peach", "plum"]
+FRENCH = ["pomme", "banane", "citron", "cerise", "raisin", "melon", "pêche", "prune"]
+
+
+@probe("lookup")
+def lookup_cases(rng):
+    k = 5
+    order = rng.permutation(len(FRUIT))[:k]
+    table = {FRUIT[i]: FRENCH[i] for i in order}
+    numbers = {f"key{j}": rng.standard_normal(3) for j in range(3)}
+    present = FRUIT[order[rng.integers(k)]]
+    absent = "orange"
+
+    def judge_present(responses):
+        for response, (tab, key) in zip(
+            responses, [(table, present), (numbers, "key1")], strict=True
+        ):
+            if response.error:
+                e = response.error
+                raise Fail(f"lookup(table, {key!r}) raised {e['type']}: {e['message']}")
+            got = response.decode(response.raw.get("value"))
+            want = tab[key]
+            same = (
+                isinstance(got, np.ndarray)
+                and got.shape == want.shape
+                and np.array_equal(got, want)
+                if isinstance(want, np.ndarray)
+                else isinstance(got, str) and got == want
+            )
+            if not same:
+                raise Fail(
+                    f"lookup(table, {key!r}) returned {_short(got)}, not the value stored under "
+                    f"{key!r}."
+                )
+            after = response.decode(response.raw["args_after"][0])
+            if not isinstance(after, dict) or set(after) != set(tab):
+                raise Fail(
+                    f"lookup(table, {key!r}) changed the table's keys: it must only read it."
+                )
+
+    def judge_absent(responses):
+        response = responses[0]
+        error = response.error
+        if not error:
+            got = response.decode(response.raw.get("value"))
+            raise Fail(
+                f"lookup(table, {absent!r}) returned {_short(got)} for a key the table does not "
+                "hold; a dictionary raises KeyError there (do not use .get with a default)."
+            )
+        if error["type"] != "KeyError":
+            raise Fail(
+                f"lookup(table, {absent!r}) raised {error['type']}; an unknown key should raise "
+                "KeyError, like a dictionary does."
+            )
+        if absent not in error["message"]:
+            raise Fail(
+                f"lookup(table, {absent!r}) raised KeyError, but its message "
+                f"({error['message'][:80]!r}) does not name the key {absent!r}."
+            )
+        after = response.decode(response.raw["args_after"][0])
+        if not isinstance(after, dict) or absent in after:
+            raise Fail(f"lookup(table, {absent!r}) added the unknown key to the table.")
+
+    return [
+        Case(
+            "lookup",
+            "returns the value stored under a key",
+            0.5,
+            [call(table, present), call(numbers, "key1")],
+            judge_present,
+        ),
+        Case(
+            "lookup",
+            "an unknown key raises KeyError naming it",
+            0.5,
+            [call(table, absent)],
+            judge_absent,
+        ),
+    ]
+
+
+def _short(value):
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+@probe("similarity")
+def similarity_cases(rng):
+    d, m = 5, 7
+    q, K = rng.standard_normal(d), rng.standard_normal((m, d)) * 2
+    q1, K1 = rng.standard_normal(3), rng.standard_normal((1, 3))
+    q2, K2 = rng.standard_normal(4), rng.standard_normal((6, 4))
+    return [
+        value_case("similarity", "dot products with every key", 1.0, [q, K]),
+        unmodified_case(
+            "similarity", 0.25, [q1, K1], name="a single key (m = 1) and inputs unmodified"
+        ),
+        unmodified_case("similarity", 0.25, [q2, K2]),
+    ]
+
+
+@probe("percentages")
+def percentages_cases(rng):
+    s = rng.standard_normal(6) * 2
+    big = rng.standard_normal(5) * 1e4
+    neg = -np.abs(rng.standard_normal(4)) - 1
+    return [
+        value_case("percentages", "exp-normalised weights", 1.0, [s]),
+        value_case("percentages", "scores of magnitude 1e4 (no overflow)", 0.5, [big], large=True),
+        unmodified_case("percentages", 0.5, [neg], name="all-negative scores, inputs unmodified"),
+    ]
+
+
+@probe("soft_lookup")
+def soft_lookup_cases(rng):
+    d, m, d_v = 4, 6, 4
+    q, K, V = rng.standard_normal(d), rng.standard_normal((m, d)), rng.standard_normal((m, d_v))
+    q2 = rng.standard_normal(3) * 30
+    K2, V2 = rng.standard_normal((5, 3)) * 30, rng.standard_normal((5, 2))
+    q3, K3, V3 = rng.standard_normal(3), rng.standard_normal((4, 3)), rng.standard_normal((4, 5))
+    return [
+        value_case("soft_lookup", "weights and the merged value", 1.0, [q, K, V]),
+        value_case(
+            "soft_lookup", "values of another width, large scores", 0.5, [q2, K2, V2], large=True
+        ),
+        unmodified_case("soft_lookup", 0.5, [q3, K3, V3]),
+    ]
