@@ -1,0 +1,215 @@
+"""What grading writes: results.json and feedback.html per student, grades.csv and a class summary.
+
+    write_student(out / student, payload)   # payload built by autograder.grade.build_results
+    write_class(out, student_results)       # grades.csv, summary.md, summary.json
+
+Every file is written atomically (a temporary file renamed into place), so an interrupted run
+never leaves half a results.json behind, and a rerun can trust the files it finds.
+"""
+
+import csv
+import io
+import json
+import os
+import tempfile
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from autograder.curriculum import BY_STEM, NOTEBOOKS
+from autograder.misconceptions import CATALOGUE
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+
+def atomic_write(path, text):
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _environment():
+    env = Environment(
+        loader=FileSystemLoader(str(TEMPLATES)),
+        autoescape=select_autoescape(["html", "j2"]),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["points"] = lambda x: f"{x:g}" if isinstance(x, int | float) else str(x)
+    return env
+
+
+def feedback_context(payload):
+    """Tests grouped by notebook, with the misconceptions they name explained."""
+    by_notebook = defaultdict(list)
+    for test in payload["tests"]:
+        by_notebook[test["notebook"]].append(test)
+    sections = []
+    for nb in NOTEBOOKS:
+        tests = by_notebook.get(nb.stem, [])
+        info = payload.get("notebooks", {}).get(nb.stem, {})
+        functions = []
+        for function in nb.graded:
+            mine = [t for t in tests if t["function"] == function]
+            if not mine:
+                continue
+            ids = sorted({m for t in mine for m in t.get("misconceptions", [])})
+            functions.append(
+                {
+                    "name": function,
+                    "tests": mine,
+                    "score": round(sum(t["score"] for t in mine), 4),
+                    "max_score": round(sum(t["max_score"] for t in mine), 4),
+                    "misconceptions": [
+                        {"id": i, "mistake": CATALOGUE[i].mistake, "hint": CATALOGUE[i].hint}
+                        if i in CATALOGUE
+                        else {"id": i, "mistake": "", "hint": ""}
+                        for i in ids
+                    ],
+                }
+            )
+        sections.append(
+            {
+                "stem": nb.stem,
+                "title": nb.title,
+                "info": info,
+                "functions": functions,
+                "score": info.get("score", round(sum(t["score"] for t in tests), 4)),
+                "max_score": info.get("max_score", round(sum(t["max_score"] for t in tests), 4)),
+            }
+        )
+    return {"payload": payload, "sections": sections}
+
+
+def render_feedback(payload):
+    template = _environment().get_template("feedback.html.j2")
+    return template.render(**feedback_context(payload))
+
+
+def write_student(folder, payload):
+    folder = Path(folder)
+    atomic_write(folder / "feedback.html", render_feedback(payload))
+    atomic_write(folder / "results.json", json.dumps(payload, indent=1))  # last: marks done
+
+
+# -- the class ----------------------------------------------------------------------------------
+def grades_csv(students):
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["student", *(nb.stem for nb in NOTEBOOKS), "total"])
+    for s in students:
+        per = defaultdict(float)
+        for t in s.results.get("tests", []):
+            per[t["notebook"]] += t["score"]
+        writer.writerow(
+            [s.student, *(f"{per[nb.stem]:g}" for nb in NOTEBOOKS), f"{s.results['score']:g}"]
+        )
+    return buffer.getvalue()
+
+
+def summarise(students):
+    """Class means per notebook and per test, and the misconceptions most students showed."""
+    n = len(students)
+    per_test = defaultdict(lambda: [0.0, 0.0, 0])  # name -> [score sum, max, count]
+    per_notebook = defaultdict(lambda: [0.0, 0.0])
+    misconceptions = Counter()  # id -> number of students
+    functions_of = defaultdict(set)
+    for s in students:
+        seen = set()
+        for t in s.results.get("tests", []):
+            entry = per_test[t["name"]]
+            entry[0] += t["score"]
+            entry[1] = t["max_score"]
+            entry[2] += 1
+            per_notebook[t["notebook"]][0] += t["score"]
+            per_notebook[t["notebook"]][1] += t["max_score"]
+            for m in t.get("misconceptions", []):
+                seen.add(m)
+                functions_of[m].add(t["function"])
+        misconceptions.update(seen)
+    notebooks = {
+        stem: {
+            "title": BY_STEM[stem].title,
+            "mean": round(total / n, 3) if n else 0.0,
+            "max_score": round(maximum / n, 3) if n else 0.0,
+        }
+        for stem, (total, maximum) in per_notebook.items()
+    }
+    tests = {
+        name: {"mean": round(total / count, 3), "max_score": maximum, "students": count}
+        for name, (total, maximum, count) in per_test.items()
+    }
+    top = [
+        {
+            "id": m,
+            "students": count,
+            "functions": sorted(functions_of[m]),
+            "mistake": CATALOGUE[m].mistake if m in CATALOGUE else "",
+            "hint": CATALOGUE[m].hint if m in CATALOGUE else "",
+        }
+        for m, count in misconceptions.most_common()
+    ]
+    totals = [s.results.get("score", 0.0) for s in students]
+    max_score = max((s.results.get("max_score", 0.0) for s in students), default=0.0)
+    return {
+        "students": n,
+        "mean_total": round(sum(totals) / n, 3) if n else 0.0,
+        "max_score": max_score,
+        "notebooks": notebooks,
+        "tests": tests,
+        "misconceptions": top,
+    }
+
+
+def summary_markdown(summary):
+    lines = [
+        "# Class summary",
+        "",
+        f"{summary['students']} student(s); mean total {summary['mean_total']:g} / "
+        f"{summary['max_score']:g}.",
+        "",
+        "## Per notebook (mean score)",
+        "",
+        "| notebook | mean | max |",
+        "|---|---:|---:|",
+    ]
+    for stem in (nb.stem for nb in NOTEBOOKS):
+        if stem in summary["notebooks"]:
+            nb = summary["notebooks"][stem]
+            lines.append(f"| {stem} | {nb['mean']:g} | {nb['max_score']:g} |")
+    hardest = sorted(
+        summary["tests"].items(),
+        key=lambda kv: kv[1]["mean"] / kv[1]["max_score"] if kv[1]["max_score"] else 1.0,
+    )
+    lines += ["", "## Hardest tests (lowest mean fraction of points)", ""]
+    for name, t in hardest[:10]:
+        frac = t["mean"] / t["max_score"] if t["max_score"] else 1.0
+        lines.append(f"- {frac:.0%} - {name}")
+    lines += ["", "## Most common misconceptions: what to re-teach", ""]
+    if not summary["misconceptions"]:
+        lines.append("- none recognised")
+    for m in summary["misconceptions"][:10]:
+        lines.append(
+            f"- **{m['id']}** ({m['students']} student(s); in {', '.join(m['functions'])}): "
+            f"{m['mistake']}. {m['hint']}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def write_class(out, students):
+    out = Path(out)
+    atomic_write(out / "grades.csv", grades_csv(students))
+    summary = summarise(students)
+    text = summary_markdown(summary)
+    atomic_write(out / "summary.md", text)
+    atomic_write(out / "summary.json", json.dumps(summary, indent=1))
+    summary["text"] = text
+    return summary

@@ -1,0 +1,308 @@
+"""Runs INSIDE the sandbox: execute a student's notebooks, then let the harness answer the requests.
+
+    python driver.py JOB.json
+
+This file is copied into the sandbox on its own; it imports only the standard library, nbformat
+and nbclient (never `autograder`). It decides nothing: it runs cells, records what went wrong
+(cell errors, timeouts, a dead kernel) as plain data in STATUS_DIR/<stem>.json, and the trusted
+parent turns that into messages and scores.
+
+Per notebook: a fresh IPython kernel; every code cell in order with allow_errors (a cell that
+raises is recorded and the next one runs); the notebook's cells share one wall-clock budget; then
+one extra cell per graded name calls the harness's serve() on that name's requests, with its own
+time limit. Only error outputs are kept: whatever a notebook prints is dropped, so a flood of
+output cannot fill memory or disk.
+"""
+
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+# jsonschema imports rfc3987_syntax, which compiles a grammar for seconds at import time; the
+# driver never validates IRIs, so it is blocked here (this process only).
+sys.modules.setdefault("rfc3987_syntax", None)
+
+import nbformat  # noqa: E402
+from nbclient import NotebookClient  # noqa: E402
+from nbclient.exceptions import CellTimeoutError, DeadKernelError  # noqa: E402
+
+SERVE_PRELUDE = """\
+def __autograder_load_harness(path):
+    import importlib.util, sys
+    spec = importlib.util.spec_from_file_location(
+        "__autograder_harness__", path + "/__init__.py", submodule_search_locations=[path])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["__autograder_harness__"] = module
+    spec.loader.exec_module(module)
+    return module.serve
+__autograder_serve__ = __autograder_load_harness({harness!r})
+del __autograder_load_harness
+"""
+
+SERVE_CELL = "__autograder_serve__(globals(), {requests!r}, {responses!r})"
+
+MAX_MESSAGE = 400
+
+
+def _short(text, limit=MAX_MESSAGE):
+    text = str(text)
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
+def _first_line(source):
+    for line in source.splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            return _short(line.strip(), 80)
+    return ""
+
+
+class QuietClient(NotebookClient):
+    """Keeps only error outputs (truncated); counts the rest."""
+
+    printed = 0
+
+    def output(self, outs, msg, display_id, cell_index):
+        if msg["msg_type"] != "error":
+            content = msg.get("content", {})
+            self.printed += len(str(content.get("text", ""))) + len(str(content.get("data", "")))
+            return None
+        content = msg["content"]
+        out = nbformat.v4.new_output(
+            "error",
+            ename=_short(content.get("ename", "Error"), 100),
+            evalue=_short(content.get("evalue", "")),
+            traceback=[],
+        )
+        if len(outs) < 3:
+            outs.append(out)
+        return out
+
+
+class Run:
+    def __init__(self, job, spec):
+        self.job = job
+        self.spec = spec
+        self.status = {
+            "stem": spec["stem"],
+            "started": True,
+            "finished": False,
+            "executed_ok": False,
+            "cell_errors": [],
+            "notes": {},
+            "messages": [],
+            "timed_out": False,
+            "kernel_died": False,
+            "seconds": 0.0,
+        }
+        self.path = Path(job["status_dir"]) / f"{spec['stem']}.json"
+        self.save()
+
+    def save(self):
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.status))
+        tmp.replace(self.path)
+
+    def message(self, text):
+        self.status["messages"].append(text)
+
+    def note_all(self, names, text):
+        for name in names:
+            self.status["notes"].setdefault(name, text)
+
+    def interrupt_and_probe(self, client):
+        """After a timeout: interrupt the kernel; True if it answers again within a few seconds."""
+        try:
+            client.km.interrupt_kernel()
+        except Exception:  # noqa: BLE001
+            return False
+        probe = nbformat.v4.new_code_cell("pass")
+        client.timeout = self.job.get("recover_seconds", 10)
+        try:
+            client.execute_cell(probe, -1)
+            return True
+        except Exception:  # noqa: BLE001 - timeout again, dead kernel: unrecoverable
+            return False
+
+    def execute(self):
+        spec, job = self.spec, self.job
+        started = time.monotonic()
+        deadline = started + float(job["timeout"])
+        graded = list(spec["serve"])
+        nb = nbformat.read(spec["path"], as_version=4)
+        client = QuietClient(
+            nb,
+            kernel_name="python3",
+            timeout=int(job["timeout"]) + 1,
+            allow_errors=True,
+            interrupt_on_timeout=False,
+            startup_timeout=int(job.get("startup_timeout", 60)),
+            resources={"metadata": {"path": job["workdir"]}},
+            record_timing=False,
+            iopub_timeout=4,
+            shutdown_kernel="immediate",
+        )
+        alive = True
+        with client.setup_kernel():
+            for index, cell in enumerate(nb.cells):
+                if cell.cell_type != "code" or not cell.source.strip():
+                    continue
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                client.timeout = max(1, int(remaining + 0.999))
+                try:
+                    client.execute_cell(cell, index)
+                except CellTimeoutError:
+                    self.status["timed_out"] = True
+                    self.status["cell_errors"].append(
+                        {
+                            "cell": index,
+                            "type": "Timeout",
+                            "message": f"still running when the notebook's {job['timeout']:g} s ran out",
+                            "line": _first_line(cell.source),
+                        }
+                    )
+                    alive = self.interrupt_and_probe(client)
+                    if not alive:
+                        self.message(
+                            f"Cell {index + 1} was still running when the notebook's time ran out "
+                            "and could not be interrupted, so nothing could be tested."
+                        )
+                        self.note_all(
+                            graded,
+                            "your notebook ran out of time (see the cell errors) and could not be "
+                            "stopped, so this could not be tested.",
+                        )
+                    else:
+                        self.message(
+                            f"Cell {index + 1} was still running when the notebook's "
+                            f"{job['timeout']:g} s ran out; it was interrupted and the later "
+                            "cells were not run. The names defined before it were tested."
+                        )
+                    break
+                except DeadKernelError:
+                    alive = False
+                    self.status["kernel_died"] = True
+                    self.status["cell_errors"].append(
+                        {
+                            "cell": index,
+                            "type": "KernelDied",
+                            "message": "the Python process stopped (os._exit, a crash, or out of memory)",
+                            "line": _first_line(cell.source),
+                        }
+                    )
+                    self.message(
+                        f"The kernel died while running cell {index + 1} (os._exit, a crash in "
+                        "compiled code, or running out of memory), so nothing could be tested."
+                    )
+                    self.note_all(
+                        graded,
+                        f"the kernel died while running cell {index + 1} of your notebook, so "
+                        "this could not be tested.",
+                    )
+                    break
+                for out in cell.get("outputs", []):
+                    if out.get("output_type") == "error":
+                        self.status["cell_errors"].append(
+                            {
+                                "cell": index,
+                                "type": out.get("ename", "Error"),
+                                "message": out.get("evalue", ""),
+                                "line": _first_line(cell.source),
+                            }
+                        )
+                        break
+                self.save()
+            self.status["executed_ok"] = alive and not self.status["cell_errors"]
+            self.status["printed_chars"] = client.printed
+            self.status["cells_seconds"] = time.monotonic() - started
+            self.save()
+            if alive and graded:
+                self.serve(client, graded)
+        self.status["seconds"] = time.monotonic() - started
+        self.status["finished"] = True
+        self.save()
+
+    def serve(self, client, graded):
+        spec, job = self.spec, self.job
+        prelude = nbformat.v4.new_code_cell(SERVE_PRELUDE.format(harness=job["harness"]))
+        client.timeout = 30
+        try:
+            client.execute_cell(prelude, -1)
+        except Exception as exc:  # noqa: BLE001
+            self.note_all(graded, f"the test harness could not start ({type(exc).__name__}).")
+            return
+        errors = [o for o in prelude.get("outputs", []) if o.get("output_type") == "error"]
+        if errors:
+            self.note_all(
+                graded,
+                f"the test harness could not start in your notebook's kernel "
+                f"({errors[0].get('ename')}: {errors[0].get('evalue')}).",
+            )
+            return
+        for position, name in enumerate(graded):
+            seconds = float(spec["serve"][name])
+            cell = nbformat.v4.new_code_cell(
+                SERVE_CELL.format(
+                    requests=f"{spec['requests']}/{name}", responses=f"{spec['responses']}/{name}"
+                )
+            )
+            client.timeout = max(1, int(seconds + 0.999))
+            try:
+                client.execute_cell(cell, -1)
+            except CellTimeoutError:
+                self.status["notes"][name] = (
+                    f"the tests of {name} took more than {seconds:g} s in total (look for an "
+                    "infinite loop or very slow code); the tests that had not finished score 0."
+                )
+                if not self.interrupt_and_probe(client):
+                    self.note_all(
+                        graded[position + 1 :],
+                        f"not tested: the kernel could not be stopped after the tests of {name} "
+                        "ran out of time.",
+                    )
+                    return
+                continue
+            except DeadKernelError:
+                self.status["kernel_died"] = True
+                self.status["notes"][name] = (
+                    f"the kernel died while {name} was being tested (os._exit, a crash in compiled "
+                    "code, or running out of memory)."
+                )
+                self.note_all(
+                    graded[position + 1 :],
+                    f"not tested: the kernel died while {name} was being tested.",
+                )
+                return
+            errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+            if errors:
+                self.status["notes"][name] = (
+                    f"the tests of {name} were interrupted by {errors[0].get('ename')}: "
+                    f"{errors[0].get('evalue')}"
+                )
+            self.save()
+
+
+def main(job_path):
+    job = json.loads(Path(job_path).read_text())
+    os.chdir(job["workdir"])
+    for spec in job["notebooks"]:
+        run = Run(job, spec)
+        try:
+            run.execute()
+        except Exception as exc:  # noqa: BLE001 - a notebook's failure must not stop the next one
+            traceback.print_exc()
+            run.status["messages"].append(
+                f"The notebook could not be run: {type(exc).__name__}: {_short(exc, 200)}"
+            )
+            run.note_all(spec["serve"], f"your notebook could not be run ({type(exc).__name__}).")
+            run.status["finished"] = True
+            run.save()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
