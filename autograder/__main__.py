@@ -22,6 +22,20 @@ def main(argv=None):
         "--timeout", type=float, default=300.0, help="wall-clock seconds per notebook"
     )
     grade_cmd.add_argument("--force", action="store_true", help="regrade up-to-date students")
+    grade_cmd.add_argument(
+        "--secret", help="course secret seeding the hidden tests (default: $COURSE_SECRET)"
+    )
+    grade_cmd.add_argument(
+        "--memory", type=float, default=6.0, help="address-space limit per process, in GB"
+    )
+    grade_cmd.add_argument(
+        "--sandbox",
+        choices=("auto", "bwrap", "none"),
+        default="auto",
+        help="auto: bubblewrap when it works, else rlimits only (with a warning)",
+    )
+    grade_cmd.add_argument("--keep-work", action="store_true", help="keep the sandbox folders")
+    grade_cmd.add_argument("--quiet", action="store_true", help="no progress bar")
 
     args = parser.parse_args(argv)
     if args.command == "release":
