@@ -271,12 +271,11 @@ def difference_summary(got, expected, rtol=FLOAT64["rtol"], atol=FLOAT64["atol"]
     got = np.asarray(got, dtype=float)
     expected = np.asarray(expected, dtype=float)
     with np.errstate(invalid="ignore", over="ignore"):
-        close = np.isclose(got, expected, rtol=rtol, atol=atol, equal_nan=True)
-        close |= got == expected  # matching infinities
+        close = _close_mask(got, expected, rtol, atol)
         if close.all():
             return ""
-        diff = np.where(close, 0.0, np.abs(got - expected))
-        diff = np.where(np.isnan(diff), np.inf, diff)
+        diff = np.where(close, 0.0, abs(got - expected))
+        diff = np.where(diff != diff, np.inf, diff)
     worst = np.unravel_index(int(np.argmax(diff)), diff.shape) if diff.ndim else ()
     where = f", at {fmt_index(worst)}" if diff.ndim else ""
     n_bad = int((~close).sum())
@@ -332,11 +331,21 @@ def is_close(got, expected, rtol=1e-6, atol=1e-8):
     if got.shape != expected.shape:
         return False
     with np.errstate(invalid="ignore", over="ignore"):
-        return bool(
-            np.all(
-                np.isclose(got, expected, rtol=rtol, atol=atol, equal_nan=True) | (got == expected)
-            )
-        )
+        return bool(_close_mask(got, expected, rtol, atol).all())
+
+
+def _close_mask(got, expected, rtol, atol):
+    """Elementwise |got - expected| <= atol + rtol |expected|, NaN matching NaN, inf matching inf.
+
+    Written with array operators rather than np.isclose/np.allclose, so that a student's code
+    that replaces those functions (in the visible checks, which share the student's process)
+    cannot change a verdict.
+    """
+    got = np.asarray(got, dtype=float)
+    expected = np.asarray(expected, dtype=float)
+    close = abs(got - expected) <= atol + rtol * abs(expected)
+    close = close | (got == expected) | ((got != got) & (expected != expected))
+    return np.asarray(close, dtype=bool)
 
 
 # ---------------------------------------------------------------- properties

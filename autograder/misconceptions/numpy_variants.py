@@ -467,16 +467,9 @@ def weights_signature(A, mask=None, large=False, over_queries_id="softmax-over-q
     return [], ""
 
 
-def error_signature(error, batched=False, function=""):
+def error_signature(error, function=""):
     """Ids and a sentence for an exception the student's function raised on a case."""
     message = (error or {}).get("message", "")
-    kind = (error or {}).get("type", "")
-    if kind in ("ValueError", "IndexError") and batched:
-        return ["batch-dims-unsupported"], (
-            "this case has leading batch dimensions: K.T or .transpose(1, 0) reverse or swap "
-            "the wrong axes once there are more than two; use np.swapaxes(x, -1, -2) and "
-            "index axes from the end (-1, -2, ...)."
-        )
     if "broadcast" in message and function == "softmax":
         return ["softmax-missing-keepdims"], (
             "the max or sum along the axis lost that axis: pass keepdims=True so it lines up."

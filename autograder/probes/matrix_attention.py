@@ -184,7 +184,6 @@ def self_attention_cases(rng):
             )
         except Fail as failure:
             ids, sentence = nv.weights_signature(A, mask=mask)
-            ids = ids or ["mask-ignored"]
             raise Fail(f"{failure.message} {sentence}".rstrip() + nv.explain(ids), ids) from None
 
     return [

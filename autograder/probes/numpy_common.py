@@ -69,14 +69,15 @@ def expected_of(function, args, kwargs=None):
         return getattr(ref, function)(*args, **(kwargs or {}))
 
 
-def got_of(response, function, args, kwargs=None, batched=False):
+def got_of(response, function, args, kwargs=None):
     """The student's outputs as plain arrays (a tuple for pair-returning functions)."""
     where = label(function, args, kwargs)
     if response.error:
-        ids, sentence = nv.error_signature(response.error, batched=batched, function=function)
+        ids, sentence = nv.error_signature(response.error, function=function)
         raise Fail(
             compare.error_message(response, where)
-            + (f". {sentence[0].upper()}{sentence[1:]}" if sentence else ""),
+            + "."
+            + (f" {sentence[0].upper()}{sentence[1:]}" if sentence else ""),
             ids,
         )
     names = OUTPUTS.get(function)
@@ -125,9 +126,9 @@ def check_output(function, got, args, kwargs=None, output=None, large=False):
         raise Fail(text + nv.explain(ids), ids, failure.fraction) from None
 
 
-def check_call(response, function, args, kwargs=None, large=False, batched=False):
+def check_call(response, function, args, kwargs=None, large=False):
     """The student's outputs for one call, each checked against the reference; returns them."""
-    got = got_of(response, function, args, kwargs, batched=batched)
+    got = got_of(response, function, args, kwargs)
     if isinstance(got, tuple):
         first = WEIGHTS.get(function)  # the weights first: most mistakes start there
         order = sorted(range(len(got)), key=lambda k: k != first)
@@ -138,17 +139,63 @@ def check_call(response, function, args, kwargs=None, large=False, batched=False
     return got
 
 
+# For batched cases: which arguments carry the leading batch dimensions, and their own ndim.
+BATCHED_ARGS = {
+    "attention_scores": ((0, 1), 2),
+    "scaled_dot_product_attention": ((0, 1, 2), 2),
+    "self_attention": ((0,), 2),
+    "split_heads": ((0,), 2),
+    "merge_heads": ((0,), 3),
+    "multi_head_attention": ((0,), 2),
+}
+
+
+def first_of_batch(function, args):
+    """The same call on the first element of the batch (no leading dimensions)."""
+    indices, base = BATCHED_ARGS[function]
+    out = list(args)
+    for i in indices:
+        a = out[i]
+        while a.ndim > base:
+            a = a[0]
+        out[i] = np.ascontiguousarray(a)
+    return out
+
+
 def value_case(
     function, name, points, args=None, kwargs=None, calls=None, large=False, batched=False
 ):
-    """Call once (or once per (args, kwargs) in calls); every output must match the reference."""
+    """Call once (or once per (args, kwargs) in calls); every output must match the reference.
+
+    batched=True (one call with leading batch dimensions) also asks for the first element of
+    the batch alone: if that one is right, the failure is named batch-dims-unsupported.
+    """
     calls = calls or [(args, kwargs or {})]
+    requests = [call(*a, **kw) for a, kw in calls]
+    if batched:
+        single = first_of_batch(function, calls[0][0])
+        requests.append(call(*single, **calls[0][1]))
 
     def judge(responses):
-        for response, (a, kw) in zip(responses, calls, strict=True):
-            check_call(response, function, a, kw, large=large, batched=batched)
+        for response, (a, kw) in zip(responses, calls, strict=False):
+            try:
+                check_call(response, function, a, kw, large=large)
+            except Fail as failure:
+                if not batched:
+                    raise
+                try:
+                    check_call(responses[-1], function, single, kw, large=large)
+                except Fail:
+                    raise failure from None
+                ids = ["batch-dims-unsupported"]
+                raise Fail(
+                    f"{failure.message} The same call on one element of the batch is right, so "
+                    "the leading batch dimensions are the trouble." + nv.explain(ids),
+                    ids,
+                    failure.fraction,
+                ) from None
 
-    return Case(function, name, points, [call(*a, **kw) for a, kw in calls], judge)
+    return Case(function, name, points, requests, judge)
 
 
 def unmodified_case(function, points, args, kwargs=None, name="leaves its inputs unmodified"):

@@ -37,7 +37,7 @@ def lookup_cases(rng):
             same = (
                 isinstance(got, np.ndarray)
                 and got.shape == want.shape
-                and np.array_equal(got, want)
+                and bool(((got == want) | ((got != got) & (want != want))).all())
                 if isinstance(want, np.ndarray)
                 else isinstance(got, str) and got == want
             )
