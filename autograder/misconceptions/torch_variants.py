@@ -1,0 +1,366 @@
+"""Known-wrong PyTorch implementations (notebooks 05-06), computed in the trusted parent.
+
+A judge runs the student's code on some inputs and weights, computes the reference AND these
+variants on the same inputs and weights here, and names the misconception whose variant the
+student's answer matches (`diagnose`). Nothing here reads a student's source: a misconception is
+recognised by what the code does.
+
+Weights travel as a state dict under SPEC's attribute names (q_proj.weight, ff.fc1.bias, ...);
+every variant takes that dict of tensors, so the same draw feeds the harness, the reference and
+the variants.
+"""
+
+import math
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from autograder.misconceptions import CATALOGUE
+
+# ---------------------------------------------------------------- matching
+
+
+def _close(got, expected, rtol, atol):
+    got = np.asarray(got, dtype=float)
+    expected = np.asarray(expected, dtype=float)
+    if got.shape != expected.shape:
+        return False
+    with np.errstate(invalid="ignore"):
+        return bool(np.all(np.isclose(got, expected, rtol=rtol, atol=atol, equal_nan=True)))
+
+
+def diagnose(got, variants, rtol=1e-4, atol=1e-5):
+    """The misconception ids whose variant output matches `got` (first match per id, in order).
+
+    `variants` is a list of (id, expected) pairs; expected may be a tuple of arrays compared
+    item by item with the items of `got` (a tuple too). Several variants may share one id.
+    """
+    found = []
+    for id_, expected in variants:
+        if id_ in found or expected is None:
+            continue
+        if isinstance(expected, tuple):
+            if not isinstance(got, tuple | list) or len(got) != len(expected):
+                continue
+            if all(
+                e is None or _close(g, e, rtol, atol) for g, e in zip(got, expected, strict=True)
+            ):
+                found.append(id_)
+        elif _close(got, expected, rtol, atol):
+            found.append(id_)
+    return found
+
+
+def explain(ids, lead="This is what happens with"):
+    """'This is what happens with <mistake>: <hint>' for the first id (ids in SPEC's catalogue)."""
+    known = [i for i in ids if i in CATALOGUE]
+    if not known:
+        return ""
+    m = CATALOGUE[known[0]]
+    return f"{lead} {m.mistake}: {m.hint}"
+
+
+def np64(t):
+    """A tensor (or tuple of tensors) as float64 NumPy arrays."""
+    if isinstance(t, tuple | list):
+        return tuple(np64(x) for x in t)
+    return t.detach().to(torch.float64).numpy()
+
+
+# ---------------------------------------------------------------- 05: layer norm
+
+
+def layer_norm_variants(x, weight, bias, eps=1e-5):
+    """(id, output) for the layer-norm mistakes, on tensors x (..., d), weight (d,), bias (d,)."""
+    x = x.detach().to(torch.float64)
+    w, b = weight.detach().to(torch.float64), bias.detach().to(torch.float64)
+    mean = x.mean(-1, keepdim=True)
+    out = []
+    # unbiased variance (divide by d - 1): torch.var's default
+    var_u = x.var(-1, keepdim=True, correction=1) if x.shape[-1] > 1 else None
+    if var_u is not None:
+        out.append(("layernorm-unbiased-variance", (x - mean) / torch.sqrt(var_u + eps) * w + b))
+        out.append(
+            ("layernorm-unbiased-variance", (x - mean) / (x.std(-1, keepdim=True) + eps) * w + b)
+        )
+    var = x.var(-1, keepdim=True, correction=0)
+    out.append(("layernorm-eps-outside-sqrt", (x - mean) / (torch.sqrt(var) + eps) * w + b))
+    out.append(("layernorm-eps-outside-sqrt", (x - mean) / torch.sqrt(var) * w + b))  # eps dropped
+    # wrong axis: normalise over the first axis, the second-to-last, or every entry
+    for dims in ((0,), (-2,), tuple(range(x.ndim))):
+        if x.ndim < 2:
+            break  # one vector: every axis is the last one
+        m = x.mean(dims, keepdim=True)
+        v = x.var(dims, keepdim=True, correction=0)
+        out.append(("layernorm-wrong-axis", (x - m) / torch.sqrt(v + eps) * w + b))
+    return [(i, np64(v)) for i, v in out]
+
+
+# ---------------------------------------------------------------- 05: positional encoding
+
+
+def _pe(n, d, base, even_fn, odd_fn, exponent, interleave=True):
+    k = torch.arange(n, dtype=torch.float64)[:, None]
+    cols = torch.arange(d, dtype=torch.float64)
+    if exponent == "pair":  # right: 2i / d for both columns of the pair
+        e = 2 * torch.div(cols, 2, rounding_mode="floor") / d
+    elif exponent == "column":  # the column index j instead of 2i
+        e = cols / d
+    elif exponent == "i":  # i / d (the 2 dropped)
+        e = torch.div(cols, 2, rounding_mode="floor") / d
+    elif exponent == "double":  # 2j / d with j the column index
+        e = 2 * cols / d
+    angle = k / base**e
+    P = torch.empty(n, d, dtype=torch.float64)
+    if interleave:
+        P[:, 0::2] = even_fn(angle[:, 0::2])
+        P[:, 1::2] = odd_fn(angle[:, 1::2])
+    else:  # first half sines, second half cosines, with the pair frequencies
+        half = (d + 1) // 2
+        pair = k / base ** (2 * torch.arange(half, dtype=torch.float64) / d)
+        P[:, :half] = even_fn(pair)
+        P[:, half:] = odd_fn(pair[:, : d - half])
+    return P
+
+
+def pe_variants(n_positions, d_model, base=10000.0):
+    """(id, P) for the positional-encoding mistakes."""
+    n, d = n_positions, d_model
+    out = [
+        ("pe-sin-cos-swapped", _pe(n, d, base, torch.cos, torch.sin, "pair")),
+        ("pe-wrong-exponent", _pe(n, d, base, torch.sin, torch.cos, "column")),
+        ("pe-wrong-exponent", _pe(n, d, base, torch.sin, torch.cos, "i")),
+        ("pe-wrong-exponent", _pe(n, d, base, torch.sin, torch.cos, "double")),
+        ("pe-not-interleaved", _pe(n, d, base, torch.sin, torch.cos, "pair", interleave=False)),
+        ("pe-not-interleaved", _pe(n, d, base, torch.sin, torch.cos, "column", interleave=False)),
+    ]
+    return [(i, np64(P)) for i, P in out]
+
+
+# ---------------------------------------------------------------- 05: multi-head attention
+
+
+def _linear(state, prefix, x):
+    return F.linear(x, state[f"{prefix}.weight"], state.get(f"{prefix}.bias"))
+
+
+def mha_forward(state, x, n_heads, mask=None, context=None, variant=None, prefix=""):
+    """Multi-head attention from a state dict, right (variant=None) or with one mistake.
+
+    Variants: missing-scale, wrong-scale-d (d_k), wrong-scale-model (sqrt(d_model)),
+    mask-inverted, mask-after-softmax, transposed-scores, softmax-over-queries,
+    split-no-transpose, merge-no-transpose, heads-no-transpose (both),
+    missing-output-projection. Returns (y, attn) in float64.
+    """
+    s = {k: v.detach().to(torch.float64) for k, v in state.items()}
+    x = x.detach().to(torch.float64)
+    context = x if context is None else context.detach().to(torch.float64)
+    p = prefix
+    H = n_heads
+    B, n, d = x.shape
+    n_k = context.shape[-2]
+    d_k = d // H
+
+    def split(t, length):
+        if variant in ("split-no-transpose", "heads-no-transpose"):
+            return t.reshape(B, H, length, d_k)
+        return t.reshape(B, length, H, d_k).transpose(1, 2)
+
+    q = split(_linear(s, f"{p}q_proj", x), n)
+    k = split(_linear(s, f"{p}k_proj", context), n_k)
+    v = split(_linear(s, f"{p}v_proj", context), n_k)
+    scale = {
+        "missing-scale": 1.0,
+        "wrong-scale-d": d_k,
+        "wrong-scale-model": math.sqrt(d),
+    }.get(variant, math.sqrt(d_k))
+    scores = q @ k.transpose(-2, -1) / scale
+    if variant == "transposed-scores":
+        if n != n_k:
+            return None
+        scores = scores.transpose(-2, -1)
+    if mask is not None:
+        m = torch.as_tensor(mask, dtype=torch.bool)
+        if variant == "mask-inverted":
+            m = ~m
+        if variant != "mask-after-softmax":
+            scores = scores.masked_fill(~m, float("-inf"))
+    attn = scores.softmax(dim=-2 if variant == "softmax-over-queries" else -1)
+    if mask is not None and variant == "mask-after-softmax":
+        attn = attn.masked_fill(~torch.as_tensor(mask, dtype=torch.bool), 0.0)
+    z = attn @ v  # (B, H, n, d_k)
+    if variant in ("merge-no-transpose", "heads-no-transpose"):
+        z = z.reshape(B, n, d)
+    else:
+        z = z.transpose(1, 2).reshape(B, n, d)
+    y = z if variant == "missing-output-projection" else _linear(s, f"{p}out_proj", z)
+    return y, attn
+
+
+MHA_VARIANTS = {
+    "missing-scale": "missing-scale",
+    "wrong-scale-d": "wrong-scale",
+    "wrong-scale-model": "wrong-scale",
+    "mask-inverted": "mask-inverted",
+    "mask-after-softmax": "mask-after-softmax",
+    "transposed-scores": "transposed-scores",
+    "softmax-over-queries": "softmax-over-queries",
+    "split-no-transpose": "heads-reshape-without-transpose",
+    "merge-no-transpose": "heads-reshape-without-transpose",
+    "heads-no-transpose": "heads-reshape-without-transpose",
+    "missing-output-projection": "missing-output-projection",
+}
+
+
+def mha_variants(state, x, n_heads, mask=None, context=None):
+    """(id, (y, attn)) for every attention mistake that changes something on these inputs."""
+    out = []
+    for variant, id_ in MHA_VARIANTS.items():
+        if variant.startswith("mask") and mask is None:
+            continue
+        r = mha_forward(state, x, n_heads, mask, context, variant)
+        if r is not None:
+            out.append((id_, np64(r)))
+    return out
+
+
+# ---------------------------------------------------------------- 05: feed-forward, block
+
+
+def ff_forward(state, x, activation="relu", variant=None, prefix=""):
+    """FFN from a state dict; variants: missing-activation, other-activation, gelu-tanh."""
+    s = {k: v.detach().to(torch.float64) for k, v in state.items()}
+    x = x.detach().to(torch.float64)
+    h = _linear(s, f"{prefix}fc1", x)
+    if variant == "missing-activation":
+        pass
+    elif variant == "other-activation":
+        h = F.gelu(h) if activation == "relu" else F.relu(h)
+    elif variant == "gelu-tanh":
+        h = F.gelu(h, approximate="tanh")
+    else:
+        h = F.relu(h) if activation == "relu" else F.gelu(h)
+    return _linear(s, f"{prefix}fc2", h)
+
+
+def _ln(state, prefix, x):
+    return F.layer_norm(x, x.shape[-1:], state[f"{prefix}.weight"], state[f"{prefix}.bias"], 1e-5)
+
+
+def block_forward(state, x, n_heads, norm_first=True, mask=None, variant=None):
+    """TransformerBlock from a state dict, right or with one mistake.
+
+    Variants: no-attn-residual, no-ff-residual, no-residual, swapped (the other norm order),
+    final-norm-missing / ln-swapped (ln1 and ln2 used the wrong way round).
+    """
+    s = {k: v.detach().to(torch.float64) for k, v in state.items()}
+    x = x.detach().to(torch.float64)
+    if variant == "swapped":
+        norm_first = not norm_first
+    ln1, ln2 = ("ln2", "ln1") if variant == "ln-swapped" else ("ln1", "ln2")
+    res_a = 0.0 if variant in ("no-attn-residual", "no-residual") else 1.0
+    res_f = 0.0 if variant in ("no-ff-residual", "no-residual") else 1.0
+
+    def attn(t):
+        return mha_forward(s, t, n_heads, mask, prefix="attn.")[0]
+
+    def ff(t):
+        return ff_forward(s, t, prefix="ff.")
+
+    if norm_first:
+        h = res_a * x + attn(_ln(s, ln1, x))
+        return res_f * h + ff(_ln(s, ln2, h))
+    h = _ln(s, ln1, res_a * x + attn(x))
+    return _ln(s, ln2, res_f * h + ff(h))
+
+
+BLOCK_VARIANTS = {
+    "no-attn-residual": "missing-residual",
+    "no-ff-residual": "missing-residual",
+    "no-residual": "missing-residual",
+    "swapped": "norm-order-swapped",
+    "ln-swapped": None,
+}
+
+
+def block_variants(state, x, n_heads, norm_first=True, mask=None):
+    return [
+        (id_ or variant, np64(block_forward(state, x, n_heads, norm_first, mask, variant)))
+        for variant, id_ in BLOCK_VARIANTS.items()
+    ]
+
+
+# ---------------------------------------------------------------- 06: the loss
+
+
+def lm_loss_variants(logits, targets):
+    """(id, loss) for the loss mistakes on logits (B, T, V) and targets (B, T)."""
+    lg = logits.detach().to(torch.float64)
+    B, T, V = lg.shape
+    flat, tg = lg.reshape(-1, V), targets.reshape(-1)
+    out = [
+        ("loss-sum-reduction", F.cross_entropy(flat, tg, reduction="sum")),
+        ("loss-sum-reduction", F.cross_entropy(flat, tg, reduction="sum") / B),  # mean over B only
+        ("loss-sum-reduction", F.cross_entropy(flat, tg, reduction="sum") / T),
+        ("loss-double-softmax", F.cross_entropy(flat.softmax(-1), tg)),
+        ("loss-double-softmax", F.nll_loss(flat.softmax(-1), tg)),  # probabilities, no log
+        ("loss-double-softmax", F.nll_loss(flat.softmax(-1).log().softmax(-1), tg)),
+    ]
+    if T > 1:  # shifting again inside the loss (get_batch already shifted)
+        out.append(
+            (
+                "shifted-again",
+                F.cross_entropy(lg[:, :-1].reshape(-1, V), targets[:, 1:].reshape(-1)),
+            )
+        )
+    return [(i, float(v)) for i, v in out]
+
+
+# ---------------------------------------------------------------- 06: sampling
+
+
+def sampling_distribution(logits_row, temperature=1.0, top_k=None):
+    """The distribution generate should sample from, given one row of logits (float64)."""
+    z = np.asarray(logits_row, dtype=float) / temperature
+    if top_k is not None:
+        kth = np.sort(z)[-min(top_k, z.size)]
+        z = np.where(z < kth, -np.inf, z)
+    p = np.exp(z - z.max())
+    return p / p.sum()
+
+
+def temperature_multiplied_distribution(logits_row, temperature, top_k=None):
+    """What sampling gives when the logits are multiplied by the temperature (the mistake)."""
+    return sampling_distribution(np.asarray(logits_row, dtype=float) * temperature, 1.0, top_k)
+
+
+def chi_square(counts, p, min_expected=5.0):
+    """Pearson's statistic of counts against probabilities p (rare cells pooled) and its dof."""
+    counts = np.asarray(counts, dtype=float)
+    expected = counts.sum() * np.asarray(p, dtype=float)
+    if np.any((expected == 0) & (counts > 0)):
+        return math.inf, 1
+    order = np.argsort(expected)
+    pooled_c, pooled_e, cells_c, cells_e = 0.0, 0.0, [], []
+    for i in order:
+        if expected[i] == 0:
+            continue
+        if expected[i] < min_expected:
+            pooled_c += counts[i]
+            pooled_e += expected[i]
+        else:
+            cells_c.append(counts[i])
+            cells_e.append(expected[i])
+    if pooled_e > 0:
+        cells_c.append(pooled_c)
+        cells_e.append(pooled_e)
+    c, e = np.array(cells_c), np.array(cells_e)
+    return float(((c - e) ** 2 / e).sum()), max(len(c) - 1, 1)
+
+
+def chi_square_limit(dof):
+    """A generous acceptance bound (about p = 1e-6) for Pearson's statistic with dof degrees."""
+    # Wilson-Hilferty: chi2 quantile ~ dof * (1 - 2/(9 dof) + z sqrt(2/(9 dof)))^3, z(1e-6) = 4.75
+    a = 2.0 / (9.0 * dof)
+    return dof * (1 - a + 4.75 * math.sqrt(a)) ** 3

@@ -1,0 +1,473 @@
+"""Hidden tests of notebook 05 (the transformer block, PyTorch).
+
+Modules are built in the student's process from their own class; the parent says which weights
+to load under SPEC's attribute names and which inputs to run (op "module"), then compares the
+outputs and the gradients with the reference loaded with the same weights. A failure is
+diagnosed by computing known-wrong variants on the same weights (torch_variants).
+"""
+
+import numpy as np
+import torch
+
+from autograder import compare
+from autograder.compare import FLOAT32, fmt
+from autograder.misconceptions import torch_variants as tv
+from autograder.probes.base import Case, Fail, probe
+from autograder.probes.torch_tools import (
+    assert_differentiable,
+    close_or_diagnose,
+    grads_match,
+    linear_state,
+    load,
+    module_answer,
+    norm_state,
+    np_,
+    reference_grads,
+    tensor,
+)
+from autograder.reference import transformer_block as ref
+
+PE_TOL = {"rtol": 1e-4, "atol": 5e-5}  # sin of angles up to ~30 rad computed in float32
+
+
+def _causal(n):
+    return torch.ones(n, n, dtype=torch.bool).tril()
+
+
+# ---------------------------------------------------------------- layer_norm
+
+
+@probe("layer_norm")
+def layer_norm_cases(rng):
+    d = 8
+    w, b = tensor(rng, d, scale=0.5, shift=1.0), tensor(rng, d, scale=0.5)
+    setups = [
+        # name, points, x, eps (None: the default)
+        (
+            "a batch of tokens (2, 3, 8): values",
+            1.5,
+            tensor(rng, 2, 3, d, scale=3.0, shift=1.0),
+            None,
+        ),
+        (
+            "tokens with a tiny spread: eps inside the square root",
+            1.0,
+            tensor(rng, 4, d, scale=0.004, shift=0.5),
+            None,
+        ),
+        ("the eps argument (eps=0.1)", 0.5, tensor(rng, 3, d, scale=0.5), 0.1),
+        ("a single token vector of shape (8,)", 0.5, tensor(rng, d, scale=2.0), None),
+    ]
+    cases = [_layer_norm_values(name, pts, x, w, b, eps) for name, pts, x, eps in setups]
+
+    x = tensor(rng, 2, 5, d, scale=2.0, grad=True)
+
+    def judge_grad(rs):
+        (r,) = rs
+        got = compare.returned(r, "layer_norm(x, weight, bias)", framework="torch")
+        compare.assert_close(
+            got, np_(ref.layer_norm(x, w, b)), "layer_norm(x, weight, bias)", **FLOAT32
+        )
+        assert_differentiable(r, "layer_norm(x, weight, bias)")
+        after = [r.decode(a) for a in r.raw.get("args_after", [])]
+        for name, before, now in zip(("x", "weight", "bias"), (x, w, b), after, strict=False):
+            compare.assert_unchanged(np_(before).astype(np.float32), np.asarray(now), name)
+
+    cases.append(
+        Case(
+            "layer_norm",
+            "differentiable, and leaves its inputs unchanged",
+            1.0,
+            [{"op": "call", "args": [x, w, b]}],
+            judge_grad,
+        )
+    )
+    return cases
+
+
+def _layer_norm_values(name, points, x, w, b, eps):
+    kwargs = {} if eps is None else {"eps": eps}
+    expected = np_(ref.layer_norm(x, w, b, **kwargs))
+    variants = tv.layer_norm_variants(x, w, b, 1e-5 if eps is None else eps)
+    what = "layer_norm(x, weight, bias" + ("" if eps is None else f", eps={eps}") + ")"
+
+    def judge(rs):
+        got = compare.returned(rs[0], what, framework="torch")
+        close_or_diagnose(got, expected, variants, what)
+
+    return Case(
+        "layer_norm", name, points, [{"op": "call", "args": [x, w, b], "kwargs": kwargs}], judge
+    )
+
+
+# ---------------------------------------------------------------- positional encoding
+
+
+@probe("sinusoidal_positional_encoding")
+def positional_encoding_cases(rng):
+    n_long = int(rng.integers(24, 31))
+    odd = int(rng.choice([5, 7, 9]))
+    setups = [
+        ("the lecture's table: base=100, d_model=4", 1.0, (4, 4), {"base": 100.0}),
+        (f"{n_long} positions, d_model=16, the default base", 1.5, (n_long, 16), {}),
+        (f"an odd d_model ({odd}), base=1000", 1.0, (10, odd), {"base": 1000.0}),
+    ]
+    return [_pe_case(*s) for s in setups]
+
+
+def _pe_case(name, points, args, kwargs):
+    n, d = args
+    base = kwargs.get("base", 10000.0)
+    expected = np_(ref.sinusoidal_positional_encoding(n, d, base))
+    variants = tv.pe_variants(n, d, base)
+    shown = ", ".join([str(n), str(d)] + [f"{k}={v:g}" for k, v in kwargs.items()])
+    what = f"sinusoidal_positional_encoding({shown})"
+
+    def judge(rs):
+        got = compare.returned(rs[0], what, framework="torch")
+        hint = ""
+        if got.shape == expected.shape and d >= 2:
+            if not compare.is_close(got[:, 0], expected[:, 0], **PE_TOL):
+                hint = "column 0 should be sin(k): 0 at position 0, 0.84 at position 1"
+            elif not compare.is_close(got[:, 1], expected[:, 1], **PE_TOL):
+                hint = "column 1 should be cos(k): 1 at position 0, 0.54 at position 1"
+        if got.shape == (4, 4) and base == 100.0:
+            hint = (hint + "; " if hint else "") + (
+                "the lecture's table has P[1] = [0.84, 0.54, 0.10, 1.00] and "
+                "P[3] = [0.14, -0.99, 0.30, 0.96]"
+            )
+        close_or_diagnose(got, expected, variants, what, tol=PE_TOL, hint=hint)
+
+    return Case(
+        "sinusoidal_positional_encoding",
+        name,
+        points,
+        [{"op": "call", "args": list(args), "kwargs": kwargs}],
+        judge,
+    )
+
+
+# ---------------------------------------------------------------- MultiHeadAttention
+
+
+def mha_state(rng, d, bias=True, prefix=""):
+    state = {}
+    for name in ("q_proj", "k_proj", "v_proj", "out_proj"):
+        state.update(linear_state(rng, f"{prefix}{name}", d, d, bias))
+    return state
+
+
+def _mha_case(name, points, d, H, x, state, mask=None, context=None, bias=True, extra=None):
+    """One forward of the student's MultiHeadAttention against the reference and the variants."""
+    module = load(ref.MultiHeadAttention(d, H, bias=bias), state)
+    with torch.no_grad():
+        expected = (
+            np_(module(x, mask=mask, context=context)[0]),
+            np_(module(x, mask=mask, context=context)[1]),
+        )
+    variants = tv.mha_variants(state, x, H, mask, context)
+    kwargs = {}
+    if mask is not None:
+        kwargs["mask"] = mask
+    if context is not None:
+        kwargs["context"] = context
+    request = {
+        "op": "module",
+        "init": {"d_model": d, "n_heads": H, **({} if bias else {"bias": False})},
+        "state": state,
+        "args": [x],
+        "kwargs": kwargs,
+    }
+    call = "forward(x" + "".join(f", {k}=..." for k in kwargs) + ")"
+
+    def judge(rs):
+        r = module_answer(rs[0], "MultiHeadAttention", f"MultiHeadAttention.{call}")
+        y, attn = compare.returned(
+            r, f"MultiHeadAttention.{call}", framework="torch", count=2, names=["y", "attn"]
+        )
+        if extra:
+            extra(r)
+        close_or_diagnose(
+            (y, attn),
+            expected,
+            variants,
+            (
+                "y",
+                f"the attention weights attn (B, H, n, n_k) = {compare.shape_str(expected[1].shape)}",
+            ),
+        )
+
+    return Case("MultiHeadAttention", name, points, [request], judge)
+
+
+@probe("MultiHeadAttention")
+def mha_cases(rng):
+    d, H, B, n, m = 16, 4, 2, 5, 7
+    cases = []
+    x = tensor(rng, B, n, d)
+    cases.append(_mha_case("self-attention, no mask: y and attn", 1.5, d, H, x, mha_state(rng, d)))
+    cases.append(
+        _mha_case(
+            "three heads of width 4 (d_model=12)",
+            0.5,
+            12,
+            3,
+            tensor(rng, B, 4, 12),
+            mha_state(rng, 12),
+        )
+    )
+    cases.append(
+        _mha_case(
+            "a causal mask (True = may attend)",
+            1.5,
+            d,
+            H,
+            tensor(rng, B, n, d),
+            mha_state(rng, d),
+            _causal(n),
+        )
+    )
+    padding = torch.ones(B, 1, 1, n, dtype=torch.bool)
+    padding[0, ..., -2:] = False  # sequence 0 has two padding tokens, sequence 1 one
+    padding[1, ..., -1] = False
+    cases.append(
+        _mha_case(
+            "a padding mask of shape (B, 1, 1, n)",
+            1.0,
+            d,
+            H,
+            tensor(rng, B, n, d),
+            mha_state(rng, d),
+            padding,
+        )
+    )
+    cross_mask = torch.from_numpy(rng.random((n, m)) < 0.6)
+    cross_mask[:, 0] = True  # every query sees at least one key
+    cases.append(
+        _mha_case(
+            f"cross-attention: keys and values from a context of length {m}",
+            1.5,
+            d,
+            H,
+            tensor(rng, B, n, d),
+            mha_state(rng, d),
+            cross_mask,
+            tensor(rng, B, m, d),
+        )
+    )
+
+    def no_bias(r):
+        names = r.decode(r.raw.get("state_names")) or {}
+        biased = sorted(k for k in names if k.endswith("bias"))
+        if biased:
+            raise Fail(
+                f"with bias=False your MultiHeadAttention still has {biased[0]}: pass "
+                "bias=bias to each nn.Linear."
+            )
+
+    cases.append(
+        _mha_case(
+            "bias=False",
+            0.5,
+            d,
+            H,
+            tensor(rng, B, n, d),
+            mha_state(rng, d, bias=False),
+            _causal(n),
+            bias=False,
+            extra=no_bias,
+        )
+    )
+    cases.append(_mha_grad_case(rng, d, H, B, n))
+    return cases
+
+
+def _mha_grad_case(rng, d, H, B, n):
+    state = mha_state(rng, d)
+    x = tensor(rng, B, n, d, grad=True)
+    mask = _causal(n)
+    cot = tensor(rng, B, n, d)
+    module = load(ref.MultiHeadAttention(d, H), state)
+    ref_in, ref_params = reference_grads(module, [x, mask], 0, cot)
+    request = {
+        "op": "module",
+        "init": {"d_model": d, "n_heads": H},
+        "state": state,
+        "args": [x, mask],
+        "backward": cot,
+        "backward_output": 0,
+    }
+
+    def judge(rs):
+        r = module_answer(rs[0], "MultiHeadAttention", "MultiHeadAttention.forward(x, mask)")
+        grads_match(r, ref_in, ref_params, "MultiHeadAttention")
+
+    return Case(
+        "MultiHeadAttention",
+        "gradients reach the input and every projection",
+        1.0,
+        [request],
+        judge,
+    )
+
+
+# ---------------------------------------------------------------- FeedForward
+
+
+def ff_state(rng, d, d_ff, prefix=""):
+    return {
+        **linear_state(rng, f"{prefix}fc1", d, d_ff),
+        **linear_state(rng, f"{prefix}fc2", d_ff, d),
+    }
+
+
+@probe("FeedForward")
+def ff_cases(rng):
+    d, d_ff = 16, 32
+    cases = []
+    for name, pts, activation in (
+        ("activation='relu': values", 1.5, "relu"),
+        ("activation='gelu': values", 1.5, "gelu"),
+        ("the default activation is relu", 0.5, None),
+    ):
+        state, x = ff_state(rng, d, d_ff), tensor(rng, 2, 5, d)
+        act = activation or "relu"
+        module = load(ref.FeedForward(d, d_ff, act), state)
+        with torch.no_grad():
+            expected = np_(module(x))
+        variants = [
+            (v, tv.np64(tv.ff_forward(state, x, act, v)))
+            for v in ("missing-activation", "other-activation", "gelu-tanh")
+        ]
+        init = {"d_model": d, "d_ff": d_ff, **({"activation": activation} if activation else {})}
+        cases.append(_ff_case(name, pts, init, state, x, expected, variants))
+
+    state, x, cot = ff_state(rng, d, d_ff), tensor(rng, 2, 5, d, grad=True), tensor(rng, 2, 5, d)
+    module = load(ref.FeedForward(d, d_ff, "gelu"), state)
+    ref_in, ref_params = reference_grads(module, [x], None, cot)
+    request = {
+        "op": "module",
+        "init": {"d_model": d, "d_ff": d_ff, "activation": "gelu"},
+        "state": state,
+        "args": [x],
+        "backward": cot,
+    }
+
+    def judge(rs):
+        r = module_answer(rs[0], "FeedForward", "FeedForward.forward(x)")
+        grads_match(r, ref_in, ref_params, "FeedForward")
+
+    cases.append(
+        Case("FeedForward", "gradients reach the input and both layers", 1.0, [request], judge)
+    )
+    return cases
+
+
+def _ff_case(name, points, init, state, x, expected, variants):
+    request = {"op": "module", "init": init, "state": state, "args": [x]}
+    shown = ", ".join(f"{k}={v!r}" for k, v in init.items())
+
+    def judge(rs):
+        r = module_answer(rs[0], "FeedForward", f"FeedForward({shown})")
+        got = compare.returned(r, "FeedForward.forward(x)", framework="torch")
+        gelu_tanh = tv.diagnose(got, variants[2:], **FLOAT32) and init.get("activation") == "gelu"
+        close_or_diagnose(
+            got,
+            expected,
+            variants if init.get("activation") == "gelu" else variants[:2],
+            f"FeedForward({shown}).forward(x)",
+            fraction=0.5 if gelu_tanh else 0.0,
+        )
+
+    return Case("FeedForward", name, points, [request], judge)
+
+
+# ---------------------------------------------------------------- TransformerBlock
+
+
+def block_state(rng, d, d_ff):
+    return {
+        **mha_state(rng, d, prefix="attn."),
+        **ff_state(rng, d, d_ff, prefix="ff."),
+        **norm_state(rng, "ln1", d),
+        **norm_state(rng, "ln2", d),
+    }
+
+
+@probe("TransformerBlock")
+def block_cases(rng):
+    d, H, d_ff, B, n = 16, 4, 32, 2, 6
+    cases = []
+    for name, pts, norm_first, masked in (
+        ("pre-norm (norm_first=True) with a causal mask", 2.0, True, True),
+        ("post-norm (norm_first=False) with a causal mask", 2.0, False, True),
+        ("the default is pre-norm; no mask", 1.0, None, False),
+    ):
+        state, x = block_state(rng, d, d_ff), tensor(rng, B, n, d)
+        mask = _causal(n) if masked else None
+        nf = True if norm_first is None else norm_first
+        module = load(ref.TransformerBlock(d, H, d_ff, norm_first=nf), state)
+        with torch.no_grad():
+            expected = np_(module(x, mask))
+        variants = tv.block_variants(state, x, H, nf, mask)
+        init = {"d_model": d, "n_heads": H, "d_ff": d_ff}
+        if norm_first is not None:
+            init["norm_first"] = norm_first
+        cases.append(_block_case(name, pts, init, state, x, mask, expected, variants))
+
+    state = block_state(rng, d, d_ff)
+    x, cot, mask = tensor(rng, B, n, d, grad=True), tensor(rng, B, n, d), _causal(n)
+    module = load(ref.TransformerBlock(d, H, d_ff), state)
+    ref_in, ref_params = reference_grads(module, [x, mask], None, cot)
+    request = {
+        "op": "module",
+        "init": {"d_model": d, "n_heads": H, "d_ff": d_ff},
+        "state": state,
+        "args": [x, mask],
+        "backward": cot,
+    }
+
+    def judge(rs):
+        r = module_answer(rs[0], "TransformerBlock", "TransformerBlock.forward(x, mask)")
+        grads_match(r, ref_in, ref_params, "TransformerBlock")
+
+    cases.append(
+        Case(
+            "TransformerBlock",
+            "gradients reach the input and every parameter",
+            1.0,
+            [request],
+            judge,
+        )
+    )
+    return cases
+
+
+def _block_case(name, points, init, state, x, mask, expected, variants):
+    request = {
+        "op": "module",
+        "init": init,
+        "state": state,
+        "args": [x] + ([mask] if mask is not None else []),
+    }
+    shown = ", ".join(f"{k}={v!r}" for k, v in init.items())
+    what = f"TransformerBlock({shown}).forward(x{', mask' if mask is not None else ''})"
+
+    def judge(rs):
+        r = module_answer(rs[0], "TransformerBlock", what)
+        got = compare.returned(r, what, framework="torch")
+        close_or_diagnose(
+            got,
+            expected,
+            variants,
+            what,
+            hint=(
+                "If MultiHeadAttention or FeedForward fail their own checks, fix them first: "
+                "the block is built from them"
+            ),
+        )
+
+    return Case("TransformerBlock", name, points, [request], judge)
+
+
+__all__ = ["fmt"]
