@@ -5,15 +5,17 @@
     causal_mask                   2.0  n = 5 (1.0); n = 1 and n = 8 (0.5); boolean dtype (0.5)
     scaled_dot_product_attention  3.0  no mask, n_q != n_k, d_v != d_k (1.0); causal mask (0.5);
                                        a random mask broadcast over batch dimensions (0.5);
-                                       large scores with batch dimensions (0.5); inputs
-                                       unmodified (0.5)
+                                       large scores with batch dimensions, no mask (0.5);
+                                       inputs unmodified (0.5)
     self_attention                3.0  no mask, d != d_k != d_v (1.0); causal mask (0.5); batch
                                        dimensions (0.5); permutation equivariance (0.25);
                                        causality: later tokens don't change earlier outputs
                                        (0.25); inputs unmodified (0.5)
 
 A correct answer with an additive -1e9 mask, or one that zeroes the masked weights and then
-renormalises the rows, passes: both are equal to masking with -inf within the tolerance.
+renormalises the rows, passes: both are equal to masking with -inf within the tolerance. (The
+second is unstable when a masked score exceeds every visible one by ~745, where its visible
+weights underflow to 0/0; that is why the large-score case has no mask.)
 """
 
 import numpy as np
@@ -122,15 +124,7 @@ def sdpa_cases(rng):
             {"mask": mask_b},
             batched=True,
         ),
-        value_case(
-            f,
-            "large scores, batch of 3, causal mask",
-            0.5,
-            [Ql, Kl, Vl],
-            {"mask": causal_mask_of(4)},
-            large=True,
-            batched=True,
-        ),
+        value_case(f, "large scores, batch of 3", 0.5, [Ql, Kl, Vl], large=True, batched=True),
         unmodified_case(f, 0.5, [Qu, Ku, Vu], {"mask": random_mask(rng, (4, 4))}),
     ]
 
