@@ -631,3 +631,29 @@ def test_scale_hint_gives_the_factor():
     _, _, ids, results = run("attention_scores", lambda Q, K: Q @ swap(K))
     assert "2.83x too large for d_k = 8" in results[0].output
     assert ids == {"missing-scale"}
+
+
+class _Thing:
+    pass
+
+
+WEIRD = {
+    "None": lambda *a, **k: None,
+    "a nested list": lambda *a, **k: [[1, [2]], 3],
+    "a tensor": lambda *a, **k: torch.zeros(3),
+    "an object": lambda *a, **k: _Thing(),
+    "a string array": lambda *a, **k: np.array(["a", "b"]),
+    "a complex array": lambda *a, **k: np.zeros(3, complex),
+    "a pair of Nones": lambda *a, **k: (None, None),
+    "a NaN array": lambda *a, **k: np.full((2, 2), np.nan),
+    "SystemExit": lambda *a, **k: (_ for _ in ()).throw(SystemExit(1)),
+}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_weird_outputs_score_zero_with_a_message_never_a_crash(name):
+    for what, fn in WEIRD.items():
+        score, _, _, results = run(name, fn)
+        assert score == 0, f"{what}: {failures(results)}"
+        for r in results:
+            assert r.output and "could not check" not in r.output, (what, r.name, r.output)

@@ -16,6 +16,7 @@ number of keys differs from d_k.
 
 import numpy as np
 
+from autograder import compare
 from autograder.probes.base import Case, Fail, probe
 from autograder.probes.numpy_common import (
     call,
@@ -23,6 +24,7 @@ from autograder.probes.numpy_common import (
     same_outputs,
     unmodified_case,
     value_case,
+    well_formed,
 )
 
 
@@ -109,11 +111,22 @@ def attention_for_token_cases(rng):
     j = int(rng.integers(1, n - 1))
     X4b = X4.copy()
     X4b[j + 1 :] = rng.standard_normal((n - j - 1, d)) * 3  # the future changes
+    X4c = X4.copy()
+    X4c[: j + 1] = rng.standard_normal((j + 1, d)) * 3  # the past and present change
     X5, W5 = rng.standard_normal((n, d)), weights()
 
     def judge_future(responses):
-        a = got_of(responses[0], "attention_for_token", [X4, j, *W4])
-        b = got_of(responses[1], "attention_for_token", [X4b, j, *W4])
+        outs = []
+        for response, X_ in zip(responses, (X4, X4b, X4c), strict=True):
+            out = got_of(response, "attention_for_token", [X_, j, *W4])
+            well_formed(out, "attention_for_token", [X_, j, *W4])
+            outs.append(out)
+        a, b, c = outs
+        if not compare.difference_summary(a, c, rtol=1e-7, atol=1e-9):
+            raise Fail(
+                f"changing token {j} itself (and the ones before it) did not change its output: "
+                "the output should depend on the tokens it attends to."
+            )
         try:
             same_outputs(
                 a, b, f"changing only the tokens after token {j} changed its causal output"
@@ -143,7 +156,7 @@ def attention_for_token_cases(rng):
             "attention_for_token",
             "later tokens do not change a causal output",
             0.5,
-            [call(X4, j, *W4), call(X4b, j, *W4)],
+            [call(X4, j, *W4), call(X4b, j, *W4), call(X4c, j, *W4)],
             judge_future,
         ),
         unmodified_case("attention_for_token", 0.5, [X5, int(rng.integers(0, n)), *W5]),

@@ -31,6 +31,7 @@ from autograder.probes.numpy_common import (
     same_outputs,
     unmodified_case,
     value_case,
+    well_formed,
 )
 
 
@@ -156,8 +157,8 @@ def self_attention_cases(rng):
     def judge_perm(responses):
         Z, A = got_of(responses[0], f, [Xp, *Wp])
         Zp, Ap = got_of(responses[1], f, [Xp[perm], *Wp])
-        compare.assert_shape(Z, (n, d_v), "Z")
-        compare.assert_shape(A, (n, n), "A")
+        for k, out in enumerate((Z, A)):
+            well_formed(out, f, [Xp, *Wp], output=k)
         same_outputs(Zp, Z[perm], "permuting the tokens should permute the rows of Z the same way")
         same_outputs(
             Ap,
@@ -168,8 +169,8 @@ def self_attention_cases(rng):
     def judge_future(responses):
         Z, A = got_of(responses[0], f, [Xf, *Wf], {"mask": mask})
         Z2, A2 = got_of(responses[1], f, [Xf2, *Wf], {"mask": mask})
-        compare.assert_shape(Z, (n, d_v), "Z")
-        compare.assert_shape(A, (n, n), "A")
+        for k, out in enumerate((Z, A, Z2, A2)):
+            well_formed(out, f, [Xf, *Wf], {"mask": mask}, output=k % 2)
         try:
             same_outputs(
                 Z2[: t + 1],

@@ -101,29 +101,36 @@ def check_output(function, got, args, kwargs=None, output=None, large=False):
     try:
         compare.assert_close(got, expected, what=what)
     except Fail as failure:
-        ids = nv.diagnose(function, got, args, kwargs, output)
-        sentence = ""
-        if function in SCORES:
-            scale_ids, sentence = nv.scale_signature(got, expected, int(np.shape(args[0])[-1]))
-            ids = ids or scale_ids
-        if not ids and WEIGHTS.get(function, -1) == output:
-            mask = (kwargs or {}).get("mask")
-            ids, sentence = nv.weights_signature(got, mask=mask, large=large)
-        if not ids and large and np.asarray(got).dtype.kind == "f":
-            with np.errstate(all="ignore"):
-                if not np.all(np.isfinite(got)):
-                    ids = ["softmax-unstable"]
+        try:
+            ids, sentence = _diagnosis(function, got, expected, args, kwargs, output, large)
+        except Exception:  # noqa: BLE001 - a diagnosis must never hide the failure itself
+            ids, sentence = [], ""
         text = failure.message
-        if (
-            WEIGHTS.get(function, -1) == output
-            and not sentence
-            and np.shape(got) == np.shape(expected)
-        ):
-            rows = compare.rows_sum_message(got)
-            sentence = f"({rows})" if rows else ""
         if sentence:
             text += f" {sentence[0].upper()}{sentence[1:]}"
         raise Fail(text + nv.explain(ids), ids, failure.fraction) from None
+
+
+def _diagnosis(function, got, expected, args, kwargs, output, large):
+    """(ids, sentence) explaining a mismatch: known variants first, then property signatures."""
+    ids = nv.diagnose(function, got, args, kwargs, output)
+    sentence = ""
+    same_shape = np.shape(got) == np.shape(expected)
+    if function in SCORES:
+        scale_ids, sentence = nv.scale_signature(got, expected, int(np.shape(args[0])[-1]))
+        ids = ids or scale_ids
+    is_weights = WEIGHTS.get(function, -1) == output
+    if not ids and is_weights and same_shape:
+        mask = (kwargs or {}).get("mask")
+        ids, sentence = nv.weights_signature(got, mask=mask, large=large)
+    if not ids and large and np.asarray(got).dtype.kind == "f":
+        with np.errstate(all="ignore"):
+            if not np.all(np.isfinite(got)):
+                ids = ["softmax-unstable"]
+    if is_weights and not sentence and same_shape:
+        rows = compare.rows_sum_message(got)
+        sentence = f"({rows})" if rows else ""
+    return ids, sentence
 
 
 def check_call(response, function, args, kwargs=None, large=False):
@@ -221,6 +228,21 @@ def unmodified_case(function, points, args, kwargs=None, name="leaves its inputs
         inner(responses)
 
     return Case(function, name, points, [call(*args, **kwargs)], judge)
+
+
+def well_formed(got, function, args, kwargs=None, output=None):
+    """Fail unless got has the reference's shape, a real dtype and no NaN/inf (values unchecked)."""
+    expected = expected_of(function, args, kwargs)
+    if output is not None:
+        expected, name = expected[output], OUTPUTS[function][output]
+    else:
+        name = "the result"
+    what = f"{name} returned by {label(function, args, kwargs)}"
+    compare.assert_shape(got, np.shape(expected), what)
+    compare.assert_dtype_kind(got, expected, what)
+    compare.assert_finite_like(got, expected, what)
+    if WEIGHTS.get(function, -1) == output:
+        compare.assert_rows_sum_to_one(got, what)
 
 
 def same_outputs(a, b, what, tol=1e-9):
