@@ -9,6 +9,7 @@ so a notebook with unfinished exercises still runs top to bottom. `assert_passes
 run made strict, for nbgrader's hidden test cells.
 """
 
+import os
 import tempfile
 from pathlib import Path
 
@@ -17,6 +18,8 @@ from autograder.harness import serve
 from autograder.probes.base import build_cases, judge_cases, write_requests
 
 VISIBLE_SEED = "visible-checks"
+# Requests and answers are many small files: in memory (/dev/shm) they cost ~10x less than on disk.
+SCRATCH = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
 
 
 def run_in_process(function, obj, seed=VISIBLE_SEED, namespace=None):
@@ -24,7 +27,7 @@ def run_in_process(function, obj, seed=VISIBLE_SEED, namespace=None):
     namespace = dict(namespace or {})
     namespace[function] = obj
     cases = build_cases(NOTEBOOK_OF[function].stem, seed, functions={function})
-    with tempfile.TemporaryDirectory(prefix="course-check-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="course-check-", dir=SCRATCH) as tmp:
         requests, responses = Path(tmp, "requests"), Path(tmp, "responses")
         write_requests(cases, requests)
         serve(namespace, requests / function, responses / function)
