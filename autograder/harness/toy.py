@@ -47,7 +47,6 @@ def _train_lm(cls, init, data, steps, batch_size, block_size, lr, seed, eval_bat
     g = torch.Generator().manual_seed(seed)
     data = torch.as_tensor(np.asarray(data), dtype=torch.long)
     model = cls(**init)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr)
 
     def batch():
         starts = torch.randint(len(data) - block_size - 1, (batch_size,), generator=g)
@@ -67,6 +66,7 @@ def _train_lm(cls, init, data, steps, batch_size, block_size, lr, seed, eval_bat
 
     started = time.perf_counter()
     before = evaluate()
+    opt = torch.optim.AdamW(model.parameters(), lr=lr)  # after a first forward: a stub raises there
     model.train()
     for _ in range(steps):
         x, y = batch()

@@ -56,6 +56,16 @@ def load(module, state):
     return module.eval()
 
 
+_ORDER = ("attn", "ff", "ln1", "ln2", "q_proj", "k_proj", "v_proj", "out_proj", "fc1", "fc2")
+
+
+def _spec_order(name):
+    parts = name.split(".")
+    return [_ORDER.index(p) if p in _ORDER else len(_ORDER) for p in parts[:-1]] + [
+        parts[-1] != "weight"
+    ]
+
+
 def module_answer(response, cls_name, what):
     """Check a module answer: built, weights loaded under SPEC's names, forward ran."""
     raw = response.raw
@@ -64,6 +74,9 @@ def module_answer(response, cls_name, what):
         absent = raw["state_mismatch"].get("absent", [])
         wrong = raw["state_mismatch"].get("wrong_shape", [])
         spec = SPEC_NAMES.get(cls_name, "see SPEC for the attribute names")
+        if not own:
+            raise Fail(f"{cls_name} is not implemented yet: it creates no parameters ({spec}).")
+        absent = sorted(absent, key=_spec_order)
         if absent:
             names = ", ".join(sorted(own)[:8]) or "no parameters at all"
             more = " ..." if len(own) > 8 else ""
@@ -115,6 +128,10 @@ NON_CATALOGUE_HINTS = {
         "as in nn.TransformerEncoderLayer)."
     ),
     "ln-swapped": "This is what happens when ln1 and ln2 are used the wrong way round: ln1 goes with attention, ln2 with the feed-forward network.",
+    "probabilities-not-log": (
+        "This is the loss of probabilities instead of log-probabilities: F.nll_loss expects "
+        "log_softmax(logits), and F.cross_entropy takes the raw logits."
+    ),
     "shifted-again": (
         "This is the loss with the targets shifted once more inside lm_loss: get_batch already "
         "paired position t with the token at t + 1, so compare logits[:, t] with targets[:, t]."
