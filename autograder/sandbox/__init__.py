@@ -23,6 +23,7 @@ import site
 import subprocess
 import sys
 import tempfile
+import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -273,6 +274,7 @@ class Sandbox:
             "workdir": f"{root}/submission",
             "status_dir": f"{root}/status",
             "timeout": self.limits.timeout,
+            "memory_gb": round(self.limits.memory_bytes / 2**30, 2),
             "startup_timeout": self.limits.startup_seconds,
             "harness": f"{p['lib']}/autograder/harness",
             "notebooks": [
@@ -327,6 +329,8 @@ class Sandbox:
     def _bwrap_args(self, work):
         args = [self.bwrap, "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
         args += ["--unshare-cgroup-try", "--die-with-parent", "--new-session"]
+        # No capabilities at all: as root, bwrap would otherwise keep them (mount, mknod, ...).
+        args += ["--cap-drop", "ALL"]
         args += ["--hostname", "sandbox"]
         for top in ("usr", "bin", "lib", "lib64", "lib32", "sbin"):
             path = Path("/") / top
@@ -402,20 +406,26 @@ class Sandbox:
         job_path = self._job_file(work, pending)
         p = self._paths(work)
         python = sys.executable
+        info_read, info_write = os.pipe()
         if self.mode == "bwrap":
-            command = self._bwrap_args(work) + [python, p["driver"], f"{INSIDE_ROOT}/job.json"]
+            command = self._bwrap_args(work) + ["--info-fd", str(info_write)]
+            command += [python, p["driver"], f"{INSIDE_ROOT}/job.json"]
         else:
             command = [python, p["driver"], str(job_path)]
-        proc = subprocess.Popen(
-            command,
-            env=self._env(work),
-            cwd=str(work / "submission"),
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-            preexec_fn=self._preexec,  # noqa: PLW1509 - rlimits must be set before exec
-            start_new_session=True,
-        )
+        try:
+            proc = subprocess.Popen(
+                command,
+                env=self._env(work),
+                cwd=str(work / "submission"),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                pass_fds=(info_write,),
+                preexec_fn=self._preexec,  # noqa: PLW1509 - rlimits must be set before exec
+                start_new_session=True,
+            )
+        finally:
+            os.close(info_write)
         budget = self._budget(pending)
         try:
             proc.wait(timeout=budget)
@@ -423,6 +433,7 @@ class Sandbox:
             log.write(f"\n[autograder] sandbox exceeded {budget:.0f} s: killed\n".encode())
         finally:
             _kill_group(proc)
+            _kill_namespace(info_read)
 
 
 def _kill_group(proc):
@@ -436,6 +447,27 @@ def _kill_group(proc):
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+def _kill_namespace(info_fd):
+    """SIGKILL the sandbox's pid-1 (the kernel then kills its whole pid namespace) and wait."""
+    try:
+        with os.fdopen(info_fd, "rb") as info:
+            child = int(json.loads(info.read().decode() or "{}").get("child-pid", 0))
+    except (OSError, ValueError):
+        return
+    if child <= 0:
+        return
+    try:  # only a process in another pid namespace: the pid may have been reused since
+        if os.readlink(f"/proc/{child}/ns/pid") == os.readlink("/proc/self/ns/pid"):
+            return
+        os.kill(child, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError, FileNotFoundError):
+        return
+    for _ in range(200):  # pid 1's exit waits until every process of its namespace is gone
+        if not Path(f"/proc/{child}").exists():
+            return
+        time.sleep(0.05)
 
 
 def copy_submission(source, target, max_file_bytes=100 * 2**20):

@@ -28,6 +28,7 @@ sys.modules.setdefault("rfc3987_syntax", None)
 import nbformat  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 from nbclient.exceptions import CellTimeoutError, DeadKernelError  # noqa: E402
+from nbclient.util import ensure_async, run_sync  # noqa: E402
 
 SERVE_PRELUDE = """\
 def __autograder_load_harness(path):
@@ -114,8 +115,12 @@ class Run:
 
     def interrupt_and_probe(self, client):
         """After a timeout: interrupt the kernel; True if it answers again within a few seconds."""
+
+        async def interrupt():
+            await ensure_async(client.km.interrupt_kernel())
+
         try:
-            client.km.interrupt_kernel()
+            run_sync(interrupt)()
         except Exception:  # noqa: BLE001
             return False
         probe = nbformat.v4.new_code_cell("pass")
@@ -206,11 +211,17 @@ class Run:
                     break
                 for out in cell.get("outputs", []):
                     if out.get("output_type") == "error":
+                        message = out.get("evalue", "")
+                        if out.get("ename") == "MemoryError":
+                            message += (
+                                f" (out of memory: each process may use {job['memory_gb']:g} GB "
+                                "while grading)"
+                            )
                         self.status["cell_errors"].append(
                             {
                                 "cell": index,
                                 "type": out.get("ename", "Error"),
-                                "message": out.get("evalue", ""),
+                                "message": message,
                                 "line": _first_line(cell.source),
                             }
                         )
