@@ -839,7 +839,7 @@ def make_generate(bug=None, sampler="multinomial"):
 
 def generate_categorical(model, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None):
     """Samples with torch.distributions, ignoring the generator: still the right distribution."""
-    out = idx.clone()
+    out = idx.clone().to(next(model.parameters()).device)
     for _ in range(max_new_tokens):
         logits = model(out[:, -model.block_size :])[:, -1] / temperature
         if top_k:

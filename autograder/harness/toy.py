@@ -17,7 +17,10 @@ class ToyLM(nn.Module):
 
     def __init__(self, table, block_size):
         super().__init__()
-        self.table = torch.as_tensor(np.asarray(table), dtype=torch.float32)
+        # a (frozen) parameter, so code like next(model.parameters()).device works on it
+        self.table = nn.Parameter(
+            torch.as_tensor(np.asarray(table), dtype=torch.float32), requires_grad=False
+        )
         self.block_size = int(block_size)
         self.longest_context = 0
 

@@ -405,6 +405,12 @@ def get_batch_cases(rng):
     )
 
     def judge_tight(rs):
+        if rs[0].error:
+            raise Fail(
+                compare.error_message(rs[0], what3)
+                + f". With {T + 1} tokens there is exactly one window, starting at 0: the "
+                "starts run from 0 to len(data) - block_size - 1 inclusive."
+            )
         x, y = _batch(rs[0], what3, 3, T)
         d = tight.numpy()
         if not (np.all(x == d[:T]) and np.all(y == d[1:])):

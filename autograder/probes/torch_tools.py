@@ -139,9 +139,18 @@ NON_CATALOGUE_HINTS = {
 }
 
 
-def grads_match(response, ref_input_grads, ref_param_grads, cls_name, tol=None):
-    """Check the gradients a module answer carries against the reference's."""
+def grads_match(response, reference, cls_name, tol=None):
+    """Check the gradients a module answer carries against reference_grads(...)'s."""
+    ref_output, y_index, ref_input_grads, ref_param_grads = reference
     raw = response.raw
+    value = response.decode(raw.get("value"))
+    if isinstance(value, tuple | list) and y_index is not None:
+        value = value[y_index] if len(value) > y_index else None
+    if not compare.is_close(value, ref_output, **FLOAT32):
+        raise Fail(
+            f"the output of your {cls_name} is already wrong here (the value checks say how), "
+            "so its gradients are too: fix the values first."
+        )
     if "backward_error" in raw:
         err = raw["backward_error"]
         raise Fail(
@@ -174,7 +183,7 @@ def grads_match(response, ref_input_grads, ref_param_grads, cls_name, tol=None):
 
 
 def reference_grads(module, args, y_index, cotangent):
-    """Input and parameter gradients of the reference for (y * cotangent).sum()."""
+    """(output, y_index, input grads, parameter grads) of the reference for (y * cotangent).sum()."""
     args = [
         a.detach().clone().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a
         for a in args
@@ -190,7 +199,7 @@ def reference_grads(module, args, y_index, cotangent):
     params = {
         n: p.grad.double().numpy() for n, p in module.named_parameters() if p.grad is not None
     }
-    return inputs, params
+    return y.detach().double().numpy(), y_index, inputs, params
 
 
 def np_(t):

@@ -61,13 +61,13 @@ def layer_norm_cases(rng):
     cases = [_layer_norm_values(name, pts, x, w, b, eps) for name, pts, x, eps in setups]
 
     x = tensor(rng, 2, 5, d, scale=2.0, grad=True)
+    expected = np_(ref.layer_norm(x, w, b))
+    variants = tv.layer_norm_variants(x, w, b)
 
     def judge_grad(rs):
         (r,) = rs
         got = compare.returned(r, "layer_norm(x, weight, bias)", framework="torch")
-        compare.assert_close(
-            got, np_(ref.layer_norm(x, w, b)), "layer_norm(x, weight, bias)", **FLOAT32
-        )
+        close_or_diagnose(got, expected, variants, "layer_norm(x, weight, bias)")
         assert_differentiable(r, "layer_norm(x, weight, bias)")
         after = [r.decode(a) for a in r.raw.get("args_after", [])]
         for name, before, now in zip(("x", "weight", "bias"), (x, w, b), after, strict=False):
@@ -192,8 +192,8 @@ def _mha_case(name, points, d, H, x, state, mask=None, context=None, bias=True, 
             expected,
             variants,
             (
-                "y",
-                f"the attention weights attn (B, H, n, n_k) = {compare.shape_str(expected[1].shape)}",
+                f"y of MultiHeadAttention.{call}",
+                f"attn (B, H, n, n_k) of MultiHeadAttention.{call}",
             ),
         )
 
@@ -288,7 +288,7 @@ def _mha_grad_case(rng, d, H, B, n):
     mask = _causal(n)
     cot = tensor(rng, B, n, d)
     module = load(ref.MultiHeadAttention(d, H), state)
-    ref_in, ref_params = reference_grads(module, [x, mask], 0, cot)
+    reference = reference_grads(module, [x, mask], 0, cot)
     request = {
         "op": "module",
         "init": {"d_model": d, "n_heads": H},
@@ -300,7 +300,7 @@ def _mha_grad_case(rng, d, H, B, n):
 
     def judge(rs):
         r = module_answer(rs[0], "MultiHeadAttention", "MultiHeadAttention.forward(x, mask)")
-        grads_match(r, ref_in, ref_params, "MultiHeadAttention")
+        grads_match(r, reference, "MultiHeadAttention")
 
     return Case(
         "MultiHeadAttention",
@@ -344,7 +344,7 @@ def ff_cases(rng):
 
     state, x, cot = ff_state(rng, d, d_ff), tensor(rng, 2, 5, d, grad=True), tensor(rng, 2, 5, d)
     module = load(ref.FeedForward(d, d_ff, "gelu"), state)
-    ref_in, ref_params = reference_grads(module, [x], None, cot)
+    reference = reference_grads(module, [x], None, cot)
     request = {
         "op": "module",
         "init": {"d_model": d, "d_ff": d_ff, "activation": "gelu"},
@@ -355,7 +355,7 @@ def ff_cases(rng):
 
     def judge(rs):
         r = module_answer(rs[0], "FeedForward", "FeedForward.forward(x)")
-        grads_match(r, ref_in, ref_params, "FeedForward")
+        grads_match(r, reference, "FeedForward")
 
     cases.append(
         Case("FeedForward", "gradients reach the input and both layers", 1.0, [request], judge)
@@ -418,7 +418,7 @@ def block_cases(rng):
     state = block_state(rng, d, d_ff)
     x, cot, mask = tensor(rng, B, n, d, grad=True), tensor(rng, B, n, d), _causal(n)
     module = load(ref.TransformerBlock(d, H, d_ff), state)
-    ref_in, ref_params = reference_grads(module, [x, mask], None, cot)
+    reference = reference_grads(module, [x, mask], None, cot)
     request = {
         "op": "module",
         "init": {"d_model": d, "n_heads": H, "d_ff": d_ff},
@@ -429,7 +429,7 @@ def block_cases(rng):
 
     def judge(rs):
         r = module_answer(rs[0], "TransformerBlock", "TransformerBlock.forward(x, mask)")
-        grads_match(r, ref_in, ref_params, "TransformerBlock")
+        grads_match(r, reference, "TransformerBlock")
 
     cases.append(
         Case(
