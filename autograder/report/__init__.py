@@ -204,8 +204,27 @@ def summary_markdown(summary):
     return "\n".join(lines) + "\n"
 
 
-def write_class(out, students):
+class SavedResult:
+    def __init__(self, student, results):
+        self.student, self.results = student, results
+
+
+def collect_results(out):
+    """Every OUT/<student>/results.json, including students graded by earlier runs."""
+    saved = []
+    for path in sorted(Path(out).glob("*/results.json")):
+        try:
+            saved.append(SavedResult(path.parent.name, json.loads(path.read_text())))
+        except (OSError, ValueError):
+            continue
+    return saved
+
+
+def write_class(out, students=None):
+    """grades.csv and the summary over `students` (default: every results.json under out)."""
     out = Path(out)
+    if students is None:
+        students = collect_results(out)
     atomic_write(out / "grades.csv", grades_csv(students))
     summary = summarise(students)
     text = summary_markdown(summary)
