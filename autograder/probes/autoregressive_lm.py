@@ -17,8 +17,14 @@ import torch.nn.functional as F
 from autograder import compare
 from autograder.compare import describe_encoded, fmt
 from autograder.misconceptions import torch_variants as tv
-from autograder.probes.base import Case, Fail, probe
-from autograder.probes.torch_tools import assert_differentiable, close_or_diagnose, np_, tensor
+from autograder.probes.base import Case, Fail
+from autograder.probes.torch_tools import (
+    assert_differentiable,
+    close_or_diagnose,
+    np_,
+    tensor,
+    torch_probe,
+)
 
 # ---------------------------------------------------------------- make_examples
 
@@ -126,7 +132,7 @@ def _make_examples_case(name, points, tokens, c):
     return Case("make_examples", name, points, [{"op": "call", "args": [list(tokens), c]}], judge)
 
 
-@probe("make_examples")
+@torch_probe("make_examples")
 def make_examples_cases(rng):
     words = "the cat sat on the mat and the dog ate the hat".split()
     start = int(rng.integers(0, 3))
@@ -177,7 +183,7 @@ def _random_text(rng, alphabet, n):
     return "".join(rng.choice(chars, size=n))
 
 
-@probe("CharTokenizer")
+@torch_probe("CharTokenizer")
 def tokenizer_cases(rng):
     alpha1 = "".join(sorted(set(rng.choice(list("abcdefghijklmnop"), size=9)))) + " .\n"
     alpha2 = "".join(rng.choice(list("QRSTUVWXYZ!?"), size=5, replace=False)) + "xyz"
@@ -358,7 +364,7 @@ def _window_check(data, x, y, what):
             )
 
 
-@probe("get_batch")
+@torch_probe("get_batch")
 def get_batch_cases(rng):
     cases = []
     N, B, T = 60, 16, 8
@@ -483,7 +489,7 @@ def _gpt_logits(r, what, shape):
     return got.astype(np.float64)
 
 
-@probe("GPT")
+@torch_probe("GPT")
 def gpt_cases(rng):
     V, T = GPT_INIT["vocab_size"], GPT_INIT["block_size"]
     cases = []
@@ -748,7 +754,7 @@ def _loss_case(name, points, logits, targets, grad_check=False):
     return Case("lm_loss", name, points, [{"op": "call", "args": [logits, targets]}], judge)
 
 
-@probe("lm_loss")
+@torch_probe("lm_loss")
 def lm_loss_cases(rng):
     V = 7
     return [
@@ -812,7 +818,7 @@ def _table(rng, V):
     return rng.normal(0.0, 1.5, size=(V, V))
 
 
-@probe("generate")
+@torch_probe("generate")
 def generate_cases(rng):
     V = 6
     cases = []

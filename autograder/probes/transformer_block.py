@@ -12,7 +12,7 @@ import torch
 from autograder import compare
 from autograder.compare import FLOAT32, fmt
 from autograder.misconceptions import torch_variants as tv
-from autograder.probes.base import Case, Fail, probe
+from autograder.probes.base import Case, Fail
 from autograder.probes.torch_tools import (
     assert_differentiable,
     close_or_diagnose,
@@ -24,6 +24,7 @@ from autograder.probes.torch_tools import (
     np_,
     reference_grads,
     tensor,
+    torch_probe,
 )
 from autograder.reference import transformer_block as ref
 
@@ -37,7 +38,7 @@ def _causal(n):
 # ---------------------------------------------------------------- layer_norm
 
 
-@probe("layer_norm")
+@torch_probe("layer_norm")
 def layer_norm_cases(rng):
     d = 8
     w, b = tensor(rng, d, scale=0.5, shift=1.0), tensor(rng, d, scale=0.5)
@@ -103,7 +104,7 @@ def _layer_norm_values(name, points, x, w, b, eps):
 # ---------------------------------------------------------------- positional encoding
 
 
-@probe("sinusoidal_positional_encoding")
+@torch_probe("sinusoidal_positional_encoding")
 def positional_encoding_cases(rng):
     n_long = int(rng.integers(24, 31))
     odd = int(rng.choice([5, 7, 9]))
@@ -200,7 +201,7 @@ def _mha_case(name, points, d, H, x, state, mask=None, context=None, bias=True, 
     return Case("MultiHeadAttention", name, points, [request], judge)
 
 
-@probe("MultiHeadAttention")
+@torch_probe("MultiHeadAttention")
 def mha_cases(rng):
     d, H, B, n, m = 16, 4, 2, 5, 7
     cases = []
@@ -321,7 +322,7 @@ def ff_state(rng, d, d_ff, prefix=""):
     }
 
 
-@probe("FeedForward")
+@torch_probe("FeedForward")
 def ff_cases(rng):
     d, d_ff = 16, 32
     cases = []
@@ -394,7 +395,7 @@ def block_state(rng, d, d_ff):
     }
 
 
-@probe("TransformerBlock")
+@torch_probe("TransformerBlock")
 def block_cases(rng):
     d, H, d_ff, B, n = 16, 4, 32, 2, 6
     cases = []
