@@ -55,8 +55,8 @@ NOTEBOOKS = (
         "torch",
         "transformer_block",
         (
-            "layer_norm",
             "sinusoidal_positional_encoding",
+            "layer_norm",
             "MultiHeadAttention",
             "FeedForward",
             "TransformerBlock",
