@@ -96,9 +96,9 @@ def derive_seed(*parts):
 
 def build_cases(stem, seed, functions=None):
     """Every case of one notebook's graded names, inputs drawn from `seed`."""
-    from autograder.probes import load_all
+    from autograder.probes import load
 
-    load_all()  # registers every notebook's probes
+    load(stem)  # registers this notebook's probes
 
     cases = []
     for function in BY_STEM[stem].graded:

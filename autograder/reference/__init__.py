@@ -4,14 +4,10 @@ NumPy for notebooks 01-04, PyTorch for 05-06. The solution notebooks carry these
 definitions, character for character in the AST (tests/test_single_source.py).
 """
 
-from autograder.reference.autoregressive_lm import (
-    GPT,
-    CharTokenizer,
-    generate,
-    get_batch,
-    lm_loss,
-    make_examples,
-)
+import importlib
+
+# The NumPy notebooks' answers are imported now (cheap). The PyTorch ones are imported on first
+# use (PEP 562), so that the checks of notebooks 01-04 never pay for importing torch.
 from autograder.reference.dot_product_softmax import (
     attend,
     attention_for_token,
@@ -31,21 +27,34 @@ from autograder.reference.multihead_attention import (
     split_heads,
 )
 from autograder.reference.soft_lookup import lookup, percentages, similarity, soft_lookup
-from autograder.reference.transformer_block import (
-    FeedForward,
-    LayerNorm,
-    MultiHeadAttention,
-    TransformerBlock,
-    layer_norm,
-    sinusoidal_positional_encoding,
-)
+
+_TORCH_MODULE_OF = {
+    "layer_norm": "transformer_block",
+    "sinusoidal_positional_encoding": "transformer_block",
+    "LayerNorm": "transformer_block",
+    "MultiHeadAttention": "transformer_block",
+    "FeedForward": "transformer_block",
+    "TransformerBlock": "transformer_block",
+    "make_examples": "autoregressive_lm",
+    "CharTokenizer": "autoregressive_lm",
+    "get_batch": "autoregressive_lm",
+    "GPT": "autoregressive_lm",
+    "lm_loss": "autoregressive_lm",
+    "generate": "autoregressive_lm",
+}
+
+
+def __getattr__(name):
+    if name not in _TORCH_MODULE_OF:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = importlib.import_module(f"{__name__}.{_TORCH_MODULE_OF[name]}")
+    return getattr(module, name)
+
 
 __all__ = [
     "lookup", "similarity", "percentages", "soft_lookup",
     "softmax", "scaled_scores", "attend", "attention_for_token",
     "attention_scores", "causal_mask", "scaled_dot_product_attention", "self_attention",
     "mha_shapes", "split_heads", "merge_heads", "multi_head_attention",
-    "layer_norm", "sinusoidal_positional_encoding", "LayerNorm", "MultiHeadAttention",
-    "FeedForward", "TransformerBlock",
-    "make_examples", "CharTokenizer", "get_batch", "GPT", "lm_loss", "generate",
+    *_TORCH_MODULE_OF,
 ]  # fmt: skip
