@@ -105,14 +105,13 @@ UNBIASED_LAYER_NORM = """\
     return (x - mean) / torch.sqrt(var + eps) * weight + bias
 """
 
-# The cheater's attention ignores the keys (uniform weights), then tries to make any comparison
-# pass and to find the model answers. None of it may work under the grader: the judges compare
-# in the trusted parent process, the sandbox mounts neither the project nor the reference, and
-# it has no network.
+# The cheater returns zeros of the right shapes, then tries to make any comparison pass and to
+# find the model answers. None of it may work under the grader: the judges compare in the
+# trusted parent process, the sandbox mounts neither the project nor the reference, and it has
+# no network.
 CHEAT_SDPA = """\
-    n_k = K.shape[-2]
-    A = np.ones(Q.shape[:-1] + (n_k,)) / n_k
-    return A @ V, A
+    A = np.zeros(Q.shape[:-1] + (K.shape[-2],))
+    return np.zeros(Q.shape[:-1] + (V.shape[-1],)), A
 """
 
 CHEAT_PATCHES = """\
@@ -205,7 +204,7 @@ def _class():
         ),
         Student(
             "cheater",
-            "03: a wrong attention, plus cells that patch np.allclose/torch.allclose, look for "
+            "03: attention returns zeros, plus cells that patch np.allclose/torch.allclose, look for "
             "autograder/reference and open a socket: its attention must still score 0",
             mistakes=(
                 Body("03_matrix_attention", "scaled_dot_product_attention", CHEAT_SDPA),

@@ -1,0 +1,42 @@
+"""benchmarks/grade_vs_nbgrader.py --quick: both graders grade the same two students and the
+script ends with its JSON line. No timing is asserted (the machine decides that), only that the
+numbers exist, agree with each other and that both graders really graded: the correct student
+scores, the one who submitted the released stubs scores 0.
+"""
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import autograder
+
+REPO = Path(autograder.__file__).resolve().parent.parent
+
+
+@pytest.mark.slow
+def test_quick_benchmark_grades_with_both_and_ends_with_its_json_line():
+    done = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "grade_vs_nbgrader.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        env=dict(os.environ, COURSE_SECRET="test-benchmark-secret"),
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    last = done.stdout.strip().splitlines()[-1]
+    result = json.loads(last)
+    assert result["students"] == 2 and result["notebooks"] == 1
+    ours, theirs = result["ours_seconds_per_student"], result["nbgrader_seconds_per_student"]
+    assert ours > 0 and theirs > 0 and math.isfinite(ours) and math.isfinite(theirs)
+    assert result["ratio"] == pytest.approx(theirs / ours, rel=0.01)
+    assert result["nproc"] == os.cpu_count() and result["cpu"]
+    # s01 submitted a correct notebook, s02 the released stubs (the script alternates them)
+    assert set(result["ours_scores"]) == set(result["nbgrader_scores"]) == {"s01", "s02"}
+    assert result["ours_scores"]["s01"] > 0 and result["ours_scores"]["s02"] == 0
+    assert result["nbgrader_scores"]["s01"] > 0 and result["nbgrader_scores"]["s02"] == 0
+    assert "machine:" in done.stdout and "s/student" in done.stdout
