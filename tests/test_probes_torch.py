@@ -998,3 +998,17 @@ def test_gpt_that_cannot_learn_fails_the_training_run():
     training = [r for r in results if "training run" in r.name]
     assert training[0].score == 0, show(results)
     assert "repeats every" in training[0].output
+
+
+class GPTUnusedLayer(make_gpt()):
+    """A layer built in __init__ and never used: it would never train."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.extra = nn.Linear(4, 4)
+
+
+def test_gpt_with_a_parameter_that_gets_no_gradient(no_training):
+    results = run("GPT", GPTUnusedLayer)
+    failed = [r for r in results if r.status == "failed"]
+    assert len(failed) == 1 and "extra.weight" in failed[0].output, show(results)
