@@ -68,7 +68,14 @@ def _error(exc):
     if isinstance(exc, RequestTimeout):
         return {"type": "Timeout", "message": "the call did not finish in time"}
     frames = traceback.extract_tb(exc.__traceback__)
-    where = [f"line {f.lineno} in {f.name}" for f in frames[-3:] if f.filename.startswith("<")]
+    here = str(Path(__file__).parent)
+    where = [  # the student's own frames: not the harness, not an installed library
+        f"line {f.lineno} in {f.name}"
+        for f in frames
+        if not f.filename.startswith(here)
+        and "-packages" not in f.filename
+        and "/lib/python" not in f.filename
+    ][-3:]
     message = str(exc)
     return {
         "type": type(exc).__name__,

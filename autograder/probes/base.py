@@ -164,9 +164,20 @@ def verdict(case, responses):
             return 0.0, _missing_message(r.missing), []
         err = r.error or {}
         if err.get("type") == "NotImplementedError":
+            where = err.get("where") or []
+            inner = where[-1].split(" in ", 1)[-1] if where else case.function
+            if inner in (case.function, "__init__", "forward") or not where:
+                return (
+                    0.0,
+                    f"{case.function} is not implemented yet (it raises NotImplementedError).",
+                    [],
+                )
             return (
                 0.0,
-                f"{case.function} is not implemented yet (it raises NotImplementedError).",
+                (
+                    f"{case.function} is not implemented yet: something it calls ({inner}, "
+                    f"{where[-1].split(' in ', 1)[0]}) still raises NotImplementedError."
+                ),
                 [],
             )
         if err.get("type") == "Timeout":
