@@ -67,15 +67,18 @@ class _OneThread:
 def _error(exc):
     if isinstance(exc, RequestTimeout):
         return {"type": "Timeout", "message": "the call did not finish in time"}
-    frames = traceback.extract_tb(exc.__traceback__)
     here = str(Path(__file__).parent)
-    where = [  # the student's own frames: not the harness, not an installed library
-        f"line {f.lineno} in {f.name}"
-        for f in frames
-        if not f.filename.startswith(here)
-        and "-packages" not in f.filename
-        and "/lib/python" not in f.filename
-    ][-3:]
+    where = []  # the student's own frames: not the harness, not an installed library
+    for frame, lineno in traceback.walk_tb(exc.__traceback__):
+        filename = frame.f_code.co_filename
+        if filename.startswith(here) or "-packages" in filename or "/lib/python" in filename:
+            continue
+        owner = frame.f_locals.get("self")
+        name = frame.f_code.co_name
+        if owner is not None and name != "<module>":
+            name = f"{type(owner).__name__}.{name}"
+        where.append(f"line {lineno} in {name}")
+    where = where[-3:]
     message = str(exc)
     return {
         "type": type(exc).__name__,
