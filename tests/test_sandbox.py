@@ -164,7 +164,7 @@ def test_a_dead_kernel_loses_the_answers_with_a_message(sandbox, tmp_path):
 
 
 def test_an_infinite_loop_is_stopped_and_earlier_definitions_are_still_tested(tmp_path):
-    box = Sandbox(Limits(timeout=4, startup_seconds=60))
+    box = Sandbox(Limits(timeout=6, startup_seconds=60))
     try:
         folder = notebook(
             tmp_path / "frank",

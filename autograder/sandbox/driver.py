@@ -134,7 +134,6 @@ class Run:
     def execute(self):
         spec, job = self.spec, self.job
         started = time.monotonic()
-        deadline = started + float(job["timeout"])
         graded = list(spec["serve"])
         nb = nbformat.read(spec["path"], as_version=4)
         client = QuietClient(
@@ -151,6 +150,7 @@ class Run:
         )
         alive = True
         with client.setup_kernel():
+            deadline = time.monotonic() + float(job["timeout"])  # kernel start not counted
             for index, cell in enumerate(nb.cells):
                 if cell.cell_type != "code" or not cell.source.strip():
                     continue
