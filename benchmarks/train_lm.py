@@ -1,0 +1,254 @@
+"""Train the reference GPT on a character corpus with nanoGPT's CPU recipe, next to a PyTorch peer.
+
+    python benchmarks/train_lm.py --data ../shared/data/tinyshakespeare/input.txt
+    python benchmarks/train_lm.py --data input.txt --recipe best     # our tuned settings
+    python benchmarks/train_lm.py --data input.txt --quick           # 50-step smoke test
+
+The defaults are nanoGPT's shakespeare_char line for CPUs (block 64, batch 12, 4 layers of 4
+heads, width 128, 2000 steps, no dropout; AdamW lr 1e-3, betas (0.9, 0.99), weight decay 0.1 on
+matrices only, 100 warm-up steps then cosine decay to 1e-4, gradients clipped at 1.0), its
+90/10 train/val split and its loss estimate (the mean over eval_iters random val batches).
+
+The peer has the same shape but is built from torch.nn.TransformerEncoderLayer, whose
+attention runs PyTorch's fused scaled_dot_product_attention. Both models take their steps in
+lockstep on the same batches, so a busy machine slows both alike and the ratio stays fair.
+The last line printed is one JSON object:
+{"steps", "seconds", "ms_per_step", "val_loss", "peer_ms_per_step", "ratio", ...}.
+"""
+
+import argparse
+import json
+import math
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from autograder.reference import GPT, CharTokenizer, lm_loss
+
+NANOGPT_CPU = dict(
+    steps=2000,
+    block_size=64,
+    batch_size=12,
+    n_layer=4,
+    n_head=4,
+    d_model=128,
+    lr=1e-3,
+    min_lr=1e-4,
+    warmup=100,
+    weight_decay=0.1,
+    beta2=0.99,
+    grad_clip=1.0,
+    eval_iters=20,
+)
+# Tuned to fit in the wall time of NANOGPT_CPU's 2000 steps on 2 CPU cores: CPUs are far more
+# efficient on bigger matrices, so fewer, larger batches see more text per second, and a
+# larger learning rate (warmed up) makes each step count for more.
+BEST = dict(steps=1000, batch_size=32, lr=3e-3, min_lr=3e-4, warmup=100)
+
+
+class PeerGPT(nn.Module):
+    """The reference GPT's shape, its blocks being torch.nn.TransformerEncoderLayer."""
+
+    def __init__(self, vocab_size, block_size, d_model, n_heads, n_layers):
+        super().__init__()
+        self.block_size = block_size
+        self.tok_emb = nn.Embedding(vocab_size, d_model)
+        self.pos_emb = nn.Embedding(block_size, d_model)
+        self.blocks = nn.ModuleList(
+            nn.TransformerEncoderLayer(
+                d_model,
+                n_heads,
+                4 * d_model,
+                dropout=0.0,
+                activation="relu",  # our FeedForward's default
+                batch_first=True,
+                norm_first=True,
+            )
+            for _ in range(n_layers)
+        )
+        self.ln_f = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, vocab_size, bias=False)
+        for name, p in self.named_parameters():
+            if p.dim() == 2:  # the reference's init: N(0, 0.02) matrices, zero biases
+                nn.init.normal_(p, mean=0.0, std=0.02)
+            elif "norm" not in name and "ln_f" not in name:
+                nn.init.zeros_(p)
+
+    def forward(self, idx):
+        T = idx.shape[-1]
+        x = self.tok_emb(idx) + self.pos_emb(torch.arange(T, device=idx.device))
+        mask = nn.Transformer.generate_square_subsequent_mask(T, device=idx.device)
+        for block in self.blocks:
+            x = block(x, src_mask=mask, is_causal=True)  # fused causal attention
+        return self.head(self.ln_f(x))
+
+
+def load_splits(path, max_chars=None):
+    """nanoGPT's prepare.py: the sorted characters as vocabulary, the first 90 % to train."""
+    text = Path(path).read_text(encoding="utf-8")
+    if max_chars:
+        text = text[:max_chars]
+    tokenizer = CharTokenizer(text)
+    data = torch.tensor(tokenizer.encode(text), dtype=torch.long)
+    n = int(0.9 * len(data))
+    return tokenizer, data[:n], data[n:]
+
+
+def batch(data, batch_size, block_size, generator):
+    starts = torch.randint(len(data) - block_size, (batch_size,), generator=generator)
+    x = torch.stack([data[s : s + block_size] for s in starts])
+    y = torch.stack([data[s + 1 : s + 1 + block_size] for s in starts])
+    return x, y
+
+
+def learning_rate(step, cfg):
+    """nanoGPT's schedule: linear warm-up, then cosine decay from lr to min_lr."""
+    if step < cfg["warmup"]:
+        return cfg["lr"] * (step + 1) / (cfg["warmup"] + 1)
+    progress = min(1.0, (step - cfg["warmup"]) / max(1, cfg["steps"] - cfg["warmup"]))
+    return cfg["min_lr"] + 0.5 * (1.0 + math.cos(math.pi * progress)) * (cfg["lr"] - cfg["min_lr"])
+
+
+def adamw(model, cfg):
+    """nanoGPT's configure_optimizers: weight decay on matrices and embeddings only."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    groups = [
+        {"params": [p for p in params if p.dim() >= 2], "weight_decay": cfg["weight_decay"]},
+        {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
+    ]
+    return torch.optim.AdamW(groups, lr=cfg["lr"], betas=(0.9, cfg["beta2"]))
+
+
+@torch.no_grad()
+def estimate_loss(model, data, cfg, seed):
+    """The mean loss over eval_iters random batches (the same batches for every model)."""
+    model.eval()
+    g = torch.Generator().manual_seed(seed)
+    losses = [
+        lm_loss(model(x), y).item()
+        for x, y in (
+            batch(data, cfg["batch_size"], cfg["block_size"], g) for _ in range(cfg["eval_iters"])
+        )
+    ]
+    model.train()
+    return sum(losses) / len(losses)
+
+
+def step(model, optimizer, x, y, lr, grad_clip):
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    started = time.perf_counter()
+    loss = lm_loss(model(x), y)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    if grad_clip:
+        nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    optimizer.step()
+    return time.perf_counter() - started, loss.item()
+
+
+def run(cfg, data_path, seed=1337, max_chars=None, peer=True, log_every=100):
+    torch.manual_seed(seed)
+    tokenizer, train, val = load_splits(data_path, max_chars)
+    shape = dict(
+        vocab_size=tokenizer.vocab_size,
+        block_size=cfg["block_size"],
+        d_model=cfg["d_model"],
+        n_heads=cfg["n_head"],
+    )
+    ours = GPT(**shape, n_layers=cfg["n_layer"])
+    models = {"ours": ours}
+    if peer:
+        torch.manual_seed(seed)
+        models["peer"] = PeerGPT(**shape, n_layers=cfg["n_layer"])
+    optimizers = {name: adamw(m, cfg) for name, m in models.items()}
+    times = {name: [] for name in models}
+    g = torch.Generator().manual_seed(seed)
+    for it in range(cfg["steps"]):
+        x, y = batch(train, cfg["batch_size"], cfg["block_size"], g)
+        lr = learning_rate(it, cfg)
+        losses = {}
+        # Alternate which model goes first so neither always inherits the other's warm caches.
+        order = list(models) if it % 2 == 0 else list(models)[::-1]
+        for name in order:
+            seconds, losses[name] = step(models[name], optimizers[name], x, y, lr, cfg["grad_clip"])
+            times[name].append(seconds)
+        if log_every and (it % log_every == 0 or it == cfg["steps"] - 1):
+            shown = "  ".join(f"{n} {v:.3f}" for n, v in losses.items())
+            print(f"step {it:5d}  lr {lr:.2e}  train loss  {shown}", file=sys.stderr, flush=True)
+    val_losses = {name: estimate_loss(m, val, cfg, seed + 1) for name, m in models.items()}
+    seconds = sum(times["ours"])
+    result = {
+        "steps": cfg["steps"],
+        "seconds": round(seconds, 2),
+        "ms_per_step": round(1000 * seconds / cfg["steps"], 3),
+        "val_loss": round(val_losses["ours"], 4),
+    }
+    if peer:
+        peer_seconds = sum(times["peer"])
+        result["peer_ms_per_step"] = round(1000 * peer_seconds / cfg["steps"], 3)
+        # Medians shrug off the odd step another process on the machine interrupted.
+        result["ratio"] = round(seconds / peer_seconds, 3)
+        result["median_ratio"] = round(
+            statistics.median(times["ours"]) / statistics.median(times["peer"]), 3
+        )
+        result["peer_val_loss"] = round(val_losses["peer"], 4)
+    result["ln_vocab"] = round(math.log(tokenizer.vocab_size), 4)
+    result["config"] = cfg
+    result["threads"] = torch.get_num_threads()
+    result["machine"] = platform.processor() or platform.machine()
+    return result
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", required=True, help="a text file, e.g. tiny Shakespeare")
+    parser.add_argument("--recipe", choices=("nanogpt", "best"), default="nanogpt")
+    parser.add_argument("--quick", action="store_true", help="50 steps: a smoke test")
+    parser.add_argument("--no-peer", action="store_true", help="train only the reference GPT")
+    parser.add_argument("--max-chars", type=int, default=None, help="use only the start of --data")
+    parser.add_argument("--seed", type=int, default=1337)
+    parser.add_argument(
+        "--threads", type=int, default=None, help="torch threads (default: torch's)"
+    )
+    for key, value in NANOGPT_CPU.items():
+        parser.add_argument("--" + key.replace("_", "-"), type=type(value), default=None)
+    return parser.parse_args(argv)
+
+
+def config(args):
+    cfg = dict(NANOGPT_CPU)
+    if args.recipe == "best":
+        cfg.update(BEST)
+    if args.quick:
+        cfg.update(steps=50, warmup=10, eval_iters=5)
+    for key in NANOGPT_CPU:  # explicit flags win over the recipe
+        if getattr(args, key) is not None:
+            cfg[key] = getattr(args, key)
+    return cfg
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    cfg = config(args)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    result = run(
+        cfg,
+        args.data,
+        seed=args.seed,
+        max_chars=args.max_chars,
+        peer=not args.no_peer,
+        log_every=10 if args.quick else 100,
+    )
+    result["recipe"] = args.recipe
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
