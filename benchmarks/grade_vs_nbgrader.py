@@ -202,7 +202,7 @@ def profile(notebooks, timeout, work_root):
         probes = registered_probes()
         # sandbox + driver + kernel start-up and shut-down: a notebook of one empty cell
         empty = work_root / "empty"
-        empty.mkdir()
+        empty.mkdir(parents=True)
         nb = nbformat.v4.new_notebook()
         nb.cells = [nbformat.v4.new_code_cell("pass")]
         nbformat.write(nb, empty / "00_empty.ipynb")
@@ -213,13 +213,14 @@ def profile(notebooks, timeout, work_root):
             t = time.perf_counter()
             box.run(empty, [job], work_root / f"run-empty-{k}")
             start_up.append(time.perf_counter() - t)
+        folder = work_root / "ada"  # every notebook: 06 imports 05's definitions
+        folder.mkdir()
         for nb_info in notebooks:
-            folder = work_root / f"sub-{nb_info.stem}"
-            folder.mkdir()
             solution = nbformat.read(SOLUTIONS / nb_info.filename, as_version=4)
             (folder / nb_info.filename).write_text(
                 render(builder.student_notebook(solution, ada, nb_info.stem))
             )
+        for nb_info in notebooks:
             t = time.perf_counter()
             seed = derive_seed(DEFAULT_SECRET, "profile", nb_info.stem)
             cases = build_cases(nb_info.stem, seed, functions=probes)
@@ -260,9 +261,9 @@ def profile(notebooks, timeout, work_root):
             )
     finally:
         box.close()
-    cells_only = notebook_cells_without_sandbox(notebooks, work_root)
+    unsandboxed = notebook_cells_without_sandbox(notebooks, work_root / "ada", work_root)
     for row in rows:
-        row["cells_unsandboxed_s"] = cells_only.get(row["notebook"])
+        row["unsandboxed"] = unsandboxed.get(row["notebook"], {})
     return {
         "sandbox_mode": box.mode,
         "sandbox_init_s": round(sandbox_init, 2),
@@ -271,8 +272,9 @@ def profile(notebooks, timeout, work_root):
     }
 
 
-def notebook_cells_without_sandbox(notebooks, work_root):
-    """Seconds to run each correct notebook's cells with nbclient, no sandbox, checks silenced."""
+def notebook_cells_without_sandbox(notebooks, folder, work_root):
+    """Per notebook, with nbclient and no sandbox (checks silenced as in the sandbox): seconds to
+    start the kernel, to run all cells, and the slowest cells."""
     code = r"""
 import json, sys, time
 import nbformat
@@ -280,12 +282,24 @@ from nbclient import NotebookClient
 out = {}
 for path in sys.argv[1:]:
     nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True)
     t = time.perf_counter()
-    NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True).execute()
-    out[path] = time.perf_counter() - t
+    cells = []
+    with client.setup_kernel():
+        start = time.perf_counter() - t
+        for i, cell in enumerate(nb.cells):
+            if cell.cell_type == "code":
+                c = time.perf_counter()
+                client.execute_cell(cell, i)
+                first = cell.source.strip().splitlines()[0][:60] if cell.source.strip() else ""
+                cells.append((round(time.perf_counter() - c, 2), i, first))
+    total = time.perf_counter() - t
+    cells.sort(reverse=True)
+    out[path] = {"kernel_start_s": round(start, 2), "cells_s": round(sum(c[0] for c in cells), 2),
+                 "total_s": round(total, 2), "slowest": cells[:3]}
 print(json.dumps(out))
 """
-    paths = [str(work_root / f"sub-{nb.stem}" / nb.filename) for nb in notebooks]
+    paths = [str(folder / nb.filename) for nb in notebooks]
     stub_lib = work_root / "stub-lib"
     (stub_lib / "autograder").mkdir(parents=True)
     from autograder.sandbox import STUB_CHECKS, STUB_INIT
@@ -300,12 +314,45 @@ print(json.dumps(out))
         OMP_NUM_THREADS="1",
     )
     done = subprocess.run(
-        [sys.executable, "-c", code, *paths], capture_output=True, text=True, env=env
+        [sys.executable, "-c", code, *paths],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(folder),
     )
     if done.returncode != 0:
         return {}
     timings = json.loads(done.stdout.strip().splitlines()[-1])
-    return {Path(p).stem: round(s, 2) for p, s in timings.items()}
+    return {Path(p).stem: info for p, info in timings.items()}
+
+
+def print_profile(prof):
+    print()
+    print(
+        f"profile, one correct student, one sandbox per notebook (sandbox {prof['sandbox_mode']}):"
+        f" Sandbox() set-up {prof['sandbox_init_s']} s once; a one-cell notebook (sandbox, driver,"
+        f" kernel start and stop) {prof['empty_notebook_s']} s"
+    )
+    header = (
+        "notebook", "setup", "sandbox", "kern+cells", "probes", "outside", "judge",
+        "| no sandbox:", "kernel", "cells",
+    )  # fmt: skip
+    print("{:24s} {:>6s} {:>8s} {:>10s} {:>7s} {:>8s} {:>6s} {:>12s} {:>7s} {:>6s}".format(*header))
+    for row in prof["notebooks"]:
+        free = row.get("unsandboxed") or {}
+        print(
+            f"{row['notebook']:24s} {row['setup_s']:6.2f} {row['sandbox_total_s']:8.2f} "
+            f"{row['kernel_start_and_cells_s']:10.2f} {row['probes_serve_s']:7.2f} "
+            f"{row['outside_driver_s']:8.2f} {row['judge_s']:6.2f} {'':>12s} "
+            f"{free.get('kernel_start_s', float('nan')):7.2f} {free.get('cells_s', float('nan')):6.2f}"
+        )
+        for seconds, index, first in free.get("slowest", []):
+            print(f"{'':26s}cell {index + 1:3d}: {seconds:5.2f} s  {first}")
+    print(
+        "setup: cases and requests (parent); sandbox: the whole sandboxed run; kern+cells: kernel "
+        "start + the notebook's cells (driver); probes: the harness answering the requests; "
+        "outside: bwrap + driver start-up + teardown; judge: judging in the parent."
+    )
 
 
 # -- main ---------------------------------------------------------------------------------------
@@ -380,24 +427,7 @@ def main(argv=None):
         }
         if args.profile:
             prof = profile(notebooks, args.timeout, root / "profile")
-            print()
-            print(
-                f"profile (sandbox {prof['sandbox_mode']}): Sandbox() set-up "
-                f"{prof['sandbox_init_s']} s once; an empty one-cell notebook "
-                f"(sandbox + driver + kernel start/stop) {prof['empty_notebook_s']} s"
-            )
-            header = (
-                "notebook", "setup", "sandbox", "kern+cells", "probes", "outside", "judge",
-                "cells(no sandbox)",
-            )  # fmt: skip
-            print("{:26s} {:>6s} {:>8s} {:>10s} {:>7s} {:>8s} {:>6s} {:>17s}".format(*header))
-            for row in prof["notebooks"]:
-                print(
-                    f"{row['notebook']:26s} {row['setup_s']:6.2f} {row['sandbox_total_s']:8.2f} "
-                    f"{row['kernel_start_and_cells_s']:10.2f} {row['probes_serve_s']:7.2f} "
-                    f"{row['outside_driver_s']:8.2f} {row['judge_s']:6.2f} "
-                    f"{row['cells_unsandboxed_s']!s:>17s}"
-                )
+            print_profile(prof)
             result["profile"] = prof
         print(json.dumps(result))
     finally:
