@@ -447,7 +447,15 @@ def weights_signature(A, mask=None, large=False, over_queries_id="softmax-over-q
             m = np.broadcast_to(np.asarray(mask, dtype=bool), A.shape)
             leak = np.abs(A[~m]) > 1e-9
             zero_where_masked = not leak.any()
-            if zero_where_masked and not rows_ok and np.all(rows <= 1 + 1e-9):
+            # softmax weights are all > 0, so masking them afterwards leaves every visible one > 0
+            # (an all-zero answer is not this mistake)
+            softmax_then_zeroed = bool(np.all(A[m] > 0))
+            if (
+                zero_where_masked
+                and softmax_then_zeroed
+                and not rows_ok
+                and np.all(rows <= 1 + 1e-9)
+            ):
                 i = np.unravel_index(int(np.argmax(np.abs(rows - 1))), rows.shape)
                 return ["mask-after-softmax"], (
                     f"the masked weights are 0 but row {list(map(int, i))} sums to "
