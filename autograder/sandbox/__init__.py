@@ -126,8 +126,18 @@ def _within(path, root):
 class Sandbox:
     """Settings shared by every run of a grading session, and the files the sandbox exposes."""
 
-    def __init__(self, limits=None, mode="auto", lib_root=None):
+    def __init__(self, limits=None, mode="auto", lib_root=None, warm=None):
         self.limits = limits or Limits()
+        # Warm kernels (zygote.py): each notebook's kernel is forked from one pre-loaded process
+        # per student instead of started cold. AUTOGRADER_WARM_KERNELS=0 turns them off.
+        if warm is None:
+            warm = os.environ.get("AUTOGRADER_WARM_KERNELS", "1").strip().lower() not in (
+                "0",
+                "false",
+                "no",
+                "off",
+            )
+        self.warm = bool(warm)
         self.bwrap = shutil.which("bwrap")
         if mode == "auto":
             mode = "bwrap" if self.bwrap and _bwrap_works(self.bwrap) else "none"
@@ -160,6 +170,7 @@ class Sandbox:
             dirs_exist_ok=True,
         )
         shutil.copy2(HERE / "driver.py", self.lib / "driver.py")
+        shutil.copy2(HERE / "zygote.py", self.lib / "zygote.py")
         self.coursedata = self._coursedata_dir()
         if self.coursedata is not None:
             (lib / "coursedata").mkdir(exist_ok=True)
@@ -276,6 +287,7 @@ class Sandbox:
             "timeout": self.limits.timeout,
             "memory_gb": round(self.limits.memory_bytes / 2**30, 2),
             "startup_timeout": self.limits.startup_seconds,
+            "warm": self.warm,
             "harness": f"{p['lib']}/autograder/harness",
             "notebooks": [
                 {
@@ -350,6 +362,7 @@ class Sandbox:
             args += ["--ro-bind", "/dev/null", str(pth)]
         args += ["--ro-bind", str(self.lib / "lib"), INSIDE_LIB]
         args += ["--ro-bind", str(self.lib / "driver.py"), "/opt/grader/driver.py"]
+        args += ["--ro-bind", str(self.lib / "zygote.py"), "/opt/grader/zygote.py"]
         if self.coursedata is not None:
             args += ["--ro-bind", str(self.coursedata), f"{INSIDE_LIB}/coursedata"]
         for path in self.extra_data:

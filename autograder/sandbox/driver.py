@@ -16,19 +16,37 @@ output cannot fill memory or disk.
 
 import json
 import os
+import socket
+import subprocess
 import sys
+import tempfile
 import time
 import traceback
 from pathlib import Path
 
-# jsonschema imports rfc3987_syntax, which compiles a grammar for seconds at import time; the
-# driver never validates IRIs, so it is blocked here (this process only).
-sys.modules.setdefault("rfc3987_syntax", None)
+# jsonschema imports rfc3987_syntax, which compiles a grammar for seconds at import time, and
+# optional format checkers (arrow, isoduration, ...); the driver never validates formats, so they
+# are blocked here (this process only; jsonschema skips a checker whose import fails).
+for _optional in (
+    "rfc3987_syntax",
+    "isoduration",
+    "arrow",
+    "fqdn",
+    "uri_template",
+    "webcolors",
+    "rfc3339_validator",
+    "rfc3986_validator",
+    "jsonpointer",
+):
+    sys.modules.setdefault(_optional, None)
 
 import nbformat  # noqa: E402
+from jupyter_client.manager import AsyncKernelManager  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 from nbclient.exceptions import CellTimeoutError, DeadKernelError  # noqa: E402
 from nbclient.util import ensure_async, run_sync  # noqa: E402
+
+ZYGOTE = Path(__file__).resolve().with_name("zygote.py")
 
 SERVE_PRELUDE = """\
 def __autograder_load_harness(path):
@@ -80,6 +98,68 @@ class QuietClient(NotebookClient):
         if len(outs) < 3:
             outs.append(out)
         return out
+
+
+class Zygote:
+    """Warm kernels: one pre-loaded process that forks a fresh kernel per notebook (zygote.py).
+
+    Off when the job says "warm": false, when zygote.py is missing or when the zygote has died;
+    the notebook then gets the usual cold kernel (the waiter falls back by itself as well).
+    """
+
+    socket = None
+    process = None
+
+    @classmethod
+    def start(cls):
+        if not ZYGOTE.exists():
+            return
+        try:
+            folder = tempfile.mkdtemp(prefix="zygote-")
+            if len(folder) > 90:  # a unix socket's path must stay short
+                folder = tempfile.mkdtemp(prefix="zygote-", dir="/tmp")
+            path = os.path.join(folder, "fork.sock")
+            # bound and listening before the zygote starts: the first waiter can connect at once
+            # and queue while the zygote imports
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            listener.bind(path)
+            os.chmod(path, 0o600)
+            listener.listen(16)
+            try:
+                cls.process = subprocess.Popen(
+                    [sys.executable, str(ZYGOTE), "--serve", str(listener.fileno())],
+                    stdin=subprocess.PIPE,
+                    pass_fds=(listener.fileno(),),
+                )
+            finally:
+                listener.close()
+            cls.socket = path
+        except OSError as exc:
+            print(f"[driver] warm kernels off: {exc!r}", file=sys.stderr)
+            cls.socket = cls.process = None
+
+    @classmethod
+    def alive(cls):
+        return cls.process is not None and cls.process.poll() is None
+
+    @classmethod
+    def stop(cls):
+        if cls.process is not None:
+            try:
+                cls.process.stdin.close()
+                cls.process.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                cls.process.kill()
+
+
+class WarmKernelManager(AsyncKernelManager):
+    """Launches the kernel through the zygote's waiter while the zygote is alive."""
+
+    def format_kernel_cmd(self, extra_arguments=None):
+        command = super().format_kernel_cmd(extra_arguments)
+        if Zygote.alive() and command[1:3] == ["-m", "ipykernel_launcher"]:
+            return [sys.executable, str(ZYGOTE), "--launch", Zygote.socket, *command[3:]]
+        return command
 
 
 class Run:
@@ -147,6 +227,7 @@ class Run:
             record_timing=False,
             iopub_timeout=4,
             shutdown_kernel="immediate",
+            kernel_manager_class=WarmKernelManager if Zygote.alive() else AsyncKernelManager,
         )
         alive = True
         with client.setup_kernel():
@@ -300,6 +381,16 @@ class Run:
 def main(job_path):
     job = json.loads(Path(job_path).read_text())
     os.chdir(job["workdir"])
+    if job.get("warm", True) and os.environ.get("AUTOGRADER_WARM_KERNELS", "1") != "0":
+        Zygote.start()
+    try:
+        run_all(job)
+    finally:
+        Zygote.stop()
+    return 0
+
+
+def run_all(job):
     for spec in job["notebooks"]:
         run = Run(job, spec)
         try:
@@ -312,7 +403,6 @@ def main(job_path):
             run.note_all(spec["serve"], f"your notebook could not be run ({type(exc).__name__}).")
             run.status["finished"] = True
             run.save()
-    return 0
 
 
 if __name__ == "__main__":

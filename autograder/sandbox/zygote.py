@@ -1,0 +1,257 @@
+"""Runs INSIDE the sandbox: warm kernels, forked from one pre-loaded process per student.
+
+    python zygote.py --serve FD                # the zygote (driver.py passes its listening socket)
+    python zygote.py --launch SOCKET ARGS...   # the kernel command jupyter_client runs
+                                               # (ARGS: ipykernel_launcher's, e.g. -f CONN_FILE)
+
+Starting an IPython kernel and importing numpy, matplotlib and torch costs seconds per notebook.
+The zygote imports them ONCE (no thread, no ZMQ context: it only imports), then forks a fresh
+process for every notebook, which starts its own IPKernelApp exactly as `python -m
+ipykernel_launcher -f CONN_FILE` would: each notebook still gets its own kernel process, its own
+namespace, its own session (setsid), signals and rlimits, and a crash in one cannot touch the next.
+
+jupyter_client needs a child process it can signal and wait for, so the kernel command is a thin
+waiter (`--launch`, standard library only): it sends its stdin/stdout/stderr, working directory
+and environment to the zygote over a unix socket, learns the kernel's pid, relays SIGINT/SIGTERM
+(interrupts, shutdowns) to it and exits with its status. If the waiter dies (SIGKILL from
+nbclient), the zygote sees its socket close and SIGKILLs the kernel. If the zygote cannot be
+reached or does not answer, the waiter simply execs the usual cold kernel instead.
+"""
+
+import json
+import os
+import select
+import signal
+import socket
+import sys
+
+READY_SECONDS = 40.0  # the waiter's patience for the zygote (it may still be importing torch)
+PRELOAD = (
+    "ipykernel.kernelapp",
+    "ipykernel.ipkernel",
+    "ipykernel.zmqshell",
+    "ipykernel.eventloops",
+    "IPython.core.completer",
+    "numpy",
+    "matplotlib",
+    "matplotlib.pyplot",
+    "torch",
+)
+
+
+def _cold_kernel(args):
+    os.execv(sys.executable, [sys.executable, "-m", "ipykernel_launcher", *args])
+
+
+# -- the waiter: the process jupyter_client launched ----------------------------------------------
+def launch(path, args):
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        sock.settimeout(READY_SECONDS)
+        sock.connect(path)
+        request = {"args": args, "cwd": os.getcwd(), "env": dict(os.environ)}
+        socket.send_fds(sock, [json.dumps(request).encode()], [0, 1, 2])
+        reply = sock.recv(64)
+        pid = int(reply.split()[1]) if reply.startswith(b"pid ") else 0
+    except (OSError, ValueError, IndexError):
+        pid = 0
+    if pid <= 0:
+        sock.close()
+        _cold_kernel(args)  # no zygote: the usual kernel, in this very process
+
+    def relay(signum, _frame):
+        try:
+            os.kill(pid, signum)
+        except OSError:
+            pass
+
+    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2"):
+        signal.signal(getattr(signal, name), relay)
+    sock.settimeout(None)
+    try:
+        reply = sock.recv(64)  # "exit STATUS" once the kernel is gone (empty: zygote gone)
+        status = int(reply.split()[1]) if reply.startswith(b"exit ") else 0
+    except (OSError, ValueError, IndexError):
+        status = 0
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+    os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
+
+
+# -- the zygote ---------------------------------------------------------------------------------
+def _preload():
+    import importlib
+
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    for name in PRELOAD:
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # noqa: BLE001 - a missing library only costs its notebook time
+            print(f"[zygote] could not preload {name}: {exc!r}", file=sys.stderr)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(1)
+
+
+def _child(conn, request, fds, closing):
+    """In the forked process: become a fresh kernel; never returns."""
+    code = 1
+    try:
+        os.setsid()  # like jupyter_client's start_new_session: killpg(0) stays in this kernel
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except Exception:  # noqa: BLE001
+            pass
+        signal.set_wakeup_fd(-1)
+        for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE):
+            signal.signal(sig, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        for target, fd in zip((0, 1, 2), fds, strict=False):
+            os.dup2(fd, target)
+        for fd in fds:
+            if fd > 2:
+                os.close(fd)
+        for item in closing:
+            try:
+                item.close() if hasattr(item, "close") else os.close(item)
+            except OSError:
+                pass
+        conn.close()
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        _reseed()
+        sys.argv = ["ipykernel_launcher", *request["args"]]
+        parent = os.environ.get("JPY_PARENT_PID", "")
+        if parent.isdigit():  # read at import time by ipykernel, i.e. in the zygote: say it again
+            sys.argv.append(f"--IPKernelApp.parent_handle={parent}")
+        sys.path[0] = os.getcwd()  # as `python -m`; ipykernel_launcher drops it again
+        import runpy
+
+        try:
+            runpy.run_module("ipykernel_launcher", run_name="__main__", alter_sys=True)
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        try:
+            import atexit
+
+            atexit._run_exitfuncs()
+        except Exception:  # noqa: BLE001
+            pass
+    except BaseException:  # noqa: BLE001 - whatever happens, never return into the zygote's loop
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except Exception:  # noqa: BLE001
+            pass
+        os._exit(code)
+
+
+def _reseed():
+    """A cold kernel draws fresh random state; a forked one would share the zygote's."""
+    np = sys.modules.get("numpy")
+    if np is not None:
+        np.random.seed()
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.seed()
+
+
+def serve(fd):
+    # the driver bound and listens on it already: waiters queue there while the imports run
+    listener = socket.socket(fileno=fd)
+    _preload()
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    os.set_blocking(wake_r, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # die with the driver
+    except Exception:  # noqa: BLE001
+        pass
+    conns = {}  # socket -> kernel pid
+    pids = {}  # kernel pid -> socket
+    stdin = sys.stdin.fileno()
+    while True:
+        readable, _, _ = select.select([listener, wake_r, stdin, *conns], [], [])
+        if stdin in readable and not os.read(stdin, 1024):
+            break  # the driver is gone or done
+        if wake_r in readable:
+            try:
+                while os.read(wake_r, 512):
+                    pass
+            except BlockingIOError:
+                pass
+            while True:
+                try:
+                    pid, status = os.waitpid(-1, os.WNOHANG)
+                except ChildProcessError:
+                    break
+                if pid == 0:
+                    break
+                conn = pids.pop(pid, None)
+                if conn is not None:
+                    conns.pop(conn, None)
+                    try:
+                        conn.send(f"exit {status}".encode())
+                    except OSError:
+                        pass
+                    conn.close()
+        for conn in [c for c in readable if c in conns]:
+            try:
+                data = conn.recv(64)
+            except OSError:
+                data = b""
+            if not data:  # the waiter died (SIGKILL): its kernel goes too
+                pid = conns.pop(conn)
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                conn.close()  # pids keeps the entry until it is reaped
+        if listener in readable:
+            conn, _ = listener.accept()
+            try:
+                message, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
+                request = json.loads(message.decode())
+            except (OSError, ValueError):
+                conn.close()
+                continue
+            pid = os.fork()
+            if pid == 0:
+                _child(conn, request, fds, [listener, wake_r, wake_w, *conns])
+            for fd in fds:
+                os.close(fd)
+            try:
+                conn.send(f"pid {pid}".encode())
+            except OSError:
+                os.kill(pid, signal.SIGKILL)
+            conns[conn] = pid
+            pids[pid] = conn
+    for pid in list(pids):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--launch"]:
+        launch(sys.argv[2], sys.argv[3:])
+    elif sys.argv[1:2] == ["--serve"]:
+        sys.exit(serve(int(sys.argv[2])))
+    else:
+        sys.exit(__doc__)
