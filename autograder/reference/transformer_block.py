@@ -13,9 +13,9 @@ from torch import nn
 
 def layer_norm(x, weight, bias, eps=1e-5):
     """z-score each token over its d features (last axis), then scale by weight and shift by bias."""
-    mean = x.mean(dim=-1, keepdim=True)
-    var = x.var(dim=-1, keepdim=True, correction=0)  # biased: divide by d, not d - 1
-    return (x - mean) / torch.sqrt(var + eps) * weight + bias
+    centred = x - x.mean(dim=-1, keepdim=True)
+    var = (centred**2).mean(dim=-1, keepdim=True)  # biased: divide by d, not d - 1
+    return centred / torch.sqrt(var + eps) * weight + bias
 
 
 def sinusoidal_positional_encoding(n_positions, d_model, base=10000.0):
