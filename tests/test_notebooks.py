@@ -101,6 +101,18 @@ LECTURE = {
             [0.14, -0.99, 0.30, 0.96],
         ],
     },
+    "06_autoregressive_lm": {
+        # The lecture's self-supervised pairs: every prefix from "To date, the" on, and its next word.
+        "issac_examples": lambda: [
+            ["To date, the", "cleverest"],
+            ["To date, the cleverest", "thinker"],
+            ["To date, the cleverest thinker", "of"],
+            ["To date, the cleverest thinker of", "all"],
+            ["To date, the cleverest thinker of all", "time"],
+            ["To date, the cleverest thinker of all time", "was"],
+            ["To date, the cleverest thinker of all time was", "Issac"],
+        ],
+    },
 }
 
 
@@ -185,6 +197,9 @@ def test_solution_reproduces_the_lectures_numbers(notebook):
         "(a key missing from the output: did the cell tagged lecture-numbers run its body?)"
     )
     for key, value in expected.items():
+        if isinstance(np.asarray(value()).flat[0], str):  # words, not numbers: exactly equal
+            assert found[key] == value(), f"{notebook.stem}: lecture table {key!r}"
+            continue
         np.testing.assert_allclose(
             np.asarray(found[key], dtype=float),
             np.asarray(value(), dtype=float),
