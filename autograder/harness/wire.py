@@ -34,7 +34,7 @@ class Writer:
     def encode(self, obj, depth=0):
         if depth > 20:
             return {"$object": _type_name(obj), "repr": "<nested too deep>"}
-        if obj is None or isinstance(obj, (bool, str)) and type(obj) in (bool, str):
+        if obj is None or type(obj) in (bool, str):  # exact types: no student subclasses
             return obj
         if type(obj) is int:
             return obj if abs(obj) < 2**53 else {"$object": "int", "repr": str(obj)[:100]}

@@ -130,9 +130,7 @@ def write_requests(cases, request_root):
 
 
 def _encode_request(writer, value):
-    if isinstance(value, dict):
-        if any(k.startswith("$") for k in value):
-            return {k: _encode_request(writer, v) for k, v in value.items()}
+    if isinstance(value, dict):  # plain dicts and the harness's "$..." forms alike
         return {k: _encode_request(writer, v) for k, v in value.items()}
     if isinstance(value, list):
         return [_encode_request(writer, v) for v in value]
