@@ -17,7 +17,7 @@ says). `explain(ids)` turns ids into the hint text of the catalogue.
 import numpy as np
 
 from autograder import reference as ref
-from autograder.compare import fmt, is_close
+from autograder.judging.compare import fmt, is_close
 from autograder.misconceptions import CATALOGUE
 
 MATCH = {"rtol": 1e-5, "atol": 1e-7}  # a variant "matches" a little more loosely than a pass

@@ -1,7 +1,7 @@
 """The hidden tests: for every graded name, cases built from a seed and judged in the parent.
 
 load(stem) registers one notebook's probes (one module per notebook). It runs on first use
-(base.build_cases), not at import: probe modules import autograder.compare, which imports
+(base.build_cases), not at import: probe modules import autograder.judging.compare, which imports
 autograder.probes.base, so an eager import here would be circular.
 """
 

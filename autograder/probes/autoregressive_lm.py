@@ -14,8 +14,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from autograder import compare
-from autograder.compare import describe_encoded, fmt
+from autograder.judging import compare
+from autograder.judging.compare import describe_encoded, fmt
 from autograder.misconceptions import torch_variants as tv
 from autograder.probes.base import Case, Fail
 from autograder.probes.torch_tools import (

@@ -16,7 +16,7 @@ number of keys differs from d_k.
 
 import numpy as np
 
-from autograder import compare
+from autograder.judging import compare
 from autograder.probes.base import Case, Fail, probe
 from autograder.probes.numpy_common import (
     call,

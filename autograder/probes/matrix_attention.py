@@ -20,7 +20,7 @@ weights underflow to 0/0; that is why the large-score case has no mask.)
 
 import numpy as np
 
-from autograder import compare
+from autograder.judging import compare
 from autograder.misconceptions import numpy_variants as nv
 from autograder.probes.base import Case, Fail, probe
 from autograder.probes.numpy_common import (

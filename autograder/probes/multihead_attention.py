@@ -16,9 +16,9 @@ import numbers
 
 import numpy as np
 
-from autograder import compare
 from autograder import reference as ref
 from autograder.harness.wire import Opaque
+from autograder.judging import compare
 from autograder.probes.base import Case, Fail, probe
 from autograder.probes.numpy_common import (
     call,

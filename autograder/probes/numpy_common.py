@@ -9,8 +9,8 @@ student's outputs with each other, not with the reference.
 
 import numpy as np
 
-from autograder import compare
 from autograder import reference as ref
+from autograder.judging import compare
 from autograder.misconceptions import numpy_variants as nv
 from autograder.probes.base import Case, Fail
 

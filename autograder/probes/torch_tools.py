@@ -1,15 +1,15 @@
 """Judging helpers shared by the PyTorch probes (notebooks 05 and 06).
 
 Everything runs in the trusted parent on plain data decoded from the harness's answers; the
-generic comparisons live in autograder.compare, this module adds what only torch probes need:
+generic comparisons live in autograder.judging.compare, this module adds what only torch probes need:
 drawing float32 tensors, module answers (state names, gradients) and misconception diagnosis.
 """
 
 import numpy as np
 import torch
 
-from autograder import compare
-from autograder.compare import FLOAT32, fmt, shape_str
+from autograder.judging import compare
+from autograder.judging.compare import FLOAT32, fmt, shape_str
 from autograder.misconceptions.torch_variants import diagnose, explain
 from autograder.probes.base import Fail, probe
 

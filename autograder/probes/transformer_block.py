@@ -9,8 +9,8 @@ diagnosed by computing known-wrong variants on the same weights (torch_variants)
 import numpy as np
 import torch
 
-from autograder import compare
-from autograder.compare import FLOAT32
+from autograder.judging import compare
+from autograder.judging.compare import FLOAT32
 from autograder.misconceptions import torch_variants as tv
 from autograder.probes.base import Case, Fail
 from autograder.probes.torch_tools import (

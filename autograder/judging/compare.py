@@ -17,7 +17,7 @@ to arrays in the parent) and float32 tolerances (FLOAT32) to assert_close.
 import numpy as np
 
 from autograder.harness.wire import Opaque
-from autograder.probes.base import Fail
+from autograder.judging.base import Fail
 
 FLOAT64 = {"rtol": 1e-6, "atol": 1e-8}  # SPEC: NumPy notebooks
 FLOAT32 = {"rtol": 1e-4, "atol": 1e-5}  # SPEC: torch notebooks
