@@ -201,7 +201,6 @@ sys.meta_path.insert(0, Block())
 
 import numpy as np
 from autograder.harness import serve
-from autograder.judging import numpy_judges, numpy_signatures  # noqa: F401
 from autograder.judging.base import judge_cases
 from autograder.judging.store import load_cases, request_dir
 
@@ -211,6 +210,7 @@ name = "scaled_dot_product_attention"
 serve({{name: mask_after_softmax}}, request_dir(folder, name), responses + "/" + name)
 results = judge_cases(load_cases(folder, name), responses)
 assert not [m for m in sys.modules if m.startswith(FORBIDDEN)]
+assert "autograder.judging.numpy_judges" in sys.modules  # found by the stored name
 print(json.dumps([[r.name, r.score, r.output, r.misconceptions] for r in results]))
 """
 
