@@ -1063,3 +1063,31 @@ def test_a_gpt_that_fakes_its_losses_fails_the_training_run(cls, monkeypatch):
     (training,) = [r for r in results if "training run" in r.name]
     assert training.score == 0, show(results)
     assert "repeats every 24 tokens" in training.output and "below 0.5" in training.output
+
+
+# ================================================================ differentiable: values, not a flag
+
+
+def ln_numpy_disguised(x, weight, bias, eps=1e-5):
+    """Right values computed in NumPy, re-attached to the graph by a term that is always 0."""
+    a = x.detach().numpy()
+    mean, var = a.mean(-1, keepdims=True), a.var(-1, keepdims=True)
+    y = (a - mean) / (var + eps) ** 0.5 * weight.detach().numpy() + bias.detach().numpy()
+    return torch.from_numpy(y) + 0 * x
+
+
+def loss_numpy_disguised(logits, targets):
+    value = F.cross_entropy(logits.detach().flatten(0, 1), targets.flatten())
+    return value + 0 * logits.sum()
+
+
+@pytest.mark.parametrize(
+    ("name", "fn"), [("layer_norm", ln_numpy_disguised), ("lm_loss", loss_numpy_disguised)]
+)
+def test_a_result_with_a_grad_fn_but_no_gradient_fails_the_differentiable_case(name, fn):
+    results = run(name, fn)
+    failed = [r for r in results if r.status == "failed"]
+    assert [r.name.split(": ", 1)[1] for r in failed] == [
+        "differentiable, and leaves its inputs unchanged"
+    ], show(results)
+    assert "the gradient of" in failed[0].output, show(failed)

@@ -2,7 +2,8 @@
 
 Ops (request.json's "op"):
   call    target(*args, **kwargs); answers the value, the error, and the args after the call
-          (so the parent can see whether inputs were modified in place).
+          (so the parent can see whether inputs were modified in place); with "backward" (a
+          cotangent), also the gradients of (value * cotangent).sum() that reached the args.
   object  build target(*init_args, **init) then run "steps" on it: {"attr": name} reads an
           attribute, {"method": name, "args", "kwargs"} calls one. Each step answers alone.
   module  build an nn.Module target(**init), load "state" into the parameters named by SPEC,
@@ -141,9 +142,12 @@ class Session:
         answer["seconds"] = time.perf_counter() - started
         return answer
 
-    def _call(self, fn, args, kwargs):
+    def _call(self, fn, args, kwargs, keep=None):
         try:
-            return {"value": self.encode(fn(*args, **kwargs))}
+            out = fn(*args, **kwargs)
+            if keep is not None:
+                keep.append(out)
+            return {"value": self.encode(out)}
         except RequestTimeout:
             raise
         except BaseException as exc:  # noqa: BLE001
@@ -155,9 +159,30 @@ class Session:
         fn = self.lookup(request["target"])
         args = self.value(request.get("args", []))
         kwargs = self.value(request.get("kwargs", {}))
-        answer = self._call(fn, args, kwargs)
+        kept = []
+        answer = self._call(fn, args, kwargs, kept)
+        if request.get("backward") is not None and kept:
+            answer.update(self._input_grads(kept[0], args, request["backward"]))
         answer["args_after"] = [self.encode(a) for a in args]
         return answer
+
+    def _input_grads(self, out, args, cotangent):
+        """Backpropagate (out * cotangent).sum(); the gradients that reached the tensor args."""
+        import torch
+
+        try:
+            (out * self.value(cotangent).to(out.dtype)).sum().backward()
+        except RequestTimeout:
+            raise
+        except BaseException as exc:  # noqa: BLE001
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            return {"backward_error": _error(exc)}
+        return {
+            "input_grads": [
+                self.encode(a.grad) if isinstance(a, torch.Tensor) else None for a in args
+            ]
+        }
 
     def op_object(self, request):
         obj = self.lookup(request["target"])(

@@ -224,6 +224,34 @@ def assert_differentiable(response, what):
         )
 
 
+def input_grads_match(response, what, names, want):
+    """The gradients the harness backpropagated to a function's inputs (op "call" with a
+    cotangent) against the reference's, `want[i]` for input names[i] (None: no gradient
+    expected). The `has_grad_fn` flag (assert_differentiable) says how an answer went wrong;
+    these values are what a forged flag cannot fake."""
+    raw = response.raw
+    if "backward_error" in raw:
+        err = raw["backward_error"]
+        raise Fail(
+            f"backpropagating through {what} raised {err['type']}: {err['message']}. "
+            "Graded torch code must stay differentiable: no .detach(), .numpy(), .item() or "
+            "torch.no_grad() on the way from input to output."
+        )
+    got = response.decode(raw.get("input_grads") or [])
+    for i, (name, expected) in enumerate(zip(names, want, strict=True)):
+        if expected is None:
+            continue
+        grad = got[i] if i < len(got) else None
+        if not isinstance(grad, np.ndarray):
+            raise Fail(
+                f"no gradient reached {name} through {what}: is it detached, or converted to "
+                "NumPy, on the way to the result?"
+            )
+        compare.assert_close(
+            grad, expected, f"the gradient of {what} with respect to {name}", rtol=1e-3, atol=1e-4
+        )
+
+
 def args_after(response):
     """The call's arguments as they were after the call (harness op "call"), decoded."""
     return [response.decode(a) for a in response.raw.get("args_after", [])]

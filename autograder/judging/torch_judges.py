@@ -26,6 +26,7 @@ from autograder.judging.torch_checks import (
     diagnose,
     explain,
     grads_match,
+    input_grads_match,
     module_answer,
 )
 
@@ -36,15 +37,18 @@ PE_TOL = {"rtol": 1e-4, "atol": 5e-5}  # sin of angles up to ~30 rad computed in
 
 
 @judge
-def layer_norm(responses, *, what, expected, variants, inputs=None):
+def layer_norm(responses, *, what, expected, variants, inputs=None, input_grads=None):
     """Values against the reference; with `inputs` ([name, value before the call] for x, weight,
-    bias), also differentiable and the inputs left unchanged."""
+    bias), also differentiable (the gradients that reached the inputs against the reference's
+    `input_grads`) and the inputs left unchanged."""
     (r,) = responses
     got = compare.returned(r, what, framework="torch")
     close_or_diagnose(got, expected, variants, what)
     if inputs is None:
         return
     assert_differentiable(r, what)
+    if input_grads is not None:
+        input_grads_match(r, what, [name for name, _ in inputs], input_grads)
     for (name, before), now in zip(inputs, args_after(r), strict=False):
         compare.assert_unchanged(before, np.asarray(now), name)
 
@@ -555,9 +559,10 @@ def gpt_training(responses, *, targets, threshold, steps, period):
 
 
 @judge
-def lm_loss(responses, *, what, expected, variants, positions, inputs=None):
+def lm_loss(responses, *, what, expected, variants, positions, inputs=None, input_grads=None):
     """The loss against the reference's; with `inputs` ([name, value before]), also
-    differentiable and the inputs left unchanged."""
+    differentiable (gradients against the reference's `input_grads`) and the inputs left
+    unchanged."""
     r = responses[0]
     got = compare.returned(r, what, framework="torch")
     if got.size != 1:
@@ -568,6 +573,8 @@ def lm_loss(responses, *, what, expected, variants, positions, inputs=None):
     close_or_diagnose(got, expected, variants, what)
     if inputs is not None:
         assert_differentiable(r, what)
+        if input_grads is not None:
+            input_grads_match(r, what, [name for name, _ in inputs], input_grads)
         after = args_after(r)
         for i, (name, before) in enumerate(inputs):
             compare.assert_unchanged(before, np.asarray(after[i]), name)

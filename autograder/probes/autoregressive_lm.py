@@ -22,7 +22,8 @@ import torch.nn.functional as F
 from autograder.judging import Judgement
 from autograder.misconceptions import torch_variants as tv
 from autograder.probes.base import Case
-from autograder.probes.torch_tools import np_, tensor, torch_probe
+from autograder.probes.torch_tools import np_, reference_input_grads, tensor, torch_probe
+from autograder.reference import autoregressive_lm as ref
 
 # ---------------------------------------------------------------- make_examples
 
@@ -489,9 +490,14 @@ def _loss_case(name, points, logits, targets, grad_check=False):
             ["logits", np_(logits).astype(np.float32)],
             ["targets", targets.numpy()],
         ]
-    judge = Judgement("torch_judges.lm_loss", params)
+        params["input_grads"] = reference_input_grads(ref.lm_loss, [logits, targets], LOSS_COT)
+    request = {"op": "call", "args": [logits, targets]}
+    if grad_check:
+        request["backward"] = LOSS_COT
+    return Case("lm_loss", name, points, [request], Judgement("torch_judges.lm_loss", params))
 
-    return Case("lm_loss", name, points, [{"op": "call", "args": [logits, targets]}], judge)
+
+LOSS_COT = torch.tensor(1.0)  # d(loss)/d(logits) itself
 
 
 @torch_probe("lm_loss")

@@ -85,6 +85,14 @@ def reference_grads(module, args, y_index, cotangent):
     }
 
 
+def reference_input_grads(fn, args, cotangent):
+    """The gradients of (fn(*args) * cotangent).sum() that reach the args requiring grad, as
+    float64 arrays (None for the others): what judging.torch_checks.input_grads_match expects."""
+    args = [a.detach().clone().requires_grad_(a.requires_grad) for a in args]
+    (fn(*args) * cotangent).sum().backward()
+    return [a.grad.double().numpy() if a.grad is not None else None for a in args]
+
+
 def np_(t):
     return t.detach().to(torch.float64).numpy()
 
@@ -96,5 +104,6 @@ __all__ = [
     "norm_state",
     "load",
     "reference_grads",
+    "reference_input_grads",
     "np_",
 ]

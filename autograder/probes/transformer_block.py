@@ -20,6 +20,7 @@ from autograder.probes.torch_tools import (
     norm_state,
     np_,
     reference_grads,
+    reference_input_grads,
     tensor,
     torch_probe,
 )
@@ -57,6 +58,7 @@ def layer_norm_cases(rng):
     cases = [_layer_norm_values(name, pts, x, w, b, eps) for name, pts, x, eps in setups]
 
     x = tensor(rng, 2, 5, d, scale=2.0, grad=True)
+    cot = tensor(rng, 2, 5, d)  # drawn last: the cases above keep their inputs
     judge_grad = Judgement(
         "torch_judges.layer_norm",
         {
@@ -67,6 +69,7 @@ def layer_norm_cases(rng):
                 [name, np_(t).astype(np.float32)]
                 for name, t in zip(("x", "weight", "bias"), (x, w, b), strict=True)
             ],
+            "input_grads": reference_input_grads(ref.layer_norm, [x, w, b], cot),
         },
     )
 
@@ -75,7 +78,7 @@ def layer_norm_cases(rng):
             "layer_norm",
             "differentiable, and leaves its inputs unchanged",
             1.0,
-            [{"op": "call", "args": [x, w, b]}],
+            [{"op": "call", "args": [x, w, b], "backward": cot}],
             judge_grad,
         )
     )
