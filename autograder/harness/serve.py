@@ -252,10 +252,8 @@ class Session:
             answer["param_grads"] = self.encode(
                 {n: p.grad for n, p in module.named_parameters() if p.grad is not None}
             )
+            # the trainable parameters by name: the parent sees which got no gradient tensor
             answer["params"] = [n for n, p in module.named_parameters() if p.requires_grad]
-            answer["params_without_grad"] = [
-                n for n, p in module.named_parameters() if p.requires_grad and p.grad is None
-            ]
         return answer
 
     def op_train(self, request):

@@ -495,8 +495,7 @@ def _without_gradient(r):
     parameters (or a count) worked out in the student's process.
     """
     names = r.raw.get("params")
-    if not isinstance(names, list):  # an answer from an older harness
-        return list(r.raw.get("params_without_grad") or [])
+    names = names if isinstance(names, list) else []
     grads = r.decode(r.raw.get("param_grads") or {})
     grads = grads if isinstance(grads, dict) else {}
     return [n for n in names if not isinstance(grads.get(n), np.ndarray)]
@@ -525,15 +524,15 @@ def gpt_training(responses, *, targets, threshold, steps, period):
     result = r.value("training your GPT")
     if not isinstance(result, dict) or "logits_after" not in result:
         raise Fail("the training run gave no logits back.")
-    shape = np.shape(targets) + (None,)
+    n, T = np.shape(targets)
     losses = []
     for key in ("logits_before", "logits_after"):
         logits = compare.as_array(result.get(key), "the logits of your trained GPT")
-        if logits.ndim != 3 or logits.shape[:2] != shape[:2] or logits.dtype.kind != "f":
+        if logits.ndim != 3 or logits.shape[:2] != (n, T) or logits.dtype.kind != "f":
             raise Fail(
-                f"your GPT's logits on {shape[0]} sequences of {shape[1]} tokens have shape "
+                f"your GPT's logits on {n} sequences of {T} tokens have shape "
                 f"{tuple(logits.shape)} ({logits.dtype}); expected float logits of shape "
-                f"({shape[0]}, {shape[1]}, vocab_size)."
+                f"({n}, {T}, vocab_size)."
             )
         if logits.shape[-1] <= int(np.max(targets)):
             raise Fail(
