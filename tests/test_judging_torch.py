@@ -7,6 +7,7 @@ judge_cases, as the student handout runs them) equal the live cases' results fie
 The judges import no model answer, probe or variant.
 """
 
+import json
 import subprocess
 import sys
 import tempfile
@@ -54,7 +55,7 @@ from test_probes_torch import (
     pe_vector,
 )
 
-from autograder.checks import VISIBLE_SEED
+from autograder.checks import VISIBLE_SEED, run_in_process
 from autograder.curriculum import NOTEBOOK_OF
 from autograder.harness import serve
 from autograder.judging import Judgement
@@ -199,11 +200,55 @@ def test_stored_cases_judge_exactly_as_live_ones(name, subject, stored, tmp_path
     assert lost == loses, live
 
 
-def test_the_judges_import_no_model_answer_probe_or_variant():
-    code = (
-        "import sys, autograder.judging.torch_judges, autograder.judging.store\n"
-        "bad = [m for m in sys.modules if m.startswith(('autograder.reference', "
-        "'autograder.probes', 'autograder.misconceptions.'))]\n"
-        "assert not bad, bad\n"
+# A student's machine: importing a model answer, a probe or a variant fails; the stored cases of
+# one graded name judge a mutant, and the torch judges are found by their stored names.
+STUDENT_SIDE = """
+import importlib.abc, json, sys
+
+FORBIDDEN = ("autograder.reference", "autograder.probes", "autograder.misconceptions.")
+
+
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.startswith(FORBIDDEN):
+            raise ImportError(f"{name} is not in the handout")
+        return None
+
+
+sys.meta_path.insert(0, Block())
+
+import torch
+from autograder.harness import serve
+from autograder.judging.base import judge_cases
+from autograder.judging.store import load_cases, request_dir
+
+
+def layer_norm(x, weight, bias, eps=1e-5):  # torch.var's default: the unbiased variance
+    mean = x.mean(-1, keepdim=True)
+    return (x - mean) / torch.sqrt(x.var(-1, keepdim=True) + eps) * weight + bias
+
+
+folder, responses = sys.argv[1], sys.argv[2]
+serve({"layer_norm": layer_norm}, request_dir(folder, "layer_norm"), responses + "/layer_norm")
+results = judge_cases(load_cases(folder, "layer_norm"), responses)
+assert not [m for m in sys.modules if m.startswith(FORBIDDEN)]
+assert "autograder.judging.torch_judges" in sys.modules
+print(json.dumps([[r.name, r.score, r.output, r.misconceptions] for r in results]))
+"""
+
+
+def test_stored_cases_are_judged_with_the_answers_probes_and_variants_out_of_reach(
+    stored, tmp_path
+):
+    cases, folder = stored["layer_norm"]
+    out = subprocess.run(
+        [sys.executable, "-c", STUDENT_SIDE, str(folder), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
-    subprocess.run([sys.executable, "-c", code], check=True)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    live = run_in_process("layer_norm", ln_unbiased_var)
+    assert got == [[r.name, r.score, r.output, r.misconceptions] for r in live]
+    assert any("layernorm-unbiased-variance" in ids for *_, ids in got)
