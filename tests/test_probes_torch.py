@@ -1012,3 +1012,82 @@ def test_gpt_with_a_parameter_that_gets_no_gradient(no_training):
     results = run("GPT", GPTUnusedLayer)
     failed = [r for r in results if r.status == "failed"]
     assert len(failed) == 1 and "extra.weight" in failed[0].output, show(results)
+
+
+# ================================================================ GPT: a verdict the student cannot report
+
+
+class _Bigram(nn.Module):
+    """A bigram model: the logits at t depend only on the token at t (it cannot learn the text)."""
+
+    def __init__(self, vocab_size, block_size, **kwargs):
+        super().__init__()
+        self.block_size = block_size
+        self.table = nn.Embedding(vocab_size, vocab_size)
+
+    def forward(self, idx):
+        if idx.shape[1] > self.block_size:
+            raise ValueError("too long")
+        return self.table(idx)
+
+
+class GPTPatchesCrossEntropy(_Bigram):
+    """Its constructor makes every cross-entropy computed afterwards in this process tiny."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        real = F.cross_entropy
+
+        def tiny(input, target, *a, **kw):
+            return real(input, target, *a, **kw) * 1e-3
+
+        F.cross_entropy = tiny
+
+
+class GPTPatchesItem(_Bigram):
+    """Its constructor makes every tensor read as a Python number small."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        torch.Tensor.item = lambda self: 0.01
+        torch.Tensor.__float__ = lambda self: 0.01
+
+
+@pytest.mark.parametrize("cls", [GPTPatchesCrossEntropy, GPTPatchesItem])
+def test_a_gpt_that_fakes_its_losses_fails_the_training_run(cls, monkeypatch):
+    # undone after the test: the attack patches this very process (the visible checks' path)
+    monkeypatch.setattr(F, "cross_entropy", F.cross_entropy)
+    monkeypatch.setattr(torch.Tensor, "item", torch.Tensor.item)
+    monkeypatch.setattr(torch.Tensor, "__float__", torch.Tensor.__float__)
+    results = run("GPT", cls)
+    (training,) = [r for r in results if "training run" in r.name]
+    assert training.score == 0, show(results)
+    assert "repeats every 24 tokens" in training.output and "below 0.5" in training.output
+
+
+# ================================================================ differentiable: values, not a flag
+
+
+def ln_numpy_disguised(x, weight, bias, eps=1e-5):
+    """Right values computed in NumPy, re-attached to the graph by a term that is always 0."""
+    a = x.detach().numpy()
+    mean, var = a.mean(-1, keepdims=True), a.var(-1, keepdims=True)
+    y = (a - mean) / (var + eps) ** 0.5 * weight.detach().numpy() + bias.detach().numpy()
+    return torch.from_numpy(y) + 0 * x
+
+
+def loss_numpy_disguised(logits, targets):
+    value = F.cross_entropy(logits.detach().flatten(0, 1), targets.flatten())
+    return value + 0 * logits.sum()
+
+
+@pytest.mark.parametrize(
+    ("name", "fn"), [("layer_norm", ln_numpy_disguised), ("lm_loss", loss_numpy_disguised)]
+)
+def test_a_result_with_a_grad_fn_but_no_gradient_fails_the_differentiable_case(name, fn):
+    results = run(name, fn)
+    failed = [r for r in results if r.status == "failed"]
+    assert [r.name.split(": ", 1)[1] for r in failed] == [
+        "differentiable, and leaves its inputs unchanged"
+    ], show(results)
+    assert "the gradient of" in failed[0].output, show(failed)

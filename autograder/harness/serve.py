@@ -2,15 +2,17 @@
 
 Ops (request.json's "op"):
   call    target(*args, **kwargs); answers the value, the error, and the args after the call
-          (so the parent can see whether inputs were modified in place).
+          (so the parent can see whether inputs were modified in place); with "backward" (a
+          cotangent), also the gradients of (value * cotangent).sum() that reached the args.
   object  build target(*init_args, **init) then run "steps" on it: {"attr": name} reads an
           attribute, {"method": name, "args", "kwargs"} calls one. Each step answers alone.
   module  build an nn.Module target(**init), load "state" into the parameters named by SPEC,
           run "method" (default forward) in "mode" (eval/train), optionally backpropagate a
           cotangent through output "backward_output" and answer gradients of the inputs and of
           the parameters, plus the module's own state_dict names and shapes.
-  train   train a language model class target(**init) for "steps" steps of Adam on "data"
-          with the harness's own batches and cross-entropy; answers the losses.
+  train   train a language model class target(**init) for "steps" steps of AdamW on "data"
+          with the harness's own batches and cross-entropy; answers the model's logits on
+          "eval_idx" before and after training (never a loss: the parent computes that).
 Values may also be {"$ref": name} (an object of the namespace), {"$generator": seed} (a seeded
 torch.Generator) or {"$toy_lm": {...}} (a fixed bigram model, see toy.py).
 """
@@ -140,9 +142,12 @@ class Session:
         answer["seconds"] = time.perf_counter() - started
         return answer
 
-    def _call(self, fn, args, kwargs):
+    def _call(self, fn, args, kwargs, keep=None):
         try:
-            return {"value": self.encode(fn(*args, **kwargs))}
+            out = fn(*args, **kwargs)
+            if keep is not None:
+                keep.append(out)
+            return {"value": self.encode(out)}
         except RequestTimeout:
             raise
         except BaseException as exc:  # noqa: BLE001
@@ -154,9 +159,30 @@ class Session:
         fn = self.lookup(request["target"])
         args = self.value(request.get("args", []))
         kwargs = self.value(request.get("kwargs", {}))
-        answer = self._call(fn, args, kwargs)
+        kept = []
+        answer = self._call(fn, args, kwargs, kept)
+        if request.get("backward") is not None and kept:
+            answer.update(self._input_grads(kept[0], args, request["backward"]))
         answer["args_after"] = [self.encode(a) for a in args]
         return answer
+
+    def _input_grads(self, out, args, cotangent):
+        """Backpropagate (out * cotangent).sum(); the gradients that reached the tensor args."""
+        import torch
+
+        try:
+            (out * self.value(cotangent).to(out.dtype)).sum().backward()
+        except RequestTimeout:
+            raise
+        except BaseException as exc:  # noqa: BLE001
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            return {"backward_error": _error(exc)}
+        return {
+            "input_grads": [
+                self.encode(a.grad) if isinstance(a, torch.Tensor) else None for a in args
+            ]
+        }
 
     def op_object(self, request):
         obj = self.lookup(request["target"])(
@@ -226,9 +252,8 @@ class Session:
             answer["param_grads"] = self.encode(
                 {n: p.grad for n, p in module.named_parameters() if p.grad is not None}
             )
-            answer["params_without_grad"] = [
-                n for n, p in module.named_parameters() if p.requires_grad and p.grad is None
-            ]
+            # the trainable parameters by name: the parent sees which got no gradient tensor
+            answer["params"] = [n for n, p in module.named_parameters() if p.requires_grad]
         return answer
 
     def op_train(self, request):
