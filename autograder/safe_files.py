@@ -106,6 +106,10 @@ def open_below(root, relpath, shown=None):
             try:
                 nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
             except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise UnsafeFile(
+                        "symlink", f"{shown}: the folder {part} on its path is a link or a file"
+                    ) from None
                 raise _open_error(exc, shown) from None
             os.close(fd)
             fd = nxt

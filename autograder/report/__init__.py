@@ -20,6 +20,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from autograder.curriculum import BY_STEM, NOTEBOOKS
 from autograder.misconceptions import CATALOGUE
+from autograder.safe_files import printable
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -35,7 +36,8 @@ def atomic_write(path, text):
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}{TEMP_PREFIX}", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+        # backslashreplace: a folder name that is not UTF-8 (surrogate escapes) stays readable
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace", newline="") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
@@ -118,7 +120,9 @@ def csv_cell(value):
     = + - @, a tab or a carriage return gets a leading apostrophe. Numbers stay numbers."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         text = str(value)
-        return "'" + text if text.startswith(FORMULA_STARTS) else text
+        if text.startswith(FORMULA_STARTS):
+            text = "'" + text
+        return printable(text)  # no raw escape sequence reaches a terminal that shows the file
     return f"{value:g}"
 
 
