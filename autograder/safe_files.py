@@ -305,31 +305,40 @@ def remove_tree(path):
         pending = [None]  # None: the top folder itself; names: folders directly inside it
         while pending:
             name = pending.pop()
-            fd = top if name is None else os.open(name, _DIR_FLAGS, dir_fd=top)
+            try:
+                fd = top if name is None else os.open(name, _DIR_FLAGS, dir_fd=top)
+            except FileNotFoundError:  # removed by someone else meanwhile
+                continue
             try:
                 _make_writable(fd)
                 with os.scandir(fd) as entries:
                     children = [(e.name, e.is_dir(follow_symlinks=False)) for e in entries]
                 for child, is_dir in children:
-                    if not is_dir:
-                        os.unlink(child, dir_fd=fd)
-                    elif fd == top:
-                        pending.append(child)
-                    else:
-                        while True:  # a free name in the top folder (rename would replace it)
-                            counter += 1
-                            target = f".rm-{counter}"
-                            try:
-                                os.lstat(target, dir_fd=top)
-                            except FileNotFoundError:
-                                break
-                        os.rename(child, target, src_dir_fd=fd, dst_dir_fd=top)
-                        pending.append(target)
+                    try:
+                        if not is_dir:
+                            os.unlink(child, dir_fd=fd)
+                        elif fd == top:
+                            pending.append(child)
+                        else:
+                            while True:  # a free name in the top folder (rename would replace)
+                                counter += 1
+                                target = f".rm-{counter}"
+                                try:
+                                    os.lstat(target, dir_fd=top)
+                                except FileNotFoundError:
+                                    break
+                            os.rename(child, target, src_dir_fd=fd, dst_dir_fd=top)
+                            pending.append(target)
+                    except FileNotFoundError:
+                        continue
             finally:
                 if fd != top:
                     os.close(fd)
             if name is not None:
-                os.rmdir(name, dir_fd=top)
+                try:
+                    os.rmdir(name, dir_fd=top)
+                except FileNotFoundError:
+                    pass
     finally:
         os.close(top)
     os.rmdir(path)

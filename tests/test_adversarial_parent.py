@@ -16,14 +16,13 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import nbformat
 import pytest
 
 import autograder
-from autograder.grade import RUN_PREFIX
+from autograder.safe_files import remove_tree
 from autograder.sandbox import _bwrap_works
 
 REPO = Path(autograder.__file__).resolve().parent.parent
@@ -190,7 +189,7 @@ def build_class(root, host):
         with open(subs / "messy" / f"blob{i}.bin", "wb") as handle:
             handle.truncate(2**30)  # sparse: 20 GB that take no disk
     (subs / "messy" / "data").symlink_to(host.parent)
-    _deep_folders(subs / "messy" / "chain", 3000)
+    _deep_folders(subs / "messy" / "chain", 1500)  # past the recursion limit
     os.mkdir(subs / NON_UTF8_NAME)  # a folder name that is not UTF-8
 
     # names that collide with the report, or are formulas or terminal escapes
@@ -222,15 +221,17 @@ WRAPPER = (
 )
 
 
-def grade(subs, out, *extra):
+def grade(subs, out, temp):
+    """The grading parent in its own process, with its own temp folder (its work folders)."""
     argv = [str(subs), "--out", str(out), "--workers", "2", "--timeout", "60", "--quiet"]
-    argv += ["--secret", "adversarial", "--memory", "2", *extra]
+    argv += ["--secret", "adversarial", "--memory", "2"]
     return subprocess.run(
         [sys.executable, "-c", WRAPPER, "grade", *argv],
         capture_output=True,
         text=True,
         timeout=1500,
         cwd=REPO,
+        env=dict(os.environ, TMPDIR=str(temp)),
     )
 
 
@@ -254,27 +255,31 @@ def attacked(tmp_path_factory):
     host.write_text(f"{HOST_SECRET}\n")
     host.with_suffix(".json").write_text(json.dumps({"nbformat": 4, "cells": [HOST_SECRET]}))
     host.with_suffix(".npy").write_text(HOST_SECRET)
-    subs = build_class(root, host)
-    out = root / "out"
-    runs_before = set(Path(tempfile.gettempdir()).glob(f"{RUN_PREFIX}*"))
-    first = grade(subs, out)
-    alive = processes_with(MARKER)
-    for pid in alive:  # without a pid namespace (no bwrap) detached processes survive: clean up
-        try:
-            os.kill(pid, 9)
-        except ProcessLookupError:
-            pass
-    rerun = grade(subs, out)  # without --force: every student is up to date (deep chains too)
-    runs_after = set(Path(tempfile.gettempdir()).glob(f"{RUN_PREFIX}*"))
-    return {
-        "out": out,
-        "subs": subs,
-        "first": first,
-        "rerun": rerun,
-        "alive": alive,
-        "new_run_folders": runs_after - runs_before,
-        "bwrap": bool(shutil.which("bwrap")) and _bwrap_works(shutil.which("bwrap")),
-    }
+    try:
+        subs = build_class(root, host)
+        out = root / "out"
+        temp = root / "tmp"
+        temp.mkdir()
+        first = grade(subs, out, temp)
+        alive = processes_with(MARKER)
+        for pid in alive:  # without a pid namespace (no bwrap) detached processes survive
+            try:
+                os.kill(pid, 9)
+            except ProcessLookupError:
+                pass
+        rerun = grade(subs, out, temp)  # without --force: all up to date (deep chains too)
+        left = sorted(p.name for p in temp.iterdir())
+        yield {
+            "out": out,
+            "subs": subs,
+            "first": first,
+            "rerun": rerun,
+            "alive": alive,
+            "left_in_temp": left,
+            "bwrap": bool(shutil.which("bwrap")) and _bwrap_works(shutil.which("bwrap")),
+        }
+    finally:  # pytest's own clean-up of old temp folders recurses: it could not remove it
+        remove_tree(root / "submissions" / "messy" / "chain")
 
 
 def results(attacked, student):
@@ -341,7 +346,7 @@ def test_no_process_started_by_a_submission_outlives_the_run(attacked):
 
 
 def test_no_work_folder_is_left(attacked):
-    assert attacked["new_run_folders"] == set()
+    assert attacked["left_in_temp"] == []  # the runs' work folders, sandbox library included
 
 
 def test_a_rerun_without_force_skips_everyone_despite_deep_folders(attacked):

@@ -8,6 +8,7 @@ no file may be half-written, and no work folder or process of the killed run may
 import csv
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -48,6 +49,7 @@ def command(*argv):
 
 
 def grade(*argv, env=None, timeout=600):
+    env = env or dict(os.environ, TMPDIR=str(TEMP))
     return subprocess.run(
         command(*argv), capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO
     )
@@ -66,8 +68,11 @@ def processes_with(text):
     return found
 
 
+TEMP = Path(tempfile.mkdtemp(prefix="faults-tmp-"))  # the graders' temp folder: theirs only
+
+
 def run_folders():
-    return set(Path(tempfile.gettempdir()).glob(f"{RUN_PREFIX}*"))
+    return set(TEMP.glob(f"{RUN_PREFIX}*"))
 
 
 def graded_tests(out, student):
@@ -95,6 +100,7 @@ def killed_and_rerun(tmp_path_factory):
     proc = subprocess.Popen(
         command(root / "submissions", "--out", out, *ARGS),
         cwd=REPO,
+        env=dict(os.environ, TMPDIR=str(TEMP)),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -110,7 +116,8 @@ def killed_and_rerun(tmp_path_factory):
         "sandboxes_gone": gone,
     }
     rerun = grade(root / "submissions", "--out", out, *ARGS)
-    return {
+    left = sorted(p.name for p in TEMP.iterdir())
+    yield {
         "out": out,
         "clean": clean,
         "students": students,
@@ -120,7 +127,9 @@ def killed_and_rerun(tmp_path_factory):
         "after_kill": after_kill,
         "rerun": rerun,
         "run_folders": mine,
+        "left_in_temp": left,
     }
+    shutil.rmtree(TEMP, ignore_errors=True)
 
 
 def test_the_kill_happened_in_the_middle_of_the_run(killed_and_rerun):
@@ -176,6 +185,7 @@ def test_nothing_of_the_killed_run_is_left_after_the_rerun(killed_and_rerun):
     assert killed_and_rerun["run_folders"], "the killed run made no work folder"
     for folder in killed_and_rerun["run_folders"]:
         assert not folder.exists(), folder
+    assert killed_and_rerun["left_in_temp"] == []
     assert [p for p in out.rglob("*") if ".partial-" in p.name] == []
     assert (out / LOCK_NAME).exists()  # the lock file stays; its flock died with the process
 
@@ -219,3 +229,30 @@ def test_ipykernel_missing_exits_with_the_fix(tiny_class):
     assert done.returncode != 0
     assert "pip install ipykernel" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_an_unexpected_failure_on_one_student_is_theirs_and_the_run_goes_on(tmp_path, monkeypatch):
+    import autograder.grade as grade_module
+    from autograder.__main__ import main
+
+    for student in ("alice", "bob"):
+        (tmp_path / "subs" / student).mkdir(parents=True)  # no notebooks: no sandbox needed
+    real = grade_module._grade_student
+
+    def failing(student, *args):
+        if student == "bob":
+            raise RecursionError("maximum recursion depth exceeded")
+        return real(student, *args)
+
+    monkeypatch.setattr(grade_module, "_grade_student", failing)
+    out = tmp_path / "out"
+    code = main(["grade", str(tmp_path / "subs"), "--out", str(out), "--quiet", "--secret", "s"])
+    assert code == 1  # an internal error is reported ...
+    rows = list(csv.reader((out / "grades.csv").open()))
+    assert [r[0] for r in rows[1:]] == ["alice", "bob"]  # ... and everyone is in the report
+    bob = json.loads((out / "bob" / "results.json").read_text())
+    assert bob["internal_error"] and "RecursionError" in bob["output"]
+    monkeypatch.setattr(grade_module, "_grade_student", real)
+    code = main(["grade", str(tmp_path / "subs"), "--out", str(out), "--quiet", "--secret", "s"])
+    assert code == 0  # the next run grades bob again, without --force
+    assert "internal_error" not in json.loads((out / "bob" / "results.json").read_text())
