@@ -308,8 +308,11 @@ def _grade_student(student, folder, settings, sandbox, work, started):
         notebooks[nb.stem] = info
         tests += results
 
+    if len(submission_messages) > 20:
+        more = len(submission_messages) - 19
+        submission_messages[19:] = [f"... and {more} more files were not copied."]
     payload = build_results(
-        student, tests, notebooks, time.monotonic() - started, submission_messages[:20]
+        student, tests, notebooks, time.monotonic() - started, submission_messages
     )
     target = output_folder(settings.out, student)
     write_student(target, payload)

@@ -185,9 +185,9 @@ def build_class(root, host):
         "    os.mkdir('d')\n    os.chdir('d')\nos.chdir(start)"
     )
     notebook(subs / "messy", NB1, REFERENCE, chain)
-    for i in range(20):
+    for i in range(8):
         with open(subs / "messy" / f"blob{i}.bin", "wb") as handle:
-            handle.truncate(2**30)  # sparse: 20 GB that take no disk
+            handle.truncate(2**30)  # sparse: 8 GB that take no disk
     (subs / "messy" / "data").symlink_to(host.parent)
     _deep_folders(subs / "messy" / "chain", 1500)  # past the recursion limit
     os.mkdir(subs / NON_UTF8_NAME)  # a folder name that is not UTF-8
@@ -454,3 +454,29 @@ def test_feedback_html_is_autoescaped(attacked):
     payload = dict(payload, student="<script>alert(1)</script>")
     html = render_feedback(payload)
     assert "<script>alert(1)" not in html and "&lt;script&gt;" in html
+
+
+def test_copy_submission_caps_sizes_by_apparent_size_and_copies_regular_files_only(tmp_path):
+    from autograder.sandbox import copy_submission
+
+    src = tmp_path / "src"
+    src.mkdir()
+    for i in range(5):
+        with open(src / f"sparse{i}.bin", "wb") as handle:
+            handle.truncate(900 * 2**10)  # 900 KB each, no disk
+    with open(src / "huge.bin", "wb") as handle:
+        handle.truncate(2**40)
+    os.mkfifo(src / "pipe")
+    (src / "passwd").symlink_to("/etc/passwd")
+    _deep_folders(src / "chain", 1500)
+    skipped = dict(copy_submission(src, tmp_path / "dst", 2**20, 3 * 2**20))
+    copied = [p for p in (tmp_path / "dst").rglob("*") if p.is_file()]
+    assert sum(p.stat().st_size for p in copied) <= 3 * 2**20
+    assert len([p for p in copied if p.name.startswith("sparse")]) == 3
+    assert "exceed 3 MB" in skipped["sparse3.bin"] and "larger than 1 MB" in skipped["huge.bin"]
+    assert skipped["pipe"] == "it is not a regular file"
+    assert skipped["passwd"] == "it is a symbolic link"
+    assert any("nested this deep" in why for why in skipped.values())
+    remove_tree(src / "chain")
+    remove_tree(tmp_path / "dst")
+    assert not (tmp_path / "dst").exists()
