@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.answers import judge_answers
 from autograder.curriculum import GRADED_NAMES, NOTEBOOKS
 from autograder.probes.base import PROBES, build_cases, derive_seed, judge_cases, write_requests
 from autograder.safe_files import MB, UnsafeFile, printable, read_bytes, remove_tree, walk
@@ -237,7 +238,7 @@ def _grade_student(student, folder, settings, sandbox, work, started):
     prepared = work / "prepared"
     prepared.mkdir()
     for nb in NOTEBOOKS:
-        seed = derive_seed(settings.secret, student, nb.stem)
+        seed = derive_seed(settings.secret, _encodable(student), nb.stem)
         cases = build_cases(nb.stem, seed, functions=registered_probes())
         if _notebook_file(folder, nb.filename) == "missing":
             note = f"{nb.filename} was not found in your submission, so its tests score 0."
@@ -291,7 +292,7 @@ def _grade_student(student, folder, settings, sandbox, work, started):
         else:
             notes = dict(run.notes)
             # answers are read below work/run/responses, a folder the sandbox cannot replace
-            results = judge_cases(
+            results = judge_answers(
                 cases, run.responses, notes, trusted_root=work / "run" / "responses"
             )
             info = {
@@ -354,6 +355,12 @@ def _copy_tail(source, target, limit=20_000):
     except UnsafeFile:
         return
     atomic_write(target, data.decode("utf-8", errors="replace"))
+
+
+def _encodable(name):
+    """The name itself, unless the folder's name is not UTF-8 (surrogate escapes): then a
+    stable text that can be encoded (the seed is a hash of it)."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _safe(name):

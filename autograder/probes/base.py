@@ -20,7 +20,6 @@ import numpy as np
 from autograder.curriculum import BY_STEM, NOTEBOOK_OF
 from autograder.harness.wire import Reader, Writer
 from autograder.results import TestResult
-from autograder.safe_files import UnsafeFile
 
 
 class Fail(Exception):
@@ -91,8 +90,7 @@ def probe(function):
 
 def derive_seed(*parts):
     """A reproducible seed from a course secret, a student id and a graded name."""
-    text = "\x1f".join(map(str, parts))  # a folder name may hold undecodable bytes (surrogates)
-    digest = hashlib.sha256(text.encode("utf-8", "surrogateescape")).digest()
+    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
     return int.from_bytes(digest[:8], "little")
 
 
@@ -143,52 +141,16 @@ def _encode_request(writer, value):
     return value
 
 
-def read_responses(case_index, case, response_root, notes, trusted_root=None):
-    """The answers of one case. Files are read below `trusted_root` (default: response_root)
-    without following links (autograder.safe_files); one that is refused is lost, with why."""
+def read_responses(case_index, case, response_root, notes):
     responses = []
-    root = trusted_root if trusted_root is not None else response_root
     for j in range(len(case.requests)):
         folder = Path(response_root) / case.function / _folder(case_index, j)
-        reader = Reader(folder, root=root)
         try:
-            raw = _checked(reader.read_json("response.json"))
-        except UnsafeFile as exc:
-            if exc.kind == "missing":
-                raw = {"lost": notes.get(case.function) or notes.get("*") or "no answer came back"}
-            else:
-                raw = {"lost": f"your answer could not be read by the grader: {exc.message}."}
+            raw = Reader(folder).read_json("response.json")
         except (OSError, ValueError):
             raw = {"lost": notes.get(case.function) or notes.get("*") or "no answer came back"}
-        responses.append(Response(raw, reader))
+        responses.append(Response(raw, Reader(folder)))
     return responses
-
-
-def _checked(raw):
-    """A response as the harness writes it, or a lost one: the keys the parent reads before the
-    judge must have the harness's types ("lost" is the parent's own, never read from a file)."""
-    bad = {"lost": "your answer could not be read by the grader: it is not in the harness's form."}
-    if not isinstance(raw, dict):
-        return bad
-    if "lost" in raw:  # the parent's own word for an answer that never came back
-        return bad
-    missing = raw.get("missing")
-    if missing is not None and not (
-        isinstance(missing, str)
-        and len(missing) <= 100
-        and missing.replace(".", "_").isidentifier()
-    ):
-        return bad
-    error = raw.get("error")
-    if error is not None:
-        if not isinstance(error, dict) or not isinstance(error.get("type"), str):
-            return bad
-        where = error.get("where", [])
-        if not isinstance(where, list) or not all(isinstance(w, str) for w in where):
-            return bad
-        error = dict(error, type=error["type"][:100], message=str(error.get("message", ""))[:600])
-        raw = dict(raw, error=error)
-    return raw
 
 
 def verdict(case, responses):
@@ -229,8 +191,6 @@ def verdict(case, responses):
         case.judge(responses)
     except Fail as failure:
         return failure.fraction, failure.message, failure.misconceptions
-    except UnsafeFile as exc:  # an answer's array replaced by a link, a FIFO, a huge file, ...
-        return 0.0, f"what {case.function} returned could not be read: {exc.message}.", []
     except Exception as exc:  # noqa: BLE001 - an odd return value must not crash the grader
         return 0.0, f"could not check what {case.function} returned ({type(exc).__name__}).", []
     return 1.0, "", []
@@ -243,18 +203,15 @@ def _missing_message(name):
     )
 
 
-def judge_cases(cases, response_root, notes=None, trusted_root=None):
-    """TestResults for every case from the responses under response_root (None: all lost).
-    trusted_root: a folder above response_root that the student could not change."""
+def judge_cases(cases, response_root, notes=None):
+    """TestResults for every case from the responses under response_root (None: all lost)."""
     notes = notes or {}
     results = []
     for i, case in enumerate(cases):
         if response_root is None:
             fraction, message, ids = 0.0, notes.get(case.function) or notes.get("*", ""), []
         else:
-            fraction, message, ids = verdict(
-                case, read_responses(i, case, response_root, notes, trusted_root)
-            )
+            fraction, message, ids = verdict(case, read_responses(i, case, response_root, notes))
         results.append(
             TestResult(
                 name=f"{case.function}: {case.name}",
