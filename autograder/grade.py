@@ -7,9 +7,12 @@ plus SPEC's fields), OUT/<student>/feedback.html, OUT/grades.csv and OUT/summary
 Exit status 0 when grading completed, whatever the scores.
 """
 
+import fcntl
+import importlib.util
 import json
 import os
 import shutil
+import stat
 import sys
 import tempfile
 import time
@@ -18,12 +21,17 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.answers import judge_answers
 from autograder.curriculum import GRADED_NAMES, NOTEBOOKS
 from autograder.probes.base import PROBES, build_cases, derive_seed, judge_cases, write_requests
+from autograder.safe_files import MB, UnsafeFile, printable, read_bytes, remove_tree, walk
 from autograder.sandbox import Limits, NotebookJob, Sandbox
 
 DEFAULT_SECRET = "course-default-secret"
 NOTEBOOK_FILES = {nb.filename for nb in NOTEBOOKS}
+MAX_NOTEBOOK_BYTES = 20 * MB  # a notebook larger than this is not read (with a message)
+LOCK_NAME = ".grading.lock"  # in OUT: one grading run at a time
+RUN_PREFIX = "autograder-run-"  # per-run work folder in the temp dir; stale ones are removed
 
 
 @dataclass
@@ -35,6 +43,8 @@ class Settings:
     force: bool = False
     sandbox_mode: str = "auto"
     keep_work: bool = False
+    max_notebook_bytes: int = MAX_NOTEBOOK_BYTES
+    work_root: Path | None = None  # this run's work folder (made by grade_class)
 
 
 @dataclass
@@ -49,20 +59,20 @@ class StudentResult:
 
 # -- discovery -----------------------------------------------------------------------------------
 def _is_submission(folder):
-    return any((folder / name).is_file() for name in NOTEBOOK_FILES)
+    return any(os.path.lexists(folder / name) for name in NOTEBOOK_FILES)
 
 
 def discover(path, out=None):
     """[(student id, folder)]: PATH itself if it holds SPEC's notebooks, else its sub-folders."""
     path = Path(path).resolve()
     if not path.is_dir():
-        raise SystemExit(f"error: {path} is not a folder")
+        raise SystemExit(f"error: {printable(path)} is not a folder")
     if _is_submission(path):
         return [(path.name, path)]
     out = Path(out).resolve() if out else None
     students = []
     for child in sorted(path.iterdir()):
-        if not child.is_dir() or child.name.startswith((".", "_")) or child.is_symlink():
+        if child.is_symlink() or not child.is_dir() or child.name.startswith((".", "_")):
             continue
         if out is not None and (child == out or out.is_relative_to(child)):
             continue
@@ -72,14 +82,22 @@ def discover(path, out=None):
     return students
 
 
+def output_folder(out, student):
+    """OUT/<student>, except for a student whose folder name is one of the class report's files
+    (grades.csv, summary.md, ...): OUT/_<student>. Student folders starting with "_" are never
+    graded, so the mapped name cannot collide with another student's."""
+    from autograder.report import REPORT_FILES
+
+    reserved = {name.casefold() for name in REPORT_FILES} | {LOCK_NAME}
+    return Path(out) / (f"_{student}" if student.casefold() in reserved else student)
+
+
 def newest_mtime(folder):
+    """The newest modification time in a student's folder (iterative, links not followed)."""
     newest = Path(folder).stat().st_mtime
-    for root, dirs, files in os.walk(folder):
-        for name in dirs + files:
-            try:
-                newest = max(newest, (Path(root) / name).lstat().st_mtime)
-            except OSError:
-                pass
+    for _, name, info in walk(folder):
+        if name is not None:
+            newest = max(newest, info.st_mtime)
     return newest
 
 
@@ -99,22 +117,54 @@ def registered_probes():
 
 
 # -- one notebook file ---------------------------------------------------------------------------
-def load_notebook(path):
-    """(NotebookNode or None, message for the student or ""). Never raises."""
+def load_notebook(folder, filename, max_bytes=MAX_NOTEBOOK_BYTES):
+    """(NotebookNode or None, message for the student or ""). Never raises.
+
+    The file is read without following a link (a notebook that is a symbolic link, a FIFO or a
+    device scores 0 with a message), only when it is a regular file of at most max_bytes, and
+    its JSON may not nest deeper than safe_files.MAX_JSON_DEPTH.
+    """
+    try:
+        return _load_notebook(folder, filename, max_bytes)
+    except (RecursionError, MemoryError) as exc:
+        return (
+            None,
+            f"{filename} could not be read: it is too large or too deeply nested ({type(exc).__name__}).",
+        )
+    except Exception as exc:  # noqa: BLE001 - a file we cannot read is that student's message
+        return (
+            None,
+            f"{filename} could not be read as a notebook ({type(exc).__name__}: {str(exc)[:120]}).",
+        )
+
+
+def _load_notebook(folder, name, max_bytes):
     import nbformat
 
-    name = path.name
+    from autograder.safe_files import parse_json
+
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        return None, f"{name} could not be read ({exc.strerror})."
+        raw = read_bytes(folder, [name], max_bytes)
+    except UnsafeFile as exc:
+        if exc.kind == "symlink":
+            return None, f"{name} is a symbolic link; upload the file itself."
+        if exc.kind == "too-large":
+            return None, (
+                f"{exc.message}: a notebook this large is not graded. Clear the outputs "
+                "(Kernel > Restart & Clear Output), save, and submit it again."
+            )
+        if exc.kind in ("special", "directory"):
+            return None, f"{exc.message}; upload the notebook file itself."
+        return None, f"{name} could not be read ({exc.message})."
     if not raw.strip():
         return None, f"{name} is empty (0 bytes): save the notebook in Jupyter and submit it again."
     try:
-        data = json.loads(raw.decode("utf-8", errors="replace"))
-    except ValueError as exc:
+        data = parse_json(raw.decode("utf-8", errors="replace"), name)
+    except UnsafeFile as exc:
+        if exc.kind == "too-deep":
+            return None, f"{name} is not a notebook Jupyter saved: {exc.message}."
         return None, (
-            f"{name} is not a valid notebook file (it is not JSON: {str(exc)[:120]}). "
+            f"{name} is not a valid notebook file ({exc.message}). "
             "Was it saved from Jupyter, or renamed from another file?"
         )
     if not isinstance(data, dict) or "nbformat" not in data:
@@ -134,11 +184,18 @@ def load_notebook(path):
         nbformat.validator.normalize(nb)
     except Exception:  # noqa: BLE001
         pass
-    for cell in nb.cells:
+    cells = nb.get("cells")
+    if not isinstance(cells, list):
+        return None, f"{name} has no list of cells, so none of its functions are defined."
+    for cell in cells:
+        if not isinstance(cell, dict):
+            return None, f"{name} has a cell that is not a cell object; save it again in Jupyter."
         if cell.get("cell_type") == "code":
             cell.outputs = []
             cell.execution_count = None
-    if not any(c.get("cell_type") == "code" and c.get("source", "").strip() for c in nb.cells):
+            if not isinstance(cell.get("source", ""), str):
+                return None, f"{name} has a code cell whose source is not text."
+    if not any(c.get("cell_type") == "code" and c.get("source", "").strip() for c in cells):
         return None, f"{name} has no code cells, so none of its functions are defined."
     return nb, message
 
@@ -146,12 +203,30 @@ def load_notebook(path):
 # -- one student ---------------------------------------------------------------------------------
 def grade_student(student, folder, settings, sandbox):
     started = time.monotonic()
-    work = Path(tempfile.mkdtemp(prefix=f"autograder-{_safe(student)}-"))
+    work = Path(tempfile.mkdtemp(prefix=f"student-{_safe(student)}-", dir=settings.work_root))
     try:
         return _grade_student(student, folder, settings, sandbox, work, started)
     finally:
         if not settings.keep_work:
-            shutil.rmtree(work, ignore_errors=True)
+            _remove_quietly(work)
+
+
+def _remove_quietly(path):
+    try:
+        remove_tree(path)
+    except OSError as exc:
+        print(f"warning: could not remove {printable(path)}: {exc.strerror}", file=sys.stderr)
+
+
+def _notebook_file(folder, filename):
+    """'missing' or 'present' (a link, a folder or a FIFO is present: load_notebook says why)."""
+    try:
+        os.lstat(Path(folder) / filename)
+    except FileNotFoundError:
+        return "missing"
+    except OSError:
+        return "present"
+    return "present"
 
 
 def _grade_student(student, folder, settings, sandbox, work, started):
@@ -163,18 +238,22 @@ def _grade_student(student, folder, settings, sandbox, work, started):
     prepared = work / "prepared"
     prepared.mkdir()
     for nb in NOTEBOOKS:
-        seed = derive_seed(settings.secret, student, nb.stem)
+        seed = derive_seed(settings.secret, _encodable(student), nb.stem)
         cases = build_cases(nb.stem, seed, functions=registered_probes())
-        path = folder / nb.filename
-        if not path.is_file():
+        if _notebook_file(folder, nb.filename) == "missing":
             note = f"{nb.filename} was not found in your submission, so its tests score 0."
             plan.append((nb, cases, None, note, note))
             continue
-        notebook, message = load_notebook(path)
+        notebook, message = load_notebook(folder, nb.filename, settings.max_notebook_bytes)
         if notebook is None:
             plan.append((nb, cases, None, f"not tested: {message}", message))
             continue
-        nbformat.write(notebook, prepared / nb.filename)
+        try:
+            nbformat.write(notebook, prepared / nb.filename)
+        except (ValueError, RecursionError) as exc:  # e.g. cell metadata nbformat cannot write
+            message = f"{nb.filename} could not be prepared for grading ({type(exc).__name__})."
+            plan.append((nb, cases, None, f"not tested: {message}", message))
+            continue
         request_dir = work / "run" / "requests" / nb.stem
         write_requests(cases, request_dir)
         serve = {}
@@ -186,15 +265,22 @@ def _grade_student(student, folder, settings, sandbox, work, started):
         )
 
     jobs = [job for _, _, job, _, _ in plan if job is not None]
-    runs = {}
+    runs, submission_messages = {}, []
     if jobs:
         submission = work / "submission-src"
         from autograder.sandbox import copy_submission
 
-        copy_submission(folder, submission)
+        for rel, why in copy_submission(folder, submission):
+            if rel not in NOTEBOOK_FILES:  # the notebooks have their own message
+                submission_messages.append(
+                    f"{printable(rel)} was not copied into the grading sandbox: {why}."
+                )
         for nb, _, job, _, _ in plan:  # the normalised notebooks replace the originals
             if job is not None:
-                shutil.copy2(prepared / nb.filename, submission / nb.filename)
+                target = submission / nb.filename
+                if target.is_dir() and not target.is_symlink():
+                    remove_tree(target)
+                shutil.copyfile(prepared / nb.filename, target)
         runs = sandbox.run(submission, jobs, work / "run", log_path=work / "sandbox.log")
 
     tests, notebooks = [], {}
@@ -205,7 +291,10 @@ def _grade_student(student, folder, settings, sandbox, work, started):
             info = {"ran": False, "messages": [message] if message else []}
         else:
             notes = dict(run.notes)
-            results = judge_cases(cases, run.responses, notes)
+            # answers are read below work/run/responses, a folder the sandbox cannot replace
+            results = judge_answers(
+                cases, run.responses, notes, trusted_root=work / "run" / "responses"
+            )
             info = {
                 "ran": True,
                 "executed_ok": run.executed_ok,
@@ -220,16 +309,22 @@ def _grade_student(student, folder, settings, sandbox, work, started):
         notebooks[nb.stem] = info
         tests += results
 
-    payload = build_results(student, tests, notebooks, time.monotonic() - started)
-    write_student(settings.out / student, payload)
+    if len(submission_messages) > 20:
+        more = len(submission_messages) - 19
+        submission_messages[19:] = [f"... and {more} more files were not copied."]
+    payload = build_results(
+        student, tests, notebooks, time.monotonic() - started, submission_messages
+    )
+    target = output_folder(settings.out, student)
+    write_student(target, payload)
     if (work / "sandbox.log").exists():
-        _copy_tail(work / "sandbox.log", settings.out / student / "sandbox.log")
+        _copy_tail(work / "sandbox.log", target / "sandbox.log")
     return StudentResult(student, payload, seconds=time.monotonic() - started)
 
 
-def build_results(student, tests, notebooks, seconds):
+def build_results(student, tests, notebooks, seconds, submission_messages=()):
     """The results.json payload: Gradescope's fields, SPEC's test fields, our own extras."""
-    lines = []
+    lines = list(submission_messages)
     for stem, info in notebooks.items():
         for text in info.get("messages", []):
             lines.append(f"{stem}: {text}")
@@ -252,39 +347,190 @@ def build_results(student, tests, notebooks, seconds):
 
 
 def _copy_tail(source, target, limit=20_000):
-    data = Path(source).read_bytes()[-limit:]
-    target.write_bytes(data)
+    from autograder.report import atomic_write
+
+    source = Path(source)
+    try:
+        data = read_bytes(source.parent, [source.name], limit, tail=True)
+    except UnsafeFile:
+        return
+    atomic_write(target, data.decode("utf-8", errors="replace"))
+
+
+def _encodable(name):
+    """The name itself, unless the folder's name is not UTF-8 (surrogate escapes): then a
+    stable text that can be encoded (the seed is a hash of it)."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _safe(name):
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)[:40]
 
 
-def internal_error_result(student, exc):
+def internal_error_result(student, exc, out=None):
+    """A failure of the grader on one student: reported, and that student still appears in
+    grades.csv (score 0, marked internal_error, so the next run grades them again)."""
     tb = "".join(traceback.format_exception(exc))
-    return StudentResult(student, {}, error=tb)
+    payload = {
+        "score": 0.0,
+        "max_score": 0.0,
+        "output": (
+            f"The grader failed on this submission ({type(exc).__name__}); nothing was graded. "
+            "Your instructor has been told."
+        ),
+        "student": student,
+        "internal_error": True,
+        "notebooks": {},
+        "tests": [],
+    }
+    if out is not None:
+        try:
+            from autograder.report import write_student
+
+            write_student(output_folder(out, student), payload)
+        except Exception:  # noqa: BLE001 - the traceback below is what matters
+            pass
+    return StudentResult(student, payload, error=tb)
 
 
 # -- the class -----------------------------------------------------------------------------------
-def grade_class(path, settings, progress=True):
-    from tqdm import tqdm
+def lock_output(out):
+    """Hold OUT/.grading.lock (flock) for this process's lifetime; refuse if another run has it.
+    The lock dies with its process, so a run killed with SIGKILL never blocks the next one."""
+    out.mkdir(parents=True, exist_ok=True)
+    fd = os.open(out / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
+        os.close(fd)
+        raise SystemExit(
+            f"error: another grading run is using {printable(out)} (pid {printable(holder)}); "
+            "wait for it to finish or grade into another --out folder."
+        ) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
 
+
+def release_output(fd):
+    os.close(fd)  # closing the last descriptor releases the flock
+
+
+def _clean_interrupted_writes(out):
+    """Temporary files of atomic writes interrupted by a killed run (never the real files)."""
+    from autograder.report import TEMP_PREFIX
+
+    for parts, name, info in walk(out, max_depth=2):
+        if name and name.startswith(".") and TEMP_PREFIX in name and stat.S_ISREG(info.st_mode):
+            try:
+                Path(out).joinpath(*parts, name).unlink()
+            except OSError:
+                pass
+
+
+def start_work_root(keep=False):
+    """This run's work folder (student work folders and the sandbox library live under it),
+    marked by a held flock; work folders of runs that died (lock free) are removed first."""
+    temp = Path(tempfile.gettempdir())
+    for stale in sorted(temp.glob(f"{RUN_PREFIX}*")):
+        if stale.is_symlink() or not stale.is_dir() or (stale / "keep").exists():
+            continue
+        try:
+            fd = os.open(stale / "lock", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            continue  # a live run
+        finally:
+            os.close(fd)
+        _remove_quietly(stale)
+    root = Path(tempfile.mkdtemp(prefix=RUN_PREFIX))
+    fd = os.open(root / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    if keep:
+        (root / "keep").touch()
+    return root, fd
+
+
+def preflight(mode):
+    """One clear message, with the fix, for a missing tool; None when all is there."""
+    try:
+        kernel = importlib.util.find_spec("ipykernel")
+    except (ImportError, ValueError):
+        kernel = None
+    if kernel is None:
+        return (
+            f"error: ipykernel is not installed in {printable(sys.executable)}, so no notebook "
+            "can run. Install it: pip install ipykernel (or pip install -e '.[dev]')."
+        )
+    if mode == "bwrap" and shutil.which("bwrap") is None:
+        return (
+            "error: --sandbox bwrap was requested but bubblewrap (bwrap) is not installed. "
+            "Install it (apt-get install bubblewrap), or use --sandbox auto to grade without "
+            "isolation after a warning."
+        )
+    return None
+
+
+def _read_saved(results):
+    try:
+        payload = json.loads(read_bytes(results.parent, [results.name], 64 * MB))
+    except (UnsafeFile, ValueError, RecursionError):
+        return None
+    return payload if isinstance(payload, dict) and not payload.get("internal_error") else None
+
+
+def grade_class(path, settings, progress=True):
     from autograder.report import write_class
 
-    settings.out.mkdir(parents=True, exist_ok=True)
+    problem = preflight(settings.sandbox_mode)
+    if problem:
+        raise SystemExit(problem)
+    lock = lock_output(settings.out)
+    try:
+        _clean_interrupted_writes(settings.out)
+        root, root_lock = start_work_root(settings.keep_work)
+        try:
+            settings.work_root = root
+            return _grade_class(path, settings, progress, write_class)
+        finally:
+            os.close(root_lock)
+            if not settings.keep_work:
+                _remove_quietly(root)
+    finally:
+        release_output(lock)
+
+
+def _grade_class(path, settings, progress, write_class):
+    from tqdm import tqdm
+
     students = discover(path, settings.out)
     todo, done = [], []
     for student, folder in students:
-        results = settings.out / student / "results.json"
-        if not settings.force and up_to_date(folder, results):
-            done.append(StudentResult(student, json.loads(results.read_text()), skipped=True))
+        results = output_folder(settings.out, student) / "results.json"
+        saved = None if settings.force or not up_to_date(folder, results) else _read_saved(results)
+        if saved is not None:
+            done.append(StudentResult(student, saved, skipped=True))
         else:
             todo.append((student, folder))
 
     untested = [name for name in GRADED_NAMES if name not in registered_probes()]
     if untested:
         print(f"warning: no hidden tests registered for: {', '.join(untested)}", file=sys.stderr)
-    sandbox = Sandbox(settings.limits, mode=settings.sandbox_mode) if todo else None
+    sandbox = None
+    if todo:
+        try:
+            sandbox = Sandbox(
+                settings.limits, mode=settings.sandbox_mode, lib_root=settings.work_root / "lib"
+            )
+        except RuntimeError as exc:  # --sandbox bwrap where bubblewrap cannot run
+            raise SystemExit(
+                f"error: {exc}. Install bubblewrap (apt-get install bubblewrap) and allow user "
+                "namespaces, or use --sandbox auto to grade without isolation after a warning."
+            ) from None
     try:
         if todo:
             with ThreadPoolExecutor(max_workers=max(1, settings.workers)) as pool:
@@ -295,7 +541,7 @@ def grade_class(path, settings, progress=True):
                     try:
                         done.append(future.result())
                     except Exception as exc:  # noqa: BLE001 - report it, grade the others
-                        done.append(internal_error_result(student, exc))
+                        done.append(internal_error_result(student, exc, settings.out))
                     bar.update(1)
                 bar.close()
     finally:
@@ -336,8 +582,9 @@ def grade_command(args):
     print(summary["text"])
     print(
         f"graded {len(graded)} student(s), skipped {len(skipped)} up to date, "
-        f"{len(failed)} internal error(s) in {elapsed:.1f} s -> {settings.out}"
+        f"{len(failed)} internal error(s) in {elapsed:.1f} s -> {printable(settings.out)}"
     )
     for r in failed:
-        print(f"INTERNAL ERROR grading {r.student}:\n{r.error}", file=sys.stderr)
+        shown = "\n".join(printable(line) for line in r.error.splitlines())
+        print(f"INTERNAL ERROR grading {printable(r.student)}:\n{shown}", file=sys.stderr)
     return 1 if failed else 0

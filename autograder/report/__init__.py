@@ -20,17 +20,27 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from autograder.curriculum import BY_STEM, NOTEBOOKS
 from autograder.misconceptions import CATALOGUE
+from autograder.safe_files import printable
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
+REPORT_FILES = ("grades.csv", "summary.md", "summary.json")  # the class's files in OUT
+TEMP_PREFIX = ".partial-"  # in the names of files being written (a killed run may leave one)
+
+
 def atomic_write(path, text):
+    """Write `text` to a temporary file beside `path`, flush it to disk, rename it into place:
+    a reader (or a rerun after a crash) sees the old file or the new one, never half of one."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}{TEMP_PREFIX}", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+        # backslashreplace: a folder name that is not UTF-8 (surrogate escapes) stays readable
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace", newline="") as handle:
             handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -102,6 +112,20 @@ def write_student(folder, payload):
 
 
 # -- the class ----------------------------------------------------------------------------------
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value):
+    """A cell a spreadsheet shows as text (OWASP's CSV-injection rule): a string starting with
+    = + - @, a tab or a carriage return gets a leading apostrophe. Numbers stay numbers."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        text = str(value)
+        if text.startswith(FORMULA_STARTS):
+            text = "'" + text
+        return printable(text)  # no raw escape sequence reaches a terminal that shows the file
+    return f"{value:g}"
+
+
 def grades_csv(students):
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
@@ -111,7 +135,11 @@ def grades_csv(students):
         for t in s.results.get("tests", []):
             per[t["notebook"]] += t["score"]
         writer.writerow(
-            [s.student, *(f"{per[nb.stem]:g}" for nb in NOTEBOOKS), f"{s.results['score']:g}"]
+            [
+                csv_cell(s.student),
+                *(csv_cell(per[nb.stem]) for nb in NOTEBOOKS),
+                csv_cell(s.results.get("score", 0.0)),
+            ]
         )
     return buffer.getvalue()
 
@@ -217,13 +245,21 @@ class SavedResult:
 
 
 def collect_results(out):
-    """Every OUT/<student>/results.json, including students graded by earlier runs."""
+    """Every OUT/<student>/results.json, including students graded by earlier runs. The student
+    is the one named inside (OUT/_grades.csv holds the student whose folder is grades.csv)."""
     saved = []
     for path in sorted(Path(out).glob("*/results.json")):
         try:
-            saved.append(SavedResult(path.parent.name, json.loads(path.read_text())))
-        except (OSError, ValueError):
+            payload = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError):
             continue
+        if not isinstance(payload, dict):
+            continue
+        student = payload.get("student")
+        saved.append(
+            SavedResult(student if isinstance(student, str) else path.parent.name, payload)
+        )
+    saved.sort(key=lambda s: s.student)
     return saved
 
 

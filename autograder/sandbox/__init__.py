@@ -20,6 +20,7 @@ import resource
 import shutil
 import signal
 import site
+import stat
 import subprocess
 import sys
 import tempfile
@@ -483,44 +484,182 @@ def _kill_namespace(info_fd):
         time.sleep(0.05)
 
 
-def copy_submission(source, target, max_file_bytes=100 * 2**20):
-    """Copy regular files only: symlinks and special files are skipped (they could point out)."""
+def copy_submission(source, target, max_file_bytes=64 * 2**20, max_total_bytes=256 * 2**20):
+    """Copy the regular files of a student's folder; returns [(relative path, why skipped)].
+
+    Symbolic links and special files are never followed or copied; nothing deeper than
+    safe_files.MAX_WALK_DEPTH folders is copied; a file larger than max_file_bytes, or one that
+    would take the copy past max_total_bytes, is skipped (sizes are the files' apparent sizes,
+    so a sparse file counts as what it would become). Every file is opened without following
+    links (autograder.safe_files), and the walk is iterative.
+    """
+    from autograder.safe_files import UnsafeFile, open_below, walk
+
     source, target = Path(source), Path(target)
-    for root, dirs, files in os.walk(source, followlinks=False):
-        rel = Path(root).relative_to(source)
-        dirs[:] = [d for d in dirs if not (Path(root) / d).is_symlink()]
-        (target / rel).mkdir(parents=True, exist_ok=True)
-        for name in files:
-            src = Path(root) / name
-            if src.is_symlink() or not src.is_file():
-                continue
-            if src.stat().st_size > max_file_bytes:
-                continue
-            shutil.copy2(src, target / rel / name)
+    target.mkdir(parents=True, exist_ok=True)
+    skipped, total = [], 0
+    for parts, name, info in walk(source):
+        rel = "/".join((*parts, name)) if name else "/".join(parts)
+        if name is None:
+            skipped.append(
+                (
+                    rel,
+                    "folders nested this deep are not copied"
+                    if info == "too-deep"
+                    else "the folder holds too many files; the rest were not copied",
+                )
+            )
+            continue
+        mode = info.st_mode
+        if stat.S_ISDIR(mode):
+            (target.joinpath(*parts, name)).mkdir(exist_ok=True)
+            continue
+        if stat.S_ISLNK(mode):
+            skipped.append((rel, "it is a symbolic link"))
+            continue
+        if not stat.S_ISREG(mode):
+            skipped.append((rel, "it is not a regular file"))
+            continue
+        if info.st_size > max_file_bytes:
+            skipped.append((rel, f"it is larger than {max_file_bytes // 2**20} MB"))
+            continue
+        if total + info.st_size > max_total_bytes:
+            skipped.append((rel, f"the submission's files exceed {max_total_bytes // 2**20} MB"))
+            continue
+        try:
+            fd = open_below(source, [*parts, name])
+        except UnsafeFile as exc:
+            skipped.append((rel, exc.message))
+            continue
+        copied = 0
+        with os.fdopen(fd, "rb") as src, open(target.joinpath(*parts, name), "wb") as dst:
+            while copied <= info.st_size:  # never more than it said it was
+                chunk = src.read(min(2**20, info.st_size + 1 - copied))
+                if not chunk:
+                    break
+                dst.write(chunk)
+                copied += len(chunk)
+        total += copied
+    return skipped
+
+
+MAX_STATUS_BYTES = 2**20
 
 
 def _read_status(path):
+    """A notebook's status file as JSON, or None. Read without following links, only a regular
+    file under MAX_STATUS_BYTES (autograder.safe_files): code in the sandbox may have replaced it."""
+    from autograder.safe_files import UnsafeFile, read_json
+
+    path = Path(path)
     try:
-        return json.loads(Path(path).read_text())
-    except (OSError, ValueError):
+        return read_json(path.parent, [path.name], MAX_STATUS_BYTES)
+    except (UnsafeFile, OSError):
         return None
 
 
+def _clean_status(status, job):
+    """The structured facts of a status file, type-checked; its free text is dropped.
+
+    Everything in the sandbox runs as the student (the driver too), so a status file may have
+    been written by the student's code: by a later notebook about an earlier one, or by a process
+    left behind. The parent therefore believes only plain facts (flags, cell numbers, which graded
+    names lost their answers) and the student's own cell errors (shown as theirs), and writes
+    every sentence itself: nothing a student writes there is shown as the grader's words.
+    """
+    if not isinstance(status, dict):
+        return None
+
+    def flag(key):
+        return status.get(key) is True
+
+    errors = []
+    raw_errors = status.get("cell_errors")
+    for err in raw_errors[:200] if isinstance(raw_errors, list) else []:
+        if not isinstance(err, dict) or type(err.get("cell")) is not int or err["cell"] < 0:
+            continue
+        errors.append(
+            {
+                "cell": err["cell"],
+                "type": str(err.get("type", "Error"))[:100],
+                "message": str(err.get("message", ""))[:500],
+                "line": str(err.get("line", ""))[:100],
+            }
+        )
+    notes = status.get("notes")
+    lost = sorted(n for n in (notes if isinstance(notes, dict) else {}) if n in job.serve_seconds)
+    seconds = status.get("seconds")
+    seconds = float(seconds) if type(seconds) in (int, float) and 0 <= seconds < 1e7 else 0.0
+    return {
+        "finished": flag("finished"),
+        "executed_ok": flag("executed_ok"),
+        "timed_out": flag("timed_out"),
+        "kernel_died": flag("kernel_died"),
+        "seconds": seconds,
+        "cell_errors": errors,
+        "lost": lost,
+    }
+
+
 def _apply_status(run, status, job):
+    status = _clean_status(status, job) if status is not None else None
     if status is None:
         run.messages.append(
             "The grading sandbox stopped before this notebook could run, so it could not be tested."
         )
         run.notes["*"] = "not tested: the grading sandbox stopped before this notebook could run."
         return
-    run.executed_ok = bool(status.get("executed_ok"))
-    run.cell_errors = list(status.get("cell_errors", []))
-    run.notes = dict(status.get("notes", {}))
-    run.messages = list(status.get("messages", []))
-    run.seconds = float(status.get("seconds", 0.0))
-    run.timed_out = bool(status.get("timed_out"))
-    run.kernel_died = bool(status.get("kernel_died"))
-    if not status.get("finished"):
+    run.executed_ok = status["executed_ok"]
+    run.cell_errors = status["cell_errors"]
+    run.seconds = status["seconds"]
+    run.timed_out = status["timed_out"]
+    run.kernel_died = status["kernel_died"]
+    graded = list(job.serve_seconds)
+    lost = status["lost"]
+    stuck = run.timed_out and graded and set(lost) == set(graded)
+    died_in = next((e["cell"] for e in run.cell_errors if e["type"] == "KernelDied"), None)
+    timeout_in = next((e["cell"] for e in run.cell_errors if e["type"] == "Timeout"), None)
+    if timeout_in is not None and run.timed_out:
+        if stuck:
+            run.messages.append(
+                f"Cell {timeout_in + 1} was still running when the notebook's time ran out and "
+                "could not be interrupted, so nothing could be tested."
+            )
+        else:
+            run.messages.append(
+                f"Cell {timeout_in + 1} was still running when the notebook's time ran out; it was "
+                "interrupted and the later cells were not run. The names defined before it were "
+                "tested."
+            )
+    if died_in is not None and run.kernel_died:
+        run.messages.append(
+            f"The kernel died while running cell {died_in + 1} (os._exit, a crash in compiled "
+            "code, or running out of memory), so nothing could be tested."
+        )
+    for name in lost:
+        if run.kernel_died and died_in is not None:
+            text = (
+                f"the kernel died while running cell {died_in + 1} of your notebook, so this "
+                "could not be tested."
+            )
+        elif run.kernel_died:
+            text = (
+                f"the kernel died while {name} was being tested (os._exit, a crash in compiled "
+                "code, or running out of memory); the tests that had not finished score 0."
+            )
+        elif stuck:
+            text = (
+                "your notebook ran out of time (see the cell errors) and could not be stopped, "
+                "so this could not be tested."
+            )
+        else:
+            text = (
+                f"the tests of {name} did not finish (they have {job.serve_seconds[name]:g} s in "
+                "total: look for an infinite loop or very slow code), or your notebook's code "
+                "stopped them or the test harness; the tests that had not finished score 0."
+            )
+        run.notes[name] = text
+    if not status["finished"]:
         run.executed_ok = False
         text = (
             "the grading sandbox stopped while this notebook was running (it ran out of time or "

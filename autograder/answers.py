@@ -1,0 +1,123 @@
+"""The harness's answers, read in the grading parent without trusting a byte of them.
+
+    results = judge_answers(cases, responses_dir, notes, trusted_root=work / "run" / "responses")
+
+The same verdicts as `judge_cases` (probes' `verdict` on `Response`s), but every file is read
+below `trusted_root`, a folder the sandbox could not replace, without following links and only
+as a regular file under a size cap (autograder.safe_files, through wire.Reader). An answer that
+is a link, a FIFO, a device, too large, too deeply nested, not in the harness's form, or that
+names arrays which are not plain files of its own folder is lost, with a message saying why.
+Fields the parent reads before the judge are type-checked, and "lost" (the parent's own word for
+an answer that never came back) is never taken from a file.
+"""
+
+import os
+from pathlib import Path
+
+from autograder.curriculum import NOTEBOOK_OF
+from autograder.harness.wire import MAX_ARRAY_BYTES, Reader
+from autograder.probes.base import Response, verdict
+from autograder.results import TestResult
+from autograder.safe_files import UnsafeFile, check_name, open_below
+
+ARRAY_KEYS = ("$array", "$scalar", "$tensor")
+
+
+def request_folder(case_index, request_index):
+    """write_requests' layout: the answer to request j of case i is in <function>/iii_jj/."""
+    return f"{case_index:03d}_{request_index:02d}"
+
+
+def checked(raw):
+    """A response in the harness's form, or a lost one (a dict with "lost" and why)."""
+    bad = {"lost": "your answer could not be read by the grader: it is not in the harness's form."}
+    if not isinstance(raw, dict) or "lost" in raw:
+        return bad
+    missing = raw.get("missing")
+    if missing is not None and not (
+        isinstance(missing, str)
+        and len(missing) <= 100
+        and missing.replace(".", "_").isidentifier()
+    ):
+        return bad
+    error = raw.get("error")
+    if error is not None:
+        if not isinstance(error, dict) or not isinstance(error.get("type"), str):
+            return bad
+        where = error.get("where", [])
+        if not isinstance(where, list) or not all(isinstance(w, str) for w in where):
+            return bad
+        error = dict(error, type=error["type"][:100], message=str(error.get("message", ""))[:600])
+        raw = dict(raw, error=error)
+    return raw
+
+
+def check_arrays(raw, root, below):
+    """UnsafeFile unless every array the answer names is a regular file of its own arrays/
+    folder under the size cap (checked with fstat, not read: the judge reads them later)."""
+    stack = [raw]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            for key, value in item.items():
+                if key in ARRAY_KEYS:
+                    name = check_name(value)
+                    fd = open_below(root, [*below, "arrays", f"{name}.npy"], f"array {name}")
+                    try:
+                        size = os.fstat(fd).st_size
+                    finally:
+                        os.close(fd)
+                    if size > MAX_ARRAY_BYTES:
+                        raise UnsafeFile("too-large", f"array {name} is larger than allowed")
+                else:
+                    stack.append(value)
+
+
+def read_answer(folder, trusted_root, lost):
+    """(raw response dict, Reader) for one request folder; `lost` is the text for no answer."""
+    reader = Reader(folder, root=trusted_root)
+    try:
+        raw = checked(reader.read_json("response.json"))
+    except UnsafeFile as exc:
+        return ({"lost": lost} if exc.kind == "missing" else _unreadable(exc)), reader
+    if "lost" not in raw:
+        try:
+            check_arrays(raw, reader.root, reader.below)
+        except UnsafeFile as exc:
+            return _unreadable(exc), reader
+    return raw, reader
+
+
+def _unreadable(exc):
+    return {"lost": f"your answer could not be read by the grader: {exc.message}."}
+
+
+def judge_answers(cases, response_root, notes=None, trusted_root=None):
+    """TestResults for every case from the answers under response_root (a folder below
+    trusted_root; default: response_root itself)."""
+    notes = notes or {}
+    response_root = Path(response_root)
+    root = Path(trusted_root) if trusted_root is not None else response_root
+    results = []
+    for i, case in enumerate(cases):
+        lost = notes.get(case.function) or notes.get("*") or "no answer came back"
+        responses = []
+        for j in range(len(case.requests)):
+            folder = response_root / case.function / request_folder(i, j)
+            raw, reader = read_answer(folder, root, lost)
+            responses.append(Response(raw, reader))
+        fraction, message, ids = verdict(case, responses)
+        results.append(
+            TestResult(
+                name=f"{case.function}: {case.name}",
+                score=round(case.points * fraction, 4),
+                max_score=case.points,
+                output=message,
+                notebook=NOTEBOOK_OF[case.function].stem,
+                function=case.function,
+                misconceptions=ids,
+            )
+        )
+    return results
