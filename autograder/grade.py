@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder import submissions
 from autograder.curriculum import GRADED_NAMES, NOTEBOOKS
 from autograder.probes.base import PROBES, build_cases, derive_seed, judge_cases, write_requests
 from autograder.sandbox import Limits, NotebookJob, Sandbox
@@ -47,31 +48,7 @@ class StudentResult:
     per_notebook: dict = field(default_factory=dict)
 
 
-# -- discovery -----------------------------------------------------------------------------------
-def _is_submission(folder):
-    return any((folder / name).is_file() for name in NOTEBOOK_FILES)
-
-
-def discover(path, out=None):
-    """[(student id, folder)]: PATH itself if it holds SPEC's notebooks, else its sub-folders."""
-    path = Path(path).resolve()
-    if not path.is_dir():
-        raise SystemExit(f"error: {path} is not a folder")
-    if _is_submission(path):
-        return [(path.name, path)]
-    out = Path(out).resolve() if out else None
-    students = []
-    for child in sorted(path.iterdir()):
-        if not child.is_dir() or child.name.startswith((".", "_")) or child.is_symlink():
-            continue
-        if out is not None and (child == out or out.is_relative_to(child)):
-            continue
-        students.append((child.name, child))
-    if not students:  # an empty student folder: graded as such (every notebook missing)
-        return [(path.name, path)]
-    return students
-
-
+# -- discovery: autograder.submissions turns PATH into students' folders -------------------------
 def newest_mtime(folder):
     newest = Path(folder).stat().st_mtime
     for root, dirs, files in os.walk(folder):
@@ -144,17 +121,18 @@ def load_notebook(path):
 
 
 # -- one student ---------------------------------------------------------------------------------
-def grade_student(student, folder, settings, sandbox):
+def grade_student(student, folder, settings, sandbox, placement=None):
+    """placement: messages about files that could not be placed (submissions.Submission)."""
     started = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix=f"autograder-{_safe(student)}-"))
     try:
-        return _grade_student(student, folder, settings, sandbox, work, started)
+        return _grade_student(student, folder, settings, sandbox, work, started, placement or {})
     finally:
         if not settings.keep_work:
             shutil.rmtree(work, ignore_errors=True)
 
 
-def _grade_student(student, folder, settings, sandbox, work, started):
+def _grade_student(student, folder, settings, sandbox, work, started, placement):
     import nbformat
 
     from autograder.report import write_student
@@ -166,11 +144,15 @@ def _grade_student(student, folder, settings, sandbox, work, started):
         seed = derive_seed(settings.secret, student, nb.stem)
         cases = build_cases(nb.stem, seed, functions=registered_probes())
         path = folder / nb.filename
+        placed = " ".join(placement.get(nb.stem, []))
         if not path.is_file():
-            note = f"{nb.filename} was not found in your submission, so its tests score 0."
+            note = (
+                placed or f"{nb.filename} was not found in your submission, so its tests score 0."
+            )
             plan.append((nb, cases, None, note, note))
             continue
         notebook, message = load_notebook(path)
+        message = " ".join(m for m in (placed, message) if m)
         if notebook is None:
             plan.append((nb, cases, None, f"not tested: {message}", message))
             continue
@@ -220,16 +202,18 @@ def _grade_student(student, folder, settings, sandbox, work, started):
         notebooks[nb.stem] = info
         tests += results
 
-    payload = build_results(student, tests, notebooks, time.monotonic() - started)
+    payload = build_results(
+        student, tests, notebooks, time.monotonic() - started, placement.get(submissions.GENERAL)
+    )
     write_student(settings.out / student, payload)
     if (work / "sandbox.log").exists():
         _copy_tail(work / "sandbox.log", settings.out / student / "sandbox.log")
     return StudentResult(student, payload, seconds=time.monotonic() - started)
 
 
-def build_results(student, tests, notebooks, seconds):
+def build_results(student, tests, notebooks, seconds, general=None):
     """The results.json payload: Gradescope's fields, SPEC's test fields, our own extras."""
-    lines = []
+    lines = list(general or [])
     for stem, info in notebooks.items():
         for text in info.get("messages", []):
             lines.append(f"{stem}: {text}")
@@ -266,20 +250,31 @@ def internal_error_result(student, exc):
 
 
 # -- the class -----------------------------------------------------------------------------------
-def grade_class(path, settings, progress=True):
+def grade_class(path, settings, progress=True, layout="auto", graded_groups=None):
+    settings.out.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix="autograder-submissions-"))
+    try:
+        found = submissions.discover(
+            path, settings.out, staging, layout=layout, graded_groups=graded_groups
+        )
+        return _grade_found(found, settings, progress)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _grade_found(found, settings, progress):
     from tqdm import tqdm
 
     from autograder.report import write_class
 
-    settings.out.mkdir(parents=True, exist_ok=True)
-    students = discover(path, settings.out)
     todo, done = [], []
-    for student, folder in students:
+    for sub in found:
+        student = sub.student
         results = settings.out / student / "results.json"
-        if not settings.force and up_to_date(folder, results):
+        if not settings.force and up_to_date(sub.source, results):
             done.append(StudentResult(student, json.loads(results.read_text()), skipped=True))
         else:
-            todo.append((student, folder))
+            todo.append(sub)
 
     untested = [name for name in GRADED_NAMES if name not in registered_probes()]
     if untested:
@@ -288,7 +283,12 @@ def grade_class(path, settings, progress=True):
     try:
         if todo:
             with ThreadPoolExecutor(max_workers=max(1, settings.workers)) as pool:
-                futures = {pool.submit(grade_student, s, f, settings, sandbox): s for s, f in todo}
+                futures = {
+                    pool.submit(
+                        grade_student, s.student, s.folder, settings, sandbox, s.messages
+                    ): (s.student)
+                    for s in todo
+                }
                 bar = tqdm(total=len(futures), desc="grading", unit="student", disable=not progress)
                 for future in as_completed(futures):
                     student = futures[future]
@@ -328,7 +328,12 @@ def grade_command(args):
         keep_work=bool(getattr(args, "keep_work", False)),
     )
     started = time.monotonic()
-    done, summary = grade_class(args.path, settings, progress=not getattr(args, "quiet", False))
+    done, summary = grade_class(
+        args.path,
+        settings,
+        progress=not getattr(args, "quiet", False),
+        layout=getattr(args, "layout", "auto"),
+    )
     elapsed = time.monotonic() - started
     graded = [r for r in done if not r.skipped and not r.error]
     skipped = [r for r in done if r.skipped]
