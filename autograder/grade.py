@@ -306,7 +306,8 @@ def _grade_found(found, settings, progress):
     return done, summary
 
 
-def grade_command(args):
+def settings_from_args(args):
+    """Settings from the `grade` options (also used by the nbgrader and Gradescope commands)."""
     secret = getattr(args, "secret", None) or os.environ.get("COURSE_SECRET")
     if not secret:
         secret = DEFAULT_SECRET
@@ -318,7 +319,7 @@ def grade_command(args):
     limits = Limits(timeout=float(args.timeout))
     if getattr(args, "memory", None):
         limits.memory_bytes = int(float(args.memory) * 2**30)
-    settings = Settings(
+    return Settings(
         out=Path(args.out).resolve(),
         secret=secret,
         limits=limits,
@@ -327,6 +328,10 @@ def grade_command(args):
         sandbox_mode=getattr(args, "sandbox", None) or "auto",
         keep_work=bool(getattr(args, "keep_work", False)),
     )
+
+
+def grade_command(args):
+    settings = settings_from_args(args)
     started = time.monotonic()
     done, summary = grade_class(
         args.path,
