@@ -19,7 +19,7 @@ us (a member's own path is never used to write), with caps on count and size.
 A student whose folder holds their notebooks loose, with nothing to report (no link, no unknown
 name, no copy), is graded from that folder as it is (as before); any other student gets a fresh flat folder under `staging` holding
 their notebooks by SPEC name. Notebooks outside the graded set (nbgrader `--assignment`) go to
-a sub-folder named like their assignment, so notebook 06 still finds the student's own 05
+a sub-folder named like the notebook, so notebook 06 still finds the student's own 05
 (`coursedata.import_definitions` looks in sub-folders) without 05 being graded.
 """
 
@@ -170,8 +170,8 @@ def gather(student, source, staging, graded_groups=None):
     for stem, item in chosen.items():
         (folder / f"{stem}.ipynb").write_bytes(item.read())
     for stem, item in support.items():  # readable by later notebooks, not graded
-        (folder / (item.group or stem)).mkdir(exist_ok=True)
-        (folder / (item.group or stem) / f"{stem}.ipynb").write_bytes(item.read())
+        (folder / stem).mkdir()
+        (folder / stem / f"{stem}.ipynb").write_bytes(item.read())
     sub.folder = folder
     return sub
 

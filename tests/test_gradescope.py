@@ -12,6 +12,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 import tomllib
 import zipfile
 from pathlib import Path
@@ -242,6 +243,13 @@ def test_mistakes_score_as_the_standalone_grader_does(graded, tmp_path):
 
 
 # -- without user namespaces: student code runs as an unprivileged user ------------------------
+def _owner(proc):
+    try:
+        return proc.stat().st_uid
+    except OSError:
+        return None
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="dropping privileges needs root")
 def test_student_user_cannot_read_the_course_secret_or_results():
     from autograder.platforms.gradescope import StudentUserSandbox, lock_down
@@ -258,7 +266,9 @@ def test_student_user_cannot_read_the_course_secret_or_results():
         (root / "results" / "results.json").write_text("{}")
         for path in (root / "source" / "secret", root / "results" / "results.json"):
             os.chmod(path, 0o644)
-        sandbox = StudentUserSandbox(Limits(timeout=30), user="nobody")
+        uid = 54321  # no passwd entry, no process: killing its leftovers touches nobody else's
+        assert not [p for p in Path("/proc").glob("[0-9]*") if _owner(p) == uid]
+        sandbox = StudentUserSandbox(Limits(timeout=30), user=uid)
         try:
             work_parent = Path(tempfile.mkdtemp(prefix="gs-work-"))
             work = work_parent / "run"
@@ -284,6 +294,27 @@ def test_student_user_cannot_read_the_course_secret_or_results():
             assert after.stderr.count("Permission denied") == 3
             who = as_student("id -u; touch status/ok home/tmp/ok responses/ok && echo wrote")
             assert who.stdout.split() == [str(sandbox.uid), "wrote"] and sandbox.uid != 0
+            # a process that left the process group is killed after the run
+            subprocess.run(
+                [
+                    "/bin/sh",
+                    "-c",
+                    "setsid sleep 300 >/dev/null 2>&1 < /dev/null & echo $! > status/pid",
+                ],
+                cwd=work,
+                preexec_fn=sandbox._preexec,  # noqa: PLW1509
+                timeout=30,
+            )
+            leftover = int((work / "status" / "pid").read_text())
+            assert Path(f"/proc/{leftover}").exists()
+            sandbox.kill_leftovers()
+            for _ in range(100):
+                state = Path(f"/proc/{leftover}/stat")
+                if not state.exists() or state.read_text().split(") ")[1].startswith("Z"):
+                    break
+                time.sleep(0.05)
+            else:
+                raise AssertionError("the student's leftover process survived")
             listing = as_student(f"ls {work_parent}")
             writing = as_student(f"touch {work_parent}/x")
             assert listing.returncode != 0 and "run" not in listing.stdout

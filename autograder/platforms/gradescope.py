@@ -27,6 +27,7 @@ import os
 import pwd
 import secrets
 import shutil
+import signal
 import stat
 import sys
 import tempfile
@@ -178,14 +179,18 @@ class StudentUserSandbox(Sandbox):
     folders are handed to that user; everything else of the grader stays root's."""
 
     def __init__(self, limits, user=STUDENT_USER):
-        entry = _user(user)
-        self.uid, self.gid = entry.pw_uid, entry.pw_gid
+        if isinstance(user, int):  # a bare uid (gid = uid), e.g. one no other process uses
+            self.uid = self.gid = user
+            name = f"uid {user}"
+        else:
+            entry = _user(user)
+            self.uid, self.gid, name = entry.pw_uid, entry.pw_gid, entry.pw_name
         with warnings.catch_warnings():  # the generic "no filesystem sandbox" warning: see below
             warnings.simplefilter("ignore", RuntimeWarning)
             super().__init__(limits, mode="none")
         print(
             f"note: bubblewrap cannot create namespaces here; student code runs as the "
-            f"unprivileged user {entry.pw_name} (uid {self.uid}), which cannot read the course, "
+            f"unprivileged user {name} (uid {self.uid}), which cannot read the course, "
             "the secret or the results.",
             file=sys.stderr,
         )
@@ -204,7 +209,25 @@ class StudentUserSandbox(Sandbox):
 
     def _launch(self, work, pending, log):
         self.hand_over(Path(work))
-        return super()._launch(work, pending, log)
+        try:
+            return super()._launch(work, pending, log)
+        finally:
+            self.kill_leftovers()
+
+    def kill_leftovers(self):
+        """Without a pid namespace a student's process can leave the process group (setsid):
+        kill every process of the student user, as that user (kill(-1) spares the caller)."""
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child only makes system calls
+            try:
+                os.setgroups([])
+                os.setgid(self.gid)
+                os.setuid(self.uid)
+                os.kill(-1, signal.SIGKILL)
+            except OSError:
+                pass
+            os._exit(0)
+        os.waitpid(pid, 0)
 
     def hand_over(self, work):
         """The run's folders: writable by the student user; the way to them: traversable only."""
@@ -212,9 +235,9 @@ class StudentUserSandbox(Sandbox):
             (work / name).mkdir(parents=True, exist_ok=True)
         (work / "home" / "tmp").mkdir(exist_ok=True)  # TMPDIR without bubblewrap
         for name in ("submission", "home", "responses", "status"):
-            for path in [work / name, *(work / name).rglob("*")]:
-                if not path.is_symlink():
-                    os.chown(path, self.uid, self.gid)
+            for folder, dirs, files in os.walk(work / name, followlinks=False):
+                for entry in [folder, *(os.path.join(folder, n) for n in dirs + files)]:
+                    os.chown(entry, self.uid, self.gid, follow_symlinks=False)
         _readable_by_all(work / "requests")
         if (work / "job.json").exists():
             os.chmod(work / "job.json", 0o644)
