@@ -1,8 +1,30 @@
-"""The command line: `python -m autograder release` and `python -m autograder grade PATH`."""
+"""The command line: `python -m autograder release`, `grade PATH`, `nbgrader init|grade COURSE`
+and `gradescope --out autograder.zip`."""
 
 import argparse
 import os
 import sys
+
+
+def grade_options(cmd):
+    """The grading options `grade` shares with `nbgrader grade`."""
+    cmd.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    cmd.add_argument("--timeout", type=float, default=300.0, help="wall-clock seconds per notebook")
+    cmd.add_argument("--force", action="store_true", help="regrade up-to-date students")
+    cmd.add_argument(
+        "--secret", help="course secret seeding the hidden tests (default: $COURSE_SECRET)"
+    )
+    cmd.add_argument(
+        "--memory", type=float, default=6.0, help="address-space limit per process, in GB"
+    )
+    cmd.add_argument(
+        "--sandbox",
+        choices=("auto", "bwrap", "none"),
+        default="auto",
+        help="auto: bubblewrap when it works, else rlimits only (with a warning)",
+    )
+    cmd.add_argument("--keep-work", action="store_true", help="keep the sandbox folders")
+    cmd.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def main(argv=None):
@@ -15,27 +37,25 @@ def main(argv=None):
     )
 
     grade_cmd = commands.add_parser("grade", help="grade one submission folder or a class")
-    grade_cmd.add_argument("path", help="a student's folder, or a folder of student folders")
+    grade_cmd.add_argument(
+        "path",
+        help="a folder of student folders (or zips), one student's folder or .zip upload, "
+        "or an nbgrader course (its submitted/ tree)",
+    )
     grade_cmd.add_argument("--out", default="grades", help="output folder (default: grades)")
-    grade_cmd.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     grade_cmd.add_argument(
-        "--timeout", type=float, default=300.0, help="wall-clock seconds per notebook"
-    )
-    grade_cmd.add_argument("--force", action="store_true", help="regrade up-to-date students")
-    grade_cmd.add_argument(
-        "--secret", help="course secret seeding the hidden tests (default: $COURSE_SECRET)"
-    )
-    grade_cmd.add_argument(
-        "--memory", type=float, default=6.0, help="address-space limit per process, in GB"
-    )
-    grade_cmd.add_argument(
-        "--sandbox",
-        choices=("auto", "bwrap", "none"),
+        "--layout",
+        choices=("auto", "class", "student"),
         default="auto",
-        help="auto: bubblewrap when it works, else rlimits only (with a warning)",
+        help="auto: guess; class: PATH holds one folder or zip per student; student: PATH is "
+        "one student's upload (notebooks loose, in sub-folders or zips)",
     )
-    grade_cmd.add_argument("--keep-work", action="store_true", help="keep the sandbox folders")
-    grade_cmd.add_argument("--quiet", action="store_true", help="no progress bar")
+    grade_options(grade_cmd)
+
+    from autograder.platforms import gradescope, nbgrader
+
+    nbgrader.add_arguments(commands, grade_options)
+    gradescope.add_arguments(commands)
 
     args = parser.parse_args(argv)
     if args.command == "release":
@@ -52,6 +72,14 @@ def main(argv=None):
         from autograder.grade import grade_command
 
         return grade_command(args)
+    if args.command == "nbgrader":
+        from autograder.platforms import nbgrader
+
+        return nbgrader.run(args)
+    if args.command == "gradescope":
+        from autograder.platforms import gradescope
+
+        return gradescope.run(args)
     return 2
 
 

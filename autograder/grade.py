@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder import submissions
 from autograder.answers import judge_answers
 from autograder.curriculum import GRADED_NAMES, NOTEBOOKS
 from autograder.probes.base import PROBES, build_cases, derive_seed, judge_cases, write_requests
@@ -57,31 +58,7 @@ class StudentResult:
     per_notebook: dict = field(default_factory=dict)
 
 
-# -- discovery -----------------------------------------------------------------------------------
-def _is_submission(folder):
-    return any(os.path.lexists(folder / name) for name in NOTEBOOK_FILES)
-
-
-def discover(path, out=None):
-    """[(student id, folder)]: PATH itself if it holds SPEC's notebooks, else its sub-folders."""
-    path = Path(path).resolve()
-    if not path.is_dir():
-        raise SystemExit(f"error: {printable(path)} is not a folder")
-    if _is_submission(path):
-        return [(path.name, path)]
-    out = Path(out).resolve() if out else None
-    students = []
-    for child in sorted(path.iterdir()):
-        if child.is_symlink() or not child.is_dir() or child.name.startswith((".", "_")):
-            continue
-        if out is not None and (child == out or out.is_relative_to(child)):
-            continue
-        students.append((child.name, child))
-    if not students:  # an empty student folder: graded as such (every notebook missing)
-        return [(path.name, path)]
-    return students
-
-
+# -- discovery: autograder.submissions turns PATH into students' folders -------------------------
 def output_folder(out, student):
     """OUT/<student>, except for a student whose folder name is one of the class report's files
     (grades.csv, summary.md, ...): OUT/_<student>. Student folders starting with "_" are never
@@ -201,11 +178,12 @@ def _load_notebook(folder, name, max_bytes):
 
 
 # -- one student ---------------------------------------------------------------------------------
-def grade_student(student, folder, settings, sandbox):
+def grade_student(student, folder, settings, sandbox, placement=None):
+    """placement: messages about files that could not be placed (submissions.Submission)."""
     started = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix=f"student-{_safe(student)}-", dir=settings.work_root))
     try:
-        return _grade_student(student, folder, settings, sandbox, work, started)
+        return _grade_student(student, folder, settings, sandbox, work, started, placement or {})
     finally:
         if not settings.keep_work:
             _remove_quietly(work)
@@ -229,7 +207,7 @@ def _notebook_file(folder, filename):
     return "present"
 
 
-def _grade_student(student, folder, settings, sandbox, work, started):
+def _grade_student(student, folder, settings, sandbox, work, started, placement):
     import nbformat
 
     from autograder.report import write_student
@@ -240,11 +218,15 @@ def _grade_student(student, folder, settings, sandbox, work, started):
     for nb in NOTEBOOKS:
         seed = derive_seed(settings.secret, _encodable(student), nb.stem)
         cases = build_cases(nb.stem, seed, functions=registered_probes())
+        placed = " ".join(placement.get(nb.stem, []))
         if _notebook_file(folder, nb.filename) == "missing":
-            note = f"{nb.filename} was not found in your submission, so its tests score 0."
+            note = (
+                placed or f"{nb.filename} was not found in your submission, so its tests score 0."
+            )
             plan.append((nb, cases, None, note, note))
             continue
         notebook, message = load_notebook(folder, nb.filename, settings.max_notebook_bytes)
+        message = " ".join(m for m in (placed, message) if m)
         if notebook is None:
             plan.append((nb, cases, None, f"not tested: {message}", message))
             continue
@@ -312,9 +294,8 @@ def _grade_student(student, folder, settings, sandbox, work, started):
     if len(submission_messages) > 20:
         more = len(submission_messages) - 19
         submission_messages[19:] = [f"... and {more} more files were not copied."]
-    payload = build_results(
-        student, tests, notebooks, time.monotonic() - started, submission_messages
-    )
+    general = list(placement.get(submissions.GENERAL, [])) + submission_messages
+    payload = build_results(student, tests, notebooks, time.monotonic() - started, general)
     target = output_folder(settings.out, student)
     write_student(target, payload)
     if (work / "sandbox.log").exists():
@@ -483,7 +464,7 @@ def _read_saved(results):
     return payload if isinstance(payload, dict) and not payload.get("internal_error") else None
 
 
-def grade_class(path, settings, progress=True):
+def grade_class(path, settings, progress=True, layout="auto", graded_groups=None):
     from autograder.report import write_class
 
     problem = preflight(settings.sandbox_mode)
@@ -495,7 +476,12 @@ def grade_class(path, settings, progress=True):
         root, root_lock = start_work_root(settings.keep_work)
         try:
             settings.work_root = root
-            return _grade_class(path, settings, progress, write_class)
+            staging = root / "submissions"
+            staging.mkdir()
+            found = submissions.discover(
+                path, settings.out, staging, layout=layout, graded_groups=graded_groups
+            )
+            return _grade_class(found, settings, progress, write_class)
         finally:
             os.close(root_lock)
             if not settings.keep_work:
@@ -504,18 +490,19 @@ def grade_class(path, settings, progress=True):
         release_output(lock)
 
 
-def _grade_class(path, settings, progress, write_class):
+def _grade_class(found, settings, progress, write_class):
     from tqdm import tqdm
 
-    students = discover(path, settings.out)
     todo, done = [], []
-    for student, folder in students:
+    for sub in found:
+        student = sub.student
         results = output_folder(settings.out, student) / "results.json"
-        saved = None if settings.force or not up_to_date(folder, results) else _read_saved(results)
+        fresh = not settings.force and up_to_date(sub.source, results)
+        saved = _read_saved(results) if fresh else None
         if saved is not None:
             done.append(StudentResult(student, saved, skipped=True))
         else:
-            todo.append((student, folder))
+            todo.append(sub)
 
     untested = [name for name in GRADED_NAMES if name not in registered_probes()]
     if untested:
@@ -534,7 +521,12 @@ def _grade_class(path, settings, progress, write_class):
     try:
         if todo:
             with ThreadPoolExecutor(max_workers=max(1, settings.workers)) as pool:
-                futures = {pool.submit(grade_student, s, f, settings, sandbox): s for s, f in todo}
+                futures = {
+                    pool.submit(
+                        grade_student, s.student, s.folder, settings, sandbox, s.messages
+                    ): (s.student)
+                    for s in todo
+                }
                 bar = tqdm(total=len(futures), desc="grading", unit="student", disable=not progress)
                 for future in as_completed(futures):
                     student = futures[future]
@@ -552,7 +544,8 @@ def _grade_class(path, settings, progress, write_class):
     return done, summary
 
 
-def grade_command(args):
+def settings_from_args(args):
+    """Settings from the `grade` options (also used by the nbgrader and Gradescope commands)."""
     secret = getattr(args, "secret", None) or os.environ.get("COURSE_SECRET")
     if not secret:
         secret = DEFAULT_SECRET
@@ -564,7 +557,7 @@ def grade_command(args):
     limits = Limits(timeout=float(args.timeout))
     if getattr(args, "memory", None):
         limits.memory_bytes = int(float(args.memory) * 2**30)
-    settings = Settings(
+    return Settings(
         out=Path(args.out).resolve(),
         secret=secret,
         limits=limits,
@@ -573,8 +566,17 @@ def grade_command(args):
         sandbox_mode=getattr(args, "sandbox", None) or "auto",
         keep_work=bool(getattr(args, "keep_work", False)),
     )
+
+
+def grade_command(args):
+    settings = settings_from_args(args)
     started = time.monotonic()
-    done, summary = grade_class(args.path, settings, progress=not getattr(args, "quiet", False))
+    done, summary = grade_class(
+        args.path,
+        settings,
+        progress=not getattr(args, "quiet", False),
+        layout=getattr(args, "layout", "auto"),
+    )
     elapsed = time.monotonic() - started
     graded = [r for r in done if not r.skipped and not r.error]
     skipped = [r for r in done if r.skipped]

@@ -4,6 +4,11 @@ Notebook 06 builds its language model from the TransformerBlock you wrote in not
 Running all of notebook 05 again would redo its plots, checks and training; instead,
 import_definitions reads it and runs only what a module would hold: imports, functions,
 classes and constants given as plain literals.
+
+Where it looks for the earlier notebook, when given a bare file name: this folder; then a
+sub-folder of it (the grader keeps notebooks it does not grade there); then a folder next to
+this one (nbgrader with one assignment per notebook: ../05_transformer_block/). A folder named
+like the notebook wins; two other candidates at the same level are an error naming both.
 """
 
 import ast
@@ -73,6 +78,32 @@ def _defined_names(node):
     return []
 
 
+def find_notebook(notebook_path):
+    """The path of the notebook to import (see the module's docstring); unchanged if absent."""
+    path = Path(notebook_path)
+    if path.is_file() or path.is_absolute() or len(path.parts) > 1:
+        return path
+    here = Path.cwd()
+    for level in (here, here.parent):
+        candidates = sorted(
+            p
+            for p in level.glob(f"*/{path.name}")
+            if p.is_file() and not p.parent.name.startswith(".") and p.parent != here
+        )
+        named = [p for p in candidates if p.parent.name == path.stem]
+        if named:
+            return named[0]
+        if len(candidates) == 1:
+            return candidates[0]
+        if len(candidates) > 1:
+            found = ", ".join(str(p) for p in candidates)
+            raise FileNotFoundError(
+                f"found several copies of {path.name} ({found}); pass the one to use, e.g. "
+                f'import_definitions("{candidates[0]}", ...)'
+            )
+    return path
+
+
 def _notebook_label(path):
     """'notebook 05' for 05_transformer_block.ipynb, else the file name."""
     prefix = path.stem.split("_")[0]
@@ -89,14 +120,15 @@ def import_definitions(notebook_path, names=None, namespace=None):
 
         import_definitions("05_transformer_block.ipynb", ["TransformerBlock"], globals())
     """
-    path = Path(notebook_path)
     wanted = [names] if isinstance(names, str) else names
+    path = find_notebook(notebook_path)
     label = _notebook_label(path)
     if not path.is_file():
         needed = ", ".join(wanted) if wanted else "the definitions you need"
         raise FileNotFoundError(
-            f"cannot find {path.name} (looked for {path.resolve()}). Keep {label} in the same "
-            f"folder as this notebook, or paste {needed} into a cell here."
+            f"cannot find {path.name} (looked for {path.resolve()}, in the folders inside it "
+            f"and in the folders next to it). Keep {label} in the same folder as this notebook "
+            f"or in a folder next to it, or paste {needed} into a cell here."
         )
 
     # The definitions live in their own globals, as a module's would: your notebook's

@@ -1,0 +1,326 @@
+"""The Gradescope autograder: the zip, run_autograder on a tree laid out like /autograder, the
+results.json schema (written here from Gradescope's documentation), the scores (those of
+`python -m autograder grade` for the same student id and secret), and the unprivileged-user
+fallback for containers where bubblewrap cannot create namespaces."""
+
+import csv
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from autograder.curriculum import BY_STEM
+from autograder.probes.base import build_cases
+
+REPO = Path(__file__).resolve().parent.parent
+CLASS = REPO / "examples" / "class"
+SECRET = "gradescope-test-secret"
+VISIBILITY = {"hidden", "after_due_date", "after_published", "visible"}
+
+# Gradescope's results.json (gradescope-autograders.readthedocs.io, "Autograder Specifications",
+# output format): every key it documents, with its type. Anything else is an error here.
+TOP_LEVEL = {
+    "score": (int, float),
+    "execution_time": (int, float),
+    "output": str,
+    "output_format": str,
+    "test_output_format": str,
+    "test_name_format": str,
+    "visibility": str,
+    "stdout_visibility": str,
+    "extra_data": dict,
+    "tests": list,
+    "leaderboard": list,
+}
+TEST_LEVEL = {
+    "score": (int, float),
+    "max_score": (int, float),
+    "status": str,
+    "name": str,
+    "name_format": str,
+    "number": str,
+    "output": str,
+    "output_format": str,
+    "tags": list,
+    "visibility": str,
+    "extra_data": dict,
+}
+
+
+def check_schema(results):
+    """Assert `results` follows Gradescope's results.json format (and our own invariants)."""
+    assert isinstance(results, dict)
+    for key, value in results.items():
+        assert key in TOP_LEVEL, f"unknown top-level key {key!r}"
+        assert isinstance(value, TOP_LEVEL[key]), f"{key}: {type(value).__name__}"
+    assert "score" in results or all("score" in t for t in results["tests"])
+    for key in ("visibility", "stdout_visibility"):
+        assert results.get(key, "visible") in VISIBILITY
+    for test in results["tests"]:
+        for key, value in test.items():
+            assert key in TEST_LEVEL, f"unknown test key {key!r}"
+            assert isinstance(value, TEST_LEVEL[key]), f"{key}: {type(value).__name__}"
+        assert test.get("visibility", "visible") in VISIBILITY
+        assert test.get("status", "passed") in ("passed", "failed")
+        assert all(isinstance(tag, str) for tag in test.get("tags", []))
+        assert 0 <= test["score"] <= test["max_score"]
+
+
+def max_points(stem):
+    return sum(case.points for case in build_cases(stem, seed="points"))
+
+
+@pytest.fixture(scope="module")
+def autograder_zip(tmp_path_factory):
+    out = tmp_path_factory.mktemp("zip") / "autograder.zip"
+    done = subprocess.run(
+        [sys.executable, "-m", "autograder", "gradescope", "--out", str(out), "--secret", SECRET],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def gradescope_root(base, autograder_zip, notebooks, email):
+    """A folder laid out like /autograder, with this submission in it."""
+    root = base / "autograder"
+    (root / "source").mkdir(parents=True)
+    with zipfile.ZipFile(autograder_zip) as archive:
+        archive.extractall(root / "source")
+    shutil.copy2(root / "source" / "run_autograder", root / "run_autograder")
+    (root / "submission").mkdir()
+    for path in notebooks:
+        shutil.copy2(path, root / "submission" / path.name)
+    metadata = {"id": 1, "users": [{"email": email, "id": 42, "name": "A Student"}]}
+    (root / "submission_metadata.json").write_text(json.dumps(metadata))
+    return root
+
+
+def run_autograder(root):
+    env = dict(os.environ, AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=sys.executable)
+    env.pop("COURSE_SECRET", None)
+    done = subprocess.run(
+        ["bash", str(root / "run_autograder")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads((root / "results" / "results.json").read_text())
+
+
+def per_notebook(results):
+    scores = {}
+    for test in results["tests"]:
+        stem = test["extra_data"]["notebook"]
+        scores[stem] = round(scores.get(stem, 0.0) + test["score"], 4)
+    return scores
+
+
+# -- the zip, statically -------------------------------------------------------------------------
+def test_zip_holds_what_gradescope_needs(autograder_zip):
+    with zipfile.ZipFile(autograder_zip) as archive:
+        names = set(archive.namelist())
+        modes = {i.filename: i.external_attr >> 16 for i in archive.infolist()}
+        setup = archive.read("setup.sh").decode()
+        requirements = archive.read("requirements.txt").decode()
+        settings = json.loads(archive.read("settings.json"))
+        secret = archive.read("secret").decode().strip()
+    assert {"setup.sh", "run_autograder"} <= names  # at the root of the archive
+    assert modes["run_autograder"] & stat.S_IXUSR and modes["setup.sh"] & stat.S_IXUSR
+    assert secret == SECRET and not modes["secret"] & 0o077
+    assert "lib/autograder/reference/matrix_attention.py" in names  # the grader needs it...
+    assert "lib/coursedata/__init__.py" in names
+    assert settings["test_visibility"] == "after_due_date"  # hidden tests: after the due date
+    # ... and setup.sh makes the course root's alone, and never installs it where students run
+    assert 'chmod -R go-rwx "$SOURCE"' in setup
+    assert (
+        '/bin/pip" install --no-cache-dir -r "$SOURCE/requirements.txt"' in setup
+        and "attention-course" not in requirements
+    )
+    assert "bubblewrap" in setup and "useradd" in setup
+
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+    pins = set(pyproject["project"]["dependencies"])
+    installed = set(requirements.split())
+    torch = re.findall(r'pip" install --no-cache-dir (torch==\S+) --index-url (\S+)\n', setup)
+    assert torch == [("torch==2.13.0", "https://download.pytorch.org/whl/cpu")]
+    assert installed | {torch[0][0]} == pins
+
+
+def test_visibility_is_configurable(tmp_path):
+    out = tmp_path / "a.zip"
+    subprocess.run(
+        [sys.executable, "-m", "autograder", "gradescope", "--out", str(out)]
+        + ["--test-visibility", "visible", "--stdout-visibility", "after_published"],
+        check=True,
+        capture_output=True,
+        timeout=300,
+        env={k: v for k, v in os.environ.items() if k != "COURSE_SECRET"},
+    )
+    with zipfile.ZipFile(out) as archive:
+        settings = json.loads(archive.read("settings.json"))
+        secret = archive.read("secret").decode().strip()
+    assert settings["test_visibility"] == "visible"
+    assert settings["stdout_visibility"] == "after_published"
+    assert len(secret) >= 32  # none given: a random one
+
+
+# -- run_autograder ------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory, autograder_zip):
+    """Three submissions graded by run_autograder: {name: results.json}."""
+    subs = {
+        "solutions": [REPO / "solutions" / BY_STEM["01_soft_lookup"].filename],
+        "stubs": [REPO / "notebooks" / BY_STEM["01_soft_lookup"].filename],
+        "mistakes": [CLASS / "no_scale" / BY_STEM["02_dot_product_softmax"].filename],
+    }
+    results = {}
+    for name, notebooks in subs.items():
+        base = tmp_path_factory.mktemp(name)
+        root = gradescope_root(base, autograder_zip, notebooks, f"{name}@example.edu")
+        results[name] = run_autograder(root)
+    return results
+
+
+def test_results_follow_gradescopes_schema(graded):
+    for results in graded.values():
+        check_schema(results)
+        assert {t["visibility"] for t in results["tests"]} == {"after_due_date"}
+        assert results["stdout_visibility"] == "hidden"
+
+
+def test_solutions_full_marks_stubs_zero(graded):
+    solutions, stubs = per_notebook(graded["solutions"]), per_notebook(graded["stubs"])
+    assert solutions["01_soft_lookup"] == max_points("01_soft_lookup") > 0
+    assert graded["solutions"]["score"] == max_points("01_soft_lookup")
+    assert stubs["01_soft_lookup"] == 0 and graded["stubs"]["score"] == 0
+    stub_tests = [
+        t for t in graded["stubs"]["tests"] if t["extra_data"]["notebook"] == "01_soft_lookup"
+    ]
+    assert stub_tests and all(t["status"] == "failed" for t in stub_tests)
+
+
+def test_mistakes_score_as_the_standalone_grader_does(graded, tmp_path):
+    """`python -m autograder grade` on a folder named like the Gradescope student id, with the
+    same secret, gives the same per-notebook scores and tests."""
+    student = tmp_path / "class" / "mistakes@example.edu"
+    student.mkdir(parents=True)
+    shutil.copy2(CLASS / "no_scale" / "02_dot_product_softmax.ipynb", student)
+    done = subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", str(tmp_path / "class")]
+        + ["--out", str(tmp_path / "grades"), "--secret", SECRET, "--workers", "1", "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr
+    with open(tmp_path / "grades" / "grades.csv") as handle:
+        [row] = list(csv.DictReader(handle))
+    gradescope = per_notebook(graded["mistakes"])
+    for stem, score in gradescope.items():
+        assert float(row[stem]) == pytest.approx(score)
+    assert 0 < gradescope["02_dot_product_softmax"] < max_points("02_dot_product_softmax")
+    failed = [t for t in graded["mistakes"]["tests"] if t["status"] == "failed" and t.get("tags")]
+    assert any("missing-scale" in t["tags"] for t in failed)
+    standalone = json.loads((tmp_path / "grades" / student.name / "results.json").read_text())
+    assert [t["score"] for t in standalone["tests"]] == [
+        t["score"] for t in graded["mistakes"]["tests"]
+    ]
+
+
+# -- without user namespaces: student code runs as an unprivileged user ------------------------
+def _owner(proc):
+    try:
+        return proc.stat().st_uid
+    except OSError:
+        return None
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="dropping privileges needs root")
+def test_student_user_cannot_read_the_course_secret_or_results():
+    from autograder.platforms.gradescope import StudentUserSandbox, lock_down
+    from autograder.sandbox import Limits
+
+    base = Path(tempfile.mkdtemp(prefix="gs-fallback-"))  # /tmp: reachable by other users
+    try:
+        os.chmod(base, 0o755)
+        root = base / "autograder"
+        for name in ("source", "results", "submission"):
+            (root / name).mkdir(parents=True)
+            os.chmod(root / name, 0o755)
+        (root / "source" / "secret").write_text("s3cret")
+        (root / "results" / "results.json").write_text("{}")
+        for path in (root / "source" / "secret", root / "results" / "results.json"):
+            os.chmod(path, 0o644)
+        uid = 54321  # no passwd entry, no process: killing its leftovers touches nobody else's
+        assert not [p for p in Path("/proc").glob("[0-9]*") if _owner(p) == uid]
+        sandbox = StudentUserSandbox(Limits(timeout=30), user=uid)
+        try:
+            work_parent = Path(tempfile.mkdtemp(prefix="gs-work-"))
+            work = work_parent / "run"
+            (work / "requests").mkdir(parents=True)
+            sandbox.hand_over(work)
+
+            def as_student(script):
+                return subprocess.run(
+                    ["/bin/sh", "-c", script],
+                    cwd=work,
+                    preexec_fn=sandbox._preexec,  # noqa: PLW1509 - what the sandbox runs with
+                    capture_output=True,
+                    text=True,
+                    timeout=30,
+                )
+
+            reads = f"cat {root}/source/secret; cat {root}/results/results.json; ls {root}/source"
+            before = as_student(reads)
+            assert "s3cret" in before.stdout  # the check below can fail: readable until locked
+            lock_down(root)
+            after = as_student(reads)
+            assert "s3cret" not in after.stdout and "{}" not in after.stdout
+            assert after.stderr.count("Permission denied") == 3
+            who = as_student("id -u; touch status/ok home/tmp/ok responses/ok && echo wrote")
+            assert who.stdout.split() == [str(sandbox.uid), "wrote"] and sandbox.uid != 0
+            # a process that left the process group is killed after the run
+            subprocess.run(
+                [
+                    "/bin/sh",
+                    "-c",
+                    "setsid sleep 300 >/dev/null 2>&1 < /dev/null & echo $! > status/pid",
+                ],
+                cwd=work,
+                preexec_fn=sandbox._preexec,  # noqa: PLW1509
+                timeout=30,
+            )
+            leftover = int((work / "status" / "pid").read_text())
+            assert Path(f"/proc/{leftover}").exists()
+            sandbox.kill_leftovers()
+            for _ in range(100):
+                state = Path(f"/proc/{leftover}/stat")
+                if not state.exists() or state.read_text().split(") ")[1].startswith("Z"):
+                    break
+                time.sleep(0.05)
+            else:
+                raise AssertionError("the student's leftover process survived")
+            listing = as_student(f"ls {work_parent}")
+            writing = as_student(f"touch {work_parent}/x")
+            assert listing.returncode != 0 and "run" not in listing.stdout
+            assert writing.returncode != 0 and not (work_parent / "x").exists()
+        finally:
+            sandbox.close()
+            shutil.rmtree(work_parent, ignore_errors=True)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
