@@ -1,4 +1,4 @@
-"""The command line: `python -m autograder release` and `python -m autograder grade PATH`."""
+"""The command line: `python -m autograder release`, `grade PATH` and `handout --out DIR`."""
 
 import argparse
 import os
@@ -37,6 +37,14 @@ def main(argv=None):
     grade_cmd.add_argument("--keep-work", action="store_true", help="keep the sandbox folders")
     grade_cmd.add_argument("--quiet", action="store_true", help="no progress bar")
 
+    handout_cmd = commands.add_parser(
+        "handout", help="build what students get: notebooks, data and a checker without answers"
+    )
+    handout_cmd.add_argument("--out", required=True, help="an empty or new folder")
+    handout_cmd.add_argument(
+        "--stage", type=int, help="only notebooks 01..STAGE (a weekly release); default: all"
+    )
+
     args = parser.parse_args(argv)
     if args.command == "release":
         from autograder.release import release
@@ -52,6 +60,11 @@ def main(argv=None):
         from autograder.grade import grade_command
 
         return grade_command(args)
+    if args.command == "handout":
+        from autograder.handout import build_handout, describe
+
+        print(describe(build_handout(args.out, stage=args.stage), args.out))
+        return 0
     return 2
 
 
