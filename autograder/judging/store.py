@@ -17,7 +17,7 @@ from pathlib import Path
 
 from autograder.harness.wire import Reader, Writer
 from autograder.judging import Judgement
-from autograder.judging.base import Case, request_folder
+from autograder.judging.base import Case
 
 
 class NotStorable(TypeError):

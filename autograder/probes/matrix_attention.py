@@ -20,18 +20,16 @@ weights underflow to 0/0; that is why the large-score case has no mask.)
 
 import numpy as np
 
-from autograder.judging import compare
-from autograder.misconceptions import numpy_variants as nv
-from autograder.probes.base import Case, Fail, probe
+from autograder.judging import Judgement
+from autograder.probes.base import Case, probe
 from autograder.probes.numpy_common import (
     call,
+    call_data,
     causal_mask_of,
-    got_of,
+    label,
     random_mask,
-    same_outputs,
     unmodified_case,
     value_case,
-    well_formed,
 )
 
 
@@ -49,58 +47,36 @@ def attention_scores_cases(rng):
     ]
 
 
-def _mask_values(response, n):
-    """The student's causal_mask(n) as booleans (0/1 numbers accepted here; dtype is its own case)."""
-    got = got_of(response, "causal_mask", [n])
-    expected = causal_mask_of(n)
-    compare.assert_shape(got, expected.shape, f"causal_mask({n})")
-    if got.dtype != bool:
-        with np.errstate(all="ignore"):
-            if got.dtype.kind not in "biuf" or not np.all((got == 0) | (got == 1)):
-                raise Fail(
-                    f"causal_mask({n}) holds values other than True/False (or 0/1): a mask says "
-                    "only 'may attend' (True) or 'may not' (False)."
-                )
-        got = got != 0
-    try:
-        compare.assert_close(got, expected, f"causal_mask({n})")
-    except Fail as failure:
-        ids = nv.diagnose("causal_mask", got, [n])
-        hint = ""
-        if not got[np.arange(n), np.arange(n)].all() and got[np.tril_indices(n, -1)].all():
-            hint = " The diagonal is False: may a token attend to itself?"
-        elif got[np.triu_indices(n, 1)].any() and not got[np.tril_indices(n, -1)].any():
-            hint = " True above the diagonal lets a query see later keys (the future)."
-        raise Fail(failure.message + hint + nv.explain(ids), ids) from None
-    return got
+def _mask(n):
+    """What the causal-mask judges need to know of causal_mask(n)."""
+    return call_data("causal_mask", [n]) | {"n": n}
 
 
 @probe("causal_mask")
 def causal_mask_cases(rng):
     n_big = int(rng.integers(7, 10))
-
-    def judge_five(responses):
-        _mask_values(responses[0], 5)
-
-    def judge_sizes(responses):
-        _mask_values(responses[0], 1)
-        _mask_values(responses[1], n_big)
-
-    def judge_dtype(responses):
-        got = got_of(responses[0], "causal_mask", [4])
-        if got.dtype != bool:
-            raise Fail(
-                f"causal_mask(4) has dtype {got.dtype}; a mask is boolean (dtype=bool), so that "
-                "np.where(mask, ...) and ~mask mean what they say."
-                + nv.explain(["mask-not-boolean"]),
-                ["mask-not-boolean"],
-            )
-        _mask_values(responses[0], 4)
-
     return [
-        Case("causal_mask", "n = 5", 1.0, [call(5)], judge_five),
-        Case("causal_mask", f"n = 1 and n = {n_big}", 0.5, [call(1), call(n_big)], judge_sizes),
-        Case("causal_mask", "a boolean array", 0.5, [call(4)], judge_dtype),
+        Case(
+            "causal_mask",
+            "n = 5",
+            1.0,
+            [call(5)],
+            Judgement("numpy_judges.causal_masks", {"masks": [_mask(5)]}),
+        ),
+        Case(
+            "causal_mask",
+            f"n = 1 and n = {n_big}",
+            0.5,
+            [call(1), call(n_big)],
+            Judgement("numpy_judges.causal_masks", {"masks": [_mask(1), _mask(n_big)]}),
+        ),
+        Case(
+            "causal_mask",
+            "a boolean array",
+            0.5,
+            [call(4)],
+            Judgement("numpy_judges.boolean_mask", {"mask": _mask(4)}),
+        ),
     ]
 
 
@@ -154,32 +130,18 @@ def self_attention_cases(rng):
     mask = causal_mask_of(n)
     Xu, Wu = rng.standard_normal((n, d)), weights()
 
-    def judge_perm(responses):
-        Z, A = got_of(responses[0], f, [Xp, *Wp])
-        Zp, Ap = got_of(responses[1], f, [Xp[perm], *Wp])
-        for k, out in enumerate((Z, A)):
-            well_formed(out, f, [Xp, *Wp], output=k)
-        same_outputs(Zp, Z[perm], "permuting the tokens should permute the rows of Z the same way")
-        same_outputs(
-            Ap,
-            A[perm][:, perm],
-            "permuting the tokens should permute the rows and columns of A the same way",
-        )
-
-    def judge_future(responses):
-        Z, A = got_of(responses[0], f, [Xf, *Wf], {"mask": mask})
-        Z2, A2 = got_of(responses[1], f, [Xf2, *Wf], {"mask": mask})
-        for k, out in enumerate((Z, A, Z2, A2)):
-            well_formed(out, f, [Xf, *Wf], {"mask": mask}, output=k % 2)
-        try:
-            same_outputs(
-                Z2[: t + 1],
-                Z[: t + 1],
-                f"with a causal mask, changing tokens {t + 1}.. changed the outputs of tokens 0..{t}",
-            )
-        except Fail as failure:
-            ids, sentence = nv.weights_signature(A, mask=mask)
-            raise Fail(f"{failure.message} {sentence}".rstrip() + nv.explain(ids), ids) from None
+    permuted = {
+        "function": f,
+        "call": call_data(f, [Xp, *Wp], variants=False),
+        "permuted_where": label(f, [Xp[perm], *Wp]),
+        "perm": perm,
+    }
+    prefix = {
+        "function": f,
+        "call": call_data(f, [Xf, *Wf], {"mask": mask}, variants=False),
+        "t": t,
+        "mask": mask,
+    }
 
     return [
         value_case(f, "no mask, d = 6, d_k = 4, d_v = 3", 1.0, [X, *W]),
@@ -192,14 +154,14 @@ def self_attention_cases(rng):
             "permuting the tokens permutes the outputs",
             0.25,
             [call(Xp, *Wp), call(Xp[perm], *Wp)],
-            judge_perm,
+            Judgement("numpy_judges.permutation_equivariant", permuted),
         ),
         Case(
             f,
             "with a causal mask, later tokens don't change earlier outputs",
             0.25,
             [call(Xf, *Wf, mask=mask), call(Xf2, *Wf, mask=mask)],
-            judge_future,
+            Judgement("numpy_judges.causal_prefix", prefix),
         ),
         unmodified_case(f, 0.5, [Xu, *Wu], {"mask": random_mask(rng, (n, n))}),
     ]

@@ -12,14 +12,11 @@
 mha_shapes accepts tuples or lists of integers (NumPy integers too).
 """
 
-import numbers
-
 import numpy as np
 
 from autograder import reference as ref
-from autograder.harness.wire import Opaque
-from autograder.judging import compare
-from autograder.probes.base import Case, Fail, probe
+from autograder.judging import Judgement
+from autograder.probes.base import Case, probe
 from autograder.probes.numpy_common import (
     call,
     causal_mask_of,
@@ -28,85 +25,24 @@ from autograder.probes.numpy_common import (
     value_case,
 )
 
-KEYS = ("W_q", "W_k", "W_v", "W_o", "input", "q", "k", "v", "A", "z", "concat", "output")
 
-
-def _as_shape(value):
-    """A tuple of ints from a tuple/list of integers, else None."""
-    if not isinstance(value, tuple | list):
-        return None
-    out = []
-    for x in value:
-        if isinstance(x, bool) or not isinstance(x, numbers.Integral | np.integer):
-            return None
-        out.append(int(x))
-    return tuple(out)
-
-
-def _judge_shapes(response, n, d, d_k, H):
-    where = f"mha_shapes(n={n}, d={d}, d_k={d_k}, H={H})"
-    if response.error:
-        raise Fail(compare.error_message(response, where))
-    got = response.decode(response.raw.get("value"))
-    if not isinstance(got, dict):
-        seen = got.type_name if isinstance(got, Opaque) else type(got).__name__
-        raise Fail(f"{where} returned a {seen}; it should return a dict from names to shapes.")
-    expected = ref.mha_shapes(n, d, d_k, H)
-    missing = [k for k in KEYS if k not in got]
-    if missing:
-        raise Fail(f"{where} has no entry for {', '.join(map(repr, missing))}.")
-    wrong, notes, ids = [], [], []
-    for key in KEYS:
-        shape = _as_shape(got[key])
-        if shape is None:
-            wrong.append(key)
-            notes.append(f"{key!r} is {got[key]!r}, not a tuple of integers")
-            continue
-        if shape == expected[key]:
-            continue
-        wrong.append(key)
-        if len(shape) == 2 and shape == expected[key][::-1]:
-            notes.append(
-                f"{key!r} = {shape} has its sizes in the wrong order (the lecture's column "
-                "convention? we use rows: X @ W)"
-            )
-        else:
-            notes.append(f"{key!r} = {shape} is not right")
-        if key == "concat" and shape == (n, d_k):
-            ids.append("heads-averaged")
-        if key == "output" and shape == (n, H * d_k) and H * d_k != d:
-            ids.append("missing-output-projection")
-    if wrong:
-        from autograder.misconceptions.numpy_variants import explain
-
-        raise Fail(
-            f"{where}: {len(wrong)} of {len(KEYS)} shapes are wrong: "
-            + "; ".join(notes)
-            + "."
-            + explain(ids),
-            ids,
-        )
+def _shapes_case(name, points, n, d, d_k, H):
+    sizes = {"n": n, "d": d, "d_k": d_k, "H": H}
+    return Case(
+        "mha_shapes",
+        name,
+        points,
+        [call(n, d, d_k, H)],
+        Judgement("numpy_judges.mha_shapes", sizes | {"expected": ref.mha_shapes(n, d, d_k, H)}),
+    )
 
 
 @probe("mha_shapes")
 def mha_shapes_cases(rng):
     n, d, d_k, H = (int(x) for x in rng.choice(np.arange(6, 20), size=4, replace=False))
-
-    def judge_lecture(responses):
-        _judge_shapes(responses[0], 2, 4, 3, 5)
-
-    def judge_other(responses):
-        _judge_shapes(responses[0], n, d, d_k, H)
-
     return [
-        Case(
-            "mha_shapes",
-            "the lecture's n=2, d=4, d_k=3, H=5",
-            0.5,
-            [call(2, 4, 3, 5)],
-            judge_lecture,
-        ),
-        Case("mha_shapes", "other sizes", 1.0, [call(n, d, d_k, H)], judge_other),
+        _shapes_case("the lecture's n=2, d=4, d_k=3, H=5", 0.5, 2, 4, 3, 5),
+        _shapes_case("other sizes", 1.0, n, d, d_k, H),
     ]
 
 

@@ -9,7 +9,8 @@ soft_lookup  2.0  random values, weights and output (1.0); d_v != d with large s
 
 import numpy as np
 
-from autograder.probes.base import Case, Fail, probe
+from autograder.judging import Judgement
+from autograder.probes.base import Case, probe
 from autograder.probes.numpy_common import call, unmodified_case, value_case
 
 FRUIT = ["apple", "banana", "lemon", "cherry", "grape", "melon", "peach", "plum"]
@@ -25,77 +26,26 @@ def lookup_cases(rng):
     present = FRUIT[order[rng.integers(k)]]
     absent = "orange"
 
-    def judge_present(responses):
-        for response, (tab, key) in zip(
-            responses, [(table, present), (numbers, "key1")], strict=True
-        ):
-            if response.error:
-                e = response.error
-                raise Fail(f"lookup(table, {key!r}) raised {e['type']}: {e['message']}")
-            got = response.decode(response.raw.get("value"))
-            want = tab[key]
-            same = (
-                isinstance(got, np.ndarray)
-                and got.shape == want.shape
-                and bool(((got == want) | ((got != got) & (want != want))).all())
-                if isinstance(want, np.ndarray)
-                else isinstance(got, str) and got == want
-            )
-            if not same:
-                raise Fail(
-                    f"lookup(table, {key!r}) returned {_short(got)}, not the value stored under "
-                    f"{key!r}."
-                )
-            after = response.decode(response.raw["args_after"][0])
-            if not isinstance(after, dict) or set(after) != set(tab):
-                raise Fail(
-                    f"lookup(table, {key!r}) changed the table's keys: it must only read it."
-                )
-
-    def judge_absent(responses):
-        response = responses[0]
-        error = response.error
-        if not error:
-            got = response.decode(response.raw.get("value"))
-            raise Fail(
-                f"lookup(table, {absent!r}) returned {_short(got)} for a key the table does not "
-                "hold; a dictionary raises KeyError there (do not use .get with a default)."
-            )
-        if error["type"] != "KeyError":
-            raise Fail(
-                f"lookup(table, {absent!r}) raised {error['type']}; an unknown key should raise "
-                "KeyError, like a dictionary does."
-            )
-        if absent not in error["message"]:
-            raise Fail(
-                f"lookup(table, {absent!r}) raised KeyError, but its message "
-                f"({error['message'][:80]!r}) does not name the key {absent!r}."
-            )
-        after = response.decode(response.raw["args_after"][0])
-        if not isinstance(after, dict) or absent in after:
-            raise Fail(f"lookup(table, {absent!r}) added the unknown key to the table.")
-
+    lookups = [
+        {"key": key, "want": tab[key], "keys": list(tab)}
+        for tab, key in [(table, present), (numbers, "key1")]
+    ]
     return [
         Case(
             "lookup",
             "returns the value stored under a key",
             0.5,
             [call(table, present), call(numbers, "key1")],
-            judge_present,
+            Judgement("numpy_judges.lookup_present", {"lookups": lookups}),
         ),
         Case(
             "lookup",
             "an unknown key raises KeyError naming it",
             0.5,
             [call(table, absent)],
-            judge_absent,
+            Judgement("numpy_judges.lookup_absent", {"absent": absent}),
         ),
     ]
-
-
-def _short(value):
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 @probe("similarity")

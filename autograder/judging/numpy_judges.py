@@ -1,0 +1,437 @@
+"""The judges of the NumPy notebooks (01-04): verdicts from the student's answers and plain data.
+
+A probe (autograder/probes/, notebooks 01-04) builds each case with the model answers and the
+known-wrong variants, and stores what they return as plain data; a judge here decides from that
+data alone. The data of one call (a "call" below) is a dict:
+
+    where     'attention_scores(Q (4, 8), K (6, 8))': the call, by shapes, for messages
+    expected  the right output (a tuple for pair-returning functions)
+    variants  [[id, output], ...]: what each known-wrong variant returns on the same inputs
+    d_k       the scores' d_k (functions that return scores: the scale hints)
+    mask      the mask the call passes, or None (functions that return weights)
+
+    Case("softmax", "a 1-D input", 0.5, [request],
+         Judgement("numpy_judges.value", {"function": "softmax", "calls": [call]}))
+"""
+
+import numbers
+
+import numpy as np
+
+from autograder.harness.wire import Opaque
+from autograder.judging import compare, judge
+from autograder.judging.base import Fail
+from autograder.judging.numpy_signatures import (
+    diagnose_from,
+    error_signature,
+    explain,
+    scale_signature,
+    weights_signature,
+)
+
+# What each pair-returning function returns, in order, as the messages name it.
+OUTPUTS = {
+    "soft_lookup": ("the weights", "the output"),
+    "attend": ("the weights", "the output"),
+    "scaled_dot_product_attention": ("Z", "A"),
+    "self_attention": ("Z", "A"),
+    "multi_head_attention": ("Y", "A"),
+}
+# Which of those outputs are attention weights (rows sum to 1).
+WEIGHTS = {
+    "soft_lookup": 0,
+    "attend": 0,
+    "scaled_dot_product_attention": 1,
+    "self_attention": 1,
+    "multi_head_attention": 1,
+}
+SCORES = {"scaled_scores", "attention_scores"}  # outputs that are scores: scale ratio hints
+
+
+# ---------------------------------------------------------------- reading and checking one call
+
+
+def got_of(response, function, where):
+    """The student's outputs as plain arrays (a tuple for pair-returning functions)."""
+    if response.error:
+        ids, sentence = error_signature(response.error, function=function)
+        raise Fail(
+            compare.error_message(response, where)
+            + "."
+            + (f" {sentence[0].upper()}{sentence[1:]}" if sentence else ""),
+            ids,
+        )
+    names = OUTPUTS.get(function)
+    if names is None:
+        return compare.returned(response, where)
+    what = [f"{n} returned by {where}" for n in names]
+    return compare.returned(response, where, count=len(names), names=what)
+
+
+def check_output(function, got, call, output=None, large=False):
+    """Compare one output with the expected one; on failure name the misconceptions it shows."""
+    expected = call["expected"]
+    if output is not None:
+        expected = expected[output]
+    names = OUTPUTS.get(function)
+    where = call["where"]
+    what = where if output is None else f"{names[output]} returned by {where}"
+    try:
+        compare.assert_close(got, expected, what=what)
+    except Fail as failure:
+        try:
+            ids, sentence = _diagnosis(function, got, expected, call, output, large)
+        except Exception:  # noqa: BLE001 - a diagnosis must never hide the failure itself
+            ids, sentence = [], ""
+        text = failure.message
+        if sentence:
+            text += f" {sentence[0].upper()}{sentence[1:]}"
+        raise Fail(text + explain(ids), ids, failure.fraction) from None
+
+
+def _diagnosis(function, got, expected, call, output, large):
+    """(ids, sentence) explaining a mismatch: known variants first, then property signatures."""
+    ids = diagnose_from(got, expected, call["variants"], output)
+    sentence = ""
+    same_shape = np.shape(got) == np.shape(expected)
+    if function in SCORES:
+        scale_ids, sentence = scale_signature(got, expected, call["d_k"])
+        ids = ids or scale_ids
+    is_weights = WEIGHTS.get(function, -1) == output
+    if not ids and is_weights and same_shape:
+        ids, sentence = weights_signature(got, mask=call.get("mask"), large=large)
+    if not ids and large and np.asarray(got).dtype.kind == "f":
+        with np.errstate(all="ignore"):
+            if not np.all(np.isfinite(got)):
+                ids = ["softmax-unstable"]
+    if is_weights and not sentence and same_shape:
+        rows = compare.rows_sum_message(got)
+        sentence = f"({rows})" if rows else ""
+    return ids, sentence
+
+
+def check_call(response, function, call, large=False):
+    """The student's outputs for one call, each checked against the expected ones."""
+    got = got_of(response, function, call["where"])
+    if isinstance(got, tuple):
+        first = WEIGHTS.get(function)  # the weights first: most mistakes start there
+        order = sorted(range(len(got)), key=lambda k: k != first)
+        for k in order:
+            check_output(function, got[k], call, output=k, large=large)
+    else:
+        check_output(function, got, call, large=large)
+    return got
+
+
+def well_formed(got, function, call, output=None):
+    """Fail unless got has the expected shape, a real dtype and no NaN/inf (values unchecked)."""
+    expected = call["expected"]
+    if output is not None:
+        expected, name = expected[output], OUTPUTS[function][output]
+    else:
+        name = "the result"
+    what = f"{name} returned by {call['where']}"
+    compare.assert_shape(got, np.shape(expected), what)
+    compare.assert_dtype_kind(got, expected, what)
+    compare.assert_finite_like(got, expected, what)
+    if WEIGHTS.get(function, -1) == output:
+        compare.assert_rows_sum_to_one(got, what)
+
+
+def same_outputs(a, b, what, tol=1e-9):
+    """Fail unless two outputs of the student's (already type-checked) agree closely."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.shape != b.shape:
+        raise Fail(f"{what}: the two calls returned shapes {a.shape} and {b.shape}.")
+    summary = compare.difference_summary(a, b, rtol=1e-7, atol=tol)
+    if summary:
+        raise Fail(f"{what}: {summary.replace('the expected values', 'each other')}.")
+
+
+# ---------------------------------------------------------------- value and input cases
+
+
+@judge
+def value(responses, *, function, calls, large=False, single=None):
+    """Every call's outputs match the expected ones.
+
+    single: the call on the first element of a batch (its response comes last); when that one
+    is right and the batched call is not, the failure is named batch-dims-unsupported.
+    """
+    for response, call in zip(responses, calls, strict=False):
+        try:
+            check_call(response, function, call, large=large)
+        except Fail as failure:
+            if single is None:
+                raise
+            try:
+                check_call(responses[-1], function, single, large=large)
+            except Fail:
+                raise failure from None
+            ids = ["batch-dims-unsupported"]
+            raise Fail(
+                f"{failure.message} The same call on one element of the batch is right, so "
+                "the leading batch dimensions are the trouble." + explain(ids),
+                ids,
+                failure.fraction,
+            ) from None
+
+
+@judge
+def unmodified(responses, *, function, call, inputs):
+    """The call's outputs are right AND every array input comes back unchanged.
+
+    inputs: [[position, name, value before the call], ...] for the array (and dict) arguments.
+    """
+    response = responses[0]
+    after = response.raw.get("args_after") or []
+    for k, name, before in inputs:
+        if k >= len(after):
+            break
+        try:
+            compare.assert_unchanged(before, response.decode(after[k]), f"the input {name}")
+        except Fail as failure:
+            raise Fail(failure.message + explain(["modifies-input"]), ["modifies-input"]) from None
+    value(responses, function=function, calls=[call])
+
+
+# ---------------------------------------------------------------- notebook 01: lookup
+
+
+def _short(value):
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+@judge
+def lookup_present(responses, *, lookups):
+    """Each lookup returns the value stored under its key and leaves the table's keys alone.
+
+    lookups: one {"key", "want", "keys"} per response (keys: the table's keys).
+    """
+    for response, lookup in zip(responses, lookups, strict=True):
+        key, want = lookup["key"], lookup["want"]
+        if response.error:
+            e = response.error
+            raise Fail(f"lookup(table, {key!r}) raised {e['type']}: {e['message']}")
+        got = response.decode(response.raw.get("value"))
+        same = (
+            isinstance(got, np.ndarray)
+            and got.shape == want.shape
+            and bool(((got == want) | ((got != got) & (want != want))).all())
+            if isinstance(want, np.ndarray)
+            else isinstance(got, str) and got == want
+        )
+        if not same:
+            raise Fail(
+                f"lookup(table, {key!r}) returned {_short(got)}, not the value stored under "
+                f"{key!r}."
+            )
+        after = response.decode(response.raw["args_after"][0])
+        if not isinstance(after, dict) or set(after) != set(lookup["keys"]):
+            raise Fail(f"lookup(table, {key!r}) changed the table's keys: it must only read it.")
+
+
+@judge
+def lookup_absent(responses, *, absent):
+    """Looking up a key the table does not hold raises KeyError naming it."""
+    response = responses[0]
+    error = response.error
+    if not error:
+        got = response.decode(response.raw.get("value"))
+        raise Fail(
+            f"lookup(table, {absent!r}) returned {_short(got)} for a key the table does not "
+            "hold; a dictionary raises KeyError there (do not use .get with a default)."
+        )
+    if error["type"] != "KeyError":
+        raise Fail(
+            f"lookup(table, {absent!r}) raised {error['type']}; an unknown key should raise "
+            "KeyError, like a dictionary does."
+        )
+    if absent not in error["message"]:
+        raise Fail(
+            f"lookup(table, {absent!r}) raised KeyError, but its message "
+            f"({error['message'][:80]!r}) does not name the key {absent!r}."
+        )
+    after = response.decode(response.raw["args_after"][0])
+    if not isinstance(after, dict) or absent in after:
+        raise Fail(f"lookup(table, {absent!r}) added the unknown key to the table.")
+
+
+# ---------------------------------------------------------------- notebook 02: causality
+
+
+@judge
+def token_ignores_the_future(responses, *, j, calls):
+    """attention_for_token(X, j) on X, on X with later tokens changed, and on X with tokens 0..j
+    changed: the first change must not matter (causal), the second must."""
+    function = "attention_for_token"
+    outs = []
+    for response, call in zip(responses, calls, strict=True):
+        out = got_of(response, function, call["where"])
+        well_formed(out, function, call)
+        outs.append(out)
+    a, b, c = outs
+    if not compare.difference_summary(a, c, rtol=1e-7, atol=1e-9):
+        raise Fail(
+            f"changing token {j} itself (and the ones before it) did not change its output: "
+            "the output should depend on the tokens it attends to."
+        )
+    try:
+        same_outputs(a, b, f"changing only the tokens after token {j} changed its causal output")
+    except Fail as failure:
+        raise Fail(
+            failure.message + " With causal=True, token i must only see tokens 0..i.",
+            ["no-causal-mask"],
+        ) from None
+
+
+# ---------------------------------------------------------------- notebook 03: masks, properties
+
+
+def mask_values(response, mask):
+    """The student's causal_mask(n) as booleans (0/1 numbers accepted; dtype is its own case).
+
+    mask: {"n", "where", "expected", "variants"}.
+    """
+    n, expected = mask["n"], mask["expected"]
+    got = got_of(response, "causal_mask", mask["where"])
+    compare.assert_shape(got, expected.shape, f"causal_mask({n})")
+    if got.dtype != bool:
+        with np.errstate(all="ignore"):
+            if got.dtype.kind not in "biuf" or not np.all((got == 0) | (got == 1)):
+                raise Fail(
+                    f"causal_mask({n}) holds values other than True/False (or 0/1): a mask says "
+                    "only 'may attend' (True) or 'may not' (False)."
+                )
+        got = got != 0
+    try:
+        compare.assert_close(got, expected, f"causal_mask({n})")
+    except Fail as failure:
+        ids = diagnose_from(got, expected, mask["variants"])
+        diagonal = np.eye(n, dtype=bool)
+        below, above = expected & ~diagonal, ~expected  # the past, the future
+        hint = ""
+        if not got[diagonal].all() and got[below].all():
+            hint = " The diagonal is False: may a token attend to itself?"
+        elif got[above].any() and not got[below].any():
+            hint = " True above the diagonal lets a query see later keys (the future)."
+        raise Fail(failure.message + hint + explain(ids), ids) from None
+    return got
+
+
+@judge
+def causal_masks(responses, *, masks):
+    """Each response is the right causal mask (one mask dict per response, see mask_values)."""
+    for response, mask in zip(responses, masks, strict=False):
+        mask_values(response, mask)
+
+
+@judge
+def boolean_mask(responses, *, mask):
+    """The causal mask has dtype bool, and is right."""
+    got = got_of(responses[0], "causal_mask", mask["where"])
+    if got.dtype != bool:
+        raise Fail(
+            f"causal_mask({mask['n']}) has dtype {got.dtype}; a mask is boolean (dtype=bool), "
+            "so that np.where(mask, ...) and ~mask mean what they say."
+            + explain(["mask-not-boolean"]),
+            ["mask-not-boolean"],
+        )
+    mask_values(responses[0], mask)
+
+
+@judge
+def permutation_equivariant(responses, *, function, call, permuted_where, perm):
+    """Permuting the tokens permutes the rows of Z and the rows and columns of A the same way."""
+    Z, A = got_of(responses[0], function, call["where"])
+    Zp, Ap = got_of(responses[1], function, permuted_where)
+    for k, out in enumerate((Z, A)):
+        well_formed(out, function, call, output=k)
+    same_outputs(Zp, Z[perm], "permuting the tokens should permute the rows of Z the same way")
+    same_outputs(
+        Ap,
+        A[perm][:, perm],
+        "permuting the tokens should permute the rows and columns of A the same way",
+    )
+
+
+@judge
+def causal_prefix(responses, *, function, call, t, mask):
+    """With a causal mask, changing tokens t+1.. leaves the outputs of tokens 0..t unchanged."""
+    Z, A = got_of(responses[0], function, call["where"])
+    Z2, A2 = got_of(responses[1], function, call["where"])
+    for k, out in enumerate((Z, A, Z2, A2)):
+        well_formed(out, function, call, output=k % 2)
+    try:
+        same_outputs(
+            Z2[: t + 1],
+            Z[: t + 1],
+            f"with a causal mask, changing tokens {t + 1}.. changed the outputs of tokens 0..{t}",
+        )
+    except Fail as failure:
+        ids, sentence = weights_signature(A, mask=mask)
+        raise Fail(f"{failure.message} {sentence}".rstrip() + explain(ids), ids) from None
+
+
+# ---------------------------------------------------------------- notebook 04: shapes
+
+SHAPE_KEYS = ("W_q", "W_k", "W_v", "W_o", "input", "q", "k", "v", "A", "z", "concat", "output")
+
+
+def _as_shape(value):
+    """A tuple of ints from a tuple/list of integers, else None."""
+    if not isinstance(value, tuple | list):
+        return None
+    out = []
+    for x in value:
+        if isinstance(x, bool) or not isinstance(x, numbers.Integral | np.integer):
+            return None
+        out.append(int(x))
+    return tuple(out)
+
+
+@judge
+def mha_shapes(responses, *, n, d, d_k, H, expected):
+    """mha_shapes(n, d, d_k, H) names every shape right. expected: {key: shape tuple}."""
+    response = responses[0]
+    where = f"mha_shapes(n={n}, d={d}, d_k={d_k}, H={H})"
+    if response.error:
+        raise Fail(compare.error_message(response, where))
+    got = response.decode(response.raw.get("value"))
+    if not isinstance(got, dict):
+        seen = got.type_name if isinstance(got, Opaque) else type(got).__name__
+        raise Fail(f"{where} returned a {seen}; it should return a dict from names to shapes.")
+    missing = [k for k in SHAPE_KEYS if k not in got]
+    if missing:
+        raise Fail(f"{where} has no entry for {', '.join(map(repr, missing))}.")
+    wrong, notes, ids = [], [], []
+    for key in SHAPE_KEYS:
+        shape = _as_shape(got[key])
+        want = tuple(expected[key])
+        if shape is None:
+            wrong.append(key)
+            notes.append(f"{key!r} is {got[key]!r}, not a tuple of integers")
+            continue
+        if shape == want:
+            continue
+        wrong.append(key)
+        if len(shape) == 2 and shape == want[::-1]:
+            notes.append(
+                f"{key!r} = {shape} has its sizes in the wrong order (the lecture's column "
+                "convention? we use rows: X @ W)"
+            )
+        else:
+            notes.append(f"{key!r} = {shape} is not right")
+        if key == "concat" and shape == (n, d_k):
+            ids.append("heads-averaged")
+        if key == "output" and shape == (n, H * d_k) and H * d_k != d:
+            ids.append("missing-output-projection")
+    if wrong:
+        raise Fail(
+            f"{where}: {len(wrong)} of {len(SHAPE_KEYS)} shapes are wrong: "
+            + "; ".join(notes)
+            + "."
+            + explain(ids),
+            ids,
+        )
