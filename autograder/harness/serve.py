@@ -9,8 +9,9 @@ Ops (request.json's "op"):
           run "method" (default forward) in "mode" (eval/train), optionally backpropagate a
           cotangent through output "backward_output" and answer gradients of the inputs and of
           the parameters, plus the module's own state_dict names and shapes.
-  train   train a language model class target(**init) for "steps" steps of Adam on "data"
-          with the harness's own batches and cross-entropy; answers the losses.
+  train   train a language model class target(**init) for "steps" steps of AdamW on "data"
+          with the harness's own batches and cross-entropy; answers the model's logits on
+          "eval_idx" before and after training (never a loss: the parent computes that).
 Values may also be {"$ref": name} (an object of the namespace), {"$generator": seed} (a seeded
 torch.Generator) or {"$toy_lm": {...}} (a fixed bigram model, see toy.py).
 """
@@ -226,6 +227,7 @@ class Session:
             answer["param_grads"] = self.encode(
                 {n: p.grad for n, p in module.named_parameters() if p.grad is not None}
             )
+            answer["params"] = [n for n, p in module.named_parameters() if p.requires_grad]
             answer["params_without_grad"] = [
                 n for n, p in module.named_parameters() if p.requires_grad and p.grad is None
             ]

@@ -31,24 +31,29 @@ class ToyLM(nn.Module):
         return self.table[idx]
 
 
-def train_lm(cls, init, data, steps, batch_size, block_size, lr=1e-3, seed=0, eval_batches=8):
-    """Train cls(**init) with Adam on random windows of data; losses before and after.
+def train_lm(cls, init, data, steps, batch_size, block_size, eval_idx, lr=1e-3, seed=0):
+    """Train cls(**init) with AdamW on random windows of data; the model's logits on eval_idx
+    before and after training.
 
-    Runs on one thread: a small model gains nothing from more, and on a loaded machine
-    (graders in parallel) torch's thread pool can make it ten times slower.
+    The logits are all the parent uses: it computes the losses itself against targets it kept,
+    so a model (or code run by its constructor) that changes how losses are computed or
+    reported here cannot change the verdict. Runs on one thread: a small model gains nothing
+    from more, and on a loaded machine (graders in parallel) torch's thread pool can make it
+    ten times slower.
     """
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return _train_lm(cls, init, data, steps, batch_size, block_size, lr, seed, eval_batches)
+        return _train_lm(cls, init, data, steps, batch_size, block_size, eval_idx, lr, seed)
     finally:
         torch.set_num_threads(threads)
 
 
-def _train_lm(cls, init, data, steps, batch_size, block_size, lr, seed, eval_batches):
+def _train_lm(cls, init, data, steps, batch_size, block_size, eval_idx, lr, seed):
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed)
     data = torch.as_tensor(np.asarray(data), dtype=torch.long)
+    eval_idx = torch.as_tensor(np.asarray(eval_idx), dtype=torch.long)
     model = cls(**init)
 
     def batch():
@@ -57,18 +62,15 @@ def _train_lm(cls, init, data, steps, batch_size, block_size, lr, seed, eval_bat
         y = torch.stack([data[s + 1 : s + block_size + 1] for s in starts])
         return x, y
 
-    def evaluate():
+    def logits():
         model.eval()
         with torch.no_grad():
-            losses = [
-                F.cross_entropy(model(x).flatten(0, 1), y.flatten()).item()
-                for x, y in (batch() for _ in range(eval_batches))
-            ]
+            out = model(eval_idx.clone())
         model.train()
-        return float(np.mean(losses))
+        return out
 
     started = time.perf_counter()
-    before = evaluate()
+    before = logits()
     opt = torch.optim.AdamW(model.parameters(), lr=lr)  # after a first forward: a stub raises there
     model.train()
     for _ in range(steps):
@@ -78,7 +80,7 @@ def _train_lm(cls, init, data, steps, batch_size, block_size, lr, seed, eval_bat
         loss.backward()
         opt.step()
     return {
-        "loss_before": before,
-        "loss_after": evaluate(),
+        "logits_before": before,
+        "logits_after": logits(),
         "seconds": time.perf_counter() - started,
     }

@@ -1,9 +1,11 @@
-"""Known-wrong PyTorch implementations (notebooks 05-06), computed in the trusted parent.
+"""Known-wrong PyTorch implementations (notebooks 05-06), run when a probe BUILDS its cases.
 
-A judge runs the student's code on some inputs and weights, computes the reference AND these
-variants on the same inputs and weights here, and names the misconception whose variant the
-student's answer matches (`diagnose`). Nothing here reads a student's source: a misconception is
-recognised by what the code does.
+A probe draws some inputs and weights, computes the reference AND these variants on them, and
+stores their outputs as plain data in the case: a list of (misconception id, output) pairs,
+several pairs may share an id. The judge then names the misconception whose stored output the
+student's answer matches (autograder.judging.torch_checks.diagnose), without running any of
+this code: the student handout ships the outputs, never these functions. Nothing here reads a
+student's source: a misconception is recognised by what the code does.
 
 Weights travel as a state dict under SPEC's attribute names (q_proj.weight, ff.fc1.bias, ...);
 every variant takes that dict of tensors, so the same draw feeds the harness, the reference and
@@ -15,56 +17,6 @@ import math
 import numpy as np
 import torch
 import torch.nn.functional as F
-
-from autograder.misconceptions import CATALOGUE
-
-# ---------------------------------------------------------------- matching
-
-
-def _close(got, expected, rtol, atol):
-    """got matches a variant's output; the variant's NaN entries (e.g. a row the mistake masks
-    entirely) match anything, since students' code differs there (-inf gives NaN, -1e9 not)."""
-    try:
-        got = np.asarray(got, dtype=float)
-    except (TypeError, ValueError):
-        return False
-    expected = np.asarray(expected, dtype=float)
-    if got.shape != expected.shape or np.isnan(expected).all():
-        return False
-    with np.errstate(invalid="ignore"):
-        ok = np.isclose(got, expected, rtol=rtol, atol=atol, equal_nan=True) | np.isnan(expected)
-    return bool(np.all(ok))
-
-
-def diagnose(got, variants, rtol=1e-4, atol=1e-5):
-    """The misconception ids whose variant output matches `got` (first match per id, in order).
-
-    `variants` is a list of (id, expected) pairs; expected may be a tuple of arrays compared
-    item by item with the items of `got` (a tuple too). Several variants may share one id.
-    """
-    found = []
-    for id_, expected in variants:
-        if id_ in found or expected is None:
-            continue
-        if isinstance(expected, tuple):
-            if not isinstance(got, tuple | list) or len(got) != len(expected):
-                continue
-            if all(
-                e is None or _close(g, e, rtol, atol) for g, e in zip(got, expected, strict=True)
-            ):
-                found.append(id_)
-        elif _close(got, expected, rtol, atol):
-            found.append(id_)
-    return found
-
-
-def explain(ids, lead="This is what happens with"):
-    """'This is what happens with <mistake>: <hint>' for the first id (ids in SPEC's catalogue)."""
-    known = [i for i in ids if i in CATALOGUE]
-    if not known:
-        return ""
-    m = CATALOGUE[known[0]]
-    return f"{lead} {m.mistake}: {m.hint}"
 
 
 def np64(t):
@@ -290,6 +242,14 @@ BLOCK_VARIANTS = {
 }
 
 
+def ff_variants(state, x, activation):
+    """(id, output) for the feed-forward mistakes; gelu-tanh last (only a gelu network has it)."""
+    return [
+        (v, np64(ff_forward(state, x, activation, v)))
+        for v in ("missing-activation", "other-activation", "gelu-tanh")
+    ]
+
+
 def block_variants(state, x, n_heads, norm_first=True, mask=None):
     return [
         (id_ or variant, np64(block_forward(state, x, n_heads, norm_first, mask, variant)))
@@ -339,34 +299,3 @@ def sampling_distribution(logits_row, temperature=1.0, top_k=None):
 def temperature_multiplied_distribution(logits_row, temperature, top_k=None):
     """What sampling gives when the logits are multiplied by the temperature (the mistake)."""
     return sampling_distribution(np.asarray(logits_row, dtype=float) * temperature, 1.0, top_k)
-
-
-def chi_square(counts, p, min_expected=5.0):
-    """Pearson's statistic of counts against probabilities p (rare cells pooled) and its dof."""
-    counts = np.asarray(counts, dtype=float)
-    expected = counts.sum() * np.asarray(p, dtype=float)
-    if np.any((expected == 0) & (counts > 0)):
-        return math.inf, 1
-    order = np.argsort(expected)
-    pooled_c, pooled_e, cells_c, cells_e = 0.0, 0.0, [], []
-    for i in order:
-        if expected[i] == 0:
-            continue
-        if expected[i] < min_expected:
-            pooled_c += counts[i]
-            pooled_e += expected[i]
-        else:
-            cells_c.append(counts[i])
-            cells_e.append(expected[i])
-    if pooled_e > 0:
-        cells_c.append(pooled_c)
-        cells_e.append(pooled_e)
-    c, e = np.array(cells_c), np.array(cells_e)
-    return float(((c - e) ** 2 / e).sum()), max(len(c) - 1, 1)
-
-
-def chi_square_limit(dof):
-    """A generous acceptance bound (about p = 1e-6) for Pearson's statistic with dof degrees."""
-    # Wilson-Hilferty: chi2 quantile ~ dof * (1 - 2/(9 dof) + z sqrt(2/(9 dof)))^3, z(1e-6) = 4.75
-    a = 2.0 / (9.0 * dof)
-    return dof * (1 - a + 4.75 * math.sqrt(a)) ** 3

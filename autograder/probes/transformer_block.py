@@ -3,23 +3,20 @@
 Modules are built in the student's process from their own class; the parent says which weights
 to load under SPEC's attribute names and which inputs to run (op "module"), then compares the
 outputs and the gradients with the reference loaded with the same weights. A failure is
-diagnosed by computing known-wrong variants on the same weights (torch_variants).
+diagnosed by the known-wrong variants' outputs on the same weights (torch_variants). All of
+that is computed here, when the cases are built, and handed to the judges
+(autograder.judging.torch_judges) as plain data in a Judgement.
 """
 
 import numpy as np
 import torch
 
-from autograder.judging import compare
-from autograder.judging.compare import FLOAT32
+from autograder.judging import Judgement
 from autograder.misconceptions import torch_variants as tv
-from autograder.probes.base import Case, Fail
+from autograder.probes.base import Case
 from autograder.probes.torch_tools import (
-    assert_differentiable,
-    close_or_diagnose,
-    grads_match,
     linear_state,
     load,
-    module_answer,
     norm_state,
     np_,
     reference_grads,
@@ -27,8 +24,6 @@ from autograder.probes.torch_tools import (
     torch_probe,
 )
 from autograder.reference import transformer_block as ref
-
-PE_TOL = {"rtol": 1e-4, "atol": 5e-5}  # sin of angles up to ~30 rad computed in float32
 
 
 def _causal(n):
@@ -62,17 +57,18 @@ def layer_norm_cases(rng):
     cases = [_layer_norm_values(name, pts, x, w, b, eps) for name, pts, x, eps in setups]
 
     x = tensor(rng, 2, 5, d, scale=2.0, grad=True)
-    expected = np_(ref.layer_norm(x, w, b))
-    variants = tv.layer_norm_variants(x, w, b)
-
-    def judge_grad(rs):
-        (r,) = rs
-        got = compare.returned(r, "layer_norm(x, weight, bias)", framework="torch")
-        close_or_diagnose(got, expected, variants, "layer_norm(x, weight, bias)")
-        assert_differentiable(r, "layer_norm(x, weight, bias)")
-        after = [r.decode(a) for a in r.raw.get("args_after", [])]
-        for name, before, now in zip(("x", "weight", "bias"), (x, w, b), after, strict=False):
-            compare.assert_unchanged(np_(before).astype(np.float32), np.asarray(now), name)
+    judge_grad = Judgement(
+        "torch_judges.layer_norm",
+        {
+            "what": "layer_norm(x, weight, bias)",
+            "expected": np_(ref.layer_norm(x, w, b)),
+            "variants": tv.layer_norm_variants(x, w, b),
+            "inputs": [
+                [name, np_(t).astype(np.float32)]
+                for name, t in zip(("x", "weight", "bias"), (x, w, b), strict=True)
+            ],
+        },
+    )
 
     cases.append(
         Case(
@@ -88,14 +84,14 @@ def layer_norm_cases(rng):
 
 def _layer_norm_values(name, points, x, w, b, eps):
     kwargs = {} if eps is None else {"eps": eps}
-    expected = np_(ref.layer_norm(x, w, b, **kwargs))
-    variants = tv.layer_norm_variants(x, w, b, 1e-5 if eps is None else eps)
-    what = "layer_norm(x, weight, bias" + ("" if eps is None else f", eps={eps}") + ")"
-
-    def judge(rs):
-        got = compare.returned(rs[0], what, framework="torch")
-        close_or_diagnose(got, expected, variants, what)
-
+    judge = Judgement(
+        "torch_judges.layer_norm",
+        {
+            "what": "layer_norm(x, weight, bias" + ("" if eps is None else f", eps={eps}") + ")",
+            "expected": np_(ref.layer_norm(x, w, b, **kwargs)),
+            "variants": tv.layer_norm_variants(x, w, b, 1e-5 if eps is None else eps),
+        },
+    )
     return Case(
         "layer_norm", name, points, [{"op": "call", "args": [x, w, b], "kwargs": kwargs}], judge
     )
@@ -119,26 +115,17 @@ def positional_encoding_cases(rng):
 def _pe_case(name, points, args, kwargs):
     n, d = args
     base = kwargs.get("base", 10000.0)
-    expected = np_(ref.sinusoidal_positional_encoding(n, d, base))
-    variants = tv.pe_variants(n, d, base)
     shown = ", ".join([str(n), str(d)] + [f"{k}={v:g}" for k, v in kwargs.items()])
-    what = f"sinusoidal_positional_encoding({shown})"
-
-    def judge(rs):
-        got = compare.returned(rs[0], what, framework="torch")
-        hint = ""
-        if got.shape == expected.shape and d >= 2:
-            if not compare.is_close(got[:, 0], expected[:, 0], **PE_TOL):
-                hint = "column 0 should be sin(k): 0 at position 0, 0.84 at position 1"
-            elif not compare.is_close(got[:, 1], expected[:, 1], **PE_TOL):
-                hint = "column 1 should be cos(k): 1 at position 0, 0.54 at position 1"
-        if got.shape == (4, 4) and base == 100.0:
-            hint = (hint + "; " if hint else "") + (
-                "the lecture's table has P[1] = [0.84, 0.54, 0.10, 1.00] and "
-                "P[3] = [0.14, -0.99, 0.30, 0.96]"
-            )
-        close_or_diagnose(got, expected, variants, what, tol=PE_TOL, hint=hint)
-
+    judge = Judgement(
+        "torch_judges.positional_encoding",
+        {
+            "what": f"sinusoidal_positional_encoding({shown})",
+            "expected": np_(ref.sinusoidal_positional_encoding(n, d, base)),
+            "variants": tv.pe_variants(n, d, base),
+            "d_model": d,
+            "lecture_table": base == 100.0,
+        },
+    )
     return Case(
         "sinusoidal_positional_encoding",
         name,
@@ -158,12 +145,11 @@ def mha_state(rng, d, bias=True, prefix=""):
     return state
 
 
-def _mha_case(name, points, d, H, x, state, mask=None, context=None, bias=True, extra=None):
+def _mha_case(name, points, d, H, x, state, mask=None, context=None, bias=True):
     """One forward of the student's MultiHeadAttention against the reference and the variants."""
     module = load(ref.MultiHeadAttention(d, H, bias=bias), state)
     with torch.no_grad():
         expected = tuple(np_(t) for t in module(x, mask=mask, context=context))
-    variants = tv.mha_variants(state, x, H, mask, context)
     kwargs = {}
     if mask is not None:
         kwargs["mask"] = mask
@@ -176,25 +162,15 @@ def _mha_case(name, points, d, H, x, state, mask=None, context=None, bias=True, 
         "args": [x],
         "kwargs": kwargs,
     }
-    call = "forward(x" + "".join(f", {k}=..." for k in kwargs) + ")"
-
-    def judge(rs):
-        r = module_answer(rs[0], "MultiHeadAttention", f"MultiHeadAttention.{call}")
-        y, attn = compare.returned(
-            r, f"MultiHeadAttention.{call}", framework="torch", count=2, names=["y", "attn"]
-        )
-        if extra:
-            extra(r)
-        close_or_diagnose(
-            (y, attn),
-            expected,
-            variants,
-            (
-                f"y of MultiHeadAttention.{call}",
-                f"attn (B, H, n, n_k) of MultiHeadAttention.{call}",
-            ),
-        )
-
+    judge = Judgement(
+        "torch_judges.attention_module",
+        {
+            "call": "forward(x" + "".join(f", {k}=..." for k in kwargs) + ")",
+            "expected": expected,
+            "variants": tv.mha_variants(state, x, H, mask, context),
+            "no_bias": not bias,
+        },
+    )
     return Case("MultiHeadAttention", name, points, [request], judge)
 
 
@@ -254,15 +230,6 @@ def mha_cases(rng):
         )
     )
 
-    def no_bias(r):
-        names = r.decode(r.raw.get("state_names")) or {}
-        biased = sorted(k for k in names if k.endswith("bias"))
-        if biased:
-            raise Fail(
-                f"with bias=False your MultiHeadAttention still has {biased[0]}: pass "
-                "bias=bias to each nn.Linear."
-            )
-
     cases.append(
         _mha_case(
             "bias=False",
@@ -273,7 +240,6 @@ def mha_cases(rng):
             mha_state(rng, d, bias=False),
             _causal(n),
             bias=False,
-            extra=no_bias,
         )
     )
     cases.append(_mha_grad_case(rng, d, H, B, n))
@@ -296,10 +262,7 @@ def _mha_grad_case(rng, d, H, B, n):
         "backward_output": 0,
     }
 
-    def judge(rs):
-        r = module_answer(rs[0], "MultiHeadAttention", "MultiHeadAttention.forward(x, mask)")
-        grads_match(r, reference, "MultiHeadAttention")
-
+    judge = _gradients_judge("MultiHeadAttention", "MultiHeadAttention.forward(x, mask)", reference)
     return Case(
         "MultiHeadAttention",
         "gradients reach the input and every projection",
@@ -333,10 +296,7 @@ def ff_cases(rng):
         module = load(ref.FeedForward(d, d_ff, act), state)
         with torch.no_grad():
             expected = np_(module(x))
-        variants = [
-            (v, tv.np64(tv.ff_forward(state, x, act, v)))
-            for v in ("missing-activation", "other-activation", "gelu-tanh")
-        ]
+        variants = tv.ff_variants(state, x, act)
         init = {"d_model": d, "d_ff": d_ff, **({"activation": activation} if activation else {})}
         cases.append(_ff_case(name, pts, init, state, x, expected, variants))
 
@@ -351,10 +311,7 @@ def ff_cases(rng):
         "backward": cot,
     }
 
-    def judge(rs):
-        r = module_answer(rs[0], "FeedForward", "FeedForward.forward(x)")
-        grads_match(r, reference, "FeedForward")
-
+    judge = _gradients_judge("FeedForward", "FeedForward.forward(x)", reference)
     cases.append(
         Case("FeedForward", "gradients reach the input and both layers", 1.0, [request], judge)
     )
@@ -363,20 +320,15 @@ def ff_cases(rng):
 
 def _ff_case(name, points, init, state, x, expected, variants):
     request = {"op": "module", "init": init, "state": state, "args": [x]}
-    shown = ", ".join(f"{k}={v!r}" for k, v in init.items())
-
-    def judge(rs):
-        r = module_answer(rs[0], "FeedForward", f"FeedForward({shown})")
-        got = compare.returned(r, "FeedForward.forward(x)", framework="torch")
-        gelu_tanh = tv.diagnose(got, variants[2:], **FLOAT32) and init.get("activation") == "gelu"
-        close_or_diagnose(
-            got,
-            expected,
-            variants if init.get("activation") == "gelu" else variants[:2],
-            f"FeedForward({shown}).forward(x)",
-            fraction=0.5 if gelu_tanh else 0.0,
-        )
-
+    judge = Judgement(
+        "torch_judges.feed_forward",
+        {
+            "shown": ", ".join(f"{k}={v!r}" for k, v in init.items()),
+            "activation": init.get("activation"),
+            "expected": expected,
+            "variants": variants,
+        },
+    )
     return Case("FeedForward", name, points, [request], judge)
 
 
@@ -425,10 +377,7 @@ def block_cases(rng):
         "backward": cot,
     }
 
-    def judge(rs):
-        r = module_answer(rs[0], "TransformerBlock", "TransformerBlock.forward(x, mask)")
-        grads_match(r, reference, "TransformerBlock")
-
+    judge = _gradients_judge("TransformerBlock", "TransformerBlock.forward(x, mask)", reference)
     cases.append(
         Case(
             "TransformerBlock",
@@ -450,19 +399,15 @@ def _block_case(name, points, init, state, x, mask, expected, variants):
     }
     shown = ", ".join(f"{k}={v!r}" for k, v in init.items())
     what = f"TransformerBlock({shown}).forward(x{', mask' if mask is not None else ''})"
-
-    def judge(rs):
-        r = module_answer(rs[0], "TransformerBlock", what)
-        got = compare.returned(r, what, framework="torch")
-        close_or_diagnose(
-            got,
-            expected,
-            variants,
-            what,
-            hint=(
-                "If MultiHeadAttention or FeedForward fail their own checks, fix them first: "
-                "the block is built from them"
-            ),
-        )
-
+    judge = Judgement(
+        "torch_judges.transformer_block",
+        {"what": what, "expected": expected, "variants": variants},
+    )
     return Case("TransformerBlock", name, points, [request], judge)
+
+
+def _gradients_judge(cls_name, what, reference):
+    return Judgement(
+        "torch_judges.module_gradients",
+        {"cls_name": cls_name, "what": what, "reference": reference},
+    )

@@ -1,0 +1,277 @@
+"""What the PyTorch judges (notebooks 05-06) share, on plain data only.
+
+Everything here works in the parent on what the harness answered (decoded to NumPy) and on the
+plain data a probe stored at build time: the reference's outputs and gradients, and the outputs
+of the known-wrong variants as a list of (misconception id, output) pairs. Nothing here runs a
+model answer or a variant.
+
+    diagnose(got, variants, rtol, atol)     # the ids whose stored output `got` matches
+    close_or_diagnose(got, expected, variants, what)   # Fail naming the mistake, or pass
+    module_answer(response, "FeedForward", what)       # built, loaded, ran (or a Fail)
+    grads_match(response, reference, "FeedForward")    # gradients against stored ones
+    chi_square(counts, p), chi_square_limit(dof)       # sampling tests
+"""
+
+import math
+
+import numpy as np
+
+from autograder.judging import compare
+from autograder.judging.base import Fail
+from autograder.judging.compare import FLOAT32, shape_str
+from autograder.misconceptions import CATALOGUE
+
+# ---------------------------------------------------------------- diagnosis
+
+
+def _close(got, expected, rtol, atol):
+    """got matches a variant's output; the variant's NaN entries (e.g. a row the mistake masks
+    entirely) match anything, since students' code differs there (-inf gives NaN, -1e9 not)."""
+    try:
+        got = np.asarray(got, dtype=float)
+    except (TypeError, ValueError):
+        return False
+    expected = np.asarray(expected, dtype=float)
+    if got.shape != expected.shape or np.isnan(expected).all():
+        return False
+    with np.errstate(invalid="ignore"):
+        ok = np.isclose(got, expected, rtol=rtol, atol=atol, equal_nan=True) | np.isnan(expected)
+    return bool(np.all(ok))
+
+
+def diagnose(got, variants, rtol=1e-4, atol=1e-5):
+    """The misconception ids whose variant output matches `got` (first match per id, in order).
+
+    `variants` is a list of (id, expected) pairs computed when the case was built; expected may
+    be a tuple of arrays compared item by item with the items of `got` (a tuple too). Several
+    variants may share one id.
+    """
+    found = []
+    for id_, expected in variants:
+        if id_ in found or expected is None:
+            continue
+        if isinstance(expected, tuple | list):
+            if not isinstance(got, tuple | list) or len(got) != len(expected):
+                continue
+            if all(
+                e is None or _close(g, e, rtol, atol) for g, e in zip(got, expected, strict=True)
+            ):
+                found.append(id_)
+        elif _close(got, expected, rtol, atol):
+            found.append(id_)
+    return found
+
+
+def explain(ids, lead="This is what happens with"):
+    """'This is what happens with <mistake>: <hint>' for the first id (ids in SPEC's catalogue)."""
+    known = [i for i in ids if i in CATALOGUE]
+    if not known:
+        return ""
+    m = CATALOGUE[known[0]]
+    return f"{lead} {m.mistake}: {m.hint}"
+
+
+NON_CATALOGUE_HINTS = {
+    "other-activation": "This is what the other activation gives: check which one `activation` selects.",
+    "gelu-tanh": (
+        "This is GELU's tanh approximation; SPEC's gelu is the exact one (F.gelu's default, "
+        "as in nn.TransformerEncoderLayer)."
+    ),
+    "ln-swapped": "This is what happens when ln1 and ln2 are used the wrong way round: ln1 goes with attention, ln2 with the feed-forward network.",
+    "probabilities-not-log": (
+        "This is the loss of probabilities instead of log-probabilities: F.nll_loss expects "
+        "log_softmax(logits), and F.cross_entropy takes the raw logits."
+    ),
+    "shifted-again": (
+        "This is the loss with the targets shifted once more inside lm_loss: get_batch already "
+        "paired position t with the token at t + 1, so compare logits[:, t] with targets[:, t]."
+    ),
+}
+
+
+def close_or_diagnose(got, expected, variants, what, tol=FLOAT32, hint="", fraction=0.0):
+    """Pass when got matches expected; otherwise Fail naming the misconception it matches.
+
+    `variants` is a list of (id, expected). Only ids of SPEC's catalogue go into the Fail;
+    others (e.g. "other-activation") just explain themselves through NON_CATALOGUE_HINTS.
+    """
+    try:
+        if isinstance(expected, tuple | list):
+            for g, e, w in zip(got, expected, what, strict=True):
+                compare.assert_close(g, e, w, **tol)
+        else:
+            compare.assert_close(got, expected, what, **tol)
+    except Fail as failure:
+        ids = diagnose(got, variants, **tol)
+        message = failure.message
+        extra = hint
+        if ids:
+            extra = explain(ids) or NON_CATALOGUE_HINTS.get(ids[0], "") or hint
+        if extra:
+            message = message.rstrip(".") + ". " + extra
+        raise Fail(message, [i for i in ids if i in CATALOGUE], fraction) from None
+
+
+# ---------------------------------------------------------------- module answers
+
+# What SPEC calls the parameters of each module, said when a name is missing or misshapen.
+SPEC_NAMES = {
+    "MultiHeadAttention": (
+        "SPEC names the projections q_proj, k_proj, v_proj and out_proj, "
+        "each nn.Linear(d_model, d_model, bias=bias)"
+    ),
+    "FeedForward": (
+        "SPEC names the two layers fc1 = nn.Linear(d_model, d_ff) and fc2 = nn.Linear(d_ff, d_model)"
+    ),
+    "TransformerBlock": (
+        "SPEC names the sub-modules attn (your MultiHeadAttention), ff (your FeedForward), "
+        "ln1 and ln2 (layer norms with a weight and a bias of shape (d_model,))"
+    ),
+}
+
+_ORDER = ("attn", "ff", "ln1", "ln2", "q_proj", "k_proj", "v_proj", "out_proj", "fc1", "fc2")
+
+
+def _spec_order(name):
+    parts = name.split(".")
+    return [_ORDER.index(p) if p in _ORDER else len(_ORDER) for p in parts[:-1]] + [
+        parts[-1] != "weight"
+    ]
+
+
+def module_answer(response, cls_name, what):
+    """Check a module answer: built, weights loaded under SPEC's names, forward ran."""
+    raw = response.raw
+    if "state_mismatch" in raw:
+        own = response.decode(raw.get("state_names")) or {}
+        absent = raw["state_mismatch"].get("absent", [])
+        wrong = raw["state_mismatch"].get("wrong_shape", [])
+        spec = SPEC_NAMES.get(cls_name, "see SPEC for the attribute names")
+        if not own:
+            raise Fail(f"{cls_name} is not implemented yet: it creates no parameters ({spec}).")
+        absent = sorted(absent, key=_spec_order)
+        if absent:
+            names = ", ".join(sorted(own)[:8]) or "no parameters at all"
+            more = " ..." if len(own) > 8 else ""
+            raise Fail(
+                f"your {cls_name} has no {absent[0]}"
+                + (f" (nor {len(absent) - 1} more of SPEC's names)" if len(absent) > 1 else "")
+                + f"; {spec}. Its parameters are: {names}{more}."
+            )
+        name = wrong[0]
+        raise Fail(
+            f"your {cls_name}'s {name} has shape {shape_str(own[name])}, which does not fit "
+            f"SPEC's layout; {spec}."
+        )
+    if response.error:
+        raise Fail(compare.error_message(response, what))
+    return response
+
+
+def grads_match(response, reference, cls_name, tol=None):
+    """Check the gradients a module answer carries against the reference's, stored as
+    {"output", "y_index", "input_grads", "param_grads"} when the case was built."""
+    ref_output, y_index = reference["output"], reference["y_index"]
+    raw = response.raw
+    value = response.decode(raw.get("value"))
+    if isinstance(value, tuple | list) and y_index is not None:
+        value = value[y_index] if len(value) > y_index else None
+    if not compare.is_close(value, ref_output, **FLOAT32):
+        raise Fail(
+            f"the output of your {cls_name} is already wrong here (the value checks say how), "
+            "so its gradients are too: fix the values first."
+        )
+    if "backward_error" in raw:
+        err = raw["backward_error"]
+        raise Fail(
+            f"backpropagating through your {cls_name} raised {err['type']}: {err['message']}. "
+            "Graded torch code must stay differentiable: no .detach(), .numpy(), .item() or "
+            "torch.no_grad() on the way from input to output."
+        )
+    tol = tol or {"rtol": 1e-3, "atol": 1e-4}
+    inputs = response.decode(raw.get("input_grads") or [])
+    for i, want in enumerate(reference["input_grads"]):
+        if want is None:
+            continue
+        got = inputs[i] if i < len(inputs) else None
+        if got is None:
+            raise Fail(
+                f"no gradient reached the input of your {cls_name}: is the input detached, "
+                "or converted to NumPy, on the way to the output?"
+            )
+        compare.assert_close(np.asarray(got), want, "the gradient of the input", **tol)
+    params = response.decode(raw.get("param_grads") or {})
+    want_params = reference["param_grads"]
+    missing = sorted(set(want_params) - set(params))
+    if missing:
+        raise Fail(
+            f"{missing[0]} of your {cls_name} gets no gradient"
+            + (f" (nor {len(missing) - 1} more parameters)" if len(missing) > 1 else "")
+            + ": is it used in forward, and used through torch operations?"
+        )
+    for name, want in want_params.items():
+        compare.assert_close(np.asarray(params[name]), want, f"the gradient of {name}", **tol)
+
+
+def assert_differentiable(response, what):
+    """The value came back as a tensor attached to the autograd graph."""
+    data = response.raw.get("value")
+    if isinstance(data, dict) and "$tensor" in data and not data.get("has_grad_fn"):
+        raise Fail(
+            f"{what} is not connected to the autograd graph (the input required grad, the "
+            "result has no grad_fn): keep every step in torch operations, without .detach(), "
+            ".numpy(), .item(), torch.tensor(...) around a result, or torch.no_grad()."
+        )
+
+
+def args_after(response):
+    """The call's arguments as they were after the call (harness op "call"), decoded."""
+    return [response.decode(a) for a in response.raw.get("args_after", [])]
+
+
+# ---------------------------------------------------------------- losses and sampling
+
+
+def cross_entropy(logits, targets):
+    """Mean cross-entropy of logits (..., V) against integer targets (...), in float64 NumPy.
+
+    Computed here, in the parent, from the logits a model returned: never a loss the student's
+    process reports.
+    """
+    z = np.asarray(logits, dtype=np.float64).reshape(-1, np.shape(logits)[-1])
+    t = np.asarray(targets, dtype=np.int64).reshape(-1)
+    with np.errstate(invalid="ignore", over="ignore"):
+        top = z.max(axis=-1, keepdims=True)
+        lse = top[:, 0] + np.log(np.exp(z - top).sum(axis=-1))
+        return float(np.mean(lse - z[np.arange(len(t)), t]))
+
+
+def chi_square(counts, p, min_expected=5.0):
+    """Pearson's statistic of counts against probabilities p (rare cells pooled) and its dof."""
+    counts = np.asarray(counts, dtype=float)
+    expected = counts.sum() * np.asarray(p, dtype=float)
+    if np.any((expected == 0) & (counts > 0)):
+        return math.inf, 1
+    order = np.argsort(expected)
+    pooled_c, pooled_e, cells_c, cells_e = 0.0, 0.0, [], []
+    for i in order:
+        if expected[i] == 0:
+            continue
+        if expected[i] < min_expected:
+            pooled_c += counts[i]
+            pooled_e += expected[i]
+        else:
+            cells_c.append(counts[i])
+            cells_e.append(expected[i])
+    if pooled_e > 0:
+        cells_c.append(pooled_c)
+        cells_e.append(pooled_e)
+    c, e = np.array(cells_c), np.array(cells_e)
+    return float(((c - e) ** 2 / e).sum()), max(len(c) - 1, 1)
+
+
+def chi_square_limit(dof):
+    """A generous acceptance bound (about p = 1e-6) for Pearson's statistic with dof degrees."""
+    # Wilson-Hilferty: chi2 quantile ~ dof * (1 - 2/(9 dof) + z sqrt(2/(9 dof)))^3, z(1e-6) = 4.75
+    a = 2.0 / (9.0 * dof)
+    return dof * (1 - a + 4.75 * math.sqrt(a)) ** 3

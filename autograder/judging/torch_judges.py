@@ -1,0 +1,686 @@
+"""The judges of the PyTorch notebooks (05-06): verdicts from the student's answers and plain data.
+
+Each judge is registered as "torch_judges.<name>" and named by a Judgement that the probes
+(autograder/probes/transformer_block.py, autoregressive_lm.py) build with plain-data params:
+the reference's outputs and gradients and the variants' outputs, computed when the case was
+built, or for property checks (causality, shapes, errors, reproducibility, sampling against the
+harness's toy model) only the inputs the parent chose. No judge runs a model answer, and every
+number a verdict depends on is computed here from returned values (logits, tokens, tensors),
+never taken from a number the student's process reports (a loss, a count).
+"""
+
+import math
+
+import numpy as np
+
+from autograder.judging import compare, judge
+from autograder.judging.base import Fail
+from autograder.judging.compare import FLOAT32, describe_encoded, fmt
+from autograder.judging.torch_checks import (
+    args_after,
+    assert_differentiable,
+    chi_square,
+    chi_square_limit,
+    close_or_diagnose,
+    cross_entropy,
+    diagnose,
+    explain,
+    grads_match,
+    module_answer,
+)
+
+PE_TOL = {"rtol": 1e-4, "atol": 5e-5}  # sin of angles up to ~30 rad computed in float32
+
+
+# ================================================================ 05: layer_norm
+
+
+@judge
+def layer_norm(responses, *, what, expected, variants, inputs=None):
+    """Values against the reference; with `inputs` ([name, value before the call] for x, weight,
+    bias), also differentiable and the inputs left unchanged."""
+    (r,) = responses
+    got = compare.returned(r, what, framework="torch")
+    close_or_diagnose(got, expected, variants, what)
+    if inputs is None:
+        return
+    assert_differentiable(r, what)
+    for (name, before), now in zip(inputs, args_after(r), strict=False):
+        compare.assert_unchanged(before, np.asarray(now), name)
+
+
+# ================================================================ 05: positional encoding
+
+
+@judge
+def positional_encoding(responses, *, what, expected, variants, d_model, lecture_table):
+    got = compare.returned(responses[0], what, framework="torch")
+    hint = ""
+    if got.shape == expected.shape and d_model >= 2:
+        if not compare.is_close(got[:, 0], expected[:, 0], **PE_TOL):
+            hint = "column 0 should be sin(k): 0 at position 0, 0.84 at position 1"
+        elif not compare.is_close(got[:, 1], expected[:, 1], **PE_TOL):
+            hint = "column 1 should be cos(k): 1 at position 0, 0.54 at position 1"
+    if got.shape == (4, 4) and lecture_table:
+        hint = (hint + "; " if hint else "") + (
+            "the lecture's table has P[1] = [0.84, 0.54, 0.10, 1.00] and "
+            "P[3] = [0.14, -0.99, 0.30, 0.96]"
+        )
+    close_or_diagnose(got, expected, variants, what, tol=PE_TOL, hint=hint)
+
+
+# ================================================================ 05: modules
+
+
+@judge
+def attention_module(responses, *, call, expected, variants, no_bias=False):
+    """MultiHeadAttention.forward: (y, attn) against the reference's, diagnosed by variants."""
+    what = f"MultiHeadAttention.{call}"
+    r = module_answer(responses[0], "MultiHeadAttention", what)
+    y, attn = compare.returned(r, what, framework="torch", count=2, names=["y", "attn"])
+    if no_bias:
+        names = r.decode(r.raw.get("state_names")) or {}
+        biased = sorted(k for k in names if k.endswith("bias"))
+        if biased:
+            raise Fail(
+                f"with bias=False your MultiHeadAttention still has {biased[0]}: pass "
+                "bias=bias to each nn.Linear."
+            )
+    close_or_diagnose(
+        (y, attn),
+        tuple(expected),
+        variants,
+        (f"y of {what}", f"attn (B, H, n, n_k) of {what}"),
+    )
+
+
+@judge
+def module_gradients(responses, *, cls_name, what, reference):
+    """Gradients of the input and of every parameter against the reference's (stored)."""
+    r = module_answer(responses[0], cls_name, what)
+    grads_match(r, reference, cls_name)
+
+
+@judge
+def feed_forward(responses, *, shown, activation, expected, variants):
+    r = module_answer(responses[0], "FeedForward", f"FeedForward({shown})")
+    got = compare.returned(r, "FeedForward.forward(x)", framework="torch")
+    gelu = activation == "gelu"
+    gelu_tanh = diagnose(got, variants[2:], **FLOAT32) and gelu
+    close_or_diagnose(
+        got,
+        expected,
+        variants if gelu else variants[:2],
+        f"FeedForward({shown}).forward(x)",
+        fraction=0.5 if gelu_tanh else 0.0,
+    )
+
+
+@judge
+def transformer_block(responses, *, what, expected, variants):
+    r = module_answer(responses[0], "TransformerBlock", what)
+    got = compare.returned(r, what, framework="torch")
+    close_or_diagnose(
+        got,
+        expected,
+        variants,
+        what,
+        hint=(
+            "If MultiHeadAttention or FeedForward fail their own checks, fix them first: "
+            "the block is built from them"
+        ),
+    )
+
+
+# ================================================================ 06: make_examples
+
+
+def _plain(v):
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, np.ndarray) and v.ndim == 0:
+        return v.item()
+    return v
+
+
+def _as_examples(value, what):
+    if not isinstance(value, list | tuple):
+        raise Fail(
+            f"{what} should return a list of (context, label) pairs; it returned {value!r:.80}."
+        )
+    out = []
+    for i, item in enumerate(value):
+        if not isinstance(item, list | tuple) or len(item) != 2:
+            raise Fail(f"item {i} of {what} is {item!r:.60}, not a pair (context, label).")
+        feature, label = item
+        if isinstance(feature, np.ndarray):
+            feature = feature.tolist()
+        if not isinstance(feature, list | tuple):
+            raise Fail(
+                f"the context of item {i} of {what} is {feature!r:.60}, not a list of tokens."
+            )
+        out.append(([_plain(t) for t in feature], _plain(label)))
+    return out
+
+
+def _examples(pairs):
+    """Stored examples as the judge compares them: a list of (list of tokens, label)."""
+    return [(list(context), label) for context, label in pairs]
+
+
+@judge
+def make_examples(responses, *, what, tokens, context_size, right, variants):
+    """`right` and each variant's examples were worked out when the case was built; variants
+    are [id or None, examples, why]."""
+    (r,) = responses
+    got = _as_examples(r.value(what), what)
+    right = _examples(right)
+    after = r.decode(r.raw.get("args_after", [None])[0])
+    if after != list(tokens):
+        raise Fail(f"{what} changed the token list it was given: build new lists instead.")
+    if got == right:
+        return
+    for id_, variant, why in variants:
+        if got == _examples(variant):
+            raise Fail(f"{what}: {why}.", [id_] if id_ else [])
+    if len(got) != len(right):
+        raise Fail(
+            f"{what} returned {len(got)} examples; expected {len(right)}, one for every "
+            "token after the first."
+        )
+    i = next(i for i, (g, e) in enumerate(zip(got, right, strict=True)) if g != e)
+    g, e = got[i], right[i]
+    part = "context" if g[0] != e[0] else "label"
+    raise Fail(
+        f"{what}: example {i} (label position {i + 1}) has the wrong {part}: got {g!r:.80}, "
+        f"expected {e!r:.80}. The context is the latest (at most {context_size}) tokens before "
+        "the label."
+    )
+
+
+# ================================================================ 06: CharTokenizer
+
+
+def _not_implemented(step, what):
+    if (step.get("error") or {}).get("type") == "NotImplementedError":
+        raise Fail(f"CharTokenizer is not implemented yet ({what} raises NotImplementedError).")
+
+
+def _step(r, i, what):
+    if r.error:
+        raise Fail(compare.error_message(r, "CharTokenizer(text)"))
+    step = r.raw["steps"][i]
+    _not_implemented(step, what)
+    if step.get("missing"):
+        raise Fail(f"{step['missing']} does not exist: SPEC's CharTokenizer has encode and decode.")
+    if step.get("error"):
+        err = step["error"]
+        raise Fail(f"{what} raised {err['type']}: {err['message']}")
+    return r.decode(step["value"])
+
+
+def _ids(value, what):
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if not isinstance(value, list | tuple) or not all(
+        isinstance(_plain(v), int) and not isinstance(_plain(v), bool) for v in value
+    ):
+        raise Fail(f"{what} should return a list of ints; it returned {value!r:.80}.")
+    return [int(_plain(v)) for v in value]
+
+
+@judge
+def tokenizer_vocab_size(responses, *, sizes):
+    for r, size in zip(responses, sizes, strict=True):
+        v = _plain(_step(r, 0, "vocab_size"))
+        if v != size:
+            raise Fail(f"vocab_size is {v!r:.40} for a text with {size} distinct characters.")
+
+
+@judge
+def tokenizer_ids(responses, *, sizes, sample, sample_ids):
+    """encode(sorted distinct characters) is 0..size-1 for each text; encode(sample) is
+    sample_ids for the first."""
+    for r, size, label in zip(responses, sizes, ("a text", "a second text"), strict=True):
+        what = f"encode(sorted distinct characters) for {label}"
+        got = _ids(_step(r, 0, what), what)
+        if got != list(range(size)):
+            if sorted(got) == list(range(size)):
+                raise Fail(
+                    f"{what} gave {got}: the ids are a permutation of 0..{size - 1} but "
+                    "not in sorted order. SPEC's ids are the positions in sorted(set(text))."
+                )
+            raise Fail(
+                f"{what} gave {got!r:.80}; expected 0, 1, ..., {size - 1}. SPEC's ids "
+                "are the positions in sorted(set(text)) (is state shared between tokenizers?)."
+            )
+    got = _ids(_step(responses[0], 1, "encode(s)"), "encode(s)")
+    if got != list(sample_ids):
+        raise Fail(f"encode({sample!r}) gave {got!r:.80}: expected one id per character.")
+
+
+@judge
+def tokenizer_decode(responses, *, sample, vocabulary):
+    r = responses[0]
+    got = _step(r, 0, "decode(ids)")
+    if not isinstance(got, str):
+        raise Fail(
+            f"decode(ids) returned {describe_encoded(r.raw['steps'][0]['value'])}, not a str: join the characters with ''.join(...)."
+        )
+    if got != sample:
+        raise Fail(f"decode(encode(s)) gave {got!r} for s = {sample!r}.")
+    full = _step(r, 1, "decode(list(range(vocab_size)))")
+    if full != vocabulary:
+        raise Fail(
+            f"decode(list(range(vocab_size))) gave {full!r}: it should list the vocabulary in "
+            "sorted order."
+        )
+
+
+@judge
+def tokenizer_unknown(responses, *, bad, unknown):
+    r = responses[0]
+    if r.error:
+        raise Fail(compare.error_message(r, "CharTokenizer(text)"))
+    step = r.raw["steps"][0]
+    _not_implemented(step, "encode")
+    if step.get("missing"):
+        raise Fail(f"{step['missing']} does not exist.")
+    if not step.get("error"):
+        raise Fail(
+            f"encode({bad!r}) returned {describe_encoded(step.get('value'))} although {unknown!r} "
+            "is not in the vocabulary: raise an error that names the character."
+        )
+    message = step["error"]["message"]
+    if unknown not in message:
+        raise Fail(
+            f"encode({bad!r}) raised {step['error']['type']}: {message[:80]!r}, which does not "
+            f"name the unknown character {unknown!r}: say which character is missing.",
+            fraction=0.5,
+        )
+
+
+# ================================================================ 06: get_batch
+
+
+def _batch(r, what, B, T):
+    x, y = compare.returned(r, what, framework="torch", count=2, names=["x", "y"])
+    for name, t in (("x", x), ("y", y)):
+        compare.assert_shape(t, (B, T), f"{name} of {what}")
+        if t.dtype.kind not in "iu":
+            raise Fail(
+                f"{name} of {what} holds {t.dtype} values: token ids must stay integers "
+                "(torch.long) so nn.Embedding can look them up."
+            )
+    return x.astype(np.int64), y.astype(np.int64)
+
+
+def _window_check(data, x, y, what):
+    """Every row of x is a window of data and y the same window shifted by one."""
+    data = np.asarray(data)
+    N, T = len(data), x.shape[1]
+    windows = {tuple(data[s : s + T]): s for s in range(N - T + 1)}
+    for b in range(len(x)):
+        starts = [s for s in range(N - T + 1) if np.array_equal(data[s : s + T], x[b])]
+        if not starts:
+            raise Fail(
+                f"row {b} of x is not {T} consecutive tokens of data: take data[s : s + block_size]."
+            )
+        if np.array_equal(y[b], x[b]):
+            raise Fail(
+                f"{what}: row {b} of y equals row {b} of x. " + explain(["targets-not-shifted"]),
+                ["targets-not-shifted"],
+            )
+        if not any(s + T < N and np.array_equal(data[s + 1 : s + T + 1], y[b]) for s in starts):
+            if tuple(y[b]) in windows:
+                raise Fail(
+                    f"{what}: row {b} of y is a window of data, but not x's window shifted by one: "
+                    "y must use the same start s as x, plus one."
+                )
+            raise Fail(
+                f"{what}: row {b} of y is not x's window shifted by one: y = data[s + 1 : s + 1 + block_size]."
+            )
+
+
+@judge
+def batch_windows(responses, *, what, data, batch_size, block_size, check_unchanged):
+    x, y = _batch(responses[0], what, batch_size, block_size)
+    _window_check(data, x, y, what)
+    if check_unchanged:
+        after = responses[0].decode(responses[0].raw["args_after"][0])
+        compare.assert_unchanged(np.asarray(data), np.asarray(after), "data")
+
+
+@judge
+def batch_one_window(responses, *, what, data, batch_size, block_size):
+    """data has exactly block_size + 1 tokens: one window, starting at 0."""
+    r, T = responses[0], block_size
+    if r.error:
+        raise Fail(
+            compare.error_message(r, what)
+            + f". With {T + 1} tokens there is exactly one window, starting at 0: the "
+            "starts run from 0 to len(data) - block_size - 1 inclusive."
+        )
+    x, y = _batch(r, what, batch_size, T)
+    d = np.asarray(data)
+    if not (np.all(x == d[:T]) and np.all(y == d[1:])):
+        _window_check(d, x, y, what)
+        raise Fail(f"{what}: the only window is x = data[:{T}], y = data[1:].")
+
+
+@judge
+def batch_reproducible(responses, *, what, data, batch_size, block_size):
+    (x1, y1), (x2, y2) = (_batch(r, what, batch_size, block_size) for r in responses)
+    _window_check(data, x1, y1, what)
+    if len({tuple(row) for row in x1}) < 2:
+        raise Fail(
+            f"{what}: all {batch_size} rows are the same window; draw a random start for each row."
+        )
+    if not (np.array_equal(x1, x2) and np.array_equal(y1, y2)):
+        raise Fail(
+            f"{what} gave different batches: draw the random starts with the `generator` "
+            "argument (torch.randint(..., generator=generator)) so batches are reproducible."
+        )
+
+
+# ================================================================ 06: GPT
+
+
+def _gpt_logits(r, what, shape):
+    if r.error:
+        raise Fail(compare.error_message(r, what))
+    got = compare.returned(r, what, framework="torch")
+    compare.assert_shape(got, shape, what)
+    if got.dtype.kind != "f":
+        raise Fail(f"{what} holds {got.dtype} values; logits are floats.")
+    if not np.all(np.isfinite(got)):
+        raise Fail(
+            f"{what}: {int((~np.isfinite(got)).sum())} of {got.size} logits are NaN or inf. A row "
+            "of attention scores that is entirely masked gives NaN: is the causal mask inverted?",
+            ["mask-inverted"],
+        )
+    return got.astype(np.float64)
+
+
+@judge
+def gpt_shapes(responses, *, calls):
+    """calls: [what, expected shape] per request."""
+    for r, (what, shape) in zip(responses, calls, strict=True):
+        _gpt_logits(r, what, tuple(shape))
+
+
+@judge
+def gpt_causal(responses, *, shape, cuts):
+    """Row j of idx equals row 0 up to position cuts[j - 1] and differs after it: the logits up
+    to that position must be row 0's."""
+    logits = _gpt_logits(responses[0], "GPT(...)(idx)", tuple(shape))
+    scale = max(float(np.abs(logits[0]).max()), 1e-6)
+    for j, t in enumerate(cuts, start=1):
+        past = float(np.abs(logits[j, : t + 1] - logits[0, : t + 1]).max())
+        if past > max(1e-5, 1e-4 * scale):
+            seen = int(np.argmax(np.abs(logits[j, : t + 1] - logits[0, : t + 1]).max(-1)))
+            raise Fail(
+                f"changing only the tokens after position {t} changed the logits at position "
+                f"{seen} by up to {fmt(past)}: position {seen} sees the future. "
+                + explain(["no-causal-mask"]),
+                ["no-causal-mask"],
+            )
+    future = float(np.abs(logits[1, 2:] - logits[0, 2:]).max())
+    if future == 0.0:
+        raise Fail(
+            "the logits do not change at all when the later tokens change: does the model "
+            "use the token ids (tok_emb(idx))?"
+        )
+
+
+@judge
+def gpt_too_long(responses, *, block_size):
+    r, T = responses[0], block_size
+    if r.error:
+        if r.error["type"] == "ValueError":
+            return
+        raise Fail(
+            f"a sequence of {T + 1} tokens (block_size {T}) raised {r.error['type']}; SPEC asks "
+            "for a ValueError with a clear message, checked at the start of forward.",
+            fraction=0.5,
+        )
+    raise Fail(
+        f"a sequence of {T + 1} tokens went through a GPT with block_size {T} without an "
+        "error: raise ValueError when T > block_size."
+    )
+
+
+@judge
+def gpt_block_size(responses, *, block_sizes):
+    for r, want in zip(responses, block_sizes, strict=True):
+        if r.error:
+            raise Fail(compare.error_message(r, "building GPT(...)"))
+        step = r.raw["steps"][0]
+        forward = r.raw["steps"][1] if len(r.raw["steps"]) > 1 else {}
+        if (forward.get("error") or {}).get("type") == "NotImplementedError":
+            raise Fail("GPT is not implemented yet (forward raises NotImplementedError).")
+        if step.get("error"):
+            raise Fail(
+                "GPT has no attribute block_size: store it in __init__ (self.block_size = block_size)."
+            )
+        got = _plain(r.decode(step["value"]))
+        if got != want:
+            raise Fail(f"GPT(..., block_size={want}).block_size is {got!r:.40}.")
+
+
+@judge
+def gpt_gradients(responses, *, shape):
+    r = responses[0]
+    _gpt_logits(r, "GPT(...)(idx)", tuple(shape))
+    if "backward_error" in r.raw:
+        err = r.raw["backward_error"]
+        raise Fail(f"backpropagating through your GPT raised {err['type']}: {err['message']}.")
+    without = _without_gradient(r)
+    if without:
+        raise Fail(
+            f"{len(without)} parameter(s) of your GPT get no gradient (e.g. {without[0]}): "
+            "is every layer used in forward, through torch operations?"
+        )
+
+
+def _without_gradient(r):
+    """The parameters (that require grad) to which the parent received no gradient tensor.
+
+    The harness lists the module's trainable parameters ("params"); the parent compares that
+    list with the gradient tensors it received, rather than taking a list of gradient-less
+    parameters (or a count) worked out in the student's process.
+    """
+    names = r.raw.get("params")
+    if not isinstance(names, list):  # an answer from an older harness
+        return list(r.raw.get("params_without_grad") or [])
+    grads = r.decode(r.raw.get("param_grads") or {})
+    grads = grads if isinstance(grads, dict) else {}
+    return [n for n in names if not isinstance(grads.get(n), np.ndarray)]
+
+
+@judge
+def gpt_initial_loss(responses, *, shape, targets, ln_vocab):
+    """The untrained model's cross-entropy, computed here from its logits, near ln(V)."""
+    logits = _gpt_logits(responses[0], "GPT(...)(idx)", tuple(shape))
+    V = shape[-1]
+    loss = cross_entropy(logits, targets)
+    if abs(loss - ln_vocab) > 1.5:
+        raise Fail(
+            f"the untrained model's loss on random targets is {fmt(loss)}; with {V} tokens a "
+            f"model that knows nothing yet should be near ln({V}) = {fmt(ln_vocab)}. Very "
+            "confident initial logits usually mean large initial weights (GPT-2 draws them "
+            "with std 0.02) or a missing final layer norm."
+        )
+
+
+@judge
+def gpt_training(responses, *, targets, threshold, steps, period):
+    """The harness trains the student's GPT and returns its LOGITS on inputs the parent chose,
+    before and after training; the losses are computed here, against the parent's targets."""
+    r = responses[0]
+    result = r.value("training your GPT")
+    if not isinstance(result, dict) or "logits_after" not in result:
+        raise Fail("the training run gave no logits back.")
+    shape = np.shape(targets) + (None,)
+    losses = []
+    for key in ("logits_before", "logits_after"):
+        logits = compare.as_array(result.get(key), "the logits of your trained GPT")
+        if logits.ndim != 3 or logits.shape[:2] != shape[:2] or logits.dtype.kind != "f":
+            raise Fail(
+                f"your GPT's logits on {shape[0]} sequences of {shape[1]} tokens have shape "
+                f"{tuple(logits.shape)} ({logits.dtype}); expected float logits of shape "
+                f"({shape[0]}, {shape[1]}, vocab_size)."
+            )
+        if logits.shape[-1] <= int(np.max(targets)):
+            raise Fail(
+                f"your GPT's logits have {logits.shape[-1]} entries per position; the text has "
+                f"{int(np.max(targets)) + 1} distinct tokens at least: is vocab_size used?"
+            )
+        losses.append(cross_entropy(logits, targets))
+    before, after = losses
+    if not math.isfinite(after):
+        raise Fail(
+            f"the loss became {after} during training: look for NaN from a fully masked row."
+        )
+    if after > threshold:
+        raise Fail(
+            f"after {steps} AdamW steps on a text that repeats every {period} tokens, the "
+            f"loss went from {fmt(before)} to {fmt(after)}; a working GPT gets below "
+            f"{fmt(threshold)}. Check the position embeddings, the residual connections, and "
+            "that every block is used."
+        )
+
+
+# ================================================================ 06: lm_loss
+
+
+@judge
+def lm_loss(responses, *, what, expected, variants, positions, inputs=None):
+    """The loss against the reference's; with `inputs` ([name, value before]), also
+    differentiable and the inputs left unchanged."""
+    r = responses[0]
+    got = compare.returned(r, what, framework="torch")
+    if got.size != 1:
+        raise Fail(
+            f"{what} has shape {tuple(got.shape)}: the loss is one number (shape ()), the mean over all {positions} positions."
+        )
+    got = got.reshape(())
+    close_or_diagnose(got, expected, variants, what)
+    if inputs is not None:
+        assert_differentiable(r, what)
+        after = args_after(r)
+        for i, (name, before) in enumerate(inputs):
+            compare.assert_unchanged(before, np.asarray(after[i]), name)
+
+
+# ================================================================ 06: generate
+
+
+def _generated(r, what, shape, V, prefix=None):
+    if r.error:
+        err = r.error
+        if (
+            err["type"] == "ValueError"
+            and "block_size" in err["message"]
+            and "context of" in err["message"]
+        ):
+            raise Fail(
+                f"{what}: the model was given {err['message'].split(' >')[0].replace('context of ', '')} "
+                "of context, more than its block_size. " + explain(["generate-no-crop"]),
+                ["generate-no-crop"],
+            )
+        raise Fail(compare.error_message(r, what))
+    got = compare.returned(r, what, framework="torch")
+    compare.assert_shape(got, shape, what)
+    if got.dtype.kind not in "iu":
+        raise Fail(f"{what} holds {got.dtype} values; token ids are integers (torch.long).")
+    if got.min() < 0 or got.max() >= V:
+        raise Fail(f"{what} holds ids outside 0..{V - 1}.")
+    if prefix is not None:
+        prefix = np.asarray(prefix)
+        if not np.array_equal(got[:, : prefix.shape[1]], prefix):
+            raise Fail(
+                f"{what}: the first {prefix.shape[1]} columns should be the prompt idx, unchanged."
+            )
+    return got.astype(np.int64)
+
+
+@judge
+def generated_tokens(responses, *, what, shape, vocab_size, prompt, check_unchanged=False):
+    """Shape, valid ids, the prompt kept (and, with check_unchanged, the prompt tensor intact)."""
+    _generated(responses[0], what, tuple(shape), vocab_size, prompt)
+    if check_unchanged:
+        after = responses[0].decode(responses[0].raw["args_after"][1])
+        compare.assert_unchanged(np.asarray(prompt), np.asarray(after), "idx")
+
+
+@judge
+def generate_greedy(responses, *, what, shape, vocab_size, prompt, want, most_likely):
+    """top_k=1: `want` is the greedy chain under the toy model, most_likely[t] its argmax
+    after token t."""
+    got = _generated(responses[0], what, tuple(shape), vocab_size, prompt)
+    want = np.asarray(want)
+    if not np.array_equal(got, want):
+        b, t = np.argwhere(got != want)[0]
+        prev = int(got[b, t - 1])
+        raise Fail(
+            f"{what}: token {t} of row {b} is {int(got[b, t])}, but the model's most likely "
+            f"token after {prev} is {int(most_likely[prev])}. With top_k=1 generation "
+            "is greedy; the model's prediction for the next token sits in logits[:, -1, :] "
+            "of the cropped context idx[:, -block_size:]."
+        )
+
+
+@judge
+def generate_top_k(responses, *, what, shape, vocab_size, prompt, top):
+    """top[t] lists the k most likely tokens after t (the last the most likely)."""
+    got = _generated(responses[0], what, tuple(shape), vocab_size, prompt)
+    top = np.asarray(top)
+    prev, nxt = got[:, :-1].ravel(), got[:, 1:].ravel()
+    outside = np.array([n not in top[p] for p, n in zip(prev, nxt, strict=True)])
+    if outside.any():
+        raise Fail(
+            f"{what}: {int(outside.sum())} of {outside.size} sampled tokens are not among the "
+            "2 most likely ones: set every logit below the k-th largest to -inf before the "
+            "softmax."
+        )
+    if len(set(nxt.tolist())) < 2 or all(
+        np.all(nxt[prev == p] == top[p, -1]) for p in set(prev.tolist())
+    ):
+        raise Fail(
+            f"{what}: every token is the most likely one; top_k=2 should sample between the top 2."
+        )
+
+
+@judge
+def generate_distribution(
+    responses, *, what, samples, vocab_size, p, p_multiplied, temperature, top_k
+):
+    """One token sampled `samples` times; Pearson's test against p, the distribution the toy
+    model's row gives (and p_multiplied, what the temperature-multiplied mistake gives)."""
+    B, V = samples, vocab_size
+    got = _generated(responses[0], what, (B, 2), V)
+    p, p_mul = np.asarray(p), np.asarray(p_multiplied)
+    counts = np.bincount(got[:, 1], minlength=V)
+    stat, dof = chi_square(counts, p)
+    if stat <= chi_square_limit(dof):
+        return
+    freq = counts / B
+    top = int(np.argmax(p))
+    seen = f"token {top}, the most likely, came {fmt(100 * freq[top])}% of the time; expected about {fmt(100 * p[top])}%"
+    if freq.max() == 1.0:
+        raise Fail(
+            f"{what}: all {B} samples are token {int(np.argmax(freq))}: generate should sample from the distribution (torch.multinomial), not take the argmax."
+        )
+    if temperature != 1.0:
+        stat_mul, dof_mul = chi_square(counts, p_mul)
+        if stat_mul <= chi_square_limit(dof_mul) or stat_mul < stat / 10:
+            raise Fail(
+                f"{what}: {seen}. " + explain(["temperature-multiplied"]),
+                ["temperature-multiplied"],
+            )
+    raise Fail(
+        f"{what}: the {B} samples do not follow softmax(logits / temperature)"
+        + (" restricted to the top k" if top_k else "")
+        + f" (Pearson's statistic {fmt(stat)}, far above {fmt(chi_square_limit(dof))}): {seen}."
+    )
