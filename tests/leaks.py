@@ -43,10 +43,10 @@ import nbformat
 from IPython.core.inputtransformer2 import TransformerManager
 
 from autograder.curriculum import GRADED_NAMES, NOTEBOOKS
-from autograder.release import release_notebook
 
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = REPO / "solutions"
+RELEASED = REPO / "notebooks"
 REFERENCE = REPO / "autograder" / "reference"
 PROBES = REPO / "autograder" / "probes"
 MISCONCEPTIONS = REPO / "autograder" / "misconceptions"
@@ -80,35 +80,32 @@ def _without_docstrings(tree):
     return tree
 
 
-class _Canonical(ast.NodeTransformer):
-    """Rename every name to _0, _1, ... in order of first appearance (depth first, field order)."""
-
-    def __init__(self):
-        self.names = {}
-
-    def _canon(self, name):
-        return self.names.setdefault(name, f"_{len(self.names)}")
-
-    def visit_Name(self, node):
-        node.id = self._canon(node.id)
-        return node
-
-    def visit_arg(self, node):
-        node.arg = self._canon(node.arg)
-        node.annotation = None
-        return node
-
-    def _definition(self, node):
-        node.name = self._canon(node.name)
-        return self.generic_visit(node)
-
-    visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _definition
+def _dump(node, names):
+    """ast.dump-like text of node, every name renamed by `names` (first appearance, depth first)."""
+    if isinstance(node, list):
+        return "[" + ",".join(_dump(item, names) for item in node) + "]"
+    if not isinstance(node, ast.AST):
+        return repr(node)
+    if isinstance(node, ast.expr_context):
+        return ""
+    canon = lambda name: names.setdefault(name, f"_{len(names)}")  # noqa: E731
+    if isinstance(node, ast.Name):
+        return f"Name({canon(node.id)})"
+    if isinstance(node, ast.arg):
+        return f"arg({canon(node.arg)})"  # annotations dropped
+    parts = []
+    for field in node._fields:
+        value = getattr(node, field, None)
+        if field == "name" and isinstance(node, DEFINITIONS):
+            parts.append(canon(value))
+        elif field not in ("type_comment", "returns"):
+            parts.append(_dump(value, names))
+    return f"{type(node).__name__}({','.join(parts)})"
 
 
 def canonical(statements):
     """One canonical string for a run of statements (already without docstrings)."""
-    module = ast.Module(body=copy.deepcopy(statements), type_ignores=[])
-    return ast.dump(_Canonical().visit(module), annotate_fields=False, include_attributes=False)
+    return _dump(list(statements), {})
 
 
 def size(statements):
@@ -213,8 +210,8 @@ def secret_lines(source, tree):
 # -- the secrets -----------------------------------------------------------------------------------
 @dataclass
 class Secrets:
-    blocks: dict  # canonical string -> where it comes from
-    lines: dict  # stripped line -> where it comes from
+    blocks: dict  # canonical string -> {where it comes from}
+    lines: dict  # stripped line -> {where it comes from}
 
 
 def solution_regions(source):
@@ -242,11 +239,9 @@ def _region_statements(tree, first, last):
 
 
 def released_cells():
-    """(notebook, released cell, its solution cell) for every cell of the six notebooks."""
+    """Every cell of the six released notebooks (notebooks/, which is what the handout ships)."""
     for nb in NOTEBOOKS:
-        solution = nbformat.read(SOLUTIONS / nb.filename, as_version=4)
-        released = release_notebook(solution)
-        yield from ((nb, r, s) for r, s in zip(released.cells, solution.cells, strict=True))
+        yield from nbformat.read(RELEASED / nb.filename, as_version=4).cells
 
 
 def _defined(tree):
@@ -256,7 +251,7 @@ def _defined(tree):
 def allowed():
     """{reference name: (blocks, lines) a handout may show for it} (see the module docstring)."""
     shown = {}
-    for _, released, _ in released_cells():
+    for released in released_cells():
         if released.cell_type != "code":
             continue
         meta = released.metadata.get("nbgrader", {})
@@ -279,9 +274,9 @@ def collect_secrets():
 
     def add(where, new_blocks, new_lines):
         for block in new_blocks:
-            found_blocks.setdefault(block, where)
+            found_blocks.setdefault(block, set()).add(where)
         for line in new_lines:
-            found_lines.setdefault(line, where)
+            found_lines.setdefault(line, set()).add(where)
 
     for path in sorted(REFERENCE.glob("*.py")):
         source = path.read_text()
@@ -359,7 +354,9 @@ def leaks(root, secrets):
         sources = [text] if kind == "code" else FENCE.findall(text)
         for source in sources:
             for block in _bundle_blocks(source) & secrets.blocks.keys():
-                found.append(f"{where}: code of {secrets.blocks[block]}")
+                found += [f"{where}: code of {whose}" for whose in sorted(secrets.blocks[block])]
         for line in _bundle_lines(text) & secrets.lines.keys():
-            found.append(f"{where}: the line {line!r} of {secrets.lines[line]}")
+            found += [
+                f"{where}: the line {line!r} of {whose}" for whose in sorted(secrets.lines[line])
+            ]
     return found
