@@ -431,3 +431,45 @@ def test_the_solutions_pass_installed_with_the_full_packages_messages(
             assert expected.startswith(f"✓ {name} passes all")
             assert outputs[name].strip() == expected, (nb.filename, name, outputs[name])
     print(f"ran the six solved notebooks in {time.perf_counter() - started:.0f} s")
+
+
+# -- a later notebook uses the student's own earlier answers ---------------------------------------
+def _notebook(path, *cells):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
+    nbformat.write(nb, path)
+
+
+def test_import_earlier_links_the_notebooks_like_one_module(tmp_path, monkeypatch, capsys):
+    from coursedata import import_earlier
+
+    monkeypatch.chdir(tmp_path)
+    _notebook(tmp_path / "02_a.ipynb", "def double(x):\n    return 2 * x", "print('not run')")
+    _notebook(tmp_path / "03_b.ipynb", "def quadruple(x):\n    return double(double(x))")
+    _notebook(
+        tmp_path / "04_c.ipynb",
+        "def double(x):\n    return -1",
+        "def twice(x):\n    return double(x)",
+    )
+    namespace = {}
+    found = import_earlier({"02_a.ipynb": ["double"], "03_b.ipynb": ["quadruple"]}, namespace)
+    assert namespace["quadruple"](3) == 12 and found["double"](3) == 6  # 03 calls 02's double
+    assert "Using your own double (notebook 02); quadruple (notebook 03)" in capsys.readouterr().out
+    # a notebook's own definition wins over the earlier one's
+    assert import_earlier({"02_a.ipynb": ["double"], "04_c.ipynb": ["twice"]})["twice"](3) == -1
+
+
+def test_import_earlier_turns_what_is_missing_into_an_unfinished_exercise(
+    tmp_path, monkeypatch, capsys
+):
+    from coursedata import import_earlier
+
+    monkeypatch.chdir(tmp_path)
+    _notebook(tmp_path / "03_b.ipynb", "def quadruple(x):\n    return double(double(x))")
+    found = import_earlier({"02_a.ipynb": ["double"], "03_b.ipynb": ["quadruple", "half"]})
+    out = capsys.readouterr().out
+    assert "cannot find 02_a.ipynb" in out and "03_b.ipynb does not define half" in out
+    for name in ("double", "quadruple", "half"):  # quadruple calls the missing double
+        with pytest.raises(NotImplementedError, match="notebook 0[23]"):
+            found[name](1)
+    assert found["half"].__name__ == "half"
