@@ -252,16 +252,13 @@ def _write_checker(checker, notebooks):
 
 def _write_readme(out, notebooks, stage):
     table = "\n".join(
-        f"| `{nb.filename}` | {', '.join(f'`{name}`' for name in nb.graded)} |"
-        for nb in notebooks
+        f"| `{nb.filename}` | {', '.join(f'`{name}`' for name in nb.graded)} |" for nb in notebooks
     )
     partial = stage is not None and stage < len(NOTEBOOKS)
     (out / "README.md").write_text(
         README.format(
             stage_title=f" (notebooks 01-{stage:02d})" if partial else "",
-            count={1: "One", 2: "Two", 3: "Three", 4: "Four", 5: "Five", 6: "Six"}[
-                len(notebooks)
-            ],
+            count={1: "One", 2: "Two", 3: "Three", 4: "Four", 5: "Five", 6: "Six"}[len(notebooks)],
             destination=notebooks[-1].title.lower() if partial else "a small GPT",
             table=table,
         )
