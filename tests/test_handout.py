@@ -473,3 +473,17 @@ def test_import_earlier_turns_what_is_missing_into_an_unfinished_exercise(
         with pytest.raises(NotImplementedError, match="notebook 0[23]"):
             found[name](1)
     assert found["half"].__name__ == "half"
+
+
+def test_the_build_refuses_a_checker_that_would_import_what_it_lacks(handout, tmp_path):
+    from autograder.handout import check_self_contained
+
+    checker = tmp_path / "checker"
+    shutil.copytree(handout / "checker" / "autograder", checker / "autograder")
+    check_self_contained(checker)  # the real one imports only what it ships
+    (checker / "autograder" / "judging" / "sneaky.py").write_text(
+        "def later():\n    import autograder.reference  # only when called: allowed\n\n"
+        "from autograder.probes.base import build_cases\n"
+    )
+    with pytest.raises(RuntimeError, match=r"sneaky.py imports autograder.probes.base$"):
+        check_self_contained(checker)
