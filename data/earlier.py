@@ -30,6 +30,8 @@ __all__ = ["import_earlier"]
 
 def _placeholder(name, label, reason):
     """A function called `name` that raises NotImplementedError saying where `name` comes from."""
+    if not name.isidentifier():
+        raise ValueError(f"{name!r} is not a Python name")
     message = f"{name} comes from your {label}, which could not be used: {reason}"
     source = f"def {name}(*args, **kwargs):\n    raise NotImplementedError({message!r})\n"
     namespace = {}
