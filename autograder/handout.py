@@ -191,6 +191,21 @@ class _ImportTimeImports(ast.NodeVisitor):
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
+    def visit_Try(self, node):
+        """`try: import x / except ImportError:` is an optional import: x may be absent."""
+        caught = {
+            name.id
+            for handler in node.handlers
+            if handler.type is not None
+            for name in ast.walk(handler.type)
+            if isinstance(name, ast.Name)
+        }
+        if not caught & {"ImportError", "ModuleNotFoundError"}:
+            self.generic_visit(node)
+            return
+        for part in (*node.handlers, *node.orelse, *node.finalbody):
+            self.visit(part)
+
     def visit_Import(self, node):
         self.found += [alias.name for alias in node.names]
 

@@ -483,6 +483,8 @@ def test_the_build_refuses_a_checker_that_would_import_what_it_lacks(handout, tm
     check_self_contained(checker)  # the real one imports only what it ships
     (checker / "autograder" / "judging" / "sneaky.py").write_text(
         "def later():\n    import autograder.reference  # only when called: allowed\n\n"
+        "try:\n    from autograder import optional  # may be absent: allowed\n"
+        "except ImportError:\n    optional = None\n\n"
         "from autograder.probes.base import build_cases\n"
     )
     with pytest.raises(RuntimeError, match=r"sneaky.py imports autograder.probes.base$"):
