@@ -1,5 +1,5 @@
-"""The command line: `python -m autograder release`, `grade PATH`, `nbgrader init|grade COURSE`
-and `gradescope --out autograder.zip`."""
+"""The command line: `python -m autograder release`, `grade PATH`, `handout --out DIR`,
+`nbgrader init|grade COURSE` and `gradescope --out autograder.zip`."""
 
 import argparse
 import os
@@ -57,6 +57,14 @@ def main(argv=None):
     nbgrader.add_arguments(commands, grade_options)
     gradescope.add_arguments(commands)
 
+    handout_cmd = commands.add_parser(
+        "handout", help="build what students get: notebooks, data and a checker without answers"
+    )
+    handout_cmd.add_argument("--out", required=True, help="an empty or new folder")
+    handout_cmd.add_argument(
+        "--stage", type=int, help="only notebooks 01..STAGE (a weekly release); default: all"
+    )
+
     args = parser.parse_args(argv)
     if args.command == "release":
         from autograder.release import release
@@ -80,6 +88,11 @@ def main(argv=None):
         from autograder.platforms import gradescope
 
         return gradescope.run(args)
+    if args.command == "handout":
+        from autograder.handout import build_handout, describe
+
+        print(describe(build_handout(args.out, stage=args.stage), args.out))
+        return 0
     return 2
 
 

@@ -7,6 +7,11 @@ prints which checks pass and, for those that fail, what was seen and a hint, nev
 The inputs come from a public seed; the grader draws its own from a secret. A check never raises,
 so a notebook with unfinished exercises still runs top to bottom. `assert_passes` is the same
 run made strict, for nbgrader's hidden test cells.
+
+Where the cases come from: the student handout (`python -m autograder handout`) ships the
+visible seed's cases as plain data in autograder/visible/ (judging.store), and no probe; the
+full course package builds them from the probes. Either way the same requests are served in
+this process and the same judges decide, so both say the same thing.
 """
 
 import os
@@ -15,22 +20,52 @@ from pathlib import Path
 
 from autograder.curriculum import NOTEBOOK_OF
 from autograder.harness import serve
-from autograder.probes.base import build_cases, judge_cases, write_requests
+from autograder.judging.base import judge_cases
 
 VISIBLE_SEED = "visible-checks"
+# The visible seed's cases as stored data: present in the student handout only.
+STORED = Path(__file__).resolve().parent / "visible"
 # Requests and answers are many small files: in memory (/dev/shm) they cost ~10x less than on disk.
 SCRATCH = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+
+
+def _stored(function, seed):
+    """True if this seed's cases of `function` are stored data (the handout)."""
+    from autograder.judging.store import stored_functions
+
+    return (
+        seed == VISIBLE_SEED
+        and (STORED / "index.json").is_file()
+        and function in stored_functions(STORED)
+    )
+
+
+def cases_and_requests(function, seed, scratch):
+    """(cases, folder of their requests) for one graded name: stored data, else the probes."""
+    if _stored(function, seed):
+        from autograder.judging.store import load_cases, request_dir
+
+        return load_cases(STORED, function), request_dir(STORED, function)
+    try:
+        from autograder.probes.base import build_cases, write_requests
+    except ImportError:  # the handout: no probes, and this seed's cases were not stored
+        raise LookupError(
+            f"this copy of the course holds only the visible checks (seed {VISIBLE_SEED!r}) of "
+            f"the notebooks it was handed out with, and none for {function} with seed {seed!r}"
+        ) from None
+    cases = build_cases(NOTEBOOK_OF[function].stem, seed, functions={function})
+    write_requests(cases, scratch)
+    return cases, Path(scratch) / function
 
 
 def run_in_process(function, obj, seed=VISIBLE_SEED, namespace=None):
     """The TestResults of one graded name's cases, calling `obj` in this process."""
     namespace = dict(namespace or {})
     namespace[function] = obj
-    cases = build_cases(NOTEBOOK_OF[function].stem, seed, functions={function})
     with tempfile.TemporaryDirectory(prefix="course-check-", dir=SCRATCH) as tmp:
-        requests, responses = Path(tmp, "requests"), Path(tmp, "responses")
-        write_requests(cases, requests)
-        serve(namespace, requests / function, responses / function)
+        cases, requests = cases_and_requests(function, seed, Path(tmp, "requests"))
+        responses = Path(tmp, "responses")
+        serve(namespace, requests, responses / function)
         return judge_cases(cases, responses)
 
 

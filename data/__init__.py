@@ -5,10 +5,12 @@
     load_tinyshakespeare()           tiny Shakespeare, found locally or downloaded once
     tiny_shakespeare_path()          where that local copy is, if there is one
     import_definitions()             reuse your classes from an earlier notebook
+    import_earlier()                 the same for several notebooks, never raising
 
 It imports only the standard library and NumPy, so a sandboxed notebook can always use it.
 """
 
+from .earlier import import_earlier
 from .fruit import FruitData, dict_en2fr, load_fruit
 from .notebooks import import_definitions
 from .shakespeare import load_tinyshakespeare, tiny_shakespeare_path
@@ -20,6 +22,7 @@ __all__ = [
     "default_corpus",
     "dict_en2fr",
     "import_definitions",
+    "import_earlier",
     "load_fruit",
     "load_tinyshakespeare",
     "tiny_shakespeare_path",

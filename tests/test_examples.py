@@ -2,8 +2,8 @@
 names each student's mistake.
 
 Grading the whole class takes minutes, so the grading test takes two students and only the
-notebook their mistakes live in (the grader scores the other notebooks 0 as missing, without
-running anything for them).
+notebook their mistakes live in, with notebook 02 whose softmax it uses (the grader scores the
+other notebooks 0 as missing, without running anything for them).
 """
 
 import importlib.util
@@ -117,7 +117,8 @@ def test_grading_names_the_mistakes_and_the_cheats_score_zero(tmp_path):
     submissions = tmp_path / "class"
     for student in ("mask_after_softmax", "cheater"):
         (submissions / student).mkdir(parents=True)
-        shutil.copy2(EXAMPLES / "class" / student / f"{stem}.ipynb", submissions / student)
+        for name in ("02_dot_product_softmax", stem):  # 03 uses the student's own 02 softmax
+            shutil.copy2(EXAMPLES / "class" / student / f"{name}.ipynb", submissions / student)
     out = tmp_path / "grades"
     env = dict(os.environ, COURSE_SECRET="test-examples-secret")
     done = subprocess.run(
@@ -154,5 +155,9 @@ def test_grading_names_the_mistakes_and_the_cheats_score_zero(tmp_path):
     for function in ("attention_scores", "causal_mask"):  # patched comparisons change nothing here
         assert all(t["score"] == t["max_score"] for t in tests_of(cheater, function)), function
     # the other notebooks were not submitted: 0 with a message, not an error
-    other = [t for t in cheater["tests"] if NOTEBOOK_OF[t["function"]].stem != stem]
+    other = [
+        t
+        for t in cheater["tests"]
+        if NOTEBOOK_OF[t["function"]].stem not in (stem, "02_dot_product_softmax")
+    ]
     assert other and all(t["score"] == 0 for t in other)

@@ -1,0 +1,320 @@
+"""The student handout: what a course distributes, with no model answer in it.
+
+    build_handout(out_dir, stage=None)      # python -m autograder handout --out DIR [--stage K]
+
+writes
+
+    out_dir/README.md           set-up and work for students
+    out_dir/requirements.txt    the course's pins for what students need, plus ./checker
+    out_dir/notebooks/          the released student notebooks (01..K for a weekly stage)
+    out_dir/checker/            an installable package: `autograder` (the visible checks only)
+                                and `coursedata` (the small data and the loaders)
+
+The checker's `autograder` holds the modules that run and judge a visible check (checks,
+curriculum, results, harness/, judging/), the misconception catalogue, and the visible seed's
+cases as plain data (judging.store, in autograder/visible/): inputs, expected outputs and the
+outputs of the known-wrong variants, computed here. It holds no probe, no variant and nothing of
+autograder/reference/, so `check("softmax", softmax)` judges the same cases the same way as the
+full package without being able to compute an answer. tests/test_handout.py checks that no
+answer is in the bundle, and runs it installed in a venv without the course.
+"""
+
+import ast
+import shutil
+import tomllib
+from pathlib import Path
+
+import nbformat
+
+from autograder import __version__
+from autograder.checks import VISIBLE_SEED
+from autograder.curriculum import NOTEBOOKS
+from autograder.release import REPO, SOLUTIONS, release_notebook, render
+
+PACKAGE = REPO / "autograder"
+COURSEDATA = REPO / "data"
+
+# What the checker's `autograder` holds, relative to autograder/: nothing else is copied.
+SHIPPED = (
+    "checks.py",
+    "curriculum.py",
+    "results.py",
+    "harness/*.py",
+    "judging/*.py",
+    "misconceptions/__init__.py",  # the catalogue's text; the *_variants.py modules stay here
+)
+SHIPPED_DATA = ("*.py", "*.json")  # of coursedata (data/)
+
+# The distributions a student needs (the course's pins are read from pyproject.toml): the
+# grader's own (nbgrader, nbclient, nbconvert, jinja2) are the instructor's business.
+STUDENT_PACKAGES = (
+    "numpy",
+    "torch",
+    "matplotlib",
+    "jupyterlab",
+    "ipykernel",
+    "nbformat",
+    "tqdm",
+)
+
+INIT = '''"""The visible checks of the attention course: `from autograder.checks import check`.
+
+This is the student handout's checker. It judges your answers from stored data (the checks'
+inputs, the expected outputs, the outputs of typical mistakes) and holds no model answer.
+"""
+
+__version__ = "{version}"
+'''
+
+PYPROJECT = """\
+[build-system]
+requires = ["setuptools>=68"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "attention-course-checker"
+version = "{version}"
+description = "The visible checks and data of the attention course's notebooks (no answers)."
+requires-python = ">=3.11,<3.12"
+license = {{ text = "MIT" }}
+# The course's own pins: every student runs the versions the checks were made with.
+dependencies = [
+{dependencies}
+]
+
+[tool.setuptools]
+packages = [
+{packages}
+]
+package-dir = {{ "autograder" = "autograder", "coursedata" = "coursedata" }}
+
+[tool.setuptools.package-data]
+autograder = ["visible/**/*"]
+coursedata = ["*.json"]
+"""
+
+GITIGNORE = """\
+.venv/
+__pycache__/
+.ipynb_checkpoints/
+checker/build/
+*.egg-info/
+"""
+
+README = """\
+# Attention, from a dictionary lookup to a language model{stage_title}
+
+{count} Jupyter notebooks that take you from a Python `dict` to {destination}. Each one teaches
+with prose, worked numbers and plots, and has exercises: write the function, then run the cell
+below it, which checks your function on a few inputs and tells you what is wrong, never what the
+answer is.
+
+| notebook | graded exercises |
+| --- | --- |
+{table}
+
+## Set up (once)
+
+On Python 3.11, in this folder:
+
+```bash
+python -m venv .venv && . .venv/bin/activate && pip install ./checker
+```
+
+(or `pip install -r requirements.txt`: the same packages, pinned). On Windows activate with
+`.venv\\Scripts\\activate`. Then:
+
+```bash
+jupyter lab notebooks/
+```
+
+## Working through the notebooks
+
+- Do them in order, and keep them together in `notebooks/`: from notebook 03 on, a notebook uses
+  the functions **you** wrote in the earlier ones (it reads them from those notebooks), so a
+  mistake there shows up again later, and an unfinished one makes the later cells wait.
+- A cell that needs an unfinished exercise says so and does nothing; run the notebook top to
+  bottom at any time.
+- `check(...)` cells print `✓` when every check passes, `…` while an exercise is still a stub,
+  and `✗` with what was seen and a hint otherwise. Your grader runs the same kind of tests on
+  other inputs.
+- Notebook 06 can train on tiny Shakespeare (1 MB): `coursedata.load_tinyshakespeare()` downloads
+  it once into `~/.cache/attention-course/`, or reads the file named by `TINYSHAKESPEARE_PATH`.
+
+`checker/` holds the checks (the package `autograder`) and the course's data and loaders (the
+package `coursedata`). It contains no solutions.
+"""
+
+
+def student_requirements(pyproject=REPO / "pyproject.toml"):
+    """['numpy==2.4.6', 'torch==2.13.0', ...]: the course's own pins for STUDENT_PACKAGES."""
+    pins = tomllib.loads(Path(pyproject).read_text())["project"]["dependencies"]
+    by_name = {pin.split("==")[0].strip().lower(): pin.strip() for pin in pins}
+    missing = [name for name in STUDENT_PACKAGES if name not in by_name]
+    if missing:
+        raise ValueError(f"pyproject.toml pins no {', '.join(missing)}")
+    return [by_name[name] for name in STUDENT_PACKAGES]
+
+
+def notebooks_of(stage=None):
+    """The notebooks of a stage: 01..stage, or all six."""
+    if stage is None:
+        return NOTEBOOKS
+    if not 1 <= stage <= len(NOTEBOOKS):
+        raise ValueError(f"--stage must be between 1 and {len(NOTEBOOKS)}, not {stage}")
+    return NOTEBOOKS[:stage]
+
+
+def _copy(patterns, source, target):
+    copied = []
+    for pattern in patterns:
+        files = sorted(source.glob(pattern))
+        if not files:
+            raise FileNotFoundError(f"nothing matches {source / pattern}")
+        for path in files:
+            destination = target / path.relative_to(source)
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, destination)
+            copied.append(destination)
+    return copied
+
+
+class _ImportTimeImports(ast.NodeVisitor):
+    """The modules a file imports when it is imported: function bodies run later, if ever."""
+
+    def __init__(self, module):
+        self.package = module.rsplit(".", 1)[0]
+        self.found = []
+
+    def visit_FunctionDef(self, node):
+        pass
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Try(self, node):
+        """`try: import x / except ImportError:` is an optional import: x may be absent."""
+        caught = {
+            name.id
+            for handler in node.handlers
+            if handler.type is not None
+            for name in ast.walk(handler.type)
+            if isinstance(name, ast.Name)
+        }
+        if not caught & {"ImportError", "ModuleNotFoundError"}:
+            self.generic_visit(node)
+            return
+        for part in (*node.handlers, *node.orelse, *node.finalbody):
+            self.visit(part)
+
+    def visit_Import(self, node):
+        self.found += [alias.name for alias in node.names]
+
+    def visit_ImportFrom(self, node):
+        if node.level == 0:
+            self.found.append(node.module)
+            return
+        base = self.package.split(".")
+        base = base[: len(base) - (node.level - 1)]
+        self.found.append(".".join(base + ([node.module] if node.module else [])))
+
+
+def check_self_contained(package_root, package="autograder"):
+    """Raise if a shipped module imports, at import time, a course module that is not shipped."""
+    problems = []
+    for path in sorted((package_root / package).rglob("*.py")):
+        parts = path.relative_to(package_root).with_suffix("").parts
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        if parts[-1] == "__init__":
+            module += ".__init__"  # relative imports start from the package itself
+        visitor = _ImportTimeImports(module)
+        visitor.visit(ast.parse(path.read_text(), filename=str(path)))
+        for name in visitor.found:
+            if name.split(".")[0] != package:
+                continue
+            target = package_root.joinpath(*name.split("."))
+            if not (target.with_suffix(".py").is_file() or (target / "__init__.py").is_file()):
+                problems.append(f"{path.relative_to(package_root)} imports {name}")
+    if problems:
+        raise RuntimeError("the checker would not import: " + "; ".join(problems))
+
+
+def _write_checker(checker, notebooks):
+    from autograder.judging.store import save_cases
+    from autograder.probes.base import build_cases  # instructor side: the cases' data
+
+    package = checker / "autograder"
+    _copy(SHIPPED, PACKAGE, package)
+    (package / "__init__.py").write_text(INIT.format(version=__version__))
+    for sub in ("harness", "judging", "misconceptions"):
+        if not (package / sub / "__init__.py").is_file():
+            raise FileNotFoundError(f"autograder/{sub}/__init__.py is missing")
+    _copy(SHIPPED_DATA, COURSEDATA, checker / "coursedata")
+    check_self_contained(checker)
+
+    cases = [case for nb in notebooks for case in build_cases(nb.stem, VISIBLE_SEED)]
+    save_cases(cases, package / "visible")
+
+    packages = ["autograder", "autograder.harness", "autograder.judging"]
+    packages += ["autograder.misconceptions", "coursedata"]
+    (checker / "pyproject.toml").write_text(
+        PYPROJECT.format(
+            version=__version__,
+            dependencies="\n".join(f'    "{pin}",' for pin in student_requirements()),
+            packages="\n".join(f'    "{name}",' for name in packages),
+        )
+    )
+
+
+def _write_readme(out, notebooks, stage):
+    table = "\n".join(
+        f"| `{nb.filename}` | {', '.join(f'`{name}`' for name in nb.graded)} |" for nb in notebooks
+    )
+    partial = stage is not None and stage < len(NOTEBOOKS)
+    (out / "README.md").write_text(
+        README.format(
+            stage_title=f" (notebooks 01-{stage:02d})" if partial else "",
+            count={1: "One", 2: "Two", 3: "Three", 4: "Four", 5: "Five", 6: "Six"}[len(notebooks)],
+            destination=notebooks[-1].title.lower() if partial else "a small GPT",
+            table=table,
+        )
+    )
+
+
+def build_handout(out, stage=None, solutions=SOLUTIONS):
+    """Write the handout into `out` (which must be empty or absent). Returns its files."""
+    out = Path(out)
+    if out.exists() and any(out.iterdir()):
+        raise FileExistsError(f"{out} is not empty: choose a new folder for the handout")
+    notebooks = notebooks_of(stage)
+    (out / "notebooks").mkdir(parents=True, exist_ok=True)
+    for nb in notebooks:
+        solution = nbformat.read(Path(solutions) / nb.filename, as_version=4)
+        (out / "notebooks" / nb.filename).write_text(render(release_notebook(solution)))
+    _write_checker(out / "checker", notebooks)
+    (out / "requirements.txt").write_text(
+        "# The course's pinned packages, then the checks and data of its notebooks.\n"
+        + "".join(f"{pin}\n" for pin in student_requirements())
+        + "./checker\n"
+    )
+    (out / ".gitignore").write_text(GITIGNORE)
+    _write_readme(out, notebooks, stage)
+    return sorted(p for p in out.rglob("*") if p.is_file())
+
+
+def describe(files, out):
+    """A short summary of a built handout: its parts and their sizes."""
+    out = Path(out)
+    parts = {}
+    for path in files:
+        rel = path.relative_to(out)
+        key = rel.parts[0] if len(rel.parts) > 1 else rel.name
+        if rel.parts[:2] == ("checker", "autograder") and len(rel.parts) > 3:
+            key = "/".join(rel.parts[:3])
+        count, size = parts.get(key, (0, 0))
+        parts[key] = (count + 1, size + path.stat().st_size)
+    lines = [f"handout written to {out}:"]
+    for key, (count, size) in sorted(parts.items()):
+        lines.append(f"  {key:32} {count:5d} file(s) {size / 1e6:8.2f} MB")
+    total = sum(size for _, size in parts.values())
+    lines.append(f"  {'total':32} {len(files):5d} file(s) {total / 1e6:8.2f} MB")
+    return "\n".join(lines)

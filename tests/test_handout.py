@@ -1,0 +1,491 @@
+"""The student handout (`python -m autograder handout`): what it holds, that it holds no answer,
+that its visible checks say what the full package says, and that it works installed alone.
+
+The leak test's rules are tests/leaks.py's docstring: normalised code blocks (ast, docstrings
+dropped, names alpha-renamed) of the model answers, the probes, the variants and the solution
+regions, looked for among the bundle's blocks, plus a plain-text scan for long identical lines.
+The detector itself is tested by planting answers in a copy of the bundle.
+"""
+
+import ast
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+import tomllib
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+import torch
+
+import autograder.checks as checks
+from autograder import reference as R
+from autograder.curriculum import BY_STEM, GRADED_NAMES, NOTEBOOKS
+from autograder.handout import SHIPPED, STUDENT_PACKAGES, build_handout
+from autograder.release import REPO, SOLUTIONS
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import leaks  # noqa: E402 - the detector, beside this file
+
+# Known and explained, not hidden: harness/toy.py trains a student's GPT in the student's process
+# (the GPT check) and draws its training windows with the very line get_batch's answer uses. The
+# fix is for the probe to send the windows as data (autograder/probes is not this test's to
+# change); when it lands this entry fails the test, and must go.
+TOY_LINE = "x = torch.stack([data[s : s + block_size] for s in starts])"
+KNOWN_LEAKS = {
+    f"checker/autograder/harness/toy.py: the line {TOY_LINE!r} of {whose}"
+    for whose in (
+        "autograder/reference/autoregressive_lm.py: get_batch",
+        "solutions/06_autoregressive_lm.ipynb: solution region of get_batch",
+    )
+}
+# Answers too small to tell from honest code (`return table[query]`, `return keys @ query`):
+# below leaks.MIN_ANSWER nodes, so the detector does not look for them.
+TOO_SMALL = {"lookup", "similarity"}
+
+
+@pytest.fixture(scope="module")
+def handout(tmp_path_factory):
+    out = tmp_path_factory.mktemp("handout") / "course"
+    build_handout(out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def secrets():
+    return leaks.collect_secrets()
+
+
+# -- what is in it ---------------------------------------------------------------------------
+def test_the_handout_holds_the_notebooks_the_data_and_a_checker_without_answers(handout):
+    assert sorted(p.name for p in (handout / "notebooks").iterdir()) == [
+        nb.filename for nb in NOTEBOOKS
+    ]
+    for nb in NOTEBOOKS:  # the released notebooks, exactly
+        assert (handout / "notebooks" / nb.filename).read_text() == (
+            REPO / "notebooks" / nb.filename
+        ).read_text()
+    package = handout / "checker" / "autograder"
+    shipped = {str(p.relative_to(package)) for p in package.rglob("*.py")}
+    expected = {"__init__.py"} | {
+        str(p.relative_to(REPO / "autograder"))
+        for pattern in SHIPPED
+        for p in (REPO / "autograder").glob(pattern)
+    }
+    assert shipped == expected
+    assert not {"reference", "probes", "sandbox", "report"} & {p.name for p in package.iterdir()}
+    assert not list(package.rglob("*_variants.py"))
+    data = handout / "checker" / "coursedata"
+    assert (data / "fruit.json").is_file() and (data / "shakespeare.py").is_file()
+    assert max(p.stat().st_size for p in handout.rglob("*") if p.is_file()) < 1_000_000  # no corpus
+    stored = json.loads((package / "visible" / "index.json").read_text())
+    assert stored == list(GRADED_NAMES)
+
+
+def test_the_checker_pins_the_courses_versions(handout):
+    course = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    pins = [p for p in course if p.split("==")[0] in STUDENT_PACKAGES]
+    checker = tomllib.loads((handout / "checker" / "pyproject.toml").read_text())["project"]
+    assert sorted(checker["dependencies"]) == sorted(pins) and "torch==2.13.0" in pins
+    requirements = (handout / "requirements.txt").read_text().splitlines()
+    assert sorted(line for line in requirements if "==" in line) == sorted(pins)
+    assert "./checker" in requirements
+    readme = (handout / "README.md").read_text()
+    assert "pip install ./checker" in readme and "jupyter lab notebooks/" in readme
+
+
+def test_a_weekly_stage_holds_its_notebooks_and_only_their_cases(handout, tmp_path, secrets):
+    build_handout(tmp_path / "week3", stage=3)
+    notebooks = sorted(p.name for p in (tmp_path / "week3" / "notebooks").iterdir())
+    assert notebooks == [nb.filename for nb in NOTEBOOKS[:3]]
+    for name in notebooks:
+        assert (tmp_path / "week3" / "notebooks" / name).read_bytes() == (
+            handout / "notebooks" / name
+        ).read_bytes()
+    index = tmp_path / "week3" / "checker" / "autograder" / "visible" / "index.json"
+    assert json.loads(index.read_text()) == [n for nb in NOTEBOOKS[:3] for n in nb.graded]
+    assert set(leaks.leaks(tmp_path / "week3", secrets)) == KNOWN_LEAKS
+    with pytest.raises(FileExistsError):
+        build_handout(tmp_path / "week3", stage=3)
+
+
+# -- no answers in it --------------------------------------------------------------------------
+def test_no_answer_is_anywhere_in_the_handout(handout, secrets):
+    assert set(leaks.leaks(handout, secrets)) == KNOWN_LEAKS
+
+
+def test_the_secrets_cover_every_answer(secrets):
+    """Every graded name's model answer, and every solution region, is among what is looked for."""
+    wheres = set().union(*secrets.blocks.values())
+    for name in GRADED_NAMES:
+        module = BY_STEM[checks.NOTEBOOK_OF[name].stem].reference_module
+        assert f"autograder/reference/{module}.py: {name}" in wheres, name
+    regions = {w.rsplit(" of ", 1)[-1] for w in wheres if "solution region" in w}
+    assert regions == set(GRADED_NAMES) - TOO_SMALL
+    assert any(w.startswith("autograder/probes/") for w in wheres)
+    assert any(w.startswith("autograder/misconceptions/") for w in wheres)
+
+
+PLANTED_RENAMED = '''
+def helper_for_plots(values, dim=-1):
+    """Normalise values: a docstring nothing in the course has."""
+    values = np.asarray(values, dtype=float)
+    top = np.exp(values - np.max(values, axis=dim, keepdims=True))
+    return top / top.sum(axis=dim, keepdims=True)
+'''
+
+
+def _plant(bundle, tmp_path, relative, text):
+    """A copy of the bundle with `text` appended to (or written as) one file."""
+    copy = tmp_path / "planted"
+    shutil.copytree(bundle, copy)
+    target = copy / relative
+    target.write_text((target.read_text() if target.exists() else "") + text)
+    return copy
+
+
+def _plant_cell(bundle, tmp_path, notebook, source):
+    copy = tmp_path / "planted"
+    shutil.copytree(bundle, copy)
+    nb = nbformat.read(copy / "notebooks" / notebook, as_version=4)
+    nb.cells.insert(5, nbformat.v4.new_code_cell(source))
+    nbformat.write(nb, copy / "notebooks" / notebook)
+    return copy
+
+
+def _found(bundle, secrets):
+    return set(leaks.leaks(bundle, secrets)) - KNOWN_LEAKS
+
+
+def test_the_detector_finds_a_reference_function_pasted_verbatim(handout, secrets, tmp_path):
+    import inspect
+
+    source = inspect.getsource(R.scaled_dot_product_attention)
+    planted = _plant(handout, tmp_path, "checker/autograder/judging/extra.py", source)
+    found = _found(planted, secrets)
+    assert any(
+        f.startswith(
+            "checker/autograder/judging/extra.py: code of autograder/reference/"
+            "matrix_attention.py: scaled_dot_product_attention"
+        )
+        for f in found
+    ), found
+
+
+def test_the_detector_finds_an_answer_renamed_and_redocumented(handout, secrets, tmp_path):
+    planted = _plant(handout, tmp_path, "checker/coursedata/fruit.py", PLANTED_RENAMED)
+    found = _found(planted, secrets)
+    assert any(
+        f.startswith("checker/coursedata/fruit.py: code of ") and "softmax" in f for f in found
+    ), found
+    # and not by its text: every line differs from the model answer's
+    assert not any(f.startswith("checker/coursedata/fruit.py: the line") for f in found), found
+
+
+def test_the_detector_finds_a_solution_region_pasted_into_a_notebook(handout, secrets, tmp_path):
+    solution = nbformat.read(SOLUTIONS / "04_multihead_attention.ipynb", as_version=4)
+    (cell,) = [
+        c for c in solution.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "split_heads"
+    ]
+    (first, last), *_ = leaks.solution_regions(cell.source)
+    region = textwrap.dedent("\n".join(cell.source.splitlines()[first - 1 : last]))
+    pasted = "def my_heads(Y, heads):\n" + textwrap.indent(
+        region.replace("X", "Y").replace("n_heads", "heads"), "    "
+    )
+    planted = _plant_cell(handout, tmp_path, "03_matrix_attention.ipynb", pasted)
+    found = _found(planted, secrets)
+    assert any(
+        f.startswith(
+            "notebooks/03_matrix_attention.ipynb, cell 5: code of solutions/"
+            "04_multihead_attention.ipynb: solution region of split_heads"
+        )
+        for f in found
+    ), found
+
+
+def test_the_detector_finds_a_probe_line_in_a_text_file(handout, secrets, tmp_path):
+    probe = (REPO / "autograder" / "probes" / "dot_product_softmax.py").read_text()
+    line = max(leaks.secret_lines(probe, ast.parse(probe)), key=len)
+    planted = _plant(handout, tmp_path, "README.md", f"\nA note:\n\n    {line}\n")
+    found = _found(planted, secrets)
+    assert any(f.startswith("README.md: the line ") for f in found), found
+
+
+def test_the_detector_ignores_honest_code(handout, secrets, tmp_path):
+    honest = "def mean_of_rows(table):\n    return [sum(row) / len(row) for row in table]\n"
+    planted = _plant(handout, tmp_path, "checker/autograder/judging/extra.py", honest)
+    assert _found(planted, secrets) == set()
+
+
+# -- the same checks, from stored data -----------------------------------------------------------
+def _results(function, obj, stored, **namespace):
+    saved = checks.STORED
+    checks.STORED = stored
+    try:
+        results = checks.run_in_process(function, obj, namespace=namespace)
+    finally:
+        checks.STORED = saved
+    return [r.to_json() for r in results]
+
+
+def _wrong_answers():
+    from autograder.misconceptions.numpy_variants import VARIANTS
+
+    answers = []
+    for name, variants in VARIANTS.items():
+        answers += [(name, id_, fn) for id_, fn in variants[:2]]
+
+    def unbiased_layer_norm(x, weight, bias, eps=1e-5):
+        return (x - x.mean(-1, keepdim=True)) / torch.sqrt(
+            x.var(-1, keepdim=True) + eps
+        ) * weight + bias
+
+    def summed_loss(logits, targets):
+        return torch.nn.functional.cross_entropy(
+            logits.flatten(0, 1), targets.flatten(), reduction="sum"
+        )
+
+    def stub(*args, **kwargs):
+        raise NotImplementedError()
+
+    answers += [("layer_norm", "unbiased", unbiased_layer_norm), ("lm_loss", "sum", summed_loss)]
+    answers += [("attend", "stub", stub), ("make_examples", "stub", stub)]
+    return answers
+
+
+@pytest.mark.parametrize("name", [n for n in GRADED_NAMES if n != "GPT"])
+def test_a_stored_check_says_what_the_probes_say_on_the_model_answer(handout, name):
+    stored = handout / "checker" / "autograder" / "visible"
+    answer = getattr(R, name)
+    assert _results(name, answer, stored) == _results(name, answer, handout / "absent")
+
+
+@pytest.mark.parametrize(
+    "name,mistake,answer", _wrong_answers(), ids=lambda x: getattr(x, "__name__", x)
+)
+def test_a_stored_check_says_what_the_probes_say_on_a_wrong_answer(handout, name, mistake, answer):
+    stored = handout / "checker" / "autograder" / "visible"
+    with np.errstate(all="ignore"):
+        from_store = _results(name, answer, stored)
+        from_probes = _results(name, answer, handout / "absent")
+    assert from_store == from_probes
+    assert any(r["status"] == "failed" for r in from_store), mistake
+
+
+# -- installed alone, run through a real kernel ------------------------------------------------
+def _pip(venv, *args):
+    done = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-compile", *args],
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def installed(handout, tmp_path_factory):
+    """A fresh venv (no system site-packages) with only the checker and what notebooks import."""
+    root = tmp_path_factory.mktemp("installed")
+    venv = root / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    # the course's pins from the handout's requirements.txt; JupyterLab is not needed to run
+    # notebooks through a kernel, so it is left out to keep the install small
+    pins = [
+        line
+        for line in (handout / "requirements.txt").read_text().splitlines()
+        if "==" in line and not line.startswith("jupyterlab")
+    ]
+    started = time.perf_counter()
+    _pip(venv, *pins)
+    _pip(venv, "--no-deps", str(handout / "checker"))
+    print(f"installed the handout's venv in {time.perf_counter() - started:.0f} s")
+    kernels = root / "jupyter" / "kernels" / "handout-venv"
+    kernels.mkdir(parents=True)
+    (kernels / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [
+                    str(venv / "bin" / "python"),
+                    "-m",
+                    "ipykernel_launcher",
+                    "-f",
+                    "{connection_file}",
+                ],
+                "display_name": "the handout's venv",
+                "language": "python",
+            }
+        )
+    )
+    return venv, root / "jupyter"
+
+
+def _python(venv, code):
+    return subprocess.run(
+        [str(venv / "bin" / "python"), "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd="/",
+        env={k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")},
+    )
+
+
+def _execute(path, jupyter_dir, monkeypatch):
+    from nbclient import NotebookClient
+
+    monkeypatch.setenv("JUPYTER_PATH", str(jupyter_dir))
+    nb = nbformat.read(path, as_version=4)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env.pop("TINYSHAKESPEARE_PATH", None)
+    env["NBGRADER_EXECUTION"] = "autograde"  # the notebooks' quick mode: short training runs
+    client = NotebookClient(
+        nb,
+        timeout=600,
+        kernel_name="handout-venv",
+        allow_errors=True,
+        resources={"metadata": {"path": str(path.parent)}},
+    )
+    client.execute(env=env)
+    return nb
+
+
+def _outputs(nb):
+    """({grade_id of a check cell: its stdout}, [errors])"""
+    checks_out, errors = {}, []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if out.output_type == "error":
+                errors.append(f"cell {cell.get('id')}: {out.ename}: {out.evalue}")
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", "")
+        if grade_id.startswith("test_"):
+            checks_out[grade_id.removeprefix("test_")] = "".join(
+                o.get("text", "") for o in cell.outputs if o.output_type == "stream"
+            )
+    return checks_out, errors
+
+
+@pytest.mark.slow
+def test_the_installed_handout_has_no_course_package(installed):
+    venv, _ = installed
+    for module in (
+        "autograder.reference",
+        "autograder.probes",
+        "autograder.misconceptions.numpy_variants",
+    ):
+        done = _python(venv, f"import {module}")
+        assert done.returncode != 0 and "ModuleNotFoundError" in done.stderr, module
+    done = _python(venv, "import autograder.checks, coursedata; print(autograder.checks.__file__)")
+    assert done.returncode == 0, done.stderr
+    assert str(venv) in done.stdout
+
+
+@pytest.mark.slow
+def test_the_released_notebooks_run_installed_and_every_check_waits(
+    installed, handout, tmp_path, monkeypatch
+):
+    venv, jupyter_dir = installed
+    work = tmp_path / "notebooks"
+    shutil.copytree(handout / "notebooks", work)
+    started = time.perf_counter()
+    for nb in NOTEBOOKS:
+        outputs, errors = _outputs(_execute(work / nb.filename, jupyter_dir, monkeypatch))
+        assert not errors, f"{nb.filename}: " + "\n".join(errors)
+        assert set(outputs) == set(nb.graded)
+        for name, out in outputs.items():
+            assert f"{name} is not implemented yet" in out, (nb.filename, name, out)
+    print(f"ran the six released notebooks in {time.perf_counter() - started:.0f} s")
+
+
+def _with_answers(solution):
+    """The solution notebook as a student who solved everything would hand it in."""
+    from nbgrader.preprocessors import ClearHiddenTests, ClearOutput
+
+    nb = nbformat.read(solution, as_version=4)
+    for step in (ClearHiddenTests, ClearOutput):
+        nb, _ = step().preprocess(nb, {})
+    return nb
+
+
+@pytest.mark.slow
+def test_the_solutions_pass_installed_with_the_full_packages_messages(
+    installed, tmp_path, monkeypatch
+):
+    venv, jupyter_dir = installed
+    work = tmp_path / "solved"
+    work.mkdir()
+    for nb in NOTEBOOKS:
+        nbformat.write(_with_answers(SOLUTIONS / nb.filename), work / nb.filename)
+    started = time.perf_counter()
+    for nb in NOTEBOOKS:
+        outputs, errors = _outputs(_execute(work / nb.filename, jupyter_dir, monkeypatch))
+        assert not errors, f"{nb.filename}: " + "\n".join(errors)
+        for name in nb.graded:
+            # what the full package prints for the model answer, in this process
+            expected = checks.report(name, checks.run_in_process(name, getattr(R, name)))
+            assert expected.startswith(f"✓ {name} passes all")
+            assert outputs[name].strip() == expected, (nb.filename, name, outputs[name])
+    print(f"ran the six solved notebooks in {time.perf_counter() - started:.0f} s")
+
+
+# -- a later notebook uses the student's own earlier answers ---------------------------------------
+def _notebook(path, *cells):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
+    nbformat.write(nb, path)
+
+
+def test_import_earlier_links_the_notebooks_like_one_module(tmp_path, monkeypatch, capsys):
+    from coursedata import import_earlier
+
+    monkeypatch.chdir(tmp_path)
+    _notebook(tmp_path / "02_a.ipynb", "def double(x):\n    return 2 * x", "print('not run')")
+    _notebook(tmp_path / "03_b.ipynb", "def quadruple(x):\n    return double(double(x))")
+    _notebook(
+        tmp_path / "04_c.ipynb",
+        "def double(x):\n    return -1",
+        "def twice(x):\n    return double(x)",
+    )
+    namespace = {}
+    found = import_earlier({"02_a.ipynb": ["double"], "03_b.ipynb": ["quadruple"]}, namespace)
+    assert namespace["quadruple"](3) == 12 and found["double"](3) == 6  # 03 calls 02's double
+    assert "Using your own double (notebook 02); quadruple (notebook 03)" in capsys.readouterr().out
+    # a notebook's own definition wins over the earlier one's
+    assert import_earlier({"02_a.ipynb": ["double"], "04_c.ipynb": ["twice"]})["twice"](3) == -1
+
+
+def test_import_earlier_turns_what_is_missing_into_an_unfinished_exercise(
+    tmp_path, monkeypatch, capsys
+):
+    from coursedata import import_earlier
+
+    monkeypatch.chdir(tmp_path)
+    _notebook(tmp_path / "03_b.ipynb", "def quadruple(x):\n    return double(double(x))")
+    found = import_earlier({"02_a.ipynb": ["double"], "03_b.ipynb": ["quadruple", "half"]})
+    out = capsys.readouterr().out
+    assert "cannot find 02_a.ipynb" in out and "03_b.ipynb does not define half" in out
+    for name in ("double", "quadruple", "half"):  # quadruple calls the missing double
+        with pytest.raises(NotImplementedError, match="notebook 0[23]"):
+            found[name](1)
+    assert found["half"].__name__ == "half"
+
+
+def test_the_build_refuses_a_checker_that_would_import_what_it_lacks(handout, tmp_path):
+    from autograder.handout import check_self_contained
+
+    checker = tmp_path / "checker"
+    shutil.copytree(handout / "checker" / "autograder", checker / "autograder")
+    check_self_contained(checker)  # the real one imports only what it ships
+    (checker / "autograder" / "judging" / "sneaky.py").write_text(
+        "def later():\n    import autograder.reference  # only when called: allowed\n\n"
+        "try:\n    from autograder import optional  # may be absent: allowed\n"
+        "except ImportError:\n    optional = None\n\n"
+        "from autograder.probes.base import build_cases\n"
+    )
+    with pytest.raises(RuntimeError, match=r"sneaky.py imports autograder.probes.base$"):
+        check_self_contained(checker)
