@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder import submissions
-from autograder.answers import judge_answers
 from autograder.curriculum import GRADED_NAMES, NOTEBOOKS
+from autograder.judging.answers import judge_answers
 from autograder.probes.base import PROBES, build_cases, derive_seed, judge_cases, write_requests
 from autograder.safe_files import MB, UnsafeFile, printable, read_bytes, remove_tree, walk
 from autograder.sandbox import Limits, NotebookJob, Sandbox

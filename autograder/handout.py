@@ -39,6 +39,7 @@ SHIPPED = (
     "checks.py",
     "curriculum.py",
     "results.py",
+    "safe_files.py",  # how answers are read: never through a link, never past a size cap
     "harness/*.py",
     "judging/*.py",
     "misconceptions/__init__.py",  # the catalogue's text; the *_variants.py modules stay here

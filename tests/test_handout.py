@@ -32,18 +32,9 @@ from autograder.release import REPO, SOLUTIONS
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import leaks  # noqa: E402 - the detector, beside this file
 
-# Known and explained, not hidden: harness/toy.py trains a student's GPT in the student's process
-# (the GPT check) and draws its training windows with the very line get_batch's answer uses. The
-# fix is for the probe to send the windows as data (autograder/probes is not this test's to
-# change); when it lands this entry fails the test, and must go.
-TOY_LINE = "x = torch.stack([data[s : s + block_size] for s in starts])"
-KNOWN_LEAKS = {
-    f"checker/autograder/harness/toy.py: the line {TOY_LINE!r} of {whose}"
-    for whose in (
-        "autograder/reference/autoregressive_lm.py: get_batch",
-        "solutions/06_autoregressive_lm.ipynb: solution region of get_batch",
-    )
-}
+# Nothing is allowed to leak (the harness trains on batches the parent chose, so it holds no
+# get_batch, and its loss is not written as the lm_loss answer).
+KNOWN_LEAKS = set()
 # Answers too small to tell from honest code (`return table[query]`, `return keys @ query`):
 # below leaks.MIN_ANSWER nodes, so the detector does not look for them.
 TOO_SMALL = {"lookup", "similarity"}

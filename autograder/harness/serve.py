@@ -10,8 +10,8 @@ Ops (request.json's "op"):
           run "method" (default forward) in "mode" (eval/train), optionally backpropagate a
           cotangent through output "backward_output" and answer gradients of the inputs and of
           the parameters, plus the module's own state_dict names and shapes.
-  train   train a language model class target(**init) for "steps" steps of AdamW on "data"
-          with the harness's own batches and cross-entropy; answers the model's logits on
+  train   train a language model class target(**init), one AdamW step per batch of "windows"
+          (the parent's batches of token windows); answers the model's logits on
           "eval_idx" before and after training (never a loss: the parent computes that).
 Values may also be {"$ref": name} (an object of the namespace), {"$generator": seed} (a seeded
 torch.Generator) or {"$toy_lm": {...}} (a fixed bigram model, see toy.py).

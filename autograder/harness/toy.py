@@ -4,7 +4,6 @@ import time
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 
@@ -31,8 +30,9 @@ class ToyLM(nn.Module):
         return self.table[idx]
 
 
-def train_lm(cls, init, data, steps, batch_size, block_size, eval_idx, lr=1e-3, seed=0):
-    """Train cls(**init) with AdamW on random windows of data; the model's logits on eval_idx
+def train_lm(cls, init, windows, eval_idx, lr=1e-3, seed=0):
+    """Train cls(**init) with AdamW, one step per batch of `windows` (steps, batch, T + 1: inputs
+    [:, :-1], next tokens [:, 1:], all chosen by the parent); the model's logits on eval_idx
     before and after training.
 
     The logits are all the parent uses: it computes the losses itself against targets it kept,
@@ -44,23 +44,16 @@ def train_lm(cls, init, data, steps, batch_size, block_size, eval_idx, lr=1e-3, 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return _train_lm(cls, init, data, steps, batch_size, block_size, eval_idx, lr, seed)
+        return _train_lm(cls, init, windows, eval_idx, lr, seed)
     finally:
         torch.set_num_threads(threads)
 
 
-def _train_lm(cls, init, data, steps, batch_size, block_size, eval_idx, lr, seed):
+def _train_lm(cls, init, windows, eval_idx, lr, seed):
     torch.manual_seed(seed)
-    g = torch.Generator().manual_seed(seed)
-    data = torch.as_tensor(np.asarray(data), dtype=torch.long)
+    windows = torch.as_tensor(np.asarray(windows), dtype=torch.long)
     eval_idx = torch.as_tensor(np.asarray(eval_idx), dtype=torch.long)
     model = cls(**init)
-
-    def batch():
-        starts = torch.randint(len(data) - block_size - 1, (batch_size,), generator=g)
-        x = torch.stack([data[s : s + block_size] for s in starts])
-        y = torch.stack([data[s + 1 : s + block_size + 1] for s in starts])
-        return x, y
 
     def logits():
         model.eval()
@@ -73,9 +66,11 @@ def _train_lm(cls, init, data, steps, batch_size, block_size, eval_idx, lr, seed
     before = logits()
     opt = torch.optim.AdamW(model.parameters(), lr=lr)  # after a first forward: a stub raises there
     model.train()
-    for _ in range(steps):
-        x, y = batch()
-        loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
+    for batch in windows:
+        x, y = batch[:, :-1], batch[:, 1:]
+        scores = model(x)
+        # the negative log-likelihood of the next tokens, as log-sum-exp minus the right logit
+        loss = (torch.logsumexp(scores, -1) - scores.gather(-1, y[..., None])[..., 0]).mean()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()

@@ -410,6 +410,12 @@ def gpt_cases(rng):
 TRAIN = {"V": 8, "period": 24, "block": 16, "steps": 200, "batch": 16, "lr": 3e-3, "threshold": 0.5}
 
 
+def _training_windows(rng, data, steps, batch, T):
+    """Random windows of T + 1 tokens: a batch's inputs are [:, :-1], its targets [:, 1:]."""
+    starts = rng.integers(0, len(data) - T, size=(steps, batch))
+    return data[starts[..., None] + np.arange(T + 1)].astype(np.uint8)
+
+
 def _train_case(rng):
     """The harness trains the student's GPT on a repeating text the parent drew, then returns
     the model's logits (before and after training) on windows the parent chose; the judge
@@ -431,10 +437,8 @@ def _train_case(rng):
             "n_heads": 4,
             "n_layers": 2,
         },
-        "data": data.astype(np.int64),
-        "steps": TRAIN["steps"],
-        "batch_size": TRAIN["batch"],
-        "block_size": T,
+        # every training batch, chosen here: (steps, batch, T + 1) windows of the text
+        "windows": _training_windows(rng, data, TRAIN["steps"], TRAIN["batch"], T),
         "lr": TRAIN["lr"],
         "seed": int(rng.integers(2**31)),
         "eval_idx": eval_idx.astype(np.int64),

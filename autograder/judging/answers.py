@@ -16,16 +16,11 @@ from pathlib import Path
 
 from autograder.curriculum import NOTEBOOK_OF
 from autograder.harness.wire import MAX_ARRAY_BYTES, Reader
-from autograder.probes.base import Response, verdict
+from autograder.judging.base import Response, request_folder, verdict
 from autograder.results import TestResult
 from autograder.safe_files import UnsafeFile, check_name, open_below
 
 ARRAY_KEYS = ("$array", "$scalar", "$tensor")
-
-
-def request_folder(case_index, request_index):
-    """write_requests' layout: the answer to request j of case i is in <function>/iii_jj/."""
-    return f"{case_index:03d}_{request_index:02d}"
 
 
 def checked(raw):
