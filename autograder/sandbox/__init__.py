@@ -23,9 +23,11 @@ rlimits only, after a printed warning.
 import json
 import os
 import resource
+import select
 import shutil
 import signal
 import site
+import socket
 import subprocess
 import sys
 import tempfile
@@ -36,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .cgroups import find_tree
+from .pull import Folder
 from .seccomp import build_filter
 from .userns import UID_BASE, make_userns
 
@@ -116,6 +119,8 @@ class Limits:
     shm_bytes: int = 64 * 2**20  # size of its /dev/shm (a tmpfs)
     home_bytes: int = 128 * 2**20  # size of its $HOME (a tmpfs)
     submission_bytes: int = 256 * 2**20  # room to write in its copy of the folder (a tmpfs)
+    answers_bytes: int = 256 * 2**20  # its answers folder (a tmpfs, copied out after the run)
+    status_bytes: int = 8 * 2**20  # its status folder (likewise)
     log_bytes: int = 256 * 2**10  # of the sandbox's stdout/stderr: this much head and tail kept
 
     @property
@@ -200,6 +205,8 @@ class Sandbox:
     def _isolate(self):
         """Decide once which defences are in force; warn once about each missing one."""
         self.identity = "none"  # "userns" (own namespace, unprivileged uid) / "user" / "root"
+        # answers and status in tmpfs mounts the grader copies out (pull.py); else host folders
+        self.pull = self.mode == "bwrap"
         self.seccomp = None
         self.cgroups = None
         if self.mode != "bwrap":
@@ -427,6 +434,7 @@ class Sandbox:
                 [f"{INSIDE_OPT}/mplconfig", f"{root}/home/.config/matplotlib"],
             ]
             job["own_pid_namespace"] = True  # the driver may kill strays between notebooks
+            job["make_dirs"] = [n["responses"] for n in job["notebooks"]]
         path = work / "job.json"
         path.write_text(json.dumps(job))
         path.chmod(0o644)
@@ -516,8 +524,11 @@ class Sandbox:
         args += ["--ro-bind", str(work / "submission"), f"{INSIDE_ROOT}/submission-src"]
         args += _tmpfs(f"{INSIDE_ROOT}/submission", room)
         args += _tmpfs(f"{INSIDE_ROOT}/home", lim.home_bytes)
-        for name in ("responses", "status"):
-            args += ["--bind", str(work / name), f"{INSIDE_ROOT}/{name}"]
+        for name, size in (("responses", lim.answers_bytes), ("status", lim.status_bytes)):
+            if self.pull:
+                args += _tmpfs(f"{INSIDE_ROOT}/{name}", size)
+            else:
+                args += ["--bind", str(work / name), f"{INSIDE_ROOT}/{name}"]
         args += ["--ro-bind", str(work / "requests"), f"{INSIDE_ROOT}/requests"]
         args += ["--ro-bind", str(work / "job.json"), f"{INSIDE_ROOT}/job.json"]
         args += ["--remount-ro", "/"]  # bwrap's own root tmpfs (mount points) has no size cap
@@ -583,13 +594,40 @@ class Sandbox:
             )
             return None
 
+    def _take_folders(self, proc, handshake, info_read, log):
+        """Once the driver says its mounts are set up: hold its answers and status folders."""
+        deadline = time.monotonic() + self.limits.startup_seconds + 30
+        while time.monotonic() < deadline and proc.poll() is None:
+            ready, _, _ = select.select([handshake], [], [], 0.5)
+            if ready:
+                break
+        else:
+            return None, {}
+        try:
+            if handshake.recv(1) != b"r":
+                return None, {}
+        except OSError:
+            return None, {}
+        child, folders = _child_pid(info_read), {}  # info_read is closed from here on
+        try:
+            for name in ("responses", "status"):
+                folders[name] = Folder.open(child, f"{INSIDE_ROOT}/{name}")
+            handshake.sendall(b"g")
+        except (OSError, ValueError) as exc:
+            for folder in folders.values():
+                folder.close()
+            log.write(f"\n[autograder] could not open the sandbox's folders: {exc!r}\n".encode())
+            return child, {}
+        return child, folders
+
     def _hand_over(self, work, pending, uid):
         """The folders the sandbox writes (answers, status) belong to its uid, the rest it reads."""
-        for path in [work / "responses", work / "status"]:
-            path.chmod(0o755)
-            os.chown(path, uid, uid)
-        for job in pending:
-            os.chown(work / "responses" / job.stem, uid, uid)
+        if not self.pull:
+            for path in [work / "responses", work / "status"]:
+                path.chmod(0o755)
+                os.chown(path, uid, uid)
+            for job in pending:
+                os.chown(work / "responses" / job.stem, uid, uid)
         for path in (work / "requests", work / "submission"):
             _share_read_only(path)
 
@@ -624,6 +662,13 @@ class Sandbox:
             command += [f"{INSIDE_ROOT}/job.json"]
         else:
             command = [python, p["driver"], str(job_path)]
+        handshake = None
+        if self.pull:
+            handshake, inside_end = socket.socketpair()
+            fds.append(inside_end.fileno())
+            job = json.loads(job_path.read_text())
+            job["handshake_fd"] = inside_end.fileno()
+            job_path.write_text(json.dumps(job))
         cgroup = self._cgroup()
         out_read, out_write = os.pipe()
         drain = threading.Thread(target=_drain, args=(out_read, log, self.limits.log_bytes))
@@ -645,21 +690,35 @@ class Sandbox:
             for fd in [info_write, out_write, userns_fd, seccomp_fd]:
                 if fd is not None:
                     os.close(fd)
+            if handshake is not None:
+                inside_end.close()
             if proc is None:
                 os.close(info_read)
+                if handshake is not None:
+                    handshake.close()
                 drain.join()
                 if cgroup is not None:
                     cgroup.remove()
                 if slot is not None:
                     self._give_slot(slot)
         budget = self._budget(pending)
+        child, folders = None, {}
         try:
+            if handshake is not None:
+                child, folders = self._take_folders(proc, handshake, info_read, log)
             proc.wait(timeout=budget)
         except subprocess.TimeoutExpired:
             log.write(f"\n[autograder] sandbox exceeded {budget:.0f} s: killed\n".encode())
         finally:
+            if handshake is not None:
+                handshake.close()
             _kill_group(proc)
-            _kill_namespace(info_read)
+            _kill_namespace(_child_pid(info_read) if child is None else child)
+            for name, folder in folders.items():
+                try:
+                    folder.copy_to(work / name, max_bytes=self.limits.answers_bytes)
+                finally:
+                    folder.close()
             if cgroup is not None:
                 cgroup.kill()
                 peak = cgroup.peak_pids()
@@ -777,13 +836,17 @@ def _kill_group(proc):
         proc.wait()
 
 
-def _kill_namespace(info_fd):
-    """SIGKILL the sandbox's pid-1 (the kernel then kills its whole pid namespace) and wait."""
+def _child_pid(info_fd):
+    """The sandbox's pid-1 as bwrap reports it on --info-fd (read to its end, then closed)."""
     try:
         with os.fdopen(info_fd, "rb") as info:
-            child = int(json.loads(info.read().decode() or "{}").get("child-pid", 0))
+            return int(json.loads(info.read().decode() or "{}").get("child-pid", 0))
     except (OSError, ValueError):
-        return
+        return 0
+
+
+def _kill_namespace(child):
+    """SIGKILL the sandbox's pid-1 (the kernel then kills its whole pid namespace) and wait."""
     if child <= 0:
         return
     try:  # only a process in another pid namespace: the pid may have been reused since
