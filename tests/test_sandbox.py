@@ -375,9 +375,7 @@ def test_inside_the_sandbox_no_keyring_no_user_namespace_and_caps_are_gone(sandb
         "open('/grader/job.json', 'a')",
     )
     run = run_one(sandbox, tmp_path, folder)
-    assert errors_by_cell(run) == {4: "OSError"} or list(errors_by_cell(run)) == [4], (
-        run.cell_errors
-    )
+    assert list(errors_by_cell(run)) == [4], run.cell_errors  # only the read-only file
 
 
 def test_without_cgroups_the_unprivileged_uid_is_capped_by_rlimit_nproc(tmp_path, monkeypatch):
