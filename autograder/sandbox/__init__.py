@@ -41,6 +41,7 @@ from .cgroups import find_tree
 from .pull import Folder
 from .seccomp import build_filter
 from .userns import UID_BASE, make_userns
+from .userns import disabled_by_env as userns_disabled
 
 HERE = Path(__file__).resolve().parent
 HARNESS = HERE.parent / "harness"
@@ -208,7 +209,10 @@ class Sandbox:
         # answers and status in tmpfs mounts the grader copies out (pull.py); else host folders
         self.pull = self.mode == "bwrap"
         self.seccomp = None
-        self.cgroups = None
+        # cgroups also serve without bubblewrap: caps, and a kill that reaches setsid orphans
+        self.cgroups = find_tree()
+        if self.cgroups is None:
+            self._warn_no_cgroups()
         if self.mode != "bwrap":
             return
         self.seccomp = build_filter()
@@ -231,20 +235,20 @@ class Sandbox:
                 "namespaces (sysctl user.max_user_namespaces > 0) to run them as an "
                 "unprivileged uid.",
             )
-        self.cgroups = find_tree()
-        if self.cgroups is None:
-            limit = (
-                f"RLIMIT_NPROC of the sandbox's uid ({self.limits.processes})"
-                if self.identity != "root"
-                else "nothing (RLIMIT_NPROC does not apply to root)"
-            )
-            warn_once(
-                "cgroups",
-                "no writable cgroup (v2 with the memory and pids controllers, or v1) for the "
-                "sandboxes: memory is capped per process (address space) and not per sandbox, "
-                f"and the number of processes by {limit}. Run the grader where it may create "
-                "cgroups (root, or a delegated cgroup) for hard per-sandbox caps.",
-            )
+
+    def _warn_no_cgroups(self):
+        limit = (
+            f"RLIMIT_NPROC of the sandbox's uid ({self.limits.processes})"
+            if self.mode == "bwrap" and (os.geteuid() != 0 or not userns_disabled())
+            else "RLIMIT_NPROC, which does not apply to root"
+        )
+        warn_once(
+            "cgroups",
+            "no writable cgroup (v2 with the memory and pids controllers, or v1) for the "
+            "sandboxes: memory is capped per process (address space) and not per sandbox, "
+            f"and the number of processes by {limit}. Run the grader where it may create "
+            "cgroups (root, or a delegated cgroup) for hard per-sandbox caps.",
+        )
 
     def _userns_works(self):
         fd = make_userns(UID_BASE)
