@@ -286,6 +286,19 @@ def test_cgroup_v1_hierarchies_are_found_and_capped(tmp_path):
     assert not any(d.exists() for d in group.dirs.values())
 
 
+def test_cgroups_left_by_a_killed_run_are_removed_and_live_ones_kept(tmp_path):
+    from autograder.sandbox import cgroups
+
+    mountinfo, own = _fake_cgroup_v1(tmp_path)
+    dead, alive = 2**22 + 17, os.getpid()  # above pid_max: no such process
+    for pid in (dead, alive):
+        (tmp_path / "pids" / "me" / f"autograder-{pid}-0").mkdir()
+    (tmp_path / "pids" / "me" / "someone-else").mkdir()
+    cgroups.find_tree(mountinfo, own, environ={})
+    left = sorted(p.name for p in (tmp_path / "pids" / "me").iterdir())
+    assert left == [f"autograder-{alive}-0", "someone-else"]
+
+
 def test_cgroups_can_be_disabled_and_a_v2_without_controllers_is_skipped(tmp_path):
     from autograder.sandbox import cgroups
 

@@ -152,6 +152,24 @@ class Tree:
         self.version = version
         self.bases = bases  # {controller (v1) or "" (v2): Path of our own cgroup}
 
+    def remove_stale(self):
+        """Remove the empty cgroups a killed grading run left behind (its pid is gone)."""
+        for base in self.bases.values():
+            try:
+                children = list(base.iterdir())
+            except OSError:
+                continue
+            for child in children:
+                parts = child.name.split("-")
+                if len(parts) != 3 or parts[0] != "autograder" or not parts[1].isdigit():
+                    continue
+                if Path(f"/proc/{parts[1]}").exists():
+                    continue
+                try:
+                    child.rmdir()  # refused while processes are inside: left alone
+                except OSError:
+                    pass
+
     def describe(self):
         if self.version == 2:
             return f"cgroup v2 at {self.bases['']}"
@@ -256,4 +274,7 @@ def find_tree(mountinfo="/proc/self/mountinfo", cgroup_file="/proc/self/cgroup",
     if disabled_by_env(environ):
         return None
     mounts, own = _mounts(mountinfo), _own_paths(cgroup_file)
-    return _try_v2(mounts, own) or _try_v1(mounts, own)
+    tree = _try_v2(mounts, own) or _try_v1(mounts, own)
+    if tree is not None:
+        tree.remove_stale()
+    return tree
