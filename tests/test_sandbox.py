@@ -18,6 +18,7 @@ from autograder.harness.wire import Reader, Writer
 from autograder.sandbox import Limits, NotebookJob, Sandbox
 
 REPO = Path(autograder.__file__).resolve().parent.parent
+NB2 = "02_dot_product_softmax"
 
 
 @pytest.fixture(scope="module")
@@ -494,3 +495,27 @@ def test_mount_points_get_parents_the_sandbox_uid_can_walk():
     dirs = [out[i + 1] for i in range(len(out)) if out[i] == "--dir"]
     assert dirs == ["/grader", "/root", "/root/.pyenv"]
     assert out.count("0755") == 3
+
+
+def test_what_a_notebook_leaves_running_is_gone_before_the_next_one(sandbox, tmp_path):
+    needs_bwrap(sandbox)
+    marker = "876543.21"
+    folder = notebook(
+        tmp_path / "mia",
+        "01_soft_lookup.ipynb",
+        f"import subprocess\nsubprocess.Popen(['sleep', '{marker}'], start_new_session=True)",
+    )
+    notebook(
+        folder,
+        "02_dot_product_softmax.ipynb",
+        "import os\nseen = []\nfor p in os.listdir('/proc'):\n    try:\n"
+        "        seen.append(open(f'/proc/{p}/cmdline', 'rb').read())\n    except OSError:\n"
+        "        pass\n"
+        f"assert not [c for c in seen if b'{marker}' in c], 'still running'",
+    )
+    request_dir = tmp_path / "requests"
+    request_dir.mkdir()
+    jobs = [NotebookJob(s, f"{s}.ipynb", request_dir, {}) for s in ("01_soft_lookup", NB2)]
+    runs = sandbox.run(folder, jobs, tmp_path / "work")
+    assert runs["01_soft_lookup"].executed_ok
+    assert runs[NB2].executed_ok, runs[NB2].cell_errors
