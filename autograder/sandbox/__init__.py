@@ -480,15 +480,16 @@ class Sandbox:
             Path(env["TMPDIR"]).mkdir(parents=True, exist_ok=True)
         return env
 
-    def _bwrap_args(self, work, userns_fd=None, seccomp_fd=None):
+    def _bwrap_args(self, work, userns_fd=None, seccomp_fd=None, identity=None):
         lim = self.limits
+        identity = identity or self.identity
         args = [self.bwrap]
-        if self.identity == "userns":
+        if identity == "userns":
             # our own namespace (userns.py): bwrap sets up as root-in-namespace, then the driver
             # uses these two capabilities once to become the unprivileged uid, and loses them
             args += ["--userns", str(userns_fd), "--cap-drop", "ALL"]
             args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
-        elif self.identity == "user":
+        elif identity == "user":
             args += ["--unshare-user", "--disable-userns"]
         else:
             # No capabilities at all: as root, bwrap would otherwise keep them (mount, mknod, ...).
@@ -642,13 +643,18 @@ class Sandbox:
         info_read, info_write = os.pipe()
         fds = [info_write]
         slot = userns_fd = None
-        if self.identity == "userns":
+        identity = self.identity  # this launch's; "root" if its namespace cannot be made
+        if identity == "userns":
             slot = self._take_slot()
             uid = UID_BASE + slot
             userns_fd = make_userns(uid)
             if userns_fd is None:
-                warn_once("userns-late", "a user namespace could not be created for a sandbox.")
-                self.identity = "root"
+                warn_once(
+                    "userns-late",
+                    "a user namespace could not be created for a sandbox: it runs as root "
+                    "(without capabilities).",
+                )
+                identity = "root"
             else:
                 fds.append(userns_fd)
                 self._hand_over(work, pending, uid)
@@ -659,7 +665,8 @@ class Sandbox:
             os.close(seccomp_write)
             fds.append(seccomp_fd)
         if self.mode == "bwrap":
-            command = self._bwrap_args(work, userns_fd, seccomp_fd) + ["--info-fd", str(info_write)]
+            command = self._bwrap_args(work, userns_fd, seccomp_fd, identity)
+            command += ["--info-fd", str(info_write)]
             command += [python, p["driver"]]
             if userns_fd is not None:
                 command += ["--as", f"{uid}:{uid}"]
