@@ -442,7 +442,7 @@ def test_each_missing_defence_is_warned_about_once(monkeypatch):
         assert sum("user namespace" in t for t in texts) == 1
 
 
-def test_the_answers_are_copied_out_regular_files_only_within_a_budget(tmp_path):
+def test_the_answers_are_copied_out_within_a_budget_and_never_through_a_link(tmp_path):
     from autograder.sandbox.pull import Folder
 
     src = tmp_path / "src"
@@ -451,6 +451,7 @@ def test_the_answers_are_copied_out_regular_files_only_within_a_budget(tmp_path)
     (src / "big.npy").write_bytes(b"x" * 5000)
     (src / "small.npy").write_bytes(b"y" * 10)
     (src / "link").symlink_to("/etc/passwd")
+    (src / "dirlink").symlink_to(src / "a")
     os.mkfifo(src / "fifo")
     folder = Folder(os.open(src, os.O_RDONLY | os.O_DIRECTORY))
     try:
@@ -460,9 +461,12 @@ def test_the_answers_are_copied_out_regular_files_only_within_a_budget(tmp_path)
     out = tmp_path / "out"
     assert (out / "a" / "b" / "ok.json").read_text() == "{}"
     assert (out / "small.npy").read_bytes() == b"y" * 10
-    assert not (out / "big.npy").exists()
-    assert not (out / "link").exists() and not (out / "fifo").exists()
-    assert (files, total, skipped) == (2, 12, 3)
+    big = (out / "big.npy").stat()  # kept as what it was: too big, and nothing of it copied
+    assert big.st_size == 5000 and big.st_blocks == 0
+    assert os.readlink(out / "link") == "/etc/passwd"  # re-created, never followed
+    assert os.readlink(out / "dirlink") == str(src / "a")  # a link, not a copy of the folder
+    assert (out / "fifo").is_fifo()
+    assert (files, total, skipped) == (2, 12, 4)
 
 
 def test_the_sandbox_log_keeps_a_head_and_a_tail_of_a_flood(tmp_path):

@@ -7,8 +7,12 @@
 The folders a sandbox writes are size-capped tmpfs mounts inside it, so what it writes never
 reaches the host disk. The grader opens them through /proc/PID/root once bwrap has set them up
 (the driver waits for that, see driver.handshake) and keeps the descriptors: the mounts outlive
-the sandbox as long as they are open. The copy takes regular files only (no links, FIFOs or
-devices), walks iteratively, never follows a link, and stops at a byte and file budget.
+the sandbox as long as they are open. The copy walks iteratively and never follows a link or
+opens anything but a regular file; it copies at most max_file_bytes per file and max_bytes in
+all. What it does not copy keeps its kind, so that the grader's own reader (which opens nothing
+it should not) can say what the student left there: a link is re-created as the same link (not
+followed), a FIFO as an empty FIFO, a file over a budget as a sparse file of the same apparent
+size holding nothing (no disk used); devices and sockets are left out.
 """
 
 import os
@@ -41,8 +45,10 @@ class Folder:
             os.close(self.fd)
             self.fd = None
 
-    def copy_to(self, target, max_bytes, max_files=100_000, max_depth=32):
-        """Copy regular files into `target` (created); returns (files, bytes, skipped)."""
+    def copy_to(
+        self, target, max_bytes, max_file_bytes=64 * 2**20, max_files=100_000, max_depth=32
+    ):
+        """Copy into `target` (created); returns (files copied, bytes copied, entries not copied)."""
         files = total = skipped = 0
         stack = [(os.dup(self.fd), str(target), 0)]
         while stack:
@@ -65,14 +71,25 @@ class Folder:
                         continue
                     stack.append((sub, os.path.join(out, name), depth + 1))
                     continue
-                if not stat.S_ISREG(info.st_mode):
-                    skipped += 1
+                destination = os.path.join(out, name)
+                skipped += 1
+                if files + skipped > max_files:
                     continue
-                if files >= max_files or total + info.st_size > max_bytes:
-                    skipped += 1
+                try:
+                    if stat.S_ISLNK(info.st_mode):
+                        os.symlink(os.readlink(name, dir_fd=dir_fd), destination)
+                    elif stat.S_ISFIFO(info.st_mode):
+                        os.mkfifo(destination, 0o600)
+                    elif not stat.S_ISREG(info.st_mode):
+                        continue
+                    elif info.st_size > max_file_bytes or total + info.st_size > max_bytes:
+                        with open(destination, "wb") as placeholder:
+                            placeholder.truncate(info.st_size)
+                    else:
+                        total += _copy_file(dir_fd, name, destination, max_bytes - total)
+                        files, skipped = files + 1, skipped - 1
+                except OSError:
                     continue
-                total += _copy_file(dir_fd, name, os.path.join(out, name), max_bytes - total)
-                files += 1
             os.close(dir_fd)
         return files, total, skipped
 
