@@ -18,6 +18,7 @@ from autograder.harness.wire import Reader, Writer
 from autograder.sandbox import Limits, NotebookJob, Sandbox
 
 REPO = Path(autograder.__file__).resolve().parent.parent
+NB2 = "02_dot_product_softmax"
 
 
 @pytest.fixture(scope="module")
@@ -249,3 +250,276 @@ def test_no_process_outlives_the_run(sandbox, tmp_path):
             os.kill(int(pid), 9)
         pytest.skip("without a pid namespace, detached processes can outlive the run")
     assert alive == []
+
+
+# -- the pieces of the sandbox's isolation, one by one ------------------------------------------
+def _fake_cgroup_v1(tmp_path):
+    """A /proc/self/mountinfo and /proc/self/cgroup describing v1 hierarchies in plain folders."""
+    pids, memory = tmp_path / "pids", tmp_path / "memory"
+    (pids / "me").mkdir(parents=True)
+    (memory / "me").mkdir(parents=True)
+    mountinfo = tmp_path / "mountinfo"
+    mountinfo.write_text(
+        f"30 20 0:26 / {pids} rw,relatime - cgroup cgroup rw,pids\n"
+        f"31 20 0:27 / {memory} rw,relatime - cgroup cgroup rw,memory\n"
+        f"32 20 0:28 / {tmp_path}/unified rw - cgroup2 cgroup2 rw\n"
+    )
+    own = tmp_path / "cgroup"
+    own.write_text("8:pids:/me\n4:memory:/me\n0::/\n")
+    return mountinfo, own
+
+
+def test_cgroup_v1_hierarchies_are_found_and_capped(tmp_path):
+    from autograder.sandbox import cgroups
+
+    mountinfo, own = _fake_cgroup_v1(tmp_path)
+    tree = cgroups.find_tree(mountinfo, own, environ={})
+    assert tree.version == 1
+    assert tree.controllers == {"pids", "memory"}
+    group = tree.create(pids=77, memory_bytes=12345)
+    assert (group.dirs["pids"] / "pids.max").read_text() == "77"
+    assert (group.dirs["memory"] / "memory.limit_in_bytes").read_text() == "12345"
+    assert group.dirs["pids"].parent == tmp_path / "pids" / "me"
+    for d in group.dirs.values():  # a real cgroup's files vanish with it; plain folders do not
+        for f in d.iterdir():
+            f.unlink()
+    group.remove()
+    assert not any(d.exists() for d in group.dirs.values())
+
+
+def test_cgroups_left_by_a_killed_run_are_removed_and_live_ones_kept(tmp_path):
+    from autograder.sandbox import cgroups
+
+    mountinfo, own = _fake_cgroup_v1(tmp_path)
+    dead, alive = 2**22 + 17, os.getpid()  # above pid_max: no such process
+    for pid in (dead, alive):
+        (tmp_path / "pids" / "me" / f"autograder-{pid}-0").mkdir()
+    (tmp_path / "pids" / "me" / "someone-else").mkdir()
+    cgroups.find_tree(mountinfo, own, environ={})
+    left = sorted(p.name for p in (tmp_path / "pids" / "me").iterdir())
+    assert left == [f"autograder-{alive}-0", "someone-else"]
+
+
+def test_cgroups_can_be_disabled_and_a_v2_without_controllers_is_skipped(tmp_path):
+    from autograder.sandbox import cgroups
+
+    mountinfo, own = _fake_cgroup_v1(tmp_path)
+    assert cgroups.find_tree(mountinfo, own, environ={"AUTOGRADER_CGROUPS": "0"}) is None
+    unified = tmp_path / "unified"
+    unified.mkdir()
+    (unified / "cgroup.controllers").write_text("hugetlb\n")
+    (unified / "cgroup.subtree_control").write_text("")
+    assert cgroups._try_v2(cgroups._mounts(mountinfo), {"": "/"}) is None
+    (unified / "cgroup.controllers").write_text("memory pids\n")
+    (unified / "cgroup.subtree_control").write_text("memory pids\n")
+    assert cgroups._try_v2(cgroups._mounts(mountinfo), {"": "/"}).version == 2
+
+
+def test_a_real_cgroup_caps_processes_and_kills_everything_in_it():
+    import subprocess
+    import sys
+
+    from autograder.sandbox import cgroups
+
+    tree = cgroups.find_tree()
+    if tree is None or "pids" not in tree.controllers:
+        pytest.skip("no writable cgroup with the pids controller on this machine")
+    group = tree.create(pids=12, memory_bytes=2**30)
+    spawner = (
+        "import subprocess, sys\n"
+        "kids = []\n"
+        "try:\n"
+        "    while len(kids) < 100:\n"
+        "        kids.append(subprocess.Popen(['sleep', '300']))\n"
+        "except OSError:\n"
+        "    pass\n"
+        "print(len(kids), flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", spawner],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        preexec_fn=group.attach_self,  # noqa: PLW1509
+    )
+    try:
+        spawned = int(proc.stdout.readline())
+        assert 0 < spawned < 12
+        members = group.pids()
+        assert proc.pid in members and len(members) == spawned + 1
+        assert group.kill()
+        assert group.pids() == set()
+        proc.wait(timeout=10)
+    finally:
+        proc.kill()
+        group.kill()
+        group.remove()
+    assert not any(d.exists() for d in group.dirs.values())
+
+
+def test_the_seccomp_filter_is_known_per_machine():
+    from autograder.sandbox.seccomp import build_filter
+
+    assert build_filter("sparc64") is None
+    for machine in ("x86_64", "aarch64"):
+        program = build_filter(machine)
+        assert program and len(program) % 8 == 0
+
+
+def test_inside_the_sandbox_no_keyring_no_user_namespace_and_caps_are_gone(sandbox, tmp_path):
+    needs_bwrap(sandbox)
+    if sandbox.seccomp is None:
+        pytest.skip("no seccomp filter for this machine")
+    calls = {"x86_64": 250, "aarch64": 219}
+    import platform
+
+    keyctl = calls[platform.machine()]
+    folder = notebook(
+        tmp_path / "kim",
+        "01_soft_lookup.ipynb",
+        "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        f"assert libc.syscall({keyctl}, 0, -3, 0) == -1 and ctypes.get_errno() == 1",
+        "assert libc.unshare(0x10000000) == -1",
+        "import threading, subprocess\nt = threading.Thread(target=print)\nt.start()\nt.join()\n"
+        "subprocess.run(['true'], check=True)",
+        "status = open('/proc/self/status').read()\n"
+        "caps = [l.split()[1] for l in status.splitlines() if l.startswith(('CapEff', 'CapPrm'))]\n"
+        "assert set(caps) == {'0000000000000000'}, caps\n"
+        "assert 'NoNewPrivs:\\t1' in status",
+        "open('/grader/job.json', 'a')",
+    )
+    run = run_one(sandbox, tmp_path, folder)
+    assert list(errors_by_cell(run)) == [4], run.cell_errors  # only the read-only file
+
+
+def test_without_cgroups_the_unprivileged_uid_is_capped_by_rlimit_nproc(tmp_path, monkeypatch):
+    import autograder.sandbox as sandbox_module
+
+    monkeypatch.setenv("AUTOGRADER_CGROUPS", "0")
+    monkeypatch.setattr(sandbox_module, "_warned", set())
+    with pytest.warns(RuntimeWarning, match="no writable cgroup") as caught:
+        box = Sandbox(Limits(timeout=30, processes=48, startup_seconds=60), warm=False)
+    try:
+        needs_bwrap(box)
+        assert box.cgroups is None
+        if box.identity == "root":
+            pytest.skip("no user namespace here: RLIMIT_NPROC cannot apply to root")
+        assert sum("cgroup" in str(w.message) for w in caught) == 1
+        folder = notebook(
+            tmp_path / "lee",
+            "01_soft_lookup.ipynb",
+            "import subprocess\nkids = []\ntry:\n    while len(kids) < 500:\n"
+            "        kids.append(subprocess.Popen(['sleep', '60']))\nexcept OSError:\n    pass\n"
+            "for k in kids:\n    k.kill()\n    k.wait()\n"
+            "raise RuntimeError(f'spawned {len(kids)}')",
+        )
+        run = run_one(box, tmp_path, folder)
+    finally:
+        box.close()
+    spawned = int(run.cell_errors[0]["message"].split()[1])
+    assert 0 < spawned < 48
+
+
+def test_each_missing_defence_is_warned_about_once(monkeypatch):
+    import warnings
+
+    import autograder.sandbox as sandbox_module
+
+    monkeypatch.setenv("AUTOGRADER_CGROUPS", "0")
+    monkeypatch.setenv("AUTOGRADER_USERNS", "0")
+    monkeypatch.setattr(sandbox_module, "_warned", set())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        boxes = [Sandbox(Limits(), warm=False) for _ in range(2)]
+    for box in boxes:
+        box.close()
+    if boxes[0].mode != "bwrap":
+        pytest.skip("bubblewrap cannot create namespaces here")
+    texts = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert sum("no writable cgroup" in t for t in texts) == 1
+    if os.geteuid() == 0:
+        assert boxes[0].identity == "root"
+        assert sum("user namespace" in t for t in texts) == 1
+
+
+def test_the_answers_are_copied_out_within_a_budget_and_never_through_a_link(tmp_path):
+    from autograder.sandbox.pull import Folder
+
+    src = tmp_path / "src"
+    (src / "a" / "b").mkdir(parents=True)
+    (src / "a" / "b" / "ok.json").write_text("{}")
+    (src / "big.npy").write_bytes(b"x" * 5000)
+    (src / "small.npy").write_bytes(b"y" * 10)
+    (src / "link").symlink_to("/etc/passwd")
+    (src / "dirlink").symlink_to(src / "a")
+    os.mkfifo(src / "fifo")
+    folder = Folder(os.open(src, os.O_RDONLY | os.O_DIRECTORY))
+    try:
+        files, total, skipped = folder.copy_to(tmp_path / "out", max_bytes=1000)
+    finally:
+        folder.close()
+    out = tmp_path / "out"
+    assert (out / "a" / "b" / "ok.json").read_text() == "{}"
+    assert (out / "small.npy").read_bytes() == b"y" * 10
+    big = (out / "big.npy").stat()  # kept as what it was: too big, and nothing of it copied
+    assert big.st_size == 5000 and big.st_blocks == 0
+    assert os.readlink(out / "link") == "/etc/passwd"  # re-created, never followed
+    assert os.readlink(out / "dirlink") == str(src / "a")  # a link, not a copy of the folder
+    assert (out / "fifo").is_fifo()
+    assert (files, total, skipped) == (2, 12, 4)
+
+
+def test_the_sandbox_log_keeps_a_head_and_a_tail_of_a_flood(tmp_path):
+    import threading
+
+    from autograder.sandbox import _drain
+
+    read, write = os.pipe()
+    log_path = tmp_path / "log"
+    with open(log_path, "wb") as log:
+        thread = threading.Thread(target=_drain, args=(read, log, 1000))
+        thread.start()
+        os.write(write, b"H" * 1000)
+        for _ in range(100):
+            os.write(write, b"m" * 50_000)
+        os.write(write, b"T" * 1000)
+        os.close(write)
+        thread.join(timeout=30)
+    text = log_path.read_bytes()
+    assert text.startswith(b"H" * 1000) and text.endswith(b"T" * 1000)
+    assert b"5000000 bytes of output dropped" in text
+    assert len(text) < 2100
+
+
+def test_mount_points_get_parents_the_sandbox_uid_can_walk():
+    from autograder.sandbox import _parent_dirs
+
+    ops = ["--ro-bind", "/x/y", "/root/.pyenv/v", "--tmpfs", "/grader/home", "--proc", "/proc"]
+    out = _parent_dirs(ops)
+    dirs = [out[i + 1] for i in range(len(out)) if out[i] == "--dir"]
+    assert dirs == ["/grader", "/root", "/root/.pyenv"]
+    assert out.count("0755") == 3
+
+
+def test_what_a_notebook_leaves_running_is_gone_before_the_next_one(sandbox, tmp_path):
+    needs_bwrap(sandbox)
+    marker = "876543.21"
+    folder = notebook(
+        tmp_path / "mia",
+        "01_soft_lookup.ipynb",
+        f"import subprocess\nsubprocess.Popen(['sleep', '{marker}'], start_new_session=True)",
+    )
+    notebook(
+        folder,
+        "02_dot_product_softmax.ipynb",
+        "import os\nseen = []\nfor p in os.listdir('/proc'):\n    try:\n"
+        "        seen.append(open(f'/proc/{p}/cmdline', 'rb').read())\n    except OSError:\n"
+        "        pass\n"
+        f"assert not [c for c in seen if b'{marker}' in c], 'still running'",
+    )
+    request_dir = tmp_path / "requests"
+    request_dir.mkdir()
+    jobs = [NotebookJob(s, f"{s}.ipynb", request_dir, {}) for s in ("01_soft_lookup", NB2)]
+    runs = sandbox.run(folder, jobs, tmp_path / "work")
+    assert runs["01_soft_lookup"].executed_ok
+    assert runs[NB2].executed_ok, runs[NB2].cell_errors

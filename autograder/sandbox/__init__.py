@@ -9,25 +9,40 @@ the Python installation and the venv's site-packages, plus a private working dir
 COPY of the student's folder. The project, the reference answers, the hidden tests, the other
 students and the output directory are simply not mounted. Inside, driver.py runs nbclient AND the
 IPython kernel (they talk over loopback in the sandbox's own network namespace, which has no
-other interface). rlimits bound memory, processes and file sizes; a pid namespace,
---die-with-parent and a process-group kill make sure nothing outlives the run. Where bubblewrap
-cannot create namespaces the same driver runs with rlimits only, after a printed warning.
+other interface). Each sandbox gets its own user namespace (root inside is not root outside:
+everything runs as an unprivileged uid, userns.py), a seccomp filter (no kernel keyring, no new
+user namespaces: seccomp.py), its own cgroup capping processes and memory together (cgroups.py)
+and a size-capped tmpfs for every place it can write (the submission copy, $HOME, /tmp,
+/dev/shm), so nothing it writes reaches the host disk except its answers and status. A pid
+namespace, --die-with-parent, a process-group kill and the cgroup's kill make sure nothing
+outlives the run. Where the machine lacks a piece, the run goes on with the next-best defence
+after a one-time warning; where bubblewrap cannot create namespaces the same driver runs with
+rlimits only, after a printed warning.
 """
 
 import json
 import os
 import resource
+import select
 import shutil
 import signal
 import site
+import socket
 import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from .cgroups import find_tree
+from .pull import Folder
+from .seccomp import build_filter
+from .userns import UID_BASE, make_userns
+from .userns import disabled_by_env as userns_disabled
 
 HERE = Path(__file__).resolve().parent
 HARNESS = HERE.parent / "harness"
@@ -65,6 +80,7 @@ ETC_ENTRIES = (
 )
 
 INSIDE_ROOT = "/grader"
+INSIDE_OPT = "/opt/grader"
 INSIDE_LIB = "/opt/grader/lib"
 
 
@@ -95,10 +111,36 @@ class NotebookRun:
 class Limits:
     timeout: float = 300.0  # wall-clock seconds for a notebook's own cells
     memory_bytes: int = 6 * 2**30  # RLIMIT_AS of every process in the sandbox
-    processes: int = 2048  # RLIMIT_NPROC (threads count too; not enforced for root)
+    # the cgroup's cap on all processes of the sandbox together (RAM + its tmpfs pages);
+    # None: the same as memory_bytes
+    sandbox_memory_bytes: int | None = None
+    processes: int = 512  # pids.max of the cgroup, else RLIMIT_NPROC of the sandbox's uid
     file_bytes: int = 256 * 2**20  # RLIMIT_FSIZE: the largest file a notebook may write
     startup_seconds: float = 60.0  # per kernel start
-    tmp_bytes: int = 512 * 2**20  # size of the sandbox's /tmp
+    tmp_bytes: int = 512 * 2**20  # size of the sandbox's /tmp (a tmpfs)
+    shm_bytes: int = 64 * 2**20  # size of its /dev/shm (a tmpfs)
+    home_bytes: int = 128 * 2**20  # size of its $HOME (a tmpfs)
+    submission_bytes: int = 256 * 2**20  # room to write in its copy of the folder (a tmpfs)
+    answers_bytes: int = 256 * 2**20  # its answers folder (a tmpfs, copied out after the run)
+    status_bytes: int = 8 * 2**20  # its status folder (likewise)
+    log_bytes: int = 256 * 2**10  # of the sandbox's stdout/stderr: this much head and tail kept
+
+    @property
+    def cgroup_memory(self):
+        return self.sandbox_memory_bytes or self.memory_bytes
+
+
+_warned = set()
+_warned_lock = threading.Lock()
+
+
+def warn_once(key, text):
+    """Print `text` as a RuntimeWarning once per grading process (not once per sandbox)."""
+    with _warned_lock:
+        if key in _warned:
+            return
+        _warned.add(key)
+    warnings.warn(text, RuntimeWarning, stacklevel=3)
 
 
 def _bwrap_works(bwrap):
@@ -156,6 +198,91 @@ class Sandbox:
         self._owned_lib = lib_root is None
         self.lib = Path(lib_root or tempfile.mkdtemp(prefix="autograder-lib-"))
         self._build_lib()
+        self._slots = []  # free uid slots (one uid per concurrent sandbox)
+        self._next_slot = 0
+        self._slot_lock = threading.Lock()
+        self._isolate()
+
+    # -- what this machine allows: user namespace, seccomp, cgroups ---------------------------
+    def _isolate(self):
+        """Decide once which defences are in force; warn once about each missing one."""
+        self.identity = "none"  # "userns" (own namespace, unprivileged uid) / "user" / "root"
+        # answers and status in tmpfs mounts the grader copies out (pull.py); else host folders
+        self.pull = self.mode == "bwrap"
+        self.seccomp = None
+        # cgroups also serve without bubblewrap: caps, and a kill that reaches setsid orphans
+        self.cgroups = find_tree()
+        if self.cgroups is None:
+            self._warn_no_cgroups()
+        if self.mode != "bwrap":
+            return
+        self.seccomp = build_filter()
+        if self.seccomp is None:
+            warn_once(
+                "seccomp",
+                "no seccomp filter for this CPU architecture: the kernel keyring is not blocked "
+                "inside the sandbox (each sandbox still gets its own user namespace if possible).",
+            )
+        if os.geteuid() != 0:
+            self.identity = "user"  # bwrap maps the sandbox to our own (unprivileged) uid
+        elif self._userns_works():
+            self.identity = "userns"
+        else:
+            self.identity = "root"
+            warn_once(
+                "userns",
+                "the sandbox cannot get a user namespace of its own here, so notebooks run as "
+                "root (without capabilities) and RLIMIT_NPROC does not apply. Enable user "
+                "namespaces (sysctl user.max_user_namespaces > 0) to run them as an "
+                "unprivileged uid.",
+            )
+
+    def _warn_no_cgroups(self):
+        limit = (
+            f"RLIMIT_NPROC of the sandbox's uid ({self.limits.processes})"
+            if self.mode == "bwrap" and (os.geteuid() != 0 or not userns_disabled())
+            else "RLIMIT_NPROC, which does not apply to root"
+        )
+        warn_once(
+            "cgroups",
+            "no writable cgroup (v2 with the memory and pids controllers, or v1) for the "
+            "sandboxes: memory is capped per process (address space) and not per sandbox, "
+            f"and the number of processes by {limit}. Run the grader where it may create "
+            "cgroups (root, or a delegated cgroup) for hard per-sandbox caps.",
+        )
+
+    def _userns_works(self):
+        fd = make_userns(UID_BASE)
+        if fd is None:
+            return False
+        try:
+            done = subprocess.run(
+                [self.bwrap, "--userns", str(fd), "--cap-drop", "ALL"]
+                + ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+                + ["--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--unshare-pid"]
+                + [sys.executable, "-I", "-S", "-c", f"import os; os.setresuid(*[{UID_BASE}] * 3)"],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                pass_fds=(fd,),
+                timeout=60,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+        finally:
+            os.close(fd)
+        return done.returncode == 0
+
+    def _take_slot(self):
+        with self._slot_lock:
+            if self._slots:
+                return self._slots.pop()
+            self._next_slot += 1
+            return self._next_slot - 1
+
+    def _give_slot(self, slot):
+        with self._slot_lock:
+            self._slots.append(slot)
 
     # -- the read-only files the sandbox sees -------------------------------------------------
     def _build_lib(self):
@@ -178,6 +305,7 @@ class Sandbox:
         self.extra_data = self._extra_data()
         self.mplconfig = self.lib / "mplconfig"
         self._warm_matplotlib()
+        _share_read_only(self.lib)  # the sandbox's unprivileged uid must read all of it
 
     @staticmethod
     def _coursedata_dir():
@@ -237,7 +365,10 @@ class Sandbox:
         for d in dirs.values():
             d.mkdir(parents=True, exist_ok=True)
         copy_submission(submission, dirs["submission"])
-        shutil.copytree(self.mplconfig, dirs["home"] / ".config" / "matplotlib", dirs_exist_ok=True)
+        if self.mode != "bwrap":  # in bwrap, $HOME is a tmpfs the driver seeds (_job_file)
+            shutil.copytree(
+                self.mplconfig, dirs["home"] / ".config" / "matplotlib", dirs_exist_ok=True
+            )
         requests = work / "requests"
         requests.mkdir(exist_ok=True)
         for job in jobs:
@@ -301,8 +432,17 @@ class Sandbox:
                 for j in pending
             ],
         }
+        if self.mode == "bwrap":
+            # the folder's copy and $HOME are size-capped tmpfs mounts: the driver fills them
+            job["seed"] = [
+                [f"{INSIDE_ROOT}/submission-src", f"{root}/submission"],
+                [f"{INSIDE_OPT}/mplconfig", f"{root}/home/.config/matplotlib"],
+            ]
+            job["own_pid_namespace"] = True  # the driver may kill strays between notebooks
+            job["make_dirs"] = [n["responses"] for n in job["notebooks"]]
         path = work / "job.json"
         path.write_text(json.dumps(job))
+        path.chmod(0o644)
         return path
 
     def _budget(self, pending):
@@ -334,17 +474,33 @@ class Sandbox:
             "OPENBLAS_NUM_THREADS": "1",
             "LANG": "C.UTF-8",
             "LC_ALL": "C.UTF-8",
+            "USER": "student",
+            "LOGNAME": "student",
         }
         if self.mode != "bwrap":
             Path(env["TMPDIR"]).mkdir(parents=True, exist_ok=True)
         return env
 
-    def _bwrap_args(self, work):
-        args = [self.bwrap, "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+    def _bwrap_args(self, work, userns_fd=None, seccomp_fd=None, identity=None):
+        lim = self.limits
+        identity = identity or self.identity
+        args = [self.bwrap]
+        if identity == "userns":
+            # our own namespace (userns.py): bwrap sets up as root-in-namespace, then the driver
+            # uses these two capabilities once to become the unprivileged uid, and loses them
+            args += ["--userns", str(userns_fd), "--cap-drop", "ALL"]
+            args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        elif identity == "user":
+            args += ["--unshare-user", "--disable-userns"]
+        else:
+            # No capabilities at all: as root, bwrap would otherwise keep them (mount, mknod, ...).
+            args += ["--cap-drop", "ALL"]
+        args += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
         args += ["--unshare-cgroup-try", "--die-with-parent", "--new-session"]
-        # No capabilities at all: as root, bwrap would otherwise keep them (mount, mknod, ...).
-        args += ["--cap-drop", "ALL"]
         args += ["--hostname", "sandbox"]
+        if seccomp_fd is not None:
+            args += ["--seccomp", str(seccomp_fd)]
+        flags = len(args)
         for top in ("usr", "bin", "lib", "lib64", "lib32", "sbin"):
             path = Path("/") / top
             if path.is_symlink():
@@ -356,24 +512,36 @@ class Sandbox:
             if path.exists():
                 args += ["--ro-bind", str(path), str(path)]
         args += ["--proc", "/proc", "--dev", "/dev"]
-        args += ["--size", str(self.limits.tmp_bytes), "--tmpfs", "/tmp"]
+        # every place the sandbox can write is a size-capped tmpfs (RAM, charged to its cgroup)
+        args += _tmpfs("/tmp", lim.tmp_bytes) + _tmpfs("/dev/shm", lim.shm_bytes)
         for path in self._python_paths():
             args += ["--ro-bind", str(path), str(path)]
         for pth in self._editable_hooks():
             args += ["--ro-bind", "/dev/null", str(pth)]
         args += ["--ro-bind", str(self.lib / "lib"), INSIDE_LIB]
-        args += ["--ro-bind", str(self.lib / "driver.py"), "/opt/grader/driver.py"]
-        args += ["--ro-bind", str(self.lib / "zygote.py"), "/opt/grader/zygote.py"]
+        args += ["--ro-bind", str(self.lib / "driver.py"), f"{INSIDE_OPT}/driver.py"]
+        args += ["--ro-bind", str(self.lib / "zygote.py"), f"{INSIDE_OPT}/zygote.py"]
+        args += ["--ro-bind", str(self.mplconfig), f"{INSIDE_OPT}/mplconfig"]
         if self.coursedata is not None:
             args += ["--ro-bind", str(self.coursedata), f"{INSIDE_LIB}/coursedata"]
         for path in self.extra_data:
             args += ["--ro-bind", str(path), str(path)]
-        for name in ("submission", "home", "responses", "status"):
-            args += ["--bind", str(work / name), f"{INSIDE_ROOT}/{name}"]
+        room = lim.submission_bytes + _tree_bytes(work / "submission")
+        args += ["--ro-bind", str(work / "submission"), f"{INSIDE_ROOT}/submission-src"]
+        args += _tmpfs(f"{INSIDE_ROOT}/submission", room)
+        args += _tmpfs(f"{INSIDE_ROOT}/home", lim.home_bytes)
+        for name, size in (("responses", lim.answers_bytes), ("status", lim.status_bytes)):
+            if self.pull:
+                args += _tmpfs(f"{INSIDE_ROOT}/{name}", size)
+            else:
+                args += ["--bind", str(work / name), f"{INSIDE_ROOT}/{name}"]
         args += ["--ro-bind", str(work / "requests"), f"{INSIDE_ROOT}/requests"]
         args += ["--ro-bind", str(work / "job.json"), f"{INSIDE_ROOT}/job.json"]
+        args += ["--remount-ro", "/"]  # bwrap's own root tmpfs (mount points) has no size cap
         args += ["--chdir", f"{INSIDE_ROOT}/submission"]
-        return args
+        # bwrap makes missing parents of mount points 0700: the unprivileged uid could not reach
+        # /etc, /opt/grader or the Python installation; make them 0755 first
+        return args[:flags] + _parent_dirs(args[flags:]) + args[flags:]
 
     @staticmethod
     def _python_paths():
@@ -403,7 +571,10 @@ class Sandbox:
                 hooks += [p for p in (d / "easy-install.pth",) if p.exists()]
         return [h for h in hooks if h.is_file()]
 
-    def _preexec(self):
+    def _preexec(self, cgroup):
+        """In the child between fork and exec (plain syscalls only): cgroup first, then rlimits."""
+        if cgroup is not None:
+            cgroup.attach_self()
         lim = self.limits
         for which, value in (
             (resource.RLIMIT_AS, lim.memory_bytes),
@@ -416,38 +587,252 @@ class Sandbox:
             except (ValueError, OSError):
                 pass
 
+    def _cgroup(self):
+        if self.cgroups is None:
+            return None
+        try:
+            return self.cgroups.create(self.limits.processes, self.limits.cgroup_memory)
+        except OSError as exc:
+            warn_once(
+                "cgroup-create",
+                f"could not create a cgroup for a sandbox ({exc}); this sandbox and later ones "
+                "may run without per-sandbox caps.",
+            )
+            return None
+
+    def _take_folders(self, proc, handshake, info_read, log):
+        """Once the driver says its mounts are set up: hold its answers and status folders."""
+        deadline = time.monotonic() + self.limits.startup_seconds + 30
+        while time.monotonic() < deadline and proc.poll() is None:
+            ready, _, _ = select.select([handshake], [], [], 0.5)
+            if ready:
+                break
+        else:
+            return None, {}
+        try:
+            if handshake.recv(1) != b"r":
+                return None, {}
+        except OSError:
+            return None, {}
+        child, folders = _child_pid(info_read), {}  # info_read is closed from here on
+        try:
+            for name in ("responses", "status"):
+                folders[name] = Folder.open(child, f"{INSIDE_ROOT}/{name}")
+            handshake.sendall(b"g")
+        except (OSError, ValueError) as exc:
+            for folder in folders.values():
+                folder.close()
+            log.write(f"\n[autograder] could not open the sandbox's folders: {exc!r}\n".encode())
+            return child, {}
+        return child, folders
+
+    def _hand_over(self, work, pending, uid):
+        """The folders the sandbox writes (answers, status) belong to its uid, the rest it reads."""
+        if not self.pull:
+            for path in [work / "responses", work / "status"]:
+                path.chmod(0o755)
+                os.chown(path, uid, uid)
+            for job in pending:
+                os.chown(work / "responses" / job.stem, uid, uid)
+        for path in (work / "requests", work / "submission"):
+            _share_read_only(path)
+
     def _launch(self, work, pending, log):
         job_path = self._job_file(work, pending)
         p = self._paths(work)
         python = sys.executable
         info_read, info_write = os.pipe()
+        fds = [info_write]
+        slot = userns_fd = None
+        identity = self.identity  # this launch's; "root" if its namespace cannot be made
+        if identity == "userns":
+            slot = self._take_slot()
+            uid = UID_BASE + slot
+            userns_fd = make_userns(uid)
+            if userns_fd is None:
+                warn_once(
+                    "userns-late",
+                    "a user namespace could not be created for a sandbox: it runs as root "
+                    "(without capabilities).",
+                )
+                identity = "root"
+            else:
+                fds.append(userns_fd)
+                self._hand_over(work, pending, uid)
+        seccomp_fd = None
+        if self.seccomp is not None and self.mode == "bwrap":
+            seccomp_fd, seccomp_write = os.pipe()
+            os.write(seccomp_write, self.seccomp)  # a few hundred bytes: fits the pipe buffer
+            os.close(seccomp_write)
+            fds.append(seccomp_fd)
         if self.mode == "bwrap":
-            command = self._bwrap_args(work) + ["--info-fd", str(info_write)]
-            command += [python, p["driver"], f"{INSIDE_ROOT}/job.json"]
+            command = self._bwrap_args(work, userns_fd, seccomp_fd, identity)
+            command += ["--info-fd", str(info_write)]
+            command += [python, p["driver"]]
+            if userns_fd is not None:
+                command += ["--as", f"{uid}:{uid}"]
+            command += [f"{INSIDE_ROOT}/job.json"]
         else:
             command = [python, p["driver"], str(job_path)]
+        handshake = None
+        if self.pull:
+            handshake, inside_end = socket.socketpair()
+            fds.append(inside_end.fileno())
+            job = json.loads(job_path.read_text())
+            job["handshake_fd"] = inside_end.fileno()
+            job_path.write_text(json.dumps(job))
+        cgroup = self._cgroup()
+        out_read, out_write = os.pipe()
+        drain = threading.Thread(target=_drain, args=(out_read, log, self.limits.log_bytes))
+        drain.start()
+        proc = None
         try:
             proc = subprocess.Popen(
                 command,
                 env=self._env(work),
-                cwd=str(work / "submission"),
+                cwd="/" if self.mode == "bwrap" else str(work / "submission"),
                 stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                pass_fds=(info_write,),
-                preexec_fn=self._preexec,  # noqa: PLW1509 - rlimits must be set before exec
+                stdout=out_write,
+                stderr=out_write,
+                pass_fds=tuple(fds),
+                preexec_fn=lambda: self._preexec(cgroup),  # noqa: PLW1509 - before exec
                 start_new_session=True,
             )
         finally:
-            os.close(info_write)
+            for fd in [info_write, out_write, userns_fd, seccomp_fd]:
+                if fd is not None:
+                    os.close(fd)
+            if handshake is not None:
+                inside_end.close()
+            if proc is None:
+                os.close(info_read)
+                if handshake is not None:
+                    handshake.close()
+                drain.join()
+                if cgroup is not None:
+                    cgroup.remove()
+                if slot is not None:
+                    self._give_slot(slot)
         budget = self._budget(pending)
+        child, folders = None, {}
         try:
+            if handshake is not None:
+                child, folders = self._take_folders(proc, handshake, info_read, log)
             proc.wait(timeout=budget)
         except subprocess.TimeoutExpired:
             log.write(f"\n[autograder] sandbox exceeded {budget:.0f} s: killed\n".encode())
         finally:
+            if handshake is not None:
+                handshake.close()
             _kill_group(proc)
-            _kill_namespace(info_read)
+            _kill_namespace(_child_pid(info_read) if child is None else child)
+            for name, folder in folders.items():
+                try:
+                    folder.copy_to(work / name, max_bytes=self.limits.answers_bytes)
+                finally:
+                    folder.close()
+            if cgroup is not None:
+                cgroup.kill()
+                peak = cgroup.peak_pids()
+                if peak is not None and peak >= self.limits.processes:
+                    log.write(
+                        f"\n[autograder] the sandbox reached its cap of {peak} processes\n".encode()
+                    )
+                cgroup.remove()
+            drain.join(timeout=30)
+            if slot is not None:
+                self._give_slot(slot)
+
+
+DEST_OPS = {"--ro-bind": 2, "--bind": 2, "--symlink": 2, "--tmpfs": 1, "--proc": 1, "--dev": 1}
+
+
+def _parent_dirs(ops):
+    """`--perms 0755 --dir P` for every missing parent P of the destinations in `ops`."""
+    dests, index = set(), 0
+    while index < len(ops):
+        arity = DEST_OPS.get(ops[index])
+        if arity:
+            dests.add(ops[index + arity])
+            index += arity + 1
+        else:
+            index += 1
+    parents = {str(p) for d in dests for p in Path(d).parents if str(p) != "/"} - dests
+    out = []
+    for parent in sorted(parents, key=lambda p: (p.count("/"), p)):
+        out += ["--perms", "0755", "--dir", parent]
+    return out
+
+
+def _tmpfs(path, size):
+    return ["--perms", "1777", "--size", str(int(size)), "--tmpfs", path]
+
+
+def _tree_bytes(root):
+    """Total size of the regular files under root (no links followed; iterative)."""
+    total, stack = 0, [str(root)]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(entry.path)
+            elif entry.is_file(follow_symlinks=False):
+                total += entry.stat(follow_symlinks=False).st_size
+    return total
+
+
+def _share_read_only(root):
+    """Make a tree the grader wrote readable (not writable) by the sandbox's uid: a+rX."""
+    stack = [str(root)]
+    while stack:
+        path = stack.pop()
+        try:
+            os.chmod(path, 0o755)
+            entries = list(os.scandir(path))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(entry.path)
+            elif entry.is_file(follow_symlinks=False):
+                try:
+                    mode = entry.stat(follow_symlinks=False).st_mode
+                    os.chmod(entry.path, (mode | 0o444) & 0o755)
+                except OSError:
+                    pass
+
+
+def _drain(fd, log, keep):
+    """Copy the sandbox's stdout/stderr to the log: the first `keep` bytes and the last `keep`.
+
+    A flood of output (os.write(2, ...) in a kernel) costs CPU only, never disk or memory.
+    """
+    head, tail, dropped = 0, bytearray(), 0
+    with os.fdopen(fd, "rb", buffering=0) as pipe:
+        while True:
+            try:
+                chunk = pipe.read(65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            if head < keep:
+                part = chunk[: keep - head]
+                log.write(part)
+                head += len(part)
+                chunk = chunk[len(part) :]
+            if chunk:
+                tail += chunk
+                if len(tail) > keep:
+                    dropped += len(tail) - keep
+                    del tail[: len(tail) - keep]
+    if dropped:
+        log.write(f"\n[autograder] ... {dropped} bytes of output dropped ...\n".encode())
+    log.write(bytes(tail))
+    log.flush()
 
 
 def _kill_group(proc):
@@ -463,13 +848,17 @@ def _kill_group(proc):
         proc.wait()
 
 
-def _kill_namespace(info_fd):
-    """SIGKILL the sandbox's pid-1 (the kernel then kills its whole pid namespace) and wait."""
+def _child_pid(info_fd):
+    """The sandbox's pid-1 as bwrap reports it on --info-fd (read to its end, then closed)."""
     try:
         with os.fdopen(info_fd, "rb") as info:
-            child = int(json.loads(info.read().decode() or "{}").get("child-pid", 0))
+            return int(json.loads(info.read().decode() or "{}").get("child-pid", 0))
     except (OSError, ValueError):
-        return
+        return 0
+
+
+def _kill_namespace(child):
+    """SIGKILL the sandbox's pid-1 (the kernel then kills its whole pid namespace) and wait."""
     if child <= 0:
         return
     try:  # only a process in another pid namespace: the pid may have been reused since

@@ -1,6 +1,6 @@
 """Runs INSIDE the sandbox: execute a student's notebooks, then let the harness answer the requests.
 
-    python driver.py JOB.json
+    python driver.py [--as UID:GID] JOB.json
 
 This file is copied into the sandbox on its own; it imports only the standard library, nbformat
 and nbclient (never `autograder`). It decides nothing: it runs cells, records what went wrong
@@ -12,17 +12,39 @@ raises is recorded and the next one runs); the notebook's cells share one wall-c
 one extra cell per graded name calls the harness's serve() on that name's requests, with its own
 time limit. Only error outputs are kept: whatever a notebook prints is dropped, so a flood of
 output cannot fill memory or disk.
+
+With --as, the driver starts as root of the sandbox's own user namespace holding only
+CAP_SETUID/CAP_SETGID (see userns.py) and, before importing anything else, becomes UID:GID with
+no supplementary groups, which clears every capability: nothing it starts can get them back.
 """
 
-import json
 import os
-import socket
-import subprocess
 import sys
-import tempfile
-import time
-import traceback
-from pathlib import Path
+
+
+def _drop_to(spec):
+    uid, _, gid = spec.partition(":")
+    uid, gid = int(uid), int(gid or uid)
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+    if os.getresuid() != (uid, uid, uid) or os.getgroups():  # never run on as root
+        raise SystemExit("driver: could not drop to the sandbox's uid")
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--as"]:
+    _drop_to(sys.argv[2])
+    del sys.argv[1:3]
+
+import json  # noqa: E402
+import shutil  # noqa: E402
+import signal  # noqa: E402
+import socket  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+import traceback  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 # jsonschema imports rfc3987_syntax, which compiles a grammar for seconds at import time, and
 # optional format checkers (arrow, isoduration, ...); the driver never validates formats, so they
@@ -378,8 +400,64 @@ class Run:
             self.save()
 
 
+def seed(pairs):
+    """Fill the size-capped tmpfs mounts (the folder's copy, $HOME) from their read-only sources."""
+    for source, target in pairs:
+        if not os.path.isdir(source):
+            continue
+        os.makedirs(target, exist_ok=True)
+        for entry in os.scandir(source):  # the target itself is a mount point: never chmod it
+            destination = os.path.join(target, entry.name)
+            if entry.is_dir(follow_symlinks=False):
+                shutil.copytree(entry.path, destination, symlinks=True, dirs_exist_ok=True)
+            elif entry.is_file(follow_symlinks=False):
+                shutil.copy2(entry.path, destination)
+
+
+def kill_strays(keep):
+    """SIGKILL every process of this pid namespace but pid 1, this one and `keep`.
+
+    Between notebooks: whatever a notebook left running (setsid daemons, a fork bomb's children)
+    cannot touch the next notebook's kernel, answers or time. Only used in the sandbox's own pid
+    namespace (job["own_pid_namespace"]), never on a shared machine.
+    """
+    keep = {1, os.getpid(), *keep}
+    for _ in range(50):
+        found = []
+        for entry in os.listdir("/proc"):
+            if entry.isdigit() and int(entry) not in keep:
+                found.append(int(entry))
+        if not found:
+            return
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        for pid in found:  # reap our own children; others are reaped by pid 1
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except OSError:
+                pass
+        time.sleep(0.01)
+
+
+def handshake(fd):
+    """Tell the grader our mounts are set up; wait until it holds our answer and status folders."""
+    try:
+        os.write(fd, b"r")
+        os.read(fd, 1)
+    finally:
+        os.close(fd)
+
+
 def main(job_path):
     job = json.loads(Path(job_path).read_text())
+    if job.get("handshake_fd") is not None:
+        handshake(int(job["handshake_fd"]))
+    seed(job.get("seed", []))
+    for folder in job.get("make_dirs", []):
+        os.makedirs(folder, exist_ok=True)
     os.chdir(job["workdir"])
     if job.get("warm", True) and os.environ.get("AUTOGRADER_WARM_KERNELS", "1") != "0":
         Zygote.start()
@@ -391,7 +469,9 @@ def main(job_path):
 
 
 def run_all(job):
-    for spec in job["notebooks"]:
+    for index, spec in enumerate(job["notebooks"]):
+        if index and job.get("own_pid_namespace"):
+            kill_strays({Zygote.process.pid} if Zygote.alive() else set())
         run = Run(job, spec)
         try:
             run.execute()

@@ -1,0 +1,280 @@
+"""One cgroup per sandbox: hard caps on the number of processes and on the memory of ALL of them.
+
+    tree = find_tree()                       # once per grading run; None: no usable cgroups
+    group = tree.create(pids=512, memory_bytes=6 * 2**30)
+    ... Popen(..., preexec_fn=group.attach_self)   # the sandbox starts inside it
+    group.kill(); group.remove()             # after the run: nothing survives, nothing is left
+
+rlimits are per process (address space) or per uid (RLIMIT_NPROC, void for root); a cgroup
+counts every process, thread and page (tmpfs included) of one sandbox together. cgroup v2 is used
+where our own cgroup may have children with the memory and pids controllers; else cgroup v1
+(the pids and memory hierarchies, each where it is mounted writable); else none: the caller
+falls back to rlimits and says so once. AUTOGRADER_CGROUPS=0 disables them (to test the fallback).
+"""
+
+import itertools
+import os
+import signal
+import time
+from pathlib import Path
+
+DISABLE_ENV = "AUTOGRADER_CGROUPS"
+V1_CONTROLLERS = ("pids", "memory", "freezer")
+_names = itertools.count()
+
+
+def disabled_by_env(environ=None):
+    value = (environ or os.environ).get(DISABLE_ENV, "1").strip().lower()
+    return value in ("0", "false", "no", "off")
+
+
+def _mounts(mountinfo="/proc/self/mountinfo"):
+    """(mount point, fs type, super options) of every mount."""
+    found = []
+    try:
+        lines = Path(mountinfo).read_text().splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        left, _, right = line.partition(" - ")
+        fields, tail = left.split(), right.split()
+        if len(fields) >= 5 and len(tail) >= 3:
+            point = fields[4].replace("\\040", " ")
+            found.append((point, tail[0], set(tail[2].split(","))))
+    return found
+
+
+def _own_paths(cgroup_file="/proc/self/cgroup"):
+    """{controller or "" (v2): our cgroup's path in that hierarchy}."""
+    paths = {}
+    try:
+        lines = Path(cgroup_file).read_text().splitlines()
+    except OSError:
+        return paths
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) == 3:
+            for controller in parts[1].split(",") if parts[1] else [""]:
+                paths[controller.removeprefix("name=")] = parts[2]
+    return paths
+
+
+def _write(path, text):
+    with open(path, "w") as handle:
+        handle.write(text)
+
+
+class Cgroup:
+    """The cgroup(s) of one sandbox: one directory (v2) or one per controller (v1)."""
+
+    def __init__(self, version, dirs):
+        self.version = version
+        self.dirs = dirs  # {controller (v1) or "" (v2): Path}
+        # opened now, written in the child between fork and exec: no Python-level I/O there
+        self._procs = [str(d / "cgroup.procs") for d in dirs.values()]
+
+    def attach_self(self):
+        """Move the calling process into the cgroup(s). Safe in a preexec_fn (plain syscalls)."""
+        for path in self._procs:
+            fd = os.open(path, os.O_WRONLY)
+            try:
+                os.write(fd, b"0")
+            finally:
+                os.close(fd)
+
+    def pids(self):
+        found = set()
+        for d in self.dirs.values():
+            try:
+                found |= {int(p) for p in (d / "cgroup.procs").read_text().split()}
+            except (OSError, ValueError):
+                pass
+        return found
+
+    def _freeze(self, frozen):
+        if self.version == 2:
+            path, text = self.dirs[""] / "cgroup.freeze", "1" if frozen else "0"
+        elif "freezer" in self.dirs:
+            path, text = self.dirs["freezer"] / "freezer.state", "FROZEN" if frozen else "THAWED"
+        else:
+            return
+        try:
+            _write(path, text)
+        except OSError:
+            pass
+
+    def kill(self, patience=10.0):
+        """SIGKILL every process in the cgroup (frozen first, so none can fork); wait until empty."""
+        if self.version == 2 and (self.dirs[""] / "cgroup.kill").exists():
+            try:
+                _write(self.dirs[""] / "cgroup.kill", "1")
+            except OSError:
+                pass
+        deadline = time.monotonic() + patience
+        while True:
+            pids = self.pids()
+            if not pids:
+                return True
+            self._freeze(True)
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            self._freeze(False)
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.02)
+
+    def peak_pids(self):
+        try:
+            return int((self.dirs.get("pids", self.dirs.get("")) / "pids.peak").read_text())
+        except (OSError, ValueError, TypeError):
+            return None
+
+    def remove(self):
+        """Remove the directories (after kill); a few retries while the kernel reaps."""
+        for d in self.dirs.values():
+            for _ in range(50):
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.02)
+
+
+class Tree:
+    """Where this process may create cgroups, and how to cap them."""
+
+    def __init__(self, version, bases):
+        self.version = version
+        self.bases = bases  # {controller (v1) or "" (v2): Path of our own cgroup}
+
+    def remove_stale(self):
+        """Remove the empty cgroups a killed grading run left behind (its pid is gone)."""
+        for base in self.bases.values():
+            try:
+                children = list(base.iterdir())
+            except OSError:
+                continue
+            for child in children:
+                parts = child.name.split("-")
+                if len(parts) != 3 or parts[0] != "autograder" or not parts[1].isdigit():
+                    continue
+                if Path(f"/proc/{parts[1]}").exists():
+                    continue
+                try:
+                    child.rmdir()  # refused while processes are inside: left alone
+                except OSError:
+                    pass
+
+    def describe(self):
+        if self.version == 2:
+            return f"cgroup v2 at {self.bases['']}"
+        return "cgroup v1 (" + ", ".join(sorted(c for c in self.bases if c != "freezer")) + ")"
+
+    def create(self, pids, memory_bytes):
+        name = f"autograder-{os.getpid()}-{next(_names)}"
+        made = {}
+        try:
+            for controller, base in self.bases.items():
+                path = base / name
+                path.mkdir()
+                made[controller] = path
+            group = Cgroup(self.version, made)
+            self._cap(group, pids, memory_bytes)
+        except OSError:
+            Cgroup(self.version, made).remove()
+            raise
+        return group
+
+    def _cap(self, group, pids, memory_bytes):
+        if self.version == 2:
+            d = group.dirs[""]
+            _write(d / "pids.max", str(pids))
+            _write(d / "memory.max", str(memory_bytes))
+            if (d / "memory.swap.max").exists():
+                _write(d / "memory.swap.max", "0")
+            return
+        if "pids" in group.dirs:
+            _write(group.dirs["pids"] / "pids.max", str(pids))
+        if "memory" in group.dirs:
+            d = group.dirs["memory"]
+            _write(d / "memory.limit_in_bytes", str(memory_bytes))
+            if (d / "memory.memsw.limit_in_bytes").exists():  # no swapping past the cap
+                try:
+                    _write(d / "memory.memsw.limit_in_bytes", str(memory_bytes))
+                except OSError:
+                    pass
+
+    @property
+    def controllers(self):
+        if self.version == 2:
+            return {"pids", "memory"}
+        return {c for c in self.bases if c != "freezer"}
+
+
+def _try_v2(mounts, own):
+    if "" not in own:
+        return None
+    for point, fstype, _options in mounts:
+        if fstype != "cgroup2":
+            continue
+        base = Path(point) / own[""].lstrip("/")
+        try:
+            available = set((base / "cgroup.controllers").read_text().split())
+            enabled = set((base / "cgroup.subtree_control").read_text().split())
+        except OSError:
+            continue
+        if not {"memory", "pids"} <= available:
+            continue
+        if not {"memory", "pids"} <= enabled:
+            try:  # refused (EBUSY) when our cgroup holds processes and is not the root
+                _write(base / "cgroup.subtree_control", "+memory +pids")
+            except OSError:
+                continue
+        if _can_make_child(base):
+            return Tree(2, {"": base})
+    return None
+
+
+def _try_v1(mounts, own):
+    bases = {}
+    for controller in V1_CONTROLLERS:
+        if controller not in own:
+            continue
+        for point, fstype, options in mounts:
+            if fstype == "cgroup" and controller in options:
+                base = Path(point) / own[controller].lstrip("/")
+                if _can_make_child(base):
+                    bases[controller] = base
+                    break
+    if "pids" in bases or "memory" in bases:
+        return Tree(1, bases)
+    return None
+
+
+def _can_make_child(base):
+    probe = base / f"autograder-probe-{os.getpid()}-{next(_names)}"
+    try:
+        probe.mkdir()
+    except OSError:
+        return False
+    try:
+        probe.rmdir()
+    except OSError:
+        pass
+    return True
+
+
+def find_tree(mountinfo="/proc/self/mountinfo", cgroup_file="/proc/self/cgroup", environ=None):
+    """The best usable cgroup tree here, or None (disabled, not mounted, or not writable)."""
+    if disabled_by_env(environ):
+        return None
+    mounts, own = _mounts(mountinfo), _own_paths(cgroup_file)
+    tree = _try_v2(mounts, own) or _try_v1(mounts, own)
+    if tree is not None:
+        tree.remove_stale()
+    return tree
