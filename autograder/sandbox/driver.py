@@ -225,7 +225,11 @@ class Run:
         graded = list(spec["serve"])
         nb = nbformat.read(spec["path"], as_version=4)
         # the zygote imports torch only for a notebook that uses it (zygote.py, ON_DEMAND)
-        uses_torch = any("torch" in c.source for c in nb.cells if c.cell_type == "code")
+        uses_torch = any(
+            "torch" in c.source
+            for i, c in enumerate(nb.cells)
+            if c.cell_type == "code" and not _released_demo(c, i, spec)
+        )
         os.environ["AUTOGRADER_PRELOAD"] = "torch" if uses_torch else ""
         client = QuietClient(
             nb,
