@@ -8,8 +8,8 @@ The class: students alternate, notebook by notebook, between a correct submissio
 notebook with the solutions' code filled in, as examples/build_class.py writes it) and the
 released stubs, so both graders see the same mix of working code and NotImplementedError.
 
-Ours: `python -m autograder grade CLASS --out DIR --force --quiet` (default workers = cores, the
-sandbox in its default mode). nbgrader: a temporary course directory whose source/<assignment>/
+Ours: `python -m autograder grade CLASS --out DIR --force --quiet --workers 1` (the sandbox in its
+default mode; --workers N to compare wall times on N cores). nbgrader: a temporary course directory whose source/<assignment>/
 holds the solution notebooks, `nbgrader generate_assignment`, the students' notebooks in
 submitted/<student>/<assignment>/, then `nbgrader autograde <assignment>`, with the same
 per-cell time limit (ExecutePreprocessor.timeout). nbgrader runs each notebook, hidden tests
@@ -21,9 +21,18 @@ as wholes (start-up included), one after the other, on the same machine.
 splits each notebook's time into: parent-side set-up (cases, requests), sandbox + kernel
 start-up (a one-cell notebook), the notebook's own cells, the probes (serve) and judging.
 
+CPU time: each grader's whole process tree is measured as user+sys CPU-seconds, in a cgroup of
+its own where this machine lets us make one (cgroup v1 cpuacct or v2, as root): getrusage's
+RUSAGE_CHILDREN cannot see the sandbox's processes, which its own pid namespace reaps (it
+reported 7 of the 35 CPU-seconds one sandboxed student really cost). Without a cgroup the script
+falls back to RUSAGE_CHILDREN and says so ("cpu_method"). Ours runs with --workers 1 by default,
+like nbgrader's serial autograde, so both per-student figures are per CPU.
+
 The LAST line printed is one JSON object:
 {"students", "notebooks", "ours_seconds_per_student", "nbgrader_seconds_per_student", "ratio",
- "sandbox", "workers", "nproc", "cpu", ...}; ratio = nbgrader / ours (> 1: we are faster).
+ "ours_cpu_seconds_per_student", "nbgrader_cpu_seconds_per_student", "cpu_ratio", "cpu_method",
+ "sandbox", "workers", "nproc", "cpu", "load_average_at_start", "load_average_at_end", ...};
+ratio = nbgrader / ours in wall time, cpu_ratio = the same in CPU time (> 1: we are cheaper).
 """
 
 import argparse
@@ -64,6 +73,104 @@ def cpu_model():
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+class CpuMeter:
+    """User+sys CPU-seconds of this process and every process started inside the `with` block.
+
+    A fresh cgroup (v1 cpuacct, else v2) holds this process for the duration, so children,
+    grandchildren and processes reaped in another pid namespace all count. Where no cgroup can be
+    made (not root, no cgroupfs), RUSAGE_SELF + RUSAGE_CHILDREN, which misses processes that were
+    not waited for by a descendant of ours (the sandbox's)."""
+
+    V1 = Path("/sys/fs/cgroup/cpuacct")
+    V2 = Path("/sys/fs/cgroup")
+
+    def __init__(self):
+        self.seconds = 0.0
+        self.method = "rusage"
+        self._group = self._home = None
+
+    def _make_group(self):
+        name = f"grade-bench-{os.getpid()}-{time.monotonic_ns()}"
+        for root, usage in ((self.V1, "cpuacct.usage"), (self.V2, "cpu.stat")):
+            try:
+                if not (root / usage).exists() and not (root / "cgroup.procs").exists():
+                    continue
+                group = root / name
+                group.mkdir()
+                if (group / usage).exists():
+                    return root, group, usage
+                group.rmdir()
+            except OSError:
+                continue
+        return None
+
+    def __enter__(self):
+        self._rusage = self._rusage_now()
+        made = self._make_group()
+        if made is not None:
+            root, group, usage = made
+            try:
+                self._home = self._own_group(root)
+                (group / "cgroup.procs").write_text(str(os.getpid()))
+                self._root, self._group, self._usage = root, group, usage
+                self.method = "cgroup v1 cpuacct" if usage == "cpuacct.usage" else "cgroup v2"
+            except OSError:
+                group.rmdir()
+        return self
+
+    @staticmethod
+    def _rusage_now():
+        import resource
+
+        total = 0.0
+        for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+            usage = resource.getrusage(who)
+            total += usage.ru_utime + usage.ru_stime
+        return total
+
+    @staticmethod
+    def _own_group(root):
+        """This process's cgroup under `root` (read before it moves)."""
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            if (root == CpuMeter.V1 and "cpuacct" in controllers.split(",")) or (
+                root == CpuMeter.V2 and controllers == ""
+            ):
+                return root / path.lstrip("/")
+        return root
+
+    def _read(self):
+        text = (self._group / self._usage).read_text()
+        if self._usage == "cpuacct.usage":
+            return int(text) / 1e9
+        fields = dict(line.split() for line in text.splitlines())
+        return int(fields["usage_usec"]) / 1e6
+
+    def __exit__(self, *exc):
+        if self._group is None:
+            self.seconds = self._rusage_now() - self._rusage
+            return False
+        self.seconds = self._read()
+        try:
+            (self._home / "cgroup.procs").write_text(str(os.getpid()))
+            for _ in range(50):  # the sandbox's last processes may take a moment to go
+                try:
+                    self._group.rmdir()
+                    break
+                except OSError:
+                    time.sleep(0.1)
+        except OSError:
+            pass
+        return False
+
+
+def load_average():
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
 
 
 def available_notebooks(limit=None):
@@ -109,7 +216,8 @@ def run_ours(class_dir, out, timeout, workers=None, sandbox=None):
         command += ["--sandbox", sandbox]
     env = dict(os.environ, COURSE_SECRET=os.environ.get("COURSE_SECRET", "benchmark-secret"))
     started = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    with CpuMeter() as cpu:
+        done = subprocess.run(command, capture_output=True, text=True, env=env)
     seconds = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"our grader failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
@@ -117,7 +225,7 @@ def run_ours(class_dir, out, timeout, workers=None, sandbox=None):
     for results in sorted(Path(out).glob("*/results.json")):
         payload = json.loads(results.read_text())
         scores[results.parent.name] = payload
-    return seconds, scores, done.stderr
+    return seconds, cpu, scores, done.stderr
 
 
 # -- nbgrader -----------------------------------------------------------------------------------
@@ -164,19 +272,20 @@ def setup_nbgrader(course, class_dir, notebooks, timeout):
 
 def run_nbgrader(course):
     started = time.perf_counter()
-    nbgrader(course, "autograde", ASSIGNMENT, "--force")
+    with CpuMeter() as cpu:
+        nbgrader(course, "autograde", ASSIGNMENT, "--force")
     seconds = time.perf_counter() - started
-    return seconds, nbgrader_scores(course)
+    return seconds, cpu, nbgrader_scores(course)
 
 
 def nbgrader_scores(course):
-    """{student: total score} from nbgrader's gradebook."""
+    """{student: (total score, max score)} from nbgrader's gradebook."""
     from nbgrader.api import Gradebook
 
     url = f"sqlite:///{course / 'gradebook.db'}"
     with Gradebook(url) as gb:
         return {
-            s.student_id: float(s.score)
+            s.student_id: (float(s.score), float(s.max_score))
             for s in gb.assignment_submissions(ASSIGNMENT)
             if s.student is not None
         }
@@ -184,7 +293,12 @@ def nbgrader_scores(course):
 
 # -- where our time goes ------------------------------------------------------------------------
 def profile(notebooks, timeout, work_root):
-    """Per notebook of one correct student, seconds for each stage (one notebook per sandbox)."""
+    """CPU-seconds (and wall seconds) of each stage, per notebook of one correct student.
+
+    start-up: a sandbox running a one-cell notebook (bubblewrap, the driver, the zygote's imports,
+    one kernel); cells: the notebook run without its hidden tests, minus start-up; probes: the
+    same run with them, minus the run without; setup and judging: the parent's own CPU time.
+    Finally the whole student in one sandbox, as `grade` runs it."""
     import nbformat
 
     from autograder.grade import DEFAULT_SECRET, registered_probes
@@ -194,25 +308,27 @@ def profile(notebooks, timeout, work_root):
 
     builder = _builder()
     ada = builder.BY_NAME["ada"]
-    t = time.perf_counter()
     box = Sandbox(Limits(timeout=timeout))
-    sandbox_init = time.perf_counter() - t
+    counter = iter(range(10**6))
+
+    def sandboxed(folder, jobs):
+        work = work_root / f"run-{next(counter)}"
+        started = time.perf_counter()
+        with CpuMeter() as cpu:
+            runs = box.run(folder, jobs, work)
+        return runs, cpu.seconds, time.perf_counter() - started, cpu.method
+
     rows = []
     try:
         probes = registered_probes()
-        # sandbox + driver + kernel start-up and shut-down: a notebook of one empty cell
         empty = work_root / "empty"
         empty.mkdir(parents=True)
         nb = nbformat.v4.new_notebook()
         nb.cells = [nbformat.v4.new_code_cell("pass")]
         nbformat.write(nb, empty / "00_empty.ipynb")
-        start_up = []
-        for k in range(2):
-            (work_root / f"req-empty-{k}").mkdir()
-            job = NotebookJob("00_empty", "00_empty.ipynb", work_root / f"req-empty-{k}", {})
-            t = time.perf_counter()
-            box.run(empty, [job], work_root / f"run-empty-{k}")
-            start_up.append(time.perf_counter() - t)
+        (work_root / "req-empty").mkdir()
+        job = NotebookJob("00_empty", "00_empty.ipynb", work_root / "req-empty", {})
+        _, start_cpu, start_wall, method = sandboxed(empty, [job])
         folder = work_root / "ada"  # every notebook: 06 imports 05's definitions
         folder.mkdir()
         for nb_info in notebooks:
@@ -220,8 +336,9 @@ def profile(notebooks, timeout, work_root):
             (folder / nb_info.filename).write_text(
                 render(builder.student_notebook(solution, ada, nb_info.stem))
             )
+        jobs, all_cases = [], {}
         for nb_info in notebooks:
-            t = time.perf_counter()
+            t = time.process_time()
             seed = derive_seed(DEFAULT_SECRET, "profile", nb_info.stem)
             cases = build_cases(nb_info.stem, seed, functions=probes)
             requests = work_root / f"req-{nb_info.stem}"
@@ -230,128 +347,68 @@ def profile(notebooks, timeout, work_root):
             for case in cases:
                 seconds = sum(float(r.get("seconds", case.seconds)) for r in case.requests)
                 serve[case.function] = serve.get(case.function, 10.0) + seconds
-            setup = time.perf_counter() - t
+            setup = time.process_time() - t
+            bare = NotebookJob(nb_info.stem, nb_info.filename, requests, {})
+            _, cells_cpu, cells_wall, _ = sandboxed(folder, [bare])
             job = NotebookJob(nb_info.stem, nb_info.filename, requests, serve)
-            work = work_root / f"run-{nb_info.stem}"
-            t = time.perf_counter()
-            runs = box.run(folder, [job], work)
-            sandboxed = time.perf_counter() - t
-            status = json.loads((work / "status" / f"{nb_info.stem}.json").read_text())
-            t = time.perf_counter()
+            runs, full_cpu, full_wall, _ = sandboxed(folder, [job])
+            t = time.process_time()
             results = judge_cases(
                 cases, runs[nb_info.stem].responses, dict(runs[nb_info.stem].notes)
             )
-            judge = time.perf_counter() - t
-            in_driver = float(status.get("seconds", 0.0))
-            cells = float(status.get("cells_seconds", 0.0))
+            judge = time.process_time() - t
+            jobs.append(job)
+            all_cases[nb_info.stem] = cases
             rows.append(
                 {
                     "notebook": nb_info.stem,
                     "cases": len(cases),
-                    "requests": sum(len(c.requests) for c in cases),
-                    "setup_s": round(setup, 2),
-                    "sandbox_total_s": round(sandboxed, 2),
-                    "kernel_start_and_cells_s": round(cells, 2),
-                    "probes_serve_s": round(in_driver - cells, 2),
-                    "outside_driver_s": round(sandboxed - in_driver, 2),
-                    "judge_s": round(judge, 2),
+                    "setup_cpu_s": round(setup, 2),
+                    "start_up_cpu_s": round(start_cpu, 2),
+                    "cells_cpu_s": round(cells_cpu - start_cpu, 2),
+                    "probes_cpu_s": round(full_cpu - cells_cpu, 2),
+                    "judge_cpu_s": round(judge, 2),
+                    "sandbox_cpu_s": round(full_cpu, 2),
+                    "sandbox_wall_s": round(full_wall, 2),
                     "score": round(sum(r.score for r in results), 2),
                     "max_score": round(sum(r.max_score for r in results), 2),
                 }
             )
+        _, whole_cpu, whole_wall, _ = sandboxed(folder, jobs)
     finally:
         box.close()
-    unsandboxed = notebook_cells_without_sandbox(notebooks, work_root / "ada", work_root)
-    for row in rows:
-        row["unsandboxed"] = unsandboxed.get(row["notebook"], {})
     return {
         "sandbox_mode": box.mode,
-        "sandbox_init_s": round(sandbox_init, 2),
-        "empty_notebook_s": [round(s, 2) for s in start_up],
+        "cpu_method": method,
+        "start_up_cpu_s": round(start_cpu, 2),
+        "start_up_wall_s": round(start_wall, 2),
+        "whole_student_one_sandbox_cpu_s": round(whole_cpu, 2),
+        "whole_student_one_sandbox_wall_s": round(whole_wall, 2),
+        "load_average": load_average(),
         "notebooks": rows,
     }
-
-
-def notebook_cells_without_sandbox(notebooks, folder, work_root):
-    """Per notebook, with nbclient and no sandbox (checks silenced as in the sandbox): seconds to
-    start the kernel, to run all cells, and the slowest cells."""
-    code = r"""
-import json, sys, time
-import nbformat
-from nbclient import NotebookClient
-out = {}
-for path in sys.argv[1:]:
-    nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True)
-    t = time.perf_counter()
-    cells = []
-    with client.setup_kernel():
-        start = time.perf_counter() - t
-        for i, cell in enumerate(nb.cells):
-            if cell.cell_type == "code":
-                c = time.perf_counter()
-                client.execute_cell(cell, i)
-                first = cell.source.strip().splitlines()[0][:60] if cell.source.strip() else ""
-                cells.append((round(time.perf_counter() - c, 2), i, first))
-    total = time.perf_counter() - t
-    cells.sort(reverse=True)
-    out[path] = {"kernel_start_s": round(start, 2), "cells_s": round(sum(c[0] for c in cells), 2),
-                 "total_s": round(total, 2), "slowest": cells[:3]}
-print(json.dumps(out))
-"""
-    paths = [str(folder / nb.filename) for nb in notebooks]
-    stub_lib = work_root / "stub-lib"
-    (stub_lib / "autograder").mkdir(parents=True)
-    from autograder.sandbox import STUB_CHECKS, STUB_INIT
-
-    (stub_lib / "autograder" / "__init__.py").write_text(STUB_INIT)
-    (stub_lib / "autograder" / "checks.py").write_text(STUB_CHECKS)
-    env = dict(
-        os.environ,
-        PYTHONPATH=str(stub_lib),
-        MPLBACKEND="Agg",
-        NBGRADER_EXECUTION="autograde",
-        OMP_NUM_THREADS="1",
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code, *paths],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=str(folder),
-    )
-    if done.returncode != 0:
-        return {}
-    timings = json.loads(done.stdout.strip().splitlines()[-1])
-    return {Path(p).stem: info for p, info in timings.items()}
 
 
 def print_profile(prof):
     print()
     print(
-        f"profile, one correct student, one sandbox per notebook (sandbox {prof['sandbox_mode']}):"
-        f" Sandbox() set-up {prof['sandbox_init_s']} s once; a one-cell notebook (sandbox, driver,"
-        f" kernel start and stop) {prof['empty_notebook_s']} s"
+        f"profile, one correct student (sandbox {prof['sandbox_mode']}, CPU by "
+        f"{prof['cpu_method']}, load {prof['load_average']}): start-up (a sandbox running a "
+        f"one-cell notebook) {prof['start_up_cpu_s']} CPU-s; the whole student in one sandbox "
+        f"{prof['whole_student_one_sandbox_cpu_s']} CPU-s"
     )
-    header = (
-        "notebook", "setup", "sandbox", "kern+cells", "probes", "outside", "judge",
-        "| no sandbox:", "kernel", "cells",
-    )  # fmt: skip
-    print("{:24s} {:>6s} {:>8s} {:>10s} {:>7s} {:>8s} {:>6s} {:>12s} {:>7s} {:>6s}".format(*header))
+    header = ("notebook", "setup", "start-up", "cells", "probes", "judge", "sandbox", "score")
+    print("{:24s} {:>6s} {:>9s} {:>6s} {:>7s} {:>6s} {:>8s} {:>10s}".format(*header))
     for row in prof["notebooks"]:
-        free = row.get("unsandboxed") or {}
         print(
-            f"{row['notebook']:24s} {row['setup_s']:6.2f} {row['sandbox_total_s']:8.2f} "
-            f"{row['kernel_start_and_cells_s']:10.2f} {row['probes_serve_s']:7.2f} "
-            f"{row['outside_driver_s']:8.2f} {row['judge_s']:6.2f} {'':>12s} "
-            f"{free.get('kernel_start_s', float('nan')):7.2f} {free.get('cells_s', float('nan')):6.2f}"
+            f"{row['notebook']:24s} {row['setup_cpu_s']:6.2f} {row['start_up_cpu_s']:9.2f} "
+            f"{row['cells_cpu_s']:6.2f} {row['probes_cpu_s']:7.2f} {row['judge_cpu_s']:6.2f} "
+            f"{row['sandbox_cpu_s']:8.2f} {row['score']:>5}/{row['max_score']:<4}"
         )
-        for seconds, index, first in free.get("slowest", []):
-            print(f"{'':26s}cell {index + 1:3d}: {seconds:5.2f} s  {first}")
     print(
-        "setup: cases and requests (parent); sandbox: the whole sandboxed run; kern+cells: kernel "
-        "start + the notebook's cells (driver); probes: the harness answering the requests; "
-        "outside: bwrap + driver start-up + teardown; judge: judging in the parent."
+        "CPU-seconds. setup: cases and requests (parent); start-up: a sandbox with one kernel; "
+        "cells: the notebook's own cells; probes: the harness answering the hidden tests; "
+        "judge: judging in the parent; sandbox: the notebook's whole sandboxed run on its own."
     )
 
 
@@ -361,10 +418,11 @@ def main(argv=None):
     parser.add_argument("--students", type=int, default=8)
     parser.add_argument("--notebooks", type=int, default=None, help="only the first N notebooks")
     parser.add_argument("--timeout", type=float, default=300.0, help="per notebook / per cell")
-    parser.add_argument("--workers", type=int, default=None, help="ours (default: all cores)")
+    parser.add_argument("--workers", type=int, default=1, help="ours (default 1, as nbgrader)")
     parser.add_argument("--sandbox", choices=("auto", "bwrap", "none"), default=None)
     parser.add_argument("--quick", action="store_true", help="2 students, 1 notebook")
     parser.add_argument("--profile", action="store_true", help="where our time goes, per notebook")
+    parser.add_argument("--profile-only", action="store_true", help="only --profile's table")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folders")
     args = parser.parse_args(argv)
     if args.quick:
@@ -374,37 +432,69 @@ def main(argv=None):
     if not notebooks:
         raise SystemExit("no solution notebooks found in solutions/")
     machine = {"nproc": os.cpu_count(), "cpu": cpu_model(), "python": platform.python_version()}
-    try:
-        machine["load_average_at_start"] = [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        pass
-    print(f"machine: {machine['nproc']} cores, {machine['cpu']}, Python {machine['python']}")
+    machine["load_average_at_start"] = load_average()
+    print(
+        f"machine: {machine['nproc']} cores, {machine['cpu']}, Python {machine['python']}, "
+        f"load average {machine['load_average_at_start']}"
+    )
     print(f"class: {args.students} students x {len(notebooks)} notebooks: ", end="")
     print(", ".join(nb.stem for nb in notebooks))
 
     root = Path(tempfile.mkdtemp(prefix="grade-bench-"))
+    if args.profile_only:
+        try:
+            prof = profile(notebooks, args.timeout, root / "profile")
+            print_profile(prof)
+            print(json.dumps({"profile": prof, **machine}))
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+        return 0
     try:
         class_dir = root / "class"
         kinds = build_class(class_dir, args.students, notebooks)
         setup_nbgrader(root / "nbgrader", class_dir, notebooks, args.timeout)
 
-        ours_s, ours_results, ours_err = run_ours(
+        ours_s, ours_cpu, ours_results, ours_err = run_ours(
             class_dir, root / "ours-out", args.timeout, args.workers, args.sandbox
         )
         sandbox_mode = "none" if "WITHOUT a filesystem" in ours_err else (args.sandbox or "auto")
-        nbg_s, nbg_scores = run_nbgrader(root / "nbgrader")
+        nbg_s, nbg_cpu, nbg_scores = run_nbgrader(root / "nbgrader")
 
         n = args.students
         print()
-        print(f"{'student':8s} {'kinds':24s} {'ours':>10s} {'nbgrader':>10s}")
+        print(f"{'student':8s} {'kinds':24s} {'ours':>14s} {'nbgrader':>14s}")
+        agree = True
         for student in sorted(kinds):
             k = "".join("C" if v == "correct" else "-" for v in kinds[student].values())
-            ours_score = ours_results.get(student, {}).get("score")
-            print(f"{student:8s} {k:24s} {ours_score!s:>10s} {nbg_scores.get(student)!s:>10s}")
-        print("(C = correct notebook, - = released stub; scores on each grader's own scale)")
+            graded = ours_results.get(student, {}).get("notebooks", {})
+            mine = {  # over the class's notebooks only (the others are missing: 0 of their max)
+                key: sum(graded[nb.stem][key] for nb in notebooks if nb.stem in graded)
+                for key in ("score", "max_score")
+            }
+            ours_frac = mine["score"] / mine["max_score"] if mine["max_score"] else None
+            score, top = nbg_scores.get(student, (None, None))
+            nbg_frac = score / top if top else None
+            agree &= ours_frac is not None and nbg_frac is not None
+            agree &= bool(agree) and abs(ours_frac - nbg_frac) < 1e-6
+            shown = [
+                f"{a}/{b}" for a, b in ((mine.get("score"), mine.get("max_score")), (score, top))
+            ]
+            print(f"{student:8s} {k:24s} {shown[0]:>14s} {shown[1]:>14s}")
+        print("(C = correct notebook, - = released stub; each grader's own points)")
+        print(f"same fraction of the points for every student: {agree}")
         print()
-        print(f"ours:     {ours_s:7.1f} s for {n} students = {ours_s / n:6.2f} s/student")
-        print(f"nbgrader: {nbg_s:7.1f} s for {n} students = {nbg_s / n:6.2f} s/student")
+        cpu_note = f"CPU measured by {ours_cpu.method}"
+        print(
+            f"ours (--workers {args.workers}): {ours_s:7.1f} s wall, {ours_cpu.seconds:7.1f} CPU-s"
+        )
+        print(
+            f"nbgrader (serial): {nbg_s:7.1f} s wall, {nbg_cpu.seconds:7.1f} CPU-s   ({cpu_note})"
+        )
+        print(
+            f"per student: ours {ours_cpu.seconds / n:6.2f} CPU-s, nbgrader "
+            f"{nbg_cpu.seconds / n:6.2f} CPU-s: {nbg_cpu.seconds / ours_cpu.seconds:.2f}x cheaper; "
+            f"wall {ours_s / n:6.2f} against {nbg_s / n:6.2f} s/student"
+        )
         for student, payload in sorted(ours_results.items()):
             per = {s: v.get("seconds") for s, v in payload.get("notebooks", {}).items()}
             print(
@@ -417,18 +507,24 @@ def main(argv=None):
             "ours_seconds_per_student": round(ours_s / n, 3),
             "nbgrader_seconds_per_student": round(nbg_s / n, 3),
             "ratio": round(nbg_s / ours_s, 3),
+            "ours_cpu_seconds_per_student": round(ours_cpu.seconds / n, 3),
+            "nbgrader_cpu_seconds_per_student": round(nbg_cpu.seconds / n, 3),
+            "cpu_ratio": round(nbg_cpu.seconds / ours_cpu.seconds, 3),
+            "cpu_method": ours_cpu.method,
             "ours_seconds": round(ours_s, 2),
             "nbgrader_seconds": round(nbg_s, 2),
             "sandbox": sandbox_mode,
             "ours_scores": {k: v.get("score") for k, v in sorted(ours_results.items())},
-            "nbgrader_scores": dict(sorted(nbg_scores.items())),
-            "workers": args.workers or os.cpu_count(),
+            "nbgrader_scores": {k: v[0] for k, v in sorted(nbg_scores.items())},
+            "same_fractions": bool(agree),
+            "workers": args.workers,
             **machine,
         }
         if args.profile:
             prof = profile(notebooks, args.timeout, root / "profile")
             print_profile(prof)
             result["profile"] = prof
+        result["load_average_at_end"] = load_average()
         print(json.dumps(result))
     finally:
         if args.keep:

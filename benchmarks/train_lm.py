@@ -12,11 +12,24 @@ matrices only, 100 warm-up steps then cosine decay to 1e-4, gradients clipped at
 The peer has the same shape but is built from torch.nn.TransformerEncoderLayer, whose
 attention runs PyTorch's fused scaled_dot_product_attention. Both models take their steps in
 lockstep on the same batches, so a busy machine slows both alike and the ratio stays fair.
+With --nanogpt PATH the peer is nanoGPT itself: its own model.py, imported from the checkout
+at PATH (nothing of it is copied here), built with its CPU recipe's GPTConfig (bias=False as in
+its train.py; --nanogpt-bias for GPT-2's biases, like ours) and trained on the same batches,
+with the same optimizer settings and learning-rate schedule, in lockstep with ours:
+
+    git clone https://github.com/karpathy/nanoGPT /tmp/nanogpt
+    python benchmarks/train_lm.py --data input.txt --nanogpt /tmp/nanogpt --threads 1
+
+Every step is timed in wall seconds and in this process's CPU seconds (time.process_time: with
+one thread it is the step's own work, whatever else the machine runs).
 The last line printed is one JSON object:
-{"steps", "seconds", "ms_per_step", "val_loss", "peer_ms_per_step", "ratio", ...}.
+{"steps", "seconds", "ms_per_step", "val_loss", "peer", "peer_ms_per_step", "peer_val_loss",
+ "ratio", "median_ratio", "cpu_ratio", ...}; every ratio is ours / peer (< 1: ours is faster).
 """
 
 import argparse
+import contextlib
+import importlib.util
 import json
 import math
 import os
@@ -91,6 +104,39 @@ class PeerGPT(nn.Module):
         return self.head(self.ln_f(x))
 
 
+def load_nanogpt(checkout):
+    """nanoGPT's model.py, imported from the user's checkout."""
+    path = Path(checkout) / "model.py"
+    if not path.is_file():
+        raise SystemExit(f"--nanogpt: no model.py in {checkout} (point it at a nanoGPT checkout)")
+    spec = importlib.util.spec_from_file_location("nanogpt_model", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def nanogpt_model(module, vocab_size, block_size, d_model, n_heads, n_layers, bias=False):
+    config = module.GPTConfig(
+        block_size=block_size,
+        vocab_size=vocab_size,
+        n_layer=n_layers,
+        n_head=n_heads,
+        n_embd=d_model,
+        dropout=0.0,
+        bias=bias,
+    )
+    with contextlib.redirect_stdout(sys.stderr):  # it prints its parameter count
+        return module.GPT(config)
+
+
+def ours_loss(model, x, y):
+    return lm_loss(model(x), y)
+
+
+def nanogpt_loss(model, x, y):
+    return model(x, y)[1]  # nanoGPT's forward returns (logits, loss) when given targets
+
+
 def load_splits(path, max_chars=None):
     """nanoGPT's prepare.py: the sorted characters as vocabulary, the first 90 % to train."""
     text = Path(path).read_text(encoding="utf-8")
@@ -128,12 +174,12 @@ def adamw(model, cfg):
 
 
 @torch.no_grad()
-def estimate_loss(model, data, cfg, seed):
+def estimate_loss(model, data, cfg, seed, loss_of=ours_loss):
     """The mean loss over eval_iters random batches (the same batches for every model)."""
     model.eval()
     g = torch.Generator().manual_seed(seed)
     losses = [
-        lm_loss(model(x), y).item()
+        loss_of(model, x, y).item()
         for x, y in (
             batch(data, cfg["batch_size"], cfg["block_size"], g) for _ in range(cfg["eval_iters"])
         )
@@ -142,20 +188,30 @@ def estimate_loss(model, data, cfg, seed):
     return sum(losses) / len(losses)
 
 
-def step(model, optimizer, x, y, lr, grad_clip):
+def step(model, optimizer, x, y, lr, grad_clip, loss_of=ours_loss):
+    """One training step: (wall seconds, CPU seconds, loss)."""
     for group in optimizer.param_groups:
         group["lr"] = lr
-    started = time.perf_counter()
-    loss = lm_loss(model(x), y)
+    started, cpu = time.perf_counter(), time.process_time()
+    loss = loss_of(model, x, y)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     if grad_clip:
         nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
     optimizer.step()
-    return time.perf_counter() - started, loss.item()
+    return time.perf_counter() - started, time.process_time() - cpu, loss.item()
 
 
-def run(cfg, data_path, seed=1337, max_chars=None, peer=True, log_every=100):
+def run(
+    cfg,
+    data_path,
+    seed=1337,
+    max_chars=None,
+    peer=True,
+    log_every=100,
+    nanogpt=None,
+    nanogpt_bias=False,
+):
     torch.manual_seed(seed)
     tokenizer, train, val = load_splits(data_path, max_chars)
     shape = dict(
@@ -166,11 +222,19 @@ def run(cfg, data_path, seed=1337, max_chars=None, peer=True, log_every=100):
     )
     ours = GPT(**shape, n_layers=cfg["n_layer"])
     models = {"ours": ours}
+    loss_of = {"ours": ours_loss, "peer": ours_loss}
     if peer:
         torch.manual_seed(seed)
-        models["peer"] = PeerGPT(**shape, n_layers=cfg["n_layer"])
+        if nanogpt is not None:
+            models["peer"] = nanogpt_model(
+                load_nanogpt(nanogpt), **shape, n_layers=cfg["n_layer"], bias=nanogpt_bias
+            )
+            loss_of["peer"] = nanogpt_loss
+        else:
+            models["peer"] = PeerGPT(**shape, n_layers=cfg["n_layer"])
     optimizers = {name: adamw(m, cfg) for name, m in models.items()}
     times = {name: [] for name in models}
+    cpu_times = {name: [] for name in models}
     g = torch.Generator().manual_seed(seed)
     for it in range(cfg["steps"]):
         x, y = batch(train, cfg["batch_size"], cfg["block_size"], g)
@@ -179,22 +243,33 @@ def run(cfg, data_path, seed=1337, max_chars=None, peer=True, log_every=100):
         # Alternate which model goes first so neither always inherits the other's warm caches.
         order = list(models) if it % 2 == 0 else list(models)[::-1]
         for name in order:
-            seconds, losses[name] = step(models[name], optimizers[name], x, y, lr, cfg["grad_clip"])
+            seconds, cpu, losses[name] = step(
+                models[name], optimizers[name], x, y, lr, cfg["grad_clip"], loss_of[name]
+            )
             times[name].append(seconds)
+            cpu_times[name].append(cpu)
         if log_every and (it % log_every == 0 or it == cfg["steps"] - 1):
             shown = "  ".join(f"{n} {v:.3f}" for n, v in losses.items())
             print(f"step {it:5d}  lr {lr:.2e}  train loss  {shown}", file=sys.stderr, flush=True)
-    val_losses = {name: estimate_loss(m, val, cfg, seed + 1) for name, m in models.items()}
+    val_losses = {
+        name: estimate_loss(m, val, cfg, seed + 1, loss_of[name]) for name, m in models.items()
+    }
     seconds = sum(times["ours"])
     result = {
         "steps": cfg["steps"],
         "seconds": round(seconds, 2),
         "ms_per_step": round(1000 * seconds / cfg["steps"], 3),
+        "cpu_ms_per_step": round(1000 * sum(cpu_times["ours"]) / cfg["steps"], 3),
         "val_loss": round(val_losses["ours"], 4),
     }
     if peer:
         peer_seconds = sum(times["peer"])
+        result["peer"] = (
+            f"nanoGPT model.py (bias={nanogpt_bias})" if nanogpt else "nn.TransformerEncoderLayer"
+        )
         result["peer_ms_per_step"] = round(1000 * peer_seconds / cfg["steps"], 3)
+        result["peer_cpu_ms_per_step"] = round(1000 * sum(cpu_times["peer"]) / cfg["steps"], 3)
+        result["cpu_ratio"] = round(sum(cpu_times["ours"]) / sum(cpu_times["peer"]), 3)
         # Medians shrug off the odd step another process on the machine interrupted.
         result["ratio"] = round(seconds / peer_seconds, 3)
         result["median_ratio"] = round(
@@ -230,6 +305,12 @@ def parse_args(argv=None):
     parser.add_argument(
         "--threads", type=int, default=None, help="torch threads (default: torch's)"
     )
+    parser.add_argument(
+        "--nanogpt", metavar="PATH", default=None, help="a nanoGPT checkout: race its model.py"
+    )
+    parser.add_argument(
+        "--nanogpt-bias", action="store_true", help="nanoGPT with biases (GPT-2's, like ours)"
+    )
     for key, value in NANOGPT_CPU.items():
         parser.add_argument("--" + key.replace("_", "-"), type=type(value), default=None)
     return parser.parse_args(argv)
@@ -259,8 +340,11 @@ def main(argv=None):
         max_chars=args.max_chars,
         peer=not args.no_peer,
         log_every=10 if args.quick else 100,
+        nanogpt=args.nanogpt,
+        nanogpt_bias=args.nanogpt_bias,
     )
     result["recipe"] = args.recipe
+    result["load_average"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(result))
 
 

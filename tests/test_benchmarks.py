@@ -45,3 +45,78 @@ def test_quick_lm_benchmark_trains_both_models_and_ends_with_its_json_line(tmp_p
         assert result[key] < ln_vocab - 0.5, (
             f"{key} {result[key]:.3f} after 50 steps: barely below a uniform guess ({ln_vocab:.3f})"
         )
+
+
+FAKE_NANOGPT = """
+from dataclasses import dataclass
+
+import torch.nn.functional as F
+from torch import nn
+
+
+@dataclass
+class GPTConfig:
+    block_size: int = 1024
+    vocab_size: int = 50304
+    n_layer: int = 12
+    n_head: int = 12
+    n_embd: int = 768
+    dropout: float = 0.0
+    bias: bool = True
+
+
+class GPT(nn.Module):  # nanoGPT's interface: forward(idx, targets) -> (logits, loss)
+    def __init__(self, config):
+        super().__init__()
+        print("number of parameters: a stand-in")
+        self.emb = nn.Embedding(config.vocab_size, config.n_embd)
+        self.head = nn.Linear(config.n_embd, config.vocab_size, bias=config.bias)
+
+    def forward(self, idx, targets=None):
+        logits = self.head(self.emb(idx))
+        loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten()) if targets is not None else None
+        return logits, loss
+"""
+
+
+@pytest.mark.slow
+def test_the_nanogpt_mode_races_the_checkouts_model_py_and_ends_with_the_ratio(tmp_path):
+    checkout = tmp_path / "nanoGPT"
+    checkout.mkdir()
+    (checkout / "model.py").write_text(FAKE_NANOGPT)  # a stand-in: no network in tests
+    excerpt = tmp_path / "shakespeare_excerpt.txt"
+    excerpt.write_text(SHAKESPEARE.read_text(encoding="utf-8")[:20_000], encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "train_lm.py"), "--data", str(excerpt)]
+        + ["--nanogpt", str(checkout), "--threads", "1", "--steps", "40", "--warmup", "2"]
+        + ["--eval-iters", "2", "--n-layer", "1", "--d-model", "32", "--lr", "0.05"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    lines = done.stdout.strip().splitlines()
+    result = json.loads(lines[-1])
+    assert result["peer"] == "nanoGPT model.py (bias=False)"
+    assert "number of parameters" not in done.stdout  # the peer's chatter goes to stderr
+    for key in ("ms_per_step", "peer_ms_per_step", "cpu_ms_per_step", "peer_cpu_ms_per_step"):
+        assert math.isfinite(result[key]) and result[key] > 0, (key, result[key])
+    assert result["cpu_ratio"] == pytest.approx(
+        result["cpu_ms_per_step"] / result["peer_cpu_ms_per_step"], rel=0.01
+    )
+    assert result["ratio"] == pytest.approx(
+        result["ms_per_step"] / result["peer_ms_per_step"], rel=0.01
+    )
+    # the stand-in (a bigram model) learned from the same batches: its loss is below uniform
+    assert result["peer_val_loss"] < result["ln_vocab"]
+
+
+def test_the_nanogpt_mode_refuses_a_folder_without_model_py(tmp_path):
+    done = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "train_lm.py"), "--data", str(SHAKESPEARE)]
+        + ["--nanogpt", str(tmp_path), "--steps", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode != 0 and "no model.py" in done.stderr

@@ -40,3 +40,12 @@ def test_quick_benchmark_grades_with_both_and_ends_with_its_json_line():
     assert result["ours_scores"]["s01"] > 0 and result["ours_scores"]["s02"] == 0
     assert result["nbgrader_scores"]["s01"] > 0 and result["nbgrader_scores"]["s02"] == 0
     assert "machine:" in done.stdout and "s/student" in done.stdout
+    # CPU time of each grader's whole process tree, per student, and their ratio
+    ours_cpu = result["ours_cpu_seconds_per_student"]
+    theirs_cpu = result["nbgrader_cpu_seconds_per_student"]
+    assert ours_cpu > 0 and theirs_cpu > 0 and math.isfinite(ours_cpu + theirs_cpu)
+    assert result["cpu_ratio"] == pytest.approx(theirs_cpu / ours_cpu, rel=0.01)
+    assert result["cpu_method"] in {"cgroup v1 cpuacct", "cgroup v2", "rusage"}
+    assert result["workers"] == 1  # per CPU, like nbgrader's serial autograde
+    assert result["same_fractions"] is True
+    assert len(result["load_average_at_start"]) == len(result["load_average_at_end"]) == 3

@@ -15,7 +15,7 @@ def layer_norm(x, weight, bias, eps=1e-5):
     """z-score each token over its d features (last axis), then scale by weight and shift by bias."""
     centred = x - x.mean(dim=-1, keepdim=True)
     var = (centred**2).mean(dim=-1, keepdim=True)  # biased: divide by d, not d - 1
-    return centred / torch.sqrt(var + eps) * weight + bias
+    return centred * torch.rsqrt(var + eps) * weight + bias  # rsqrt(v) = 1 / sqrt(v)
 
 
 def sinusoidal_positional_encoding(n_positions, d_model, base=10000.0):

@@ -38,6 +38,8 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder import demo_cells
+
 from .cgroups import find_tree
 from .pull import Folder
 from .seccomp import build_filter
@@ -428,6 +430,7 @@ class Sandbox:
                     "requests": f"{root}/requests/{j.stem}",
                     "responses": f"{root}/responses/{j.stem}",
                     "serve": {k: float(v) for k, v in j.serve_seconds.items()},
+                    "skip": demo_cells.skip_plan(work / "submission" / j.filename, j.stem),
                 }
                 for j in pending
             ],

@@ -5,7 +5,7 @@
                                                # (ARGS: ipykernel_launcher's, e.g. -f CONN_FILE)
 
 Starting an IPython kernel and importing numpy, matplotlib and torch costs seconds per notebook.
-The zygote imports them ONCE (no thread, no ZMQ context: it only imports), then forks a fresh
+The zygote imports them ONCE (torch only once a notebook that uses it asks for a kernel) (no thread, no ZMQ context: it only imports), then forks a fresh
 process for every notebook, which starts its own IPKernelApp exactly as `python -m
 ipykernel_launcher -f CONN_FILE` would: each notebook still gets its own kernel process, its own
 namespace, its own session (setsid), signals and rlimits, and a crash in one cannot touch the next.
@@ -35,8 +35,11 @@ PRELOAD = (
     "numpy",
     "matplotlib",
     "matplotlib.pyplot",
-    "torch",
 )
+# Imported once, on the first request of a kernel whose notebook needs it (the driver says so in
+# the kernel's environment, AUTOGRADER_PRELOAD): a NumPy-only submission never pays for torch,
+# and the NumPy notebooks' kernels, forked before it, do not carry its address space.
+ON_DEMAND = ("torch",)
 
 
 def _cold_kernel(args):
@@ -90,6 +93,18 @@ def _preload():
             importlib.import_module(name)
         except Exception as exc:  # noqa: BLE001 - a missing library only costs its notebook time
             print(f"[zygote] could not preload {name}: {exc!r}", file=sys.stderr)
+
+
+def _preload_on_demand(env):
+    import importlib
+
+    wanted = set(str(env.get("AUTOGRADER_PRELOAD", "")).split(","))
+    for name in ON_DEMAND:
+        if name in wanted and name not in sys.modules:
+            try:
+                importlib.import_module(name)
+            except Exception as exc:  # noqa: BLE001 - the kernel will import it itself
+                print(f"[zygote] could not preload {name}: {exc!r}", file=sys.stderr)
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.set_num_threads(1)
@@ -229,6 +244,7 @@ def serve(fd):
             except (OSError, ValueError):
                 conn.close()
                 continue
+            _preload_on_demand(request.get("env", {}))
             pid = os.fork()
             if pid == 0:
                 _child(conn, request, fds, [listener, wake_r, wake_w, *conns])
