@@ -418,3 +418,24 @@ def test_a_graded_student_page_shows_the_judges_messages_and_no_model_answer(tmp
     for nb in NOTEBOOKS[1:]:
         line = f"{nb.filename} was not found in your submission"
         assert page.text.count(line) == 2, f"{nb.stem}: its summary row and its one line"
+
+
+# -- the links of "fix these first" ---------------------------------------------------------------
+def test_every_graded_name_links_to_a_heading_that_jupyter_renders():
+    """Each link's anchor is an id nbconvert gives a heading of the student's notebook (the
+    notebook's markdown cells exported to HTML: nbconvert is the oracle), above its exercise."""
+    from nbconvert import HTMLExporter
+
+    sections = teaching_sections()
+    for nb in NOTEBOOKS:
+        released = nbformat.read(REPO / "notebooks" / nb.filename, as_version=4)
+        markdown = nbformat.v4.new_notebook(
+            cells=[c for c in released.cells if c.cell_type == "markdown"]
+        )
+        body, _ = HTMLExporter().from_notebook_node(markdown)
+        ids = set(re.findall(r'<h[1-6] id="([^"]+)"', body))
+        for name in nb.graded:
+            assert name in sections, f"no heading above the exercise cell of {name}"
+            section = sections[name]
+            assert section.filename == nb.filename
+            assert section.anchor in ids, f"{name}: #{section.anchor} not among {sorted(ids)}"
