@@ -16,13 +16,3 @@ import pytest
 def pytest_runtest_setup(item):
     if item.path.suffix == ".ipynb":  # an nbval cell: its notebook's kernel starts now
         os.environ.setdefault("NBGRADER_EXECUTION", "autograde")
-
-
-def pytest_collection_modifyitems(config, items):
-    """One xdist group per notebook: with `-n 2 --dist loadgroup` all cells of a notebook run in
-    order in one worker, on one kernel (the other tests are spread one by one, as before)."""
-    if not config.pluginmanager.hasplugin("xdist"):
-        return
-    for item in items:
-        if item.path.suffix == ".ipynb":
-            item.add_marker(pytest.mark.xdist_group(item.path.stem))
