@@ -20,6 +20,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from autograder.curriculum import BY_STEM, NOTEBOOKS
 from autograder.misconceptions import CATALOGUE
+from autograder.report.feedback import feedback_context
 from autograder.safe_files import printable
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -56,48 +57,6 @@ def _environment():
     )
     env.filters["points"] = lambda x: f"{x:g}" if isinstance(x, int | float) else str(x)
     return env
-
-
-def feedback_context(payload):
-    """Tests grouped by notebook, with the misconceptions they name explained."""
-    by_notebook = defaultdict(list)
-    for test in payload["tests"]:
-        by_notebook[test["notebook"]].append(test)
-    sections = []
-    for nb in NOTEBOOKS:
-        tests = by_notebook.get(nb.stem, [])
-        info = payload.get("notebooks", {}).get(nb.stem, {})
-        functions = []
-        for function in nb.graded:
-            mine = [t for t in tests if t["function"] == function]
-            if not mine:
-                continue
-            ids = sorted({m for t in mine for m in t.get("misconceptions", [])})
-            functions.append(
-                {
-                    "name": function,
-                    "tests": mine,
-                    "score": round(sum(t["score"] for t in mine), 4),
-                    "max_score": round(sum(t["max_score"] for t in mine), 4),
-                    "misconceptions": [
-                        {"id": i, "mistake": CATALOGUE[i].mistake, "hint": CATALOGUE[i].hint}
-                        if i in CATALOGUE
-                        else {"id": i, "mistake": "", "hint": ""}
-                        for i in ids
-                    ],
-                }
-            )
-        sections.append(
-            {
-                "stem": nb.stem,
-                "title": nb.title,
-                "info": info,
-                "functions": functions,
-                "score": info.get("score", round(sum(t["score"] for t in tests), 4)),
-                "max_score": info.get("max_score", round(sum(t["max_score"] for t in tests), 4)),
-            }
-        )
-    return {"payload": payload, "sections": sections}
 
 
 def render_feedback(payload):
