@@ -176,6 +176,18 @@ def gather(student, source, staging, graded_groups=None):
     return sub
 
 
+def _not_a_file(path):
+    """What a path that is not a regular file is, in words ("is a symbolic link; upload ...")."""
+    if path.is_symlink():
+        return "is a symbolic link; upload the file itself"
+    mode = path.lstat().st_mode
+    if stat.S_ISFIFO(mode):
+        return "is a named pipe (FIFO), not a notebook file"
+    if stat.S_ISDIR(mode):
+        return "is a folder, not a notebook file"
+    return "is a device or a socket, not a notebook file"
+
+
 def _has_zip(found):
     return any(i.data is not None for i in found)
 
@@ -226,7 +238,8 @@ def _walk(root, sub):
                 continue
             shown = _rel(p, root)
             if p.is_symlink() or not p.is_file():
-                sub.add(GENERAL, f"{shown} is a link or not a regular file; it was not graded.")
+                key = NOTEBOOK_FILES.get(name, GENERAL)  # shown with that notebook's tests
+                sub.add(key, f"{shown} {_not_a_file(p)}; it was not graded.")
                 continue
             group = Path(shown).parts[0] if len(Path(shown).parts) > 1 else ""
             if suffix == ".zip":

@@ -6,9 +6,10 @@ import_definitions reads it and runs only what a module would hold: imports, fun
 classes and constants given as plain literals.
 
 Where it looks for the earlier notebook, when given a bare file name: this folder; then a
-sub-folder of it (the grader keeps notebooks it does not grade there); then a folder next to
-this one (nbgrader with one assignment per notebook: ../05_transformer_block/). A folder named
-like the notebook wins; two other candidates at the same level are an error naming both.
+sub-folder named like the notebook (the grader keeps notebooks it does not grade there:
+05_transformer_block/05_transformer_block.ipynb); then a folder of that name next to this one
+(nbgrader with one assignment per notebook: ../05_transformer_block/). No other folder is
+searched: a copy elsewhere is not the student's notebook for this course.
 """
 
 import ast
@@ -84,23 +85,12 @@ def find_notebook(notebook_path):
     if path.is_file() or path.is_absolute() or len(path.parts) > 1:
         return path
     here = Path.cwd()
-    for level in (here, here.parent):
-        candidates = sorted(
-            p
-            for p in level.glob(f"*/{path.name}")
-            if p.is_file() and not p.parent.name.startswith(".") and p.parent != here
-        )
-        named = [p for p in candidates if p.parent.name == path.stem]
-        if named:
-            return named[0]
-        if len(candidates) == 1:
-            return candidates[0]
-        if len(candidates) > 1:
-            found = ", ".join(str(p) for p in candidates)
-            raise FileNotFoundError(
-                f"found several copies of {path.name} ({found}); pass the one to use, e.g. "
-                f'import_definitions("{candidates[0]}", ...)'
-            )
+    # nbgrader's one assignment per notebook: the student's earlier notebook is in a folder
+    # named like it, below this folder (the grader's merged folder) or beside it (the student's
+    # own tree). Only such folders are searched: any other folder is someone else's business.
+    for folder in (here / path.stem, here.parent / path.stem):
+        if folder != here and (folder / path.name).is_file():
+            return folder / path.name
     return path
 
 
@@ -126,9 +116,9 @@ def import_definitions(notebook_path, names=None, namespace=None):
     if not path.is_file():
         needed = ", ".join(wanted) if wanted else "the definitions you need"
         raise FileNotFoundError(
-            f"cannot find {path.name} (looked for {path.resolve()}, in the folders inside it "
-            f"and in the folders next to it). Keep {label} in the same folder as this notebook "
-            f"or in a folder next to it, or paste {needed} into a cell here."
+            f"cannot find {path.name} (looked for {path.resolve()}, and in a folder named "
+            f"{path.stem} inside or next to this one). Keep {label} in the same folder as this "
+            f"notebook or in a folder {path.stem} next to it, or paste {needed} into a cell here."
         )
 
     # The definitions live in their own globals, as a module's would: your notebook's

@@ -211,7 +211,8 @@ def test_symlinks_are_not_followed(tmp_path, staging):
     [sub] = discover(tmp_path / "ada", staging=staging)
     assert graded(sub) == {B: notebook("b")}
     text = all_messages(sub)
-    assert f"{A} is a link" in text and "linked is a link to a folder" in text
+    assert f"{A} is a symbolic link; upload the file itself" in text
+    assert "linked is a link to a folder" in text
 
 
 def test_messages_reach_the_students_results(tmp_path):

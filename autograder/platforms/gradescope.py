@@ -249,8 +249,8 @@ class StudentUserSandbox(Sandbox):
         os.chmod(path, 0o644)
         return path
 
-    def _preexec(self):
-        super()._preexec()  # rlimits first, while still root
+    def _preexec(self, cgroup=None):
+        super()._preexec(cgroup)  # the cgroup and the rlimits first, while still root
         os.setgroups([])
         os.setgid(self.gid)
         os.setuid(self.uid)

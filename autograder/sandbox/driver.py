@@ -185,10 +185,13 @@ class Zygote:
 class WarmKernelManager(AsyncKernelManager):
     """Launches the kernel through the zygote's waiter while the zygote is alive."""
 
+    preload = ""  # what the zygote imports before forking this notebook's kernel (zygote.py)
+
     def format_kernel_cmd(self, extra_arguments=None):
         command = super().format_kernel_cmd(extra_arguments)
         if Zygote.alive() and command[1:3] == ["-m", "ipykernel_launcher"]:
-            return [sys.executable, str(ZYGOTE), "--launch", Zygote.socket, *command[3:]]
+            launch = [sys.executable, str(ZYGOTE), "--launch", Zygote.socket]
+            return [*launch, "--preload", self.preload, *command[3:]]
         return command
 
 
@@ -252,7 +255,7 @@ class Run:
             for i, c in enumerate(nb.cells)
             if c.cell_type == "code" and not _released_demo(c, i, spec)
         )
-        os.environ["AUTOGRADER_PRELOAD"] = "torch" if uses_torch else ""
+        WarmKernelManager.preload = "torch" if uses_torch else ""
         client = QuietClient(
             nb,
             kernel_name="python3",

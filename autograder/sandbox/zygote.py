@@ -37,7 +37,7 @@ PRELOAD = (
     "matplotlib.pyplot",
 )
 # Imported once, on the first request of a kernel whose notebook needs it (the driver says so in
-# the kernel's environment, AUTOGRADER_PRELOAD): a NumPy-only submission never pays for torch,
+# the waiter's --preload): a NumPy-only submission never pays for torch,
 # and the NumPy notebooks' kernels, forked before it, do not carry its address space.
 ON_DEMAND = ("torch",)
 
@@ -48,11 +48,14 @@ def _cold_kernel(args):
 
 # -- the waiter: the process jupyter_client launched ----------------------------------------------
 def launch(path, args):
+    preload = ""
+    if args[:1] == ["--preload"]:  # what to import before forking (the driver's wish)
+        preload, args = args[1], args[2:]
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         sock.settimeout(READY_SECONDS)
         sock.connect(path)
-        request = {"args": args, "cwd": os.getcwd(), "env": dict(os.environ)}
+        request = {"args": args, "cwd": os.getcwd(), "env": dict(os.environ), "preload": preload}
         socket.send_fds(sock, [json.dumps(request).encode()], [0, 1, 2])
         reply = sock.recv(64)
         pid = int(reply.split()[1]) if reply.startswith(b"pid ") else 0
@@ -95,10 +98,10 @@ def _preload():
             print(f"[zygote] could not preload {name}: {exc!r}", file=sys.stderr)
 
 
-def _preload_on_demand(env):
+def _preload_on_demand(wish):
     import importlib
 
-    wanted = set(str(env.get("AUTOGRADER_PRELOAD", "")).split(","))
+    wanted = set(str(wish).split(","))
     for name in ON_DEMAND:
         if name in wanted and name not in sys.modules:
             try:
@@ -244,7 +247,7 @@ def serve(fd):
             except (OSError, ValueError):
                 conn.close()
                 continue
-            _preload_on_demand(request.get("env", {}))
+            _preload_on_demand(request.get("preload", ""))
             pid = os.fork()
             if pid == 0:
                 _child(conn, request, fds, [listener, wake_r, wake_w, *conns])
