@@ -20,7 +20,7 @@ from pathlib import Path
 
 from autograder.curriculum import NOTEBOOK_OF
 from autograder.harness import serve
-from autograder.judging.answers import judge_answers
+from autograder.judging.answers import judge_cases
 
 VISIBLE_SEED = "visible-checks"
 # The visible seed's cases as stored data: present in the student handout only.
@@ -66,7 +66,7 @@ def run_in_process(function, obj, seed=VISIBLE_SEED, namespace=None):
         cases, requests = cases_and_requests(function, seed, Path(tmp, "requests"))
         responses = Path(tmp, "responses")
         serve(namespace, requests, responses / function)
-        return judge_answers(cases, responses)
+        return judge_cases(cases, responses)
 
 
 def report(function, results):

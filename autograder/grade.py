@@ -23,8 +23,8 @@ from pathlib import Path
 
 from autograder import submissions
 from autograder.curriculum import GRADED_NAMES, NOTEBOOKS
-from autograder.judging.answers import judge_answers
-from autograder.probes.base import PROBES, build_cases, derive_seed, judge_cases, write_requests
+from autograder.judging.answers import judge_cases
+from autograder.probes.base import PROBES, build_cases, derive_seed, write_requests
 from autograder.safe_files import MB, UnsafeFile, printable, read_bytes, remove_tree, walk
 from autograder.sandbox import Limits, NotebookJob, Sandbox
 
@@ -274,7 +274,7 @@ def _grade_student(student, folder, settings, sandbox, work, started, placement)
         else:
             notes = dict(run.notes)
             # answers are read below work/run/responses, a folder the sandbox cannot replace
-            results = judge_answers(
+            results = judge_cases(
                 cases, run.responses, notes, trusted_root=work / "run" / "responses"
             )
             info = {

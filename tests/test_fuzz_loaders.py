@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import autograder
 from autograder.__main__ import main
 from autograder.grade import load_notebook
-from autograder.judging.answers import judge_answers
+from autograder.judging.answers import judge_cases
 from autograder.probes.base import build_cases
 from autograder.safe_files import UnsafeFile, load_npy, parse_json, read_json
 from autograder.sandbox import NotebookJob, NotebookRun, _apply_status, _read_status
@@ -167,7 +167,7 @@ def judge_one(files):
         cases = [CASES[SIMILARITY]]
         for i in range(SIMILARITY):  # keep the case index: the folder name depends on it
             cases.insert(0, CASES[i])
-        results = judge_answers(cases, responses, {}, trusted_root=Path(root) / "responses")
+        results = judge_cases(cases, responses, {}, trusted_root=Path(root) / "responses")
         return results[-1]
 
 

@@ -5,7 +5,8 @@ import pytest
 
 from autograder.harness import serve
 from autograder.judging import JUDGES, Judgement, judge
-from autograder.judging.base import Case, Fail, judge_cases
+from autograder.judging.answers import judge_cases
+from autograder.judging.base import Case, Fail
 from autograder.judging.store import NotStorable, load_cases, request_dir, save_cases
 
 

@@ -59,7 +59,7 @@ from autograder.checks import VISIBLE_SEED, run_in_process
 from autograder.curriculum import NOTEBOOK_OF
 from autograder.harness import serve
 from autograder.judging import Judgement
-from autograder.judging.base import judge_cases
+from autograder.judging.answers import judge_cases
 from autograder.judging.store import load_cases, request_dir, save_cases
 from autograder.probes.base import build_cases, write_requests
 
@@ -219,7 +219,7 @@ sys.meta_path.insert(0, Block())
 
 import torch
 from autograder.harness import serve
-from autograder.judging.base import judge_cases
+from autograder.judging.answers import judge_cases
 from autograder.judging.store import load_cases, request_dir
 
 

@@ -1,8 +1,8 @@
 """The harness's answers, read in the grading parent without trusting a byte of them.
 
-    results = judge_answers(cases, responses_dir, notes, trusted_root=work / "run" / "responses")
+    results = judge_cases(cases, responses_dir, notes, trusted_root=work / "run" / "responses")
 
-The same verdicts as `judge_cases` (probes' `verdict` on `Response`s), but every file is read
+The one way answers become TestResults (judging.base's `verdict` on `Response`s): every file is read
 below `trusted_root`, a folder the sandbox could not replace, without following links and only
 as a regular file under a size cap (autograder.safe_files, through wire.Reader). An answer that
 is a link, a FIFO, a device, too large, too deeply nested, not in the harness's form, or that
@@ -89,21 +89,25 @@ def _unreadable(exc):
     return {"lost": f"your answer could not be read by the grader: {exc.message}."}
 
 
-def judge_answers(cases, response_root, notes=None, trusted_root=None):
+def judge_cases(cases, response_root, notes=None, trusted_root=None):
     """TestResults for every case from the answers under response_root (a folder below
-    trusted_root; default: response_root itself)."""
+    trusted_root; default: response_root itself). response_root None: no answer came back at
+    all, and every case scores 0 with the note for its function (or "*")."""
     notes = notes or {}
-    response_root = Path(response_root)
-    root = Path(trusted_root) if trusted_root is not None else response_root
     results = []
     for i, case in enumerate(cases):
-        lost = notes.get(case.function) or notes.get("*") or "no answer came back"
-        responses = []
-        for j in range(len(case.requests)):
-            folder = response_root / case.function / request_folder(i, j)
-            raw, reader = read_answer(folder, root, lost)
-            responses.append(Response(raw, reader))
-        fraction, message, ids = verdict(case, responses)
+        if response_root is None:
+            fraction, message, ids = 0.0, notes.get(case.function) or notes.get("*", ""), []
+        else:
+            response_root = Path(response_root)
+            root = Path(trusted_root) if trusted_root is not None else response_root
+            lost = notes.get(case.function) or notes.get("*") or "no answer came back"
+            responses = []
+            for j in range(len(case.requests)):
+                folder = response_root / case.function / request_folder(i, j)
+                raw, reader = read_answer(folder, root, lost)
+                responses.append(Response(raw, reader))
+            fraction, message, ids = verdict(case, responses)
         results.append(
             TestResult(
                 name=f"{case.function}: {case.name}",

@@ -1,17 +1,14 @@
 """What every judge shares: Fail, the student's responses as read in the parent, and the verdict.
 
-    results = judge_cases(cases, response_root, notes)   # one TestResult per case
+    fraction, message, ids = verdict(case, responses)   # one case's verdict
 
 A case is a Case (the probes build them in the grader; judging.store reloads the visible ones
-in the student handout). Only the number of its requests matters here.
+in the student handout). Answers are read and turned into TestResults by judging.answers.
 """
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from autograder.curriculum import NOTEBOOK_OF
 from autograder.harness.wire import Reader
-from autograder.results import TestResult
 
 
 class Fail(Exception):
@@ -69,18 +66,6 @@ def request_folder(case_index, request_index):
     return f"{case_index:03d}_{request_index:02d}"
 
 
-def read_responses(case_index, case, response_root, notes):
-    responses = []
-    for j in range(len(case.requests)):
-        folder = Path(response_root) / case.function / request_folder(case_index, j)
-        try:
-            raw = Reader(folder).read_json("response.json")
-        except (OSError, ValueError):
-            raw = {"lost": notes.get(case.function) or notes.get("*") or "no answer came back"}
-        responses.append(Response(raw, Reader(folder)))
-    return responses
-
-
 def verdict(case, responses):
     """(fraction of points, message, misconception ids) for one case."""
     for r in responses:
@@ -129,26 +114,3 @@ def _missing_message(name):
         f"`{name}` is not defined after running your notebook. Keep the cell that defines it, "
         f"spelled exactly `{name}`, and make sure the cells before it run without errors."
     )
-
-
-def judge_cases(cases, response_root, notes=None):
-    """TestResults for every case from the responses under response_root (None: all lost)."""
-    notes = notes or {}
-    results = []
-    for i, case in enumerate(cases):
-        if response_root is None:
-            fraction, message, ids = 0.0, notes.get(case.function) or notes.get("*", ""), []
-        else:
-            fraction, message, ids = verdict(case, read_responses(i, case, response_root, notes))
-        results.append(
-            TestResult(
-                name=f"{case.function}: {case.name}",
-                score=round(case.points * fraction, 4),
-                max_score=case.points,
-                output=message,
-                notebook=NOTEBOOK_OF[case.function].stem,
-                function=case.function,
-                misconceptions=ids,
-            )
-        )
-    return results

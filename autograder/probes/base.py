@@ -18,12 +18,11 @@ import numpy as np
 
 from autograder.curriculum import BY_STEM
 from autograder.harness.wire import Writer
+from autograder.judging.answers import judge_cases  # noqa: F401 - the probes' vocabulary
 from autograder.judging.base import (  # noqa: F401 - the probes' vocabulary
     Case,
     Fail,
     Response,
-    judge_cases,
-    read_responses,
     request_folder,
     verdict,
 )
