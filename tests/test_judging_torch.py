@@ -15,6 +15,15 @@ from pathlib import Path
 
 import pytest
 import torch
+from test_checks_gaps import (
+    BlockAfterSum,
+    BlockNotRescaled,
+    FFThreeAxes,
+    GPTDropsInEval,
+    TokenizerKeyError,
+    loss_view,
+    pe_float64,
+)
 from test_probes_torch import (
     NAMES_05,
     NAMES_06,
@@ -79,6 +88,7 @@ SUBJECTS = {
         (_pe(pe_vector, split=True), True),
         (_pe(pe_vector, exponent="i"), True),
         (_pe(pe_vector), False),
+        (pe_float64, True),
     ],
     "MultiHeadAttention": [
         (make_mha("view", "missing-scale"), True),
@@ -92,24 +102,38 @@ SUBJECTS = {
         (make_ff("missing-activation"), True),
         (make_ff("gelu-tanh"), True),
         (make_ff(style="module"), False),
+        (FFThreeAxes, True),
     ],
     "TransformerBlock": [
         (make_block("no-ff-residual"), True),
         (make_block("always-post"), True),
         (BlockSequential, False),
+        (BlockAfterSum, True),
+        (BlockNotRescaled, True),
     ],
     "make_examples": [
         (examples_label_inside, True),
         (examples_first_tokens, True),
         (examples_loop, False),
     ],
-    "CharTokenizer": [(TokenizerUnsorted, True), (TokenizerSilent, True), (TokenizerDict, False)],
+    "CharTokenizer": [
+        (TokenizerUnsorted, True),
+        (TokenizerSilent, True),
+        (TokenizerKeyError, True),
+        (TokenizerDict, False),
+    ],
     "get_batch": [(batch_not_shifted, True), (batch_global_rng, True), (batch_unfold, False)],
-    "GPT": [(make_gpt("no-mask"), True), (GPTIndexError, True), (GPTUnusedLayer, True)],
+    "GPT": [
+        (make_gpt("no-mask"), True),
+        (GPTIndexError, True),
+        (GPTUnusedLayer, True),
+        (GPTDropsInEval, True),
+    ],
     "lm_loss": [
         (loss_sum, True),
         (loss_double_softmax, True),
         (loss_numpy, True),
+        (loss_view, True),
         (loss_nll, False),
     ],
     "generate": [

@@ -187,12 +187,15 @@ def _sublayer_dropped(response, label, x, a, p):
     bound = max(MEAN_TOL, Z_BOUND * float(per_copy.std(ddof=1)) / np.sqrt(copies))
     if abs(mean - 1.0) > bound:
         kept = ~dropped & (np.abs(a) > 1e-3)[None]
-        ratio = float(np.median(added[kept] / np.broadcast_to(a, added.shape)[kept]))
+        scale = ""
+        if kept.any():
+            ratio = float(np.median(added[kept] / np.broadcast_to(a, added.shape)[kept]))
+            scale = f" The entries kept are about {fmt(ratio)} times their dropout=0 values:"
         raise Fail(
-            f"{what}: averaged over {copies} copies, the output of the {label} is {fmt(mean)} times "
-            f"its value with dropout=0; it should stay 1 (within {fmt(bound)}). The entries kept "
-            f"are about {fmt(ratio)} times their dropout=0 values: scale them by 1 / (1 - p) = "
-            f"{fmt(1 / (1 - p))}, as nn.Dropout does, so that dropout keeps the mean."
+            f"{what}: averaged over {copies} copies, the output of the {label} is {fmt(mean)} "
+            f"times its value with dropout=0; it should stay 1 (within {fmt(bound)}).{scale} "
+            f"scale the kept entries by 1 / (1 - p) = {fmt(1 / (1 - p))}, as nn.Dropout does, "
+            "so that dropout keeps the mean."
         )
 
 
