@@ -536,7 +536,7 @@ def test_block_mutants(bug, misconception):
 
 
 class BlockSequential(nn.Module):
-    """nn.LayerNorm, sub-layers as methods, no dropout module at all."""
+    """nn.LayerNorm, sub-layers as methods, F.dropout instead of a dropout module."""
 
     def __init__(self, d_model, n_heads, d_ff, norm_first=True, dropout=0.0):
         super().__init__()
@@ -545,13 +545,17 @@ class BlockSequential(nn.Module):
         self.ln1 = nn.LayerNorm(d_model)
         self.ln2 = nn.LayerNorm(d_model)
         self.norm_first = norm_first
+        self.p = dropout
+
+    def _drop(self, t):
+        return F.dropout(t, self.p, training=self.training)
 
     def forward(self, x, mask=None):
         if not self.norm_first:
-            x = self.ln1(x + self.attn(x, mask)[0])
-            return self.ln2(x + self.ff(x))
-        x = x + self.attn(self.ln1(x), mask)[0]
-        return x + self.ff(self.ln2(x))
+            x = self.ln1(x + self._drop(self.attn(x, mask)[0]))
+            return self.ln2(x + self._drop(self.ff(x)))
+        x = x + self._drop(self.attn(self.ln1(x), mask)[0])
+        return x + self._drop(self.ff(self.ln2(x)))
 
 
 @pytest.mark.parametrize("cls", [make_block(norm_cls=nn.LayerNorm), BlockSequential])
@@ -622,7 +626,8 @@ def test_make_examples_alternatives(fn):
 
 class TokenizerDict:
     def __init__(self, text):
-        self.itos = dict(enumerate(sorted(set(text))))
+        self.chars = sorted(set(text))
+        self.itos = dict(enumerate(self.chars))
         self.stoi = {c: i for i, c in self.itos.items()}
 
     @property
@@ -633,7 +638,7 @@ class TokenizerDict:
         try:
             return [self.stoi[c] for c in s]
         except KeyError as exc:
-            raise KeyError(f"unknown character {exc.args[0]!r}") from None
+            raise ValueError(f"unknown character {exc.args[0]!r}") from None
 
     def decode(self, ids):
         return "".join(self.itos[int(i)] for i in ids)
@@ -641,7 +646,7 @@ class TokenizerDict:
 
 class TokenizerIndex:
     def __init__(self, text):
-        self.vocab = "".join(sorted(set(text)))
+        self.vocab = self.chars = "".join(sorted(set(text)))  # a str of the characters
         self.vocab_size = len(self.vocab)
 
     def encode(self, s):
@@ -838,7 +843,8 @@ def make_generate(bug=None, sampler="multinomial"):
 
 
 def generate_categorical(model, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None):
-    """Samples with torch.distributions, ignoring the generator: still the right distribution."""
+    """Samples with torch.distributions, ignoring the generator: the right distribution, but
+    seeded samples cannot be reproduced (tests/test_checks_gaps.py)."""
     out = idx.clone().to(next(model.parameters()).device)
     for _ in range(max_new_tokens):
         logits = model(out[:, -model.block_size :])[:, -1] / temperature
@@ -876,9 +882,7 @@ def test_generate_argmax_loses_marks():
     assert any("argmax" in r.output for r in results), show(results)
 
 
-@pytest.mark.parametrize(
-    "fn", [make_generate(sampler="gumbel"), make_generate(sampler="cdf"), generate_categorical]
-)
+@pytest.mark.parametrize("fn", [make_generate(sampler="gumbel"), make_generate(sampler="cdf")])
 def test_generate_alternatives(fn):
     assert_full(run("generate", fn))
 

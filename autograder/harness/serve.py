@@ -14,7 +14,10 @@ Ops (request.json's "op"):
           (the parent's batches of token windows); answers the model's logits on
           "eval_idx" before and after training (never a loss: the parent computes that).
 Values may also be {"$ref": name} (an object of the namespace), {"$generator": seed} (a seeded
-torch.Generator) or {"$toy_lm": {...}} (a fixed bigram model, see toy.py).
+torch.Generator), {"$toy_lm": {...}} (a fixed bigram model, see toy.py), {"$slice": [value,
+[[start, stop], ...]]} (value[start:stop, ...], a view: how the notebooks pass logits[:, 2:],
+which is not contiguous) or {"$repeat": [tensor, copies]} (copies of a tensor stacked along its
+first axis, e.g. one sequence many times for dropout's statistics).
 """
 
 import signal
@@ -112,6 +115,13 @@ class Session:
                 return ToyLM(**self.value(data["$toy_lm"]))
             if "$tuple" in data:
                 return tuple(self.value(x) for x in data["$tuple"])
+            if "$slice" in data:
+                value, bounds = data["$slice"]
+                return self.value(value)[tuple(slice(*b) for b in bounds)]
+            if "$repeat" in data:
+                value, copies = data["$repeat"]
+                value = self.value(value)
+                return value.repeat(int(copies), *[1] * (value.ndim - 1))
             if not any(k.startswith("$") for k in data):
                 return {k: self.value(v) for k, v in data.items()}
         return self.reader.decode(data)

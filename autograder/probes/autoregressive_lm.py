@@ -166,7 +166,7 @@ def tokenizer_cases(rng):
         Case(
             "CharTokenizer",
             "decode inverts encode",
-            1.0,
+            0.75,
             [
                 obj(
                     text1,
@@ -188,12 +188,12 @@ def tokenizer_cases(rng):
         Case(
             "CharTokenizer",
             "an unknown character raises an error naming it",
-            1.0,
+            0.5,
             [obj(text1, [{"method": "encode", "args": [bad]}])],
             Judgement("torch_judges.tokenizer_unknown", {"bad": bad, "unknown": unknown}),
         )
     )
-    return cases
+    return cases + tokenizer_contract_cases(text1, text2, bad, unknown)
 
 
 # ---------------------------------------------------------------- get_batch
@@ -404,6 +404,7 @@ def gpt_cases(rng):
         )
     )
     cases.append(_train_case(rng))
+    cases.append(gpt_dropout_case(rng))
     return cases
 
 
@@ -455,7 +456,7 @@ def _train_case(rng):
     return Case(
         "GPT",
         "a short training run learns a repeating text",
-        2.0,
+        1.5,
         [{"op": "train", "config": config}],
         judge,
         seconds=120.0,
@@ -507,16 +508,16 @@ LOSS_COT = torch.tensor(1.0)  # d(loss)/d(logits) itself
 @torch_probe("lm_loss")
 def lm_loss_cases(rng):
     V = 7
-    return [
+    cases = [
         _loss_case(
             "mean cross-entropy over every position",
-            1.5,
+            1.25,
             tensor(rng, 3, 5, V, scale=2.0),
             torch.from_numpy(rng.integers(0, V, size=(3, 5))).long(),
         ),
         _loss_case(
             "a batch of one sequence, 3 tokens",
-            0.5,
+            0.25,
             tensor(rng, 1, 4, 3, scale=2.0),
             torch.from_numpy(rng.integers(0, 3, size=(1, 4))).long(),
         ),
@@ -528,6 +529,7 @@ def lm_loss_cases(rng):
             grad_check=True,
         ),
     ]
+    return cases + [sliced_loss_case(rng)]
 
 
 # ---------------------------------------------------------------- generate
@@ -590,7 +592,7 @@ def generate_cases(rng):
         Case(
             "generate",
             "top_k=1 is greedy, with the context cropped to block_size",
-            1.5,
+            1.25,
             [
                 {
                     "op": "call",
@@ -645,12 +647,13 @@ def generate_cases(rng):
     )
 
     for temperature, top_k, pts in (
-        (1.0, None, 1.0),
+        (1.0, None, 0.75),
         (0.5, None, 1.0),
         (2.0, None, 1.0),
         (1.0, 3, 0.5),
     ):
         cases.append(_distribution_case(rng, V, temperature, top_k, pts, seed + 3))
+    cases.append(reproducible_case(rng, V))
     return cases
 
 
@@ -704,3 +707,109 @@ def _distribution_case(rng, V, temperature, top_k, points, seed):
         [{"op": "call", "args": [_toy(table, 8), idx, 1], "kwargs": kwargs}],
         judge,
     )
+
+
+# ---------------------------------------------------------------- what later cells rely on
+# Cases judged by autograder.judging.torch_contracts: each calls the student's code the way a
+# later cell does, drawing its inputs after the cases above (which keep theirs).
+
+
+def tokenizer_contract_cases(text1, text2, bad, unknown):
+    """The cells after the exercise read tok.chars and catch ValueError for an unknown
+    character."""
+
+    def obj(text, steps):
+        return {"op": "object", "init_args": [text], "steps": steps}
+
+    chars = [{"attr": "chars"}, {"attr": "vocab_size"}]  # vocab_size: says "not implemented"
+    return [
+        Case(
+            "CharTokenizer",
+            "chars lists the sorted distinct characters",
+            0.25,
+            [obj(text1, chars), obj(text2, chars)],
+            Judgement(
+                "torch_contracts.tokenizer_chars",
+                {"chars": [sorted(set(text1)), sorted(set(text2))]},
+            ),
+        ),
+        Case(
+            "CharTokenizer",
+            "the error for an unknown character is a ValueError",
+            0.5,
+            [obj(text1, [{"method": "encode", "args": [bad]}])],
+            Judgement("torch_contracts.tokenizer_value_error", {"bad": bad, "unknown": unknown}),
+        ),
+    ]
+
+
+def sliced_loss_case(rng):
+    """held_out_loss calls lm_loss(logits[:, skip:], y[:, skip:]): views, not contiguous."""
+    V, skip = 7, 2
+    logits = tensor(rng, 3, 6, V, scale=2.0)
+    targets = torch.from_numpy(rng.integers(0, V, size=(3, 6))).long()
+    expected = F.cross_entropy(logits[:, skip:].double().flatten(0, 1), targets[:, skip:].flatten())
+    bounds = [[None, None], [skip, None]]
+    request = {
+        "op": "call",
+        "args": [{"$slice": [logits, bounds]}, {"$slice": [targets, bounds]}],
+    }
+    judge = Judgement(
+        "torch_contracts.sliced_loss",
+        {
+            "what": f"lm_loss(logits[:, {skip}:], targets[:, {skip}:])",
+            "expected": np.float64(expected),
+            "positions": 3 * (6 - skip),
+        },
+    )
+    return Case("lm_loss", "sliced logits and targets (not contiguous)", 0.5, [request], judge)
+
+
+def reproducible_case(rng, V):
+    """Two calls with generators seeded alike must give the same tokens, and one seeded
+    differently other tokens. A false failure of the second needs all B * steps draws of two
+    independent streams to coincide: each coincides with probability at most c = the largest
+    sum of squared probabilities over the table's rows, so at most c ** (B * steps), kept
+    below 1e-20 here (c < 0.9 in any case; typically about 0.4)."""
+    B, T0, steps = 16, 2, 6
+    table = _table(rng, V)
+    probs = np.exp(table - table.max(axis=1, keepdims=True))
+    probs /= probs.sum(axis=1, keepdims=True)
+    while float((probs**2).sum(axis=1).max()) ** (B * steps) > 1e-20:  # rare: a peaked row
+        table = _table(rng, V)
+        probs = np.exp(table - table.max(axis=1, keepdims=True))
+        probs /= probs.sum(axis=1, keepdims=True)
+    idx = torch.from_numpy(rng.integers(0, V, size=(B, T0))).long()
+    seed = int(rng.integers(2**31))
+    calls = [
+        {
+            "op": "call",
+            "args": [_toy(table, 8), idx, steps],
+            "kwargs": {"generator": {"$generator": s}},
+        }
+        for s in (seed, seed, seed + 1)
+    ]
+    what = f"generate(model, idx of shape ({B}, {T0}), max_new_tokens={steps}, generator=g)"
+    judge = Judgement(
+        "torch_contracts.generate_reproducible",
+        {"what": what, "shape": [B, T0 + steps], "vocab_size": V},
+    )
+    return Case(
+        "generate", "the same seed gives the same samples, another seed others", 0.5, calls, judge
+    )
+
+
+def gpt_dropout_case(rng):
+    """GPT(dropout=p): the same logits as dropout=0 in eval mode (one seed builds both), and in
+    train mode two identical sequences of one batch get different logits."""
+    p = 0.3
+    V, T = GPT_INIT["vocab_size"], GPT_INIT["block_size"]
+    idx = torch.from_numpy(rng.integers(0, V, size=(2, T))).long()
+    twins = idx[:1].repeat(2, 1)
+    requests = [
+        {"op": "module", "init": {**GPT_INIT, "dropout": 0.0}, "args": [idx]},
+        {"op": "module", "init": {**GPT_INIT, "dropout": p}, "args": [idx]},
+        {"op": "module", "init": {**GPT_INIT, "dropout": p}, "args": [twins], "mode": "train"},
+    ]
+    judge = Judgement("torch_contracts.gpt_dropout", {"p": p, "shape": [2, T, V]})
+    return Case("GPT", f"dropout={p:g}: off in eval mode, on in train mode", 0.5, requests, judge)

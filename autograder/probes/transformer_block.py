@@ -109,10 +109,10 @@ def positional_encoding_cases(rng):
     odd = int(rng.choice([5, 7, 9]))
     setups = [
         ("the lecture's table: base=100, d_model=4", 1.0, (4, 4), {"base": 100.0}),
-        (f"{n_long} positions, d_model=16, the default base", 1.5, (n_long, 16), {}),
+        (f"{n_long} positions, d_model=16, the default base", 1.0, (n_long, 16), {}),
         (f"an odd d_model ({odd}), base=1000", 1.0, (10, odd), {"base": 1000.0}),
     ]
-    return [_pe_case(*s) for s in setups]
+    return [_pe_case(*s) for s in setups] + [pe_float32_case(rng)]
 
 
 def _pe_case(name, points, args, kwargs):
@@ -290,8 +290,8 @@ def ff_cases(rng):
     d, d_ff = 16, 32
     cases = []
     for name, pts, activation in (
-        ("activation='relu': values", 1.5, "relu"),
-        ("activation='gelu': values", 1.5, "gelu"),
+        ("activation='relu': values", 1.25, "relu"),
+        ("activation='gelu': values", 1.25, "gelu"),
         ("the default activation is relu", 0.5, None),
     ):
         state, x = ff_state(rng, d, d_ff), tensor(rng, 2, 5, d)
@@ -318,6 +318,7 @@ def ff_cases(rng):
     cases.append(
         Case("FeedForward", "gradients reach the input and both layers", 1.0, [request], judge)
     )
+    cases.append(ff_unbatched_case(rng))
     return cases
 
 
@@ -352,9 +353,9 @@ def block_cases(rng):
     d, H, d_ff, B, n = 16, 4, 32, 2, 6
     cases = []
     for name, pts, norm_first, masked in (
-        ("pre-norm (norm_first=True) with a causal mask", 2.0, True, True),
-        ("post-norm (norm_first=False) with a causal mask", 2.0, False, True),
-        ("the default is pre-norm; no mask", 1.0, None, False),
+        ("pre-norm (norm_first=True) with a causal mask", 1.5, True, True),
+        ("post-norm (norm_first=False) with a causal mask", 1.5, False, True),
+        ("the default is pre-norm; no mask", 0.5, None, False),
     ):
         state, x = block_state(rng, d, d_ff), tensor(rng, B, n, d)
         mask = _causal(n) if masked else None
@@ -390,7 +391,7 @@ def block_cases(rng):
             judge,
         )
     )
-    return cases
+    return cases + block_dropout_cases(rng)
 
 
 def _block_case(name, points, init, state, x, mask, expected, variants):
@@ -414,3 +415,131 @@ def _gradients_judge(cls_name, what, reference):
         "torch_judges.module_gradients",
         {"cls_name": cls_name, "what": what, "reference": reference},
     )
+
+
+# ---------------------------------------------------------------- what later cells rely on
+# Cases judged by autograder.judging.torch_contracts: each calls the student's code the way a
+# later cell does (a float32 sum with the embeddings, one sequence without a batch axis,
+# dropout in train and eval mode), drawing its inputs after the cases above.
+
+
+def pe_float32_case(rng):
+    """The encoding is added to float32 embeddings: it must be float32 itself."""
+    n, d = int(rng.integers(6, 13)), 8
+    what = f"sinusoidal_positional_encoding({n}, {d})"
+    judge = Judgement(
+        "torch_contracts.float32_encoding",
+        {"what": what, "expected": np_(ref.sinusoidal_positional_encoding(n, d))},
+    )
+    return Case(
+        "sinusoidal_positional_encoding",
+        "float32, like the embeddings it is added to",
+        0.5,
+        [{"op": "call", "args": [n, d]}],
+        judge,
+    )
+
+
+def ff_unbatched_case(rng):
+    """Notebook 05 calls FeedForward on one sequence (n, d), without a batch axis."""
+    d, d_ff, n = 16, 32, 5
+    state, x = ff_state(rng, d, d_ff), tensor(rng, n, d)
+    with torch.no_grad():
+        expected = np_(load(ref.FeedForward(d, d_ff), state)(x))
+    judge = Judgement(
+        "torch_contracts.module_values",
+        {
+            "cls_name": "FeedForward",
+            "what": f"FeedForward({d}, {d_ff}).forward(x) for one sequence x of shape ({n}, {d})",
+            "expected": expected,
+            "hint": (
+                "FeedForward acts on each token's vector (the last axis), so x may have any "
+                "leading axes: the notebook also calls it on one sequence of shape (n, d)"
+            ),
+        },
+    )
+    request = {"op": "module", "init": {"d_model": d, "d_ff": d_ff}, "state": state, "args": [x]}
+    return Case("FeedForward", "one sequence (n, d), without a batch axis", 0.5, [request], judge)
+
+
+DROPOUT = {"p": 0.25, "p_residual": 0.5, "copies": 2000}
+
+
+def _zeroed(state, *layers):
+    """state with the weights and biases of `layers` (e.g. "ff.fc2") set to zero."""
+    out = dict(state)
+    for layer in layers:
+        for kind in ("weight", "bias"):
+            out[f"{layer}.{kind}"] = torch.zeros_like(state[f"{layer}.{kind}"])
+    return out
+
+
+def block_dropout_cases(rng):
+    """Dropout (SPEC's TransformerBlock): nothing in eval mode; in train mode each sub-layer's
+    output is dropped with probability p and the rest scaled by 1 / (1 - p), and the residual
+    path never is. The statistics and their false-failure bounds are in torch_contracts."""
+    d, H, d_ff, n = 16, 4, 32, 5
+    p, p_residual, copies = DROPOUT["p"], DROPOUT["p_residual"], DROPOUT["copies"]
+    mask = _causal(n)
+
+    def request(state, x, norm_first=True, dropout=p, mode="eval", seed=0):
+        init = {"d_model": d, "n_heads": H, "d_ff": d_ff, "norm_first": norm_first}
+        return {
+            "op": "module",
+            "init": {**init, "dropout": dropout},
+            "state": state,
+            "args": [x, mask],
+            "mode": mode,
+            "seed": seed,
+        }
+
+    requests, expected = [], []
+    for norm_first in (True, False):
+        state, x = block_state(rng, d, d_ff), tensor(rng, 2, n, d)
+        with torch.no_grad():
+            module = load(ref.TransformerBlock(d, H, d_ff, norm_first=norm_first), state)
+            expected.append(np_(module(x, mask)))
+        requests += [request(state, x, norm_first, dropout) for dropout in (0.0, p)]
+    eval_case = Case(
+        "TransformerBlock",
+        f"dropout={p:g} changes nothing in eval mode",
+        0.5,
+        requests,
+        Judgement(
+            "torch_contracts.block_dropout_eval",
+            {"p": p, "expected": expected, "labels": ["pre-norm", "post-norm"]},
+        ),
+    )
+
+    state, x = block_state(rng, d, d_ff), tensor(rng, 1, n, d)
+    seed = int(rng.integers(2**31))
+    with torch.no_grad():
+        module = load(ref.TransformerBlock(d, H, d_ff), state)
+        sublayers = [
+            ["attention sublayer", np_(module.attn(module.ln1(x), mask)[0][0])],
+            ["feed-forward sublayer", np_(module.ff(module.ln2(x))[0])],
+        ]
+    copied = {"$repeat": [x, copies]}
+    both = _zeroed(state, "attn.out_proj", "ff.fc2")
+    batch = tensor(rng, 4, n, d)
+    requests = [
+        request(_zeroed(state, "ff.fc2"), copied, mode="train", seed=seed),
+        request(_zeroed(state, "attn.out_proj"), copied, mode="train", seed=seed + 1),
+        request(both, batch, True, p_residual),
+        request(both, batch, True, p_residual, "train", seed + 2),
+        request(both, batch, False, p_residual),
+        request(both, batch, False, p_residual, "train", seed + 3),
+        request(state, batch, mode="train", seed=seed + 4),
+        request(state, batch, mode="train", seed=seed + 5),
+    ]
+    train_case = Case(
+        "TransformerBlock",
+        f"dropout={p:g} in train mode drops each sublayer's output, never the residual path",
+        1.0,
+        requests,
+        Judgement(
+            "torch_contracts.block_dropout_train",
+            {"p": p, "p_residual": p_residual, "x": np_(x[0]), "sublayers": sublayers},
+        ),
+    )
+    return [eval_case, train_case]
