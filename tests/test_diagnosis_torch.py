@@ -59,7 +59,9 @@ def ln_eps_after_sqrt(x, weight, bias, eps=1e-5):
 
 
 def ln_torch_var(x, weight, bias, eps=1e-5):
-    return (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + eps) * weight + bias
+    return (x - x.mean(-1, keepdim=True)) / torch.sqrt(
+        x.var(-1, keepdim=True) + eps
+    ) * weight + bias
 
 
 def ln_batch_axis(x, weight, bias, eps=1e-5):
@@ -145,7 +147,11 @@ class MHAStudent(nn.Module):
         return t.view(B, n, self.n_heads, self.d_k).transpose(1, 2)
 
     def qkv(self, x, ctx):
-        return self.split(self.q_proj(x)), self.split(self.k_proj(ctx)), self.split(self.v_proj(ctx))
+        return (
+            self.split(self.q_proj(x)),
+            self.split(self.k_proj(ctx)),
+            self.split(self.v_proj(ctx)),
+        )
 
     def weights(self, q, k, mask):
         scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
@@ -166,12 +172,20 @@ class MHAStudent(nn.Module):
 
 class MHAQueryWithK(MHAStudent):
     def qkv(self, x, ctx):
-        return self.split(self.k_proj(x)), self.split(self.k_proj(ctx)), self.split(self.v_proj(ctx))
+        return (
+            self.split(self.k_proj(x)),
+            self.split(self.k_proj(ctx)),
+            self.split(self.v_proj(ctx)),
+        )
 
 
 class MHAValueWithK(MHAStudent):
     def qkv(self, x, ctx):
-        return self.split(self.q_proj(x)), self.split(self.k_proj(ctx)), self.split(self.k_proj(ctx))
+        return (
+            self.split(self.q_proj(x)),
+            self.split(self.k_proj(ctx)),
+            self.split(self.k_proj(ctx)),
+        )
 
 
 class MHAHeadsAveraged(MHAStudent):
@@ -339,9 +353,7 @@ class BlockTuple(BlockStudent):
 
 
 def examples_no_last(tokens, context_size):
-    return [
-        (tokens[max(0, t - context_size) : t], tokens[t]) for t in range(1, len(tokens) - 1)
-    ]
+    return [(tokens[max(0, t - context_size) : t], tokens[t]) for t in range(1, len(tokens) - 1)]
 
 
 class TokenizerUnsorted:
@@ -474,6 +486,35 @@ class GPTNoBlockSize(make_gpt()):
         return self.lm_head(self.ln(x))
 
 
+class GPTFullMask(make_gpt()):
+    """The causal mask built once for block_size and never cut to the sequence's length."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.register_buffer("mask", torch.ones(self.block_size, self.block_size).tril().bool())
+
+    def forward(self, idx):
+        T = idx.shape[1]
+        if T > self.block_size:
+            raise ValueError(f"T={T} > block_size={self.block_size}")
+        x = self.tok(idx) + self.pos(torch.arange(T))
+        for block in self.blocks:
+            x = block(x, self.mask)
+        return self.lm_head(self.ln(x))
+
+
+class GPTNoHead(make_gpt()):
+    def forward(self, idx):
+        T = idx.shape[1]
+        if T > self.block_size:
+            raise ValueError(f"T={T} > block_size={self.block_size}")
+        x = self.tok(idx) + self.pos(torch.arange(T))
+        mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
+        for block in self.blocks:
+            x = block(x, mask)
+        return self.ln(x)
+
+
 def _ones(T):
     return torch.ones(T, T, dtype=torch.bool)
 
@@ -509,7 +550,41 @@ CATALOGUE = [
     ("mha-mask-ignored", "MultiHeadAttention", MHAMaskIgnored, "mask-ignored", None),
     ("mha-mask-inverted", "MultiHeadAttention", MHAMaskInverted, "mask-inverted", None),
     ("mha-scale-d", "MultiHeadAttention", MHAScaleDModel, "wrong-scale", None),
-    ("mha-no-scale", "MultiHeadAttention", make_mha("einsum", "missing-scale"), "missing-scale", None),
+    (
+        "mha-no-scale",
+        "MultiHeadAttention",
+        make_mha("einsum", "missing-scale"),
+        "missing-scale",
+        None,
+    ),
+    (
+        "mha-reshape",
+        "MultiHeadAttention",
+        make_mha("view", "heads-reshape-without-transpose"),
+        "heads-reshape-without-transpose",
+        None,
+    ),
+    (
+        "mha-over-queries",
+        "MultiHeadAttention",
+        make_mha("einsum", "softmax-over-queries"),
+        "softmax-over-queries",
+        None,
+    ),
+    (
+        "mha-mask-after",
+        "MultiHeadAttention",
+        make_mha("view", "mask-after-softmax"),
+        "mask-after-softmax",
+        None,
+    ),
+    (
+        "mha-transposed",
+        "MultiHeadAttention",
+        make_mha("einsum", "transposed-scores"),
+        "transposed-scores",
+        None,
+    ),
     ("mha-no-cross", "MultiHeadAttention", MHANoCross, None, "keys and values come from context"),
     # FeedForward
     ("ff-linear", "FeedForward", make_ff("missing-activation"), "missing-activation", None),
@@ -564,6 +639,8 @@ CATALOGUE = [
     ("gpt-index-error", "GPT", GPTIndexError, None, "IndexError"),
     ("gpt-spare-layer", "GPT", GPTSpareLayer, None, "get no gradient"),
     ("gpt-no-block-size", "GPT", GPTNoBlockSize, None, "no attribute block_size"),
+    ("gpt-full-mask", "GPT", GPTFullMask, None, "build the mask for the T tokens"),
+    ("gpt-no-head", "GPT", GPTNoHead, None, "vocab_size"),
 ]
 
 KEYS = [key for key, *_ in CATALOGUE]

@@ -214,7 +214,11 @@ def module_answer(response, cls_name, what):
             more = " ..." if len(own) > 8 else ""
             raise Fail(
                 f"your {cls_name} has no {absent[0]}"
-                + (f" (nor {len(absent) - 1} more of the notebook's names)" if len(absent) > 1 else "")
+                + (
+                    f" (nor {len(absent) - 1} more of the notebook's names)"
+                    if len(absent) > 1
+                    else ""
+                )
                 + f"; {spec}. Its parameters are: {names}{more}."
             )
         name = wrong[0]

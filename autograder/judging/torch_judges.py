@@ -26,7 +26,6 @@ from autograder.judging.torch_checks import (
     diagnose,
     explain,
     grads_match,
-    hint_for,
     input_grads_flow,
     input_grads_match,
     module_answer,
@@ -212,9 +211,7 @@ def _block_half_at_fault(responses, halves):
     for off, other in (("feed-forward", "attention"), ("attention", "feed-forward")):
         if right[off] and not right[other]:
             works, broken = _HALVES[other], _HALVES[off]
-            fix = (
-                "MultiHeadAttention" if broken[0] == "attention" else "FeedForward"
-            )
+            fix = "MultiHeadAttention" if broken[0] == "attention" else "FeedForward"
             return (
                 f"{switched(off).capitalize()} your block is right, so its {works[0]} half "
                 f"works; the {broken[0]} half is wrong: look at {broken[2]} (if {fix} fails "
@@ -306,7 +303,9 @@ def _step(r, i, what):
     step = r.raw["steps"][i]
     _not_implemented(step, what)
     if step.get("missing"):
-        raise Fail(f"{step['missing']} does not exist: CharTokenizer needs the methods encode and decode.")
+        raise Fail(
+            f"{step['missing']} does not exist: CharTokenizer needs the methods encode and decode."
+        )
     if step.get("error"):
         err = step["error"]
         raise Fail(f"{what} raised {err['type']}: {err['message']}")
@@ -484,6 +483,12 @@ def _gpt_logits(r, what, shape):
     if r.error:
         raise Fail(compare.error_message(r, what))
     got = compare.returned(r, what, framework="torch")
+    if got.ndim == 3 and got.shape[:2] == tuple(shape[:2]) and got.shape[2] != shape[2]:
+        raise Fail(
+            f"{what}: expected shape {tuple(shape)}, got {tuple(got.shape)}: the last axis "
+            f"should hold vocab_size = {shape[2]} logits, one per token of the vocabulary. Is "
+            "the head, nn.Linear(d_model, vocab_size), applied last?"
+        )
     compare.assert_shape(got, shape, what)
     if got.dtype.kind != "f":
         raise Fail(f"{what} holds {got.dtype} values; logits are floats.")
@@ -500,7 +505,13 @@ def _gpt_logits(r, what, shape):
 @judge
 def gpt_shapes(responses, *, calls):
     """calls: [what, expected shape] per request."""
-    for r, (what, shape) in zip(responses, calls, strict=True):
+    for i, (r, (what, shape)) in enumerate(zip(responses, calls, strict=True)):
+        if i > 0 and r.error and not responses[0].error:
+            raise Fail(
+                compare.error_message(r, what).rstrip(".") + ". It works for T = block_size, "
+                "so something is sized for block_size: build the mask for the T tokens given, "
+                "(T, T), and the positions 0..T-1."
+            )
         _gpt_logits(r, what, tuple(shape))
 
 
