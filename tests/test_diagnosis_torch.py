@@ -428,6 +428,23 @@ def generate_ignores_top_k(model, idx, max_new_tokens, temperature=1.0, top_k=No
     return idx
 
 
+def generate_no_temperature(
+    model, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None
+):
+    for _ in range(max_new_tokens):
+        logits = model(idx[:, -model.block_size :])[:, -1, :]
+        if top_k is not None:
+            kth = torch.topk(logits, top_k).values[:, [-1]]
+            logits = logits.masked_fill(logits < kth, float("-inf"))
+        nxt = torch.multinomial(logits.softmax(-1), 1, generator=generator)
+        idx = torch.cat([idx, nxt], 1)
+    return idx
+
+
+def loss_unflattened(logits, targets):
+    return F.cross_entropy(logits, targets)
+
+
 def generate_greedy(model, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None):
     for _ in range(max_new_tokens):
         logits = model(idx[:, -model.block_size :])[:, -1, :]
@@ -513,6 +530,34 @@ class GPTNoHead(make_gpt()):
         for block in self.blocks:
             x = block(x, mask)
         return self.ln(x)
+
+
+class GPTNoTokens(make_gpt()):
+    """Positions only: the token embedding never reaches the blocks."""
+
+    def forward(self, idx):
+        T = idx.shape[1]
+        if T > self.block_size:
+            raise ValueError(f"T={T} > block_size={self.block_size}")
+        x = self.pos(torch.arange(T)).expand(idx.shape[0], T, -1) + 0 * self.tok.weight.sum()
+        mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
+        for block in self.blocks:
+            x = block(x, mask)
+        return self.lm_head(self.ln(x))
+
+
+class GPTBlocksSkipped(make_gpt()):
+    """The blocks' outputs are thrown away."""
+
+    def forward(self, idx):
+        T = idx.shape[1]
+        if T > self.block_size:
+            raise ValueError(f"T={T} > block_size={self.block_size}")
+        x = self.tok(idx) + self.pos(torch.arange(T))
+        mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
+        for block in self.blocks:
+            block(x, mask)
+        return self.lm_head(self.ln(x))
 
 
 def _ones(T):
@@ -618,6 +663,7 @@ CATALOGUE = [
     ("loss-softmax", "lm_loss", loss_double_softmax, "loss-double-softmax", None),
     ("loss-shift", "lm_loss", loss_shift_again, None, "shifted once more"),
     ("loss-probs", "lm_loss", loss_probabilities, None, "log-probabilities"),
+    ("loss-unflattened", "lm_loss", loss_unflattened, None, "flatten the logits to (B*T, V)"),
     # generate
     ("gen-no-crop", "generate", make_generate("no-crop"), "generate-no-crop", None),
     (
@@ -628,6 +674,13 @@ CATALOGUE = [
         None,
     ),
     ("gen-greedy", "generate", generate_greedy, None, "argmax"),
+    (
+        "gen-no-temperature",
+        "generate",
+        generate_no_temperature,
+        None,
+        "as if the temperature were 1",
+    ),
     ("gen-top-k", "generate", generate_ignores_top_k, None, "not among the"),
     # GPT
     ("gpt-no-mask", "GPT", make_gpt("no-mask"), "no-causal-mask", None),
@@ -641,6 +694,8 @@ CATALOGUE = [
     ("gpt-no-block-size", "GPT", GPTNoBlockSize, None, "no attribute block_size"),
     ("gpt-full-mask", "GPT", GPTFullMask, None, "build the mask for the T tokens"),
     ("gpt-no-head", "GPT", GPTNoHead, None, "vocab_size"),
+    ("gpt-no-tokens", "GPT", GPTNoTokens, None, "tok_emb"),
+    ("gpt-blocks-skipped", "GPT", GPTBlocksSkipped, None, "get no gradient (e.g. blocks.0"),
 ]
 
 KEYS = [key for key, *_ in CATALOGUE]

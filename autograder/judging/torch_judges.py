@@ -741,6 +741,12 @@ def lm_loss(responses, *, what, expected, variants, positions, inputs=None, inpu
     differentiable (gradients against the reference's `input_grads`) and the inputs left
     unchanged."""
     r = responses[0]
+    if r.error and "target size" in r.error["message"]:
+        raise Fail(
+            compare.error_message(r, what).rstrip(".") + ". F.cross_entropy takes logits of "
+            "shape (N, V) and targets of shape (N,): flatten the logits to (B*T, V) and the "
+            "targets to (B*T,) first."
+        )
     got = compare.returned(r, what, framework="torch")
     if got.size != 1:
         raise Fail(
@@ -834,7 +840,7 @@ def generate_top_k(responses, *, what, shape, vocab_size, prompt, top):
 
 @judge
 def generate_distribution(
-    responses, *, what, samples, vocab_size, p, p_multiplied, temperature, top_k
+    responses, *, what, samples, vocab_size, p, p_multiplied, temperature, top_k, p_plain=None
 ):
     """One token sampled `samples` times; Pearson's test against p, the distribution the toy
     model's row gives (and p_multiplied, what the temperature-multiplied mistake gives)."""
@@ -859,6 +865,13 @@ def generate_distribution(
                 f"{what}: {seen}. " + explain(["temperature-multiplied"]),
                 ["temperature-multiplied"],
             )
+        if p_plain is not None:
+            stat_one, dof_one = chi_square(counts, np.asarray(p_plain))
+            if stat_one <= chi_square_limit(dof_one):
+                raise Fail(
+                    f"{what}: {seen}. The samples follow softmax(logits), as if the "
+                    "temperature were 1: divide the logits by temperature before the softmax."
+                )
     raise Fail(
         f"{what}: the {B} samples do not follow softmax(logits / temperature)"
         + (" restricted to the top k" if top_k else "")

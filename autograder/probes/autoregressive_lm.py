@@ -709,6 +709,7 @@ def _distribution_case(rng, V, temperature, top_k, points, seed):
             "vocab_size": V,
             "p": tv.sampling_distribution(row, temperature, top_k),
             "p_multiplied": tv.temperature_multiplied_distribution(row, temperature, top_k),
+            "p_plain": tv.sampling_distribution(row, 1.0, top_k),  # the temperature ignored
             "temperature": temperature,
             "top_k": top_k,
         },
