@@ -349,6 +349,22 @@ class BlockTuple(BlockStudent):
         return h + self.ff(self.ln2(h))
 
 
+class BlockUnscaledAttention(BlockStudent):
+    """A right block around the student's own attention, which forgets the 1/sqrt(d_k)."""
+
+    def __init__(self, d_model, n_heads, d_ff, norm_first=True, dropout=0.0):
+        super().__init__(d_model, n_heads, d_ff, norm_first, dropout)
+        self.attn = make_mha("einsum", "missing-scale")(d_model, n_heads)
+
+
+class BlockLinearFF(BlockStudent):
+    """A right block around the student's own feed-forward network, which has no activation."""
+
+    def __init__(self, d_model, n_heads, d_ff, norm_first=True, dropout=0.0):
+        super().__init__(d_model, n_heads, d_ff, norm_first, dropout)
+        self.ff = make_ff("missing-activation")(d_model, d_ff)
+
+
 # ================================================================ 06: data
 
 
@@ -642,6 +658,22 @@ CATALOGUE = [
     ("block-ln-swapped", "TransformerBlock", BlockLnSwapped, None, "wrong way round"),
     ("block-parallel", "TransformerBlock", BlockParallel, None, "Each half is right on its own"),
     ("block-ff-unnormed", "TransformerBlock", BlockFFUnnormed, None, "feed-forward half is wrong"),
+    (
+        "block-own-attention",
+        "TransformerBlock",
+        BlockUnscaledAttention,
+        None,
+        "the attention half is wrong: look at ln1, attn and the residual around them (if "
+        "MultiHeadAttention fails its own checks, fix it first)",
+    ),
+    (
+        "block-own-ff",
+        "TransformerBlock",
+        BlockLinearFF,
+        None,
+        "the feed-forward half is wrong: look at ln2, ff and the residual around them (if "
+        "FeedForward fails its own checks, fix it first)",
+    ),
     ("block-no-attn-res", "TransformerBlock", BlockNoAttnResidual, "missing-residual", None),
     ("block-flag", "TransformerBlock", BlockFlagInverted, "norm-order-swapped", None),
     ("block-tuple", "TransformerBlock", BlockTuple, None, "returns a pair"),

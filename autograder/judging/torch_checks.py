@@ -79,21 +79,21 @@ NON_CATALOGUE_HINTS = {
     ),
     "ln-swapped": "This is what happens when ln1 and ln2 are used the wrong way round: ln1 goes with attention, ln2 with the feed-forward network.",
     "ln1-twice": (
-        "This is what happens when ln1 normalises the input of both sub-layers and ln2 is "
-        "never used: the feed-forward sub-layer goes with ln2."
+        "This is what happens when ln1 normalises the input of both sublayers and ln2 is "
+        "never used: the feed-forward sublayer goes with ln2."
     ),
     "ln2-twice": (
-        "This is what happens when ln2 normalises the input of both sub-layers and ln1 is "
-        "never used: the attention sub-layer goes with ln1."
+        "This is what happens when ln2 normalises the input of both sublayers and ln1 is "
+        "never used: the attention sublayer goes with ln1."
     ),
     "mask-not-passed": (
         "This is what your block gives when its attention ignores the mask: pass mask on to "
         "self.attn(..., mask)."
     ),
     "norm-inside-residual": (
-        "This is what happens when the layer norm is applied to the sub-layer's output before "
+        "This is what happens when the layer norm is applied to the sublayer's output before "
         "the residual addition, x + ln1(attn(x)): post-norm normalises the sum, "
-        "ln1(x + attn(x)), and pre-norm the sub-layer's input, x + attn(ln1(x))."
+        "ln1(x + attn(x)), and pre-norm the sublayer's input, x + attn(ln1(x))."
     ),
     "layernorm-no-eps": (
         "This is layer norm without eps: dividing by the plain standard deviation, which "

@@ -200,7 +200,7 @@ def _block_half_at_fault(responses, halves):
 
     def switched(off):
         name, layer, _ = _HALVES[off]
-        return f"with the {name} sub-layer switched off ({layer} set to zero)"
+        return f"with the {name} sublayer switched off ({layer} set to zero)"
 
     if right["attention"] and right["feed-forward"]:
         return (
@@ -588,27 +588,27 @@ def _mask_diagnosis(r):
     one_ahead = all(dep[s, s + 1] and not dep[s, s + 2 :].any() for s in range(T - 1))
     if not empty and one_ahead and all(past[1:]):
         return "mask-off-by-one", (
-            "In a GPT with one block, the logits at each position t move when token t + 1 "
+            "In a GPT with one block (n_layers=1), the logits at each position t move when token t + 1 "
             "changes, and not for any later token: each position sees one token ahead. "
             + explain(["mask-off-by-one"])
         )
     if empty <= {0} and not any(future[1:]) and (0 in empty or future[0]):
         seen = "its row of the mask allows no key" if 0 in empty else "it sees later tokens"
         return "mask-off-by-one", (
-            f"In a GPT with one block, every position but the first sees only the past; the "
+            f"In a GPT with one block (n_layers=1), every position but the first sees only the past; the "
             f"first position is wrong ({seen}): the mask leaves out the diagonal. "
             + explain(["mask-off-by-one"])
         )
     inner = [s for s in range(T - 1) if s not in empty]
     if empty <= {T - 1} and all(future[s] for s in inner) and not any(past[1 : T - 1]):
         return "mask-inverted", (
-            "In a GPT with one block, the logits at position t move when a LATER token "
+            "In a GPT with one block (n_layers=1), the logits at position t move when a LATER token "
             "changes and never when an earlier one does: the mask hides the past and shows "
             "the future. " + explain(["mask-inverted"])
         )
     if not empty and all(future[: T - 1]) and all(past[1:]):
         return "no-causal-mask", (
-            "In a GPT with one block, changing any token moves the logits at every position, "
+            "In a GPT with one block (n_layers=1), changing any token moves the logits at every position, "
             "earlier ones included: nothing stops a position from attending to later tokens. "
             + explain(["no-causal-mask"])
         )
