@@ -74,10 +74,47 @@ def explain(ids, lead="This is what happens with"):
 NON_CATALOGUE_HINTS = {
     "other-activation": "This is what the other activation gives: check which one `activation` selects.",
     "gelu-tanh": (
-        "This is GELU's tanh approximation; SPEC's gelu is the exact one (F.gelu's default, "
-        "as in nn.TransformerEncoderLayer)."
+        "This is GELU's tanh approximation; the notebook's gelu is the exact one (F.gelu's "
+        "default, as in nn.TransformerEncoderLayer)."
     ),
     "ln-swapped": "This is what happens when ln1 and ln2 are used the wrong way round: ln1 goes with attention, ln2 with the feed-forward network.",
+    "ln1-twice": (
+        "This is what happens when ln1 normalises the input of both sublayers and ln2 is "
+        "never used: the feed-forward sublayer goes with ln2."
+    ),
+    "ln2-twice": (
+        "This is what happens when ln2 normalises the input of both sublayers and ln1 is "
+        "never used: the attention sublayer goes with ln1."
+    ),
+    "mask-not-passed": (
+        "This is what your block gives when its attention ignores the mask: pass mask on to "
+        "self.attn(..., mask)."
+    ),
+    "norm-inside-residual": (
+        "This is what happens when the layer norm is applied to the sublayer's output before "
+        "the residual addition, x + ln1(attn(x)): post-norm normalises the sum, "
+        "ln1(x + attn(x)), and pre-norm the sublayer's input, x + attn(ln1(x))."
+    ),
+    "layernorm-no-eps": (
+        "This is layer norm without eps: dividing by the plain standard deviation, which "
+        "divides by zero for a token whose features are all equal. eps goes inside the square "
+        "root: sqrt(var + eps)."
+    ),
+    "layernorm-eps-ignored": (
+        "This is what eps=1e-5 gives, whatever eps was passed: use the eps argument."
+    ),
+    "pe-base-ignored": (
+        "This is what base=10000 gives, whatever base was passed: use the base argument."
+    ),
+    "query-from-k_proj": (
+        "This is what happens when the queries are computed with k_proj: q = q_proj(x)."
+    ),
+    "key-from-q_proj": (
+        "This is what happens when the keys are computed with q_proj: k = k_proj(context)."
+    ),
+    "value-from-k_proj": (
+        "This is what happens when the values are computed with k_proj: v = v_proj(context)."
+    ),
     "probabilities-not-log": (
         "This is the loss of probabilities instead of log-probabilities: F.nll_loss expects "
         "log_softmax(logits), and F.cross_entropy takes the raw logits."
@@ -89,11 +126,32 @@ NON_CATALOGUE_HINTS = {
 }
 
 
+def one_diagnosis(got, variants, rtol=1e-4, atol=1e-5):
+    """The one label whose stored output `got` matches, or None.
+
+    A diagnosis is only specific when exactly one known mistake (catalogue id or not) gives
+    this output: when two different mistakes give the same numbers on these inputs, naming
+    either could send the student after the wrong bug, so neither is named.
+    """
+    labels = diagnose(got, variants, rtol, atol)
+    return labels[0] if len(labels) == 1 else None
+
+
+def hint_for(label, fallback=""):
+    """What to tell a student whose answer matched `label`: the catalogue's explanation, the
+    NON_CATALOGUE_HINTS sentence, or the fallback."""
+    if label is None:
+        return fallback
+    return explain([label]) or NON_CATALOGUE_HINTS.get(label, "") or fallback
+
+
 def close_or_diagnose(got, expected, variants, what, tol=FLOAT32, hint="", fraction=0.0):
     """Pass when got matches expected; otherwise Fail naming the misconception it matches.
 
-    `variants` is a list of (id, expected). Only ids of SPEC's catalogue go into the Fail;
-    others (e.g. "other-activation") just explain themselves through NON_CATALOGUE_HINTS.
+    `variants` is a list of (id, expected). At most one id goes into the Fail, and only when
+    that mistake alone explains the output (one_diagnosis) and it is in the catalogue; others
+    (e.g. "other-activation") just explain themselves through NON_CATALOGUE_HINTS. Without a
+    specific match the message says what was observed, plus `hint`.
     """
     try:
         if isinstance(expected, tuple | list):
@@ -102,30 +160,31 @@ def close_or_diagnose(got, expected, variants, what, tol=FLOAT32, hint="", fract
         else:
             compare.assert_close(got, expected, what, **tol)
     except Fail as failure:
-        ids = diagnose(got, variants, **tol)
+        label = one_diagnosis(got, variants, **tol)
         message = failure.message
-        extra = hint
-        if ids:
-            extra = explain(ids) or NON_CATALOGUE_HINTS.get(ids[0], "") or hint
+        extra = hint_for(label, hint)
         if extra:
             message = message.rstrip(".") + ". " + extra
-        raise Fail(message, [i for i in ids if i in CATALOGUE], fraction) from None
+        ids = [label] if label in CATALOGUE else []
+        raise Fail(message, ids, fraction) from None
 
 
 # ---------------------------------------------------------------- module answers
 
-# What SPEC calls the parameters of each module, said when a name is missing or misshapen.
+# What the notebook calls the parameters of each module (the names the grader loads weights
+# by), said when a name is missing or misshapen. Students never see SPEC: say "the notebook".
 SPEC_NAMES = {
     "MultiHeadAttention": (
-        "SPEC names the projections q_proj, k_proj, v_proj and out_proj, "
+        "the notebook names the projections q_proj, k_proj, v_proj and out_proj, "
         "each nn.Linear(d_model, d_model, bias=bias)"
     ),
     "FeedForward": (
-        "SPEC names the two layers fc1 = nn.Linear(d_model, d_ff) and fc2 = nn.Linear(d_ff, d_model)"
+        "the notebook names the two layers fc1 = nn.Linear(d_model, d_ff) and "
+        "fc2 = nn.Linear(d_ff, d_model)"
     ),
     "TransformerBlock": (
-        "SPEC names the sub-modules attn (your MultiHeadAttention), ff (your FeedForward), "
-        "ln1 and ln2 (layer norms with a weight and a bias of shape (d_model,))"
+        "the notebook names the sub-modules attn (your MultiHeadAttention), ff (your "
+        "FeedForward), ln1 and ln2 (layer norms with a weight and a bias of shape (d_model,))"
     ),
 }
 
@@ -146,7 +205,7 @@ def module_answer(response, cls_name, what):
         own = response.decode(raw.get("state_names")) or {}
         absent = raw["state_mismatch"].get("absent", [])
         wrong = raw["state_mismatch"].get("wrong_shape", [])
-        spec = SPEC_NAMES.get(cls_name, "see SPEC for the attribute names")
+        spec = SPEC_NAMES.get(cls_name, "use the attribute names the notebook gives")
         if not own:
             raise Fail(f"{cls_name} is not implemented yet: it creates no parameters ({spec}).")
         absent = sorted(absent, key=_spec_order)
@@ -155,13 +214,17 @@ def module_answer(response, cls_name, what):
             more = " ..." if len(own) > 8 else ""
             raise Fail(
                 f"your {cls_name} has no {absent[0]}"
-                + (f" (nor {len(absent) - 1} more of SPEC's names)" if len(absent) > 1 else "")
+                + (
+                    f" (nor {len(absent) - 1} more of the notebook's names)"
+                    if len(absent) > 1
+                    else ""
+                )
                 + f"; {spec}. Its parameters are: {names}{more}."
             )
         name = wrong[0]
         raise Fail(
             f"your {cls_name}'s {name} has shape {shape_str(own[name])}, which does not fit "
-            f"SPEC's layout; {spec}."
+            f"the notebook's layout; {spec}."
         )
     if response.error:
         raise Fail(compare.error_message(response, what))
@@ -250,6 +313,24 @@ def input_grads_match(response, what, names, want):
         compare.assert_close(
             grad, expected, f"the gradient of {what} with respect to {name}", rtol=1e-3, atol=1e-4
         )
+
+
+def input_grads_flow(response, what, names, want):
+    """Gradients reached each input that should get one, finite and not all zero (for an
+    answer whose values are already wrong, so its gradients cannot match the reference's)."""
+    raw = response.raw
+    if "backward_error" in raw:
+        input_grads_match(response, what, names, want)  # says the error
+    got = response.decode(raw.get("input_grads") or [])
+    for i, (name, expected) in enumerate(zip(names, want, strict=True)):
+        if expected is None:
+            continue
+        grad = got[i] if i < len(got) else None
+        if not isinstance(grad, np.ndarray) or not np.any(grad) or not np.all(np.isfinite(grad)):
+            raise Fail(
+                f"no usable gradient reached {name} through {what} (none, all zero, or not "
+                "finite): is it detached, or converted to NumPy, on the way to the result?"
+            )
 
 
 def args_after(response):

@@ -26,8 +26,10 @@ from autograder.judging.torch_checks import (
     diagnose,
     explain,
     grads_match,
+    input_grads_flow,
     input_grads_match,
     module_answer,
+    one_diagnosis,
 )
 
 PE_TOL = {"rtol": 1e-4, "atol": 5e-5}  # sin of angles up to ~30 rad computed in float32
@@ -43,14 +45,27 @@ def layer_norm(responses, *, what, expected, variants, inputs=None, input_grads=
     `input_grads`) and the inputs left unchanged."""
     (r,) = responses
     got = compare.returned(r, what, framework="torch")
-    close_or_diagnose(got, expected, variants, what)
     if inputs is None:
+        close_or_diagnose(got, expected, variants, what)
         return
-    assert_differentiable(r, what)
-    if input_grads is not None:
-        input_grads_match(r, what, [name for name, _ in inputs], input_grads)
+    _differentiable_and_unchanged(r, what, got, expected, inputs, input_grads)
+
+
+def _differentiable_and_unchanged(r, what, got, expected, inputs, input_grads):
+    """The case "differentiable, and leaves its inputs unchanged": fails only when an input
+    was modified or no (right) gradient flows, never on the values alone (their own cases say
+    that). With wrong values the gradients are wrong too, so then only their presence is
+    checked."""
     for (name, before), now in zip(inputs, args_after(r), strict=False):
         compare.assert_unchanged(before, np.asarray(now), name)
+    assert_differentiable(r, what)
+    if input_grads is None:
+        return
+    names = [name for name, _ in inputs]
+    if compare.is_close(got, expected, **FLOAT32):
+        input_grads_match(r, what, names, input_grads)
+    else:
+        input_grads_flow(r, what, names, input_grads)
 
 
 # ================================================================ 05: positional encoding
@@ -80,6 +95,11 @@ def positional_encoding(responses, *, what, expected, variants, d_model, lecture
 def attention_module(responses, *, call, expected, variants, no_bias=False):
     """MultiHeadAttention.forward: (y, attn) against the reference's, diagnosed by variants."""
     what = f"MultiHeadAttention.{call}"
+    if responses[0].error and "context=" in call:
+        raise Fail(
+            compare.error_message(responses[0], what).rstrip(".") + ". With context given, "
+            "the keys and values come from context (n_k tokens), the queries from x."
+        )
     r = module_answer(responses[0], "MultiHeadAttention", what)
     y, attn = compare.returned(r, what, framework="torch", count=2, names=["y", "attn"])
     if no_bias:
@@ -95,6 +115,21 @@ def attention_module(responses, *, call, expected, variants, no_bias=False):
         tuple(expected),
         variants,
         (f"y of {what}", f"attn (B, H, n, n_k) of {what}"),
+        hint=_attention_where(attn, expected[1]),
+    )
+
+
+def _attention_where(attn, expected_attn):
+    """Which half of attention is wrong, from the weights alone: said when no single known
+    mistake explains the output."""
+    if compare.is_close(attn, expected_attn, **FLOAT32):
+        return (
+            "The attention weights attn are right, so the mistake comes after the softmax: "
+            "the values (v_proj), attn @ v, putting the heads back side by side, or out_proj"
+        )
+    return (
+        "The attention weights attn are already wrong: look at the queries and keys "
+        "(q_proj, k_proj), how they are split into heads, the scale, the mask and the softmax"
     )
 
 
@@ -121,18 +156,70 @@ def feed_forward(responses, *, shown, activation, expected, variants):
 
 
 @judge
-def transformer_block(responses, *, what, expected, variants):
-    r = module_answer(responses[0], "TransformerBlock", what)
+def transformer_block(responses, *, what, expected, variants, halves=None):
+    """The block's output against the reference's. A known wiring mistake is named by the
+    variants' outputs; otherwise `halves` locates the faulty half by behaviour: the same block
+    with one sub-layer switched off (its last linear layer set to zero, so it adds nothing),
+    answered by responses[1:], against the reference's output for that switch
+    ([[which half is switched off, expected output], ...], computed when the case was built)."""
+    r = responses[0]
+    if r.error and r.error["type"] == "TypeError" and "tuple" in r.error["message"]:
+        raise Fail(
+            compare.error_message(r, what).rstrip(".") + ". self.attn(...) returns a pair "
+            "(y, attn): add y, its first item, to the residual."
+        )
+    r = module_answer(r, "TransformerBlock", what)
     got = compare.returned(r, what, framework="torch")
-    close_or_diagnose(
-        got,
-        expected,
-        variants,
-        what,
-        hint=(
-            "If MultiHeadAttention or FeedForward fail their own checks, fix them first: "
-            "the block is built from them"
-        ),
+    if compare.is_close(got, expected, **FLOAT32) or one_diagnosis(got, variants, **FLOAT32):
+        close_or_diagnose(got, expected, variants, what)
+        return
+    hint = _block_half_at_fault(responses[1:], halves or [])
+    close_or_diagnose(got, expected, variants, what, hint=hint)
+
+
+_HALVES = {
+    "attention": ("attention", "attn.out_proj", "ln1, attn and the residual around them"),
+    "feed-forward": ("feed-forward", "ff.fc2", "ln2, ff and the residual around them"),
+}
+
+
+def _block_half_at_fault(responses, halves):
+    """Compare the block with its attention off, and with its feed-forward off, to the
+    reference's: right with X off means the other half works on its own."""
+    right = {}
+    for r, (off, want) in zip(responses, halves, strict=False):
+        if r.error or "state_mismatch" in r.raw or "value" not in r.raw:
+            return ""
+        try:
+            got = compare.as_array(r.decode(r.raw["value"]))
+        except Fail:
+            return ""
+        right[off] = compare.is_close(got, want, **FLOAT32)
+    if set(right) != {"attention", "feed-forward"}:
+        return ""
+
+    def switched(off):
+        name, layer, _ = _HALVES[off]
+        return f"with the {name} sublayer switched off ({layer} set to zero)"
+
+    if right["attention"] and right["feed-forward"]:
+        return (
+            f"Each half is right on its own ({switched('attention')}, and "
+            f"{switched('feed-forward')}), but not together: the feed-forward half should "
+            "take h, the attention half's output, not the block's input x"
+        )
+    for off, other in (("feed-forward", "attention"), ("attention", "feed-forward")):
+        if right[off] and not right[other]:
+            works, broken = _HALVES[other], _HALVES[off]
+            fix = "MultiHeadAttention" if broken[0] == "attention" else "FeedForward"
+            return (
+                f"{switched(off).capitalize()} your block is right, so its {works[0]} half "
+                f"works; the {broken[0]} half is wrong: look at {broken[2]} (if {fix} fails "
+                "its own checks, fix it first)"
+            )
+    return (
+        f"It is also wrong {switched('attention')} and {switched('feed-forward')}: look at "
+        "what both halves share, the residual connections and where the layer norms sit"
     )
 
 
@@ -216,7 +303,9 @@ def _step(r, i, what):
     step = r.raw["steps"][i]
     _not_implemented(step, what)
     if step.get("missing"):
-        raise Fail(f"{step['missing']} does not exist: SPEC's CharTokenizer has encode and decode.")
+        raise Fail(
+            f"{step['missing']} does not exist: CharTokenizer needs the methods encode and decode."
+        )
     if step.get("error"):
         err = step["error"]
         raise Fail(f"{what} raised {err['type']}: {err['message']}")
@@ -252,10 +341,10 @@ def tokenizer_ids(responses, *, sizes, sample, sample_ids):
             if sorted(got) == list(range(size)):
                 raise Fail(
                     f"{what} gave {got}: the ids are a permutation of 0..{size - 1} but "
-                    "not in sorted order. SPEC's ids are the positions in sorted(set(text))."
+                    "not in sorted order. The ids are the positions in sorted(set(text))."
                 )
             raise Fail(
-                f"{what} gave {got!r:.80}; expected 0, 1, ..., {size - 1}. SPEC's ids "
+                f"{what} gave {got!r:.80}; expected 0, 1, ..., {size - 1}. The ids "
                 "are the positions in sorted(set(text)) (is state shared between tokenizers?)."
             )
     got = _ids(_step(responses[0], 1, "encode(s)"), "encode(s)")
@@ -394,14 +483,21 @@ def _gpt_logits(r, what, shape):
     if r.error:
         raise Fail(compare.error_message(r, what))
     got = compare.returned(r, what, framework="torch")
+    if got.ndim == 3 and got.shape[:2] == tuple(shape[:2]) and got.shape[2] != shape[2]:
+        raise Fail(
+            f"{what}: expected shape {tuple(shape)}, got {tuple(got.shape)}: the last axis "
+            f"should hold vocab_size = {shape[2]} logits, one per token of the vocabulary. Is "
+            "the head, nn.Linear(d_model, vocab_size), applied last?"
+        )
     compare.assert_shape(got, shape, what)
     if got.dtype.kind != "f":
         raise Fail(f"{what} holds {got.dtype} values; logits are floats.")
     if not np.all(np.isfinite(got)):
         raise Fail(
             f"{what}: {int((~np.isfinite(got)).sum())} of {got.size} logits are NaN or inf. A row "
-            "of attention scores that is entirely masked gives NaN: is the causal mask inverted?",
-            ["mask-inverted"],
+            "of attention scores that is entirely masked gives NaN: each position must be "
+            "allowed to attend to at least one key (the causal mask is True on and below the "
+            "diagonal)."
         )
     return got.astype(np.float64)
 
@@ -409,32 +505,114 @@ def _gpt_logits(r, what, shape):
 @judge
 def gpt_shapes(responses, *, calls):
     """calls: [what, expected shape] per request."""
-    for r, (what, shape) in zip(responses, calls, strict=True):
+    for i, (r, (what, shape)) in enumerate(zip(responses, calls, strict=True)):
+        if i > 0 and r.error and not responses[0].error:
+            raise Fail(
+                compare.error_message(r, what).rstrip(".") + ". It works for T = block_size, "
+                "so something is sized for block_size: build the mask for the T tokens given, "
+                "(T, T), and the positions 0..T-1."
+            )
         _gpt_logits(r, what, tuple(shape))
 
 
 @judge
 def gpt_causal(responses, *, shape, cuts):
     """Row j of idx equals row 0 up to position cuts[j - 1] and differs after it: the logits up
-    to that position must be row 0's."""
-    logits = _gpt_logits(responses[0], "GPT(...)(idx)", tuple(shape))
+    to that position must be row 0's. A failure is diagnosed by responses[1] (a one-block GPT
+    with one token changed per row, see _mask_diagnosis), when there is one."""
+    found = _mask_diagnosis(responses[1]) if len(responses) > 1 else None
+    try:
+        logits = _gpt_logits(responses[0], "GPT(...)(idx)", tuple(shape))
+    except Fail as failure:
+        if found is None or responses[0].error:
+            raise
+        raise Fail(failure.message + " " + found[1], [found[0]] if found[0] else []) from None
     scale = max(float(np.abs(logits[0]).max()), 1e-6)
     for j, t in enumerate(cuts, start=1):
         past = float(np.abs(logits[j, : t + 1] - logits[0, : t + 1]).max())
         if past > max(1e-5, 1e-4 * scale):
             seen = int(np.argmax(np.abs(logits[j, : t + 1] - logits[0, : t + 1]).max(-1)))
-            raise Fail(
+            message = (
                 f"changing only the tokens after position {t} changed the logits at position "
-                f"{seen} by up to {fmt(past)}: position {seen} sees the future. "
-                + explain(["no-causal-mask"]),
-                ["no-causal-mask"],
+                f"{seen} by up to {fmt(past)}: position {seen} sees the future."
             )
+            if found is None:
+                raise Fail(
+                    message + " Position t may only attend to positions <= t: check the mask "
+                    "you build and that every block gets it."
+                )
+            raise Fail(message + " " + found[1], [found[0]] if found[0] else [])
     future = float(np.abs(logits[1, 2:] - logits[0, 2:]).max())
     if future == 0.0:
         raise Fail(
             "the logits do not change at all when the later tokens change: does the model "
             "use the token ids (tok_emb(idx))?"
         )
+
+
+def _dependencies(r):
+    """From a one-block GPT's logits on [row, row with token 0 changed, ..., token T-1
+    changed]: dep[s, j] (changing token j moved the logits at position s) and the positions
+    whose logits are not finite (an entirely masked row of attention scores). None when the
+    answer is unusable."""
+    if r.error or "value" not in r.raw:
+        return None
+    try:
+        L = compare.as_array(r.decode(r.raw["value"])).astype(np.float64)
+    except (Fail, TypeError, ValueError):
+        return None
+    if L.ndim != 3 or L.shape[0] != L.shape[1] + 1:
+        return None
+    T, base = L.shape[1], L[0]
+    finite = np.isfinite(base)
+    empty = {s for s in range(T) if not finite[s].all()}
+    scale = max(float(np.abs(base[finite]).max()) if finite.any() else 0.0, 1e-6)
+    tol = max(1e-5, 1e-4 * scale)
+    with np.errstate(invalid="ignore"):
+        dep = np.stack([~(np.abs(L[1 + j] - base).max(-1) <= tol) for j in range(T)], axis=1)
+    return dep, empty
+
+
+def _mask_diagnosis(r):
+    """(id or None, sentence) naming the mask's pattern, from a one-block GPT where position s
+    sees exactly the tokens its row of the mask allows (plus itself, through the residual):
+    every position sees everything (no mask), the future and not the past (inverted), or one
+    diagonal off. None when the evidence fits none of them."""
+    found = _dependencies(r)
+    if found is None:
+        return None
+    dep, empty = found
+    T = dep.shape[0]
+    future = [bool(dep[s, s + 1 :].any()) for s in range(T)]
+    past = [bool(dep[s, :s].any()) for s in range(T)]
+    one_ahead = all(dep[s, s + 1] and not dep[s, s + 2 :].any() for s in range(T - 1))
+    if not empty and one_ahead and all(past[1:]):
+        return "mask-off-by-one", (
+            "In a GPT with one block (n_layers=1), the logits at each position t move when token t + 1 "
+            "changes, and not for any later token: each position sees one token ahead. "
+            + explain(["mask-off-by-one"])
+        )
+    if empty <= {0} and not any(future[1:]) and (0 in empty or future[0]):
+        seen = "its row of the mask allows no key" if 0 in empty else "it sees later tokens"
+        return "mask-off-by-one", (
+            f"In a GPT with one block (n_layers=1), every position but the first sees only the past; the "
+            f"first position is wrong ({seen}): the mask leaves out the diagonal. "
+            + explain(["mask-off-by-one"])
+        )
+    inner = [s for s in range(T - 1) if s not in empty]
+    if empty <= {T - 1} and all(future[s] for s in inner) and not any(past[1 : T - 1]):
+        return "mask-inverted", (
+            "In a GPT with one block (n_layers=1), the logits at position t move when a LATER token "
+            "changes and never when an earlier one does: the mask hides the past and shows "
+            "the future. " + explain(["mask-inverted"])
+        )
+    if not empty and all(future[: T - 1]) and all(past[1:]):
+        return "no-causal-mask", (
+            "In a GPT with one block (n_layers=1), changing any token moves the logits at every position, "
+            "earlier ones included: nothing stops a position from attending to later tokens. "
+            + explain(["no-causal-mask"])
+        )
+    return None
 
 
 @judge
@@ -444,7 +622,7 @@ def gpt_too_long(responses, *, block_size):
         if r.error["type"] == "ValueError":
             return
         raise Fail(
-            f"a sequence of {T + 1} tokens (block_size {T}) raised {r.error['type']}; SPEC asks "
+            f"a sequence of {T + 1} tokens (block_size {T}) raised {r.error['type']}; the notebook asks "
             "for a ValueError with a clear message, checked at the start of forward.",
             fraction=0.5,
         )
@@ -563,20 +741,22 @@ def lm_loss(responses, *, what, expected, variants, positions, inputs=None, inpu
     differentiable (gradients against the reference's `input_grads`) and the inputs left
     unchanged."""
     r = responses[0]
+    if r.error and "target size" in r.error["message"]:
+        raise Fail(
+            compare.error_message(r, what).rstrip(".") + ". F.cross_entropy takes logits of "
+            "shape (N, V) and targets of shape (N,): flatten the logits to (B*T, V) and the "
+            "targets to (B*T,) first."
+        )
     got = compare.returned(r, what, framework="torch")
     if got.size != 1:
         raise Fail(
             f"{what} has shape {tuple(got.shape)}: the loss is one number (shape ()), the mean over all {positions} positions."
         )
     got = got.reshape(())
-    close_or_diagnose(got, expected, variants, what)
-    if inputs is not None:
-        assert_differentiable(r, what)
-        if input_grads is not None:
-            input_grads_match(r, what, [name for name, _ in inputs], input_grads)
-        after = args_after(r)
-        for i, (name, before) in enumerate(inputs):
-            compare.assert_unchanged(before, np.asarray(after[i]), name)
+    if inputs is None:
+        close_or_diagnose(got, expected, variants, what)
+        return
+    _differentiable_and_unchanged(r, what, got, expected, inputs, input_grads)
 
 
 # ================================================================ 06: generate
@@ -660,7 +840,7 @@ def generate_top_k(responses, *, what, shape, vocab_size, prompt, top):
 
 @judge
 def generate_distribution(
-    responses, *, what, samples, vocab_size, p, p_multiplied, temperature, top_k
+    responses, *, what, samples, vocab_size, p, p_multiplied, temperature, top_k, p_plain=None
 ):
     """One token sampled `samples` times; Pearson's test against p, the distribution the toy
     model's row gives (and p_multiplied, what the temperature-multiplied mistake gives)."""
@@ -685,6 +865,13 @@ def generate_distribution(
                 f"{what}: {seen}. " + explain(["temperature-multiplied"]),
                 ["temperature-multiplied"],
             )
+        if p_plain is not None:
+            stat_one, dof_one = chi_square(counts, np.asarray(p_plain))
+            if stat_one <= chi_square_limit(dof_one):
+                raise Fail(
+                    f"{what}: {seen}. The samples follow softmax(logits), as if the "
+                    "temperature were 1: divide the logits by temperature before the softmax."
+                )
     raise Fail(
         f"{what}: the {B} samples do not follow softmax(logits / temperature)"
         + (" restricted to the top k" if top_k else "")

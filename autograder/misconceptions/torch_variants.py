@@ -44,7 +44,11 @@ def layer_norm_variants(x, weight, bias, eps=1e-5):
         )
     var = x.var(-1, keepdim=True, correction=0)
     out.append(("layernorm-eps-outside-sqrt", (x - mean) / (torch.sqrt(var) + eps) * w + b))
-    out.append(("layernorm-eps-outside-sqrt", (x - mean) / torch.sqrt(var) * w + b))  # eps dropped
+    # no eps at all: not the same mistake (a constant token divides 0 by 0); told apart from
+    # eps-outside-sqrt on tokens with a tiny spread, where the two differ
+    out.append(("layernorm-no-eps", (x - mean) / torch.sqrt(var) * w + b))
+    if eps != 1e-5:  # the eps argument ignored: a fixed 1e-5 instead
+        out.append(("layernorm-eps-ignored", (x - mean) / torch.sqrt(var + 1e-5) * w + b))
     # wrong axis: normalise over the first axis, the second-to-last, or every entry
     for dims in ((0,), (-2,), tuple(range(x.ndim))):
         if x.ndim < 2:
@@ -69,6 +73,8 @@ def _pe(n, d, base, even_fn, odd_fn, exponent, interleave=True):
         e = torch.div(cols, 2, rounding_mode="floor") / d
     elif exponent == "double":  # 2j / d with j the column index
         e = 2 * cols / d
+    elif exponent == "pair-double":  # 2 * (2i) / d: a loop over 2i = 0, 2, 4, ... doubled again
+        e = 4 * torch.div(cols, 2, rounding_mode="floor") / d
     angle = k / base**e
     P = torch.empty(n, d, dtype=torch.float64)
     if interleave:
@@ -90,9 +96,12 @@ def pe_variants(n_positions, d_model, base=10000.0):
         ("pe-wrong-exponent", _pe(n, d, base, torch.sin, torch.cos, "column")),
         ("pe-wrong-exponent", _pe(n, d, base, torch.sin, torch.cos, "i")),
         ("pe-wrong-exponent", _pe(n, d, base, torch.sin, torch.cos, "double")),
+        ("pe-wrong-exponent", _pe(n, d, base, torch.sin, torch.cos, "pair-double")),
         ("pe-not-interleaved", _pe(n, d, base, torch.sin, torch.cos, "pair", interleave=False)),
         ("pe-not-interleaved", _pe(n, d, base, torch.sin, torch.cos, "column", interleave=False)),
     ]
+    if base != 10000.0:  # the base argument ignored: always 10000
+        out.append(("pe-base-ignored", _pe(n, d, 10000.0, torch.sin, torch.cos, "pair")))
     return [(i, np64(P)) for i, P in out]
 
 
@@ -125,9 +134,12 @@ def mha_forward(state, x, n_heads, mask=None, context=None, variant=None, prefix
             return t.reshape(B, H, length, d_k)
         return t.reshape(B, length, H, d_k).transpose(1, 2)
 
-    q = split(_linear(s, f"{p}q_proj", x), n)
-    k = split(_linear(s, f"{p}k_proj", context), n_k)
-    v = split(_linear(s, f"{p}v_proj", context), n_k)
+    q_name = f"{p}k_proj" if variant == "query-from-k_proj" else f"{p}q_proj"
+    k_name = f"{p}q_proj" if variant == "key-from-q_proj" else f"{p}k_proj"
+    v_name = f"{p}k_proj" if variant == "value-from-k_proj" else f"{p}v_proj"
+    q = split(_linear(s, q_name, x), n)
+    k = split(_linear(s, k_name, context), n_k)
+    v = split(_linear(s, v_name, context), n_k)
     scale = {
         "missing-scale": 1.0,
         "wrong-scale-d": d_k,
@@ -138,7 +150,7 @@ def mha_forward(state, x, n_heads, mask=None, context=None, variant=None, prefix
         if n != n_k:
             return None
         scores = scores.transpose(-2, -1)
-    if mask is not None:
+    if mask is not None and variant != "mask-ignored":
         m = torch.as_tensor(mask, dtype=torch.bool)
         if variant == "mask-inverted":
             m = ~m
@@ -148,6 +160,10 @@ def mha_forward(state, x, n_heads, mask=None, context=None, variant=None, prefix
     if mask is not None and variant == "mask-after-softmax":
         attn = attn.masked_fill(~torch.as_tensor(mask, dtype=torch.bool), 0.0)
     z = attn @ v  # (B, H, n, d_k)
+    if variant == "heads-averaged":  # one attention pattern, the heads' average, on all of v
+        v_all = _linear(s, v_name, context)  # (B, n_k, d)
+        y = _linear(s, f"{p}out_proj", attn.mean(1) @ v_all)
+        return y, attn
     if variant in ("merge-no-transpose", "heads-no-transpose"):
         z = z.reshape(B, n, d)
     else:
@@ -168,6 +184,12 @@ MHA_VARIANTS = {
     "merge-no-transpose": "heads-reshape-without-transpose",
     "heads-no-transpose": "heads-reshape-without-transpose",
     "missing-output-projection": "missing-output-projection",
+    "heads-averaged": "heads-averaged",
+    "mask-ignored": "mask-ignored",
+    # one projection used in place of another: said by what the numbers show, no catalogue id
+    "query-from-k_proj": "query-from-k_proj",
+    "key-from-q_proj": "key-from-q_proj",
+    "value-from-k_proj": "value-from-k_proj",
 }
 
 
@@ -210,22 +232,32 @@ def block_forward(state, x, n_heads, norm_first=True, mask=None, variant=None):
     """TransformerBlock from a state dict, right or with one mistake.
 
     Variants: no-attn-residual, no-ff-residual, no-residual, swapped (the other norm order),
-    final-norm-missing / ln-swapped (ln1 and ln2 used the wrong way round).
+    ln-swapped (ln1 and ln2 used the wrong way round), ln1-twice / ln2-twice (one norm for
+    both sub-layers), mask-not-passed (attention without the mask), norm-inside-residual
+    (x + LN(sublayer(x)): the norm on the sub-layer's output, inside the residual).
     """
     s = {k: v.detach().to(torch.float64) for k, v in state.items()}
     x = x.detach().to(torch.float64)
     if variant == "swapped":
         norm_first = not norm_first
-    ln1, ln2 = ("ln2", "ln1") if variant == "ln-swapped" else ("ln1", "ln2")
+    ln1, ln2 = {
+        "ln-swapped": ("ln2", "ln1"),
+        "ln1-twice": ("ln1", "ln1"),
+        "ln2-twice": ("ln2", "ln2"),
+    }.get(variant, ("ln1", "ln2"))
     res_a = 0.0 if variant in ("no-attn-residual", "no-residual") else 1.0
     res_f = 0.0 if variant in ("no-ff-residual", "no-residual") else 1.0
+    attn_mask = None if variant == "mask-not-passed" else mask
 
     def attn(t):
-        return mha_forward(s, t, n_heads, mask, prefix="attn.")[0]
+        return mha_forward(s, t, n_heads, attn_mask, prefix="attn.")[0]
 
     def ff(t):
         return ff_forward(s, t, prefix="ff.")
 
+    if variant == "norm-inside-residual":
+        h = x + _ln(s, ln1, attn(x))
+        return h + _ln(s, ln2, ff(h))
     if norm_first:
         h = res_a * x + attn(_ln(s, ln1, x))
         return res_f * h + ff(_ln(s, ln2, h))
@@ -239,6 +271,10 @@ BLOCK_VARIANTS = {
     "no-residual": "missing-residual",
     "swapped": "norm-order-swapped",
     "ln-swapped": None,
+    "ln1-twice": None,
+    "ln2-twice": None,
+    "mask-not-passed": None,
+    "norm-inside-residual": None,
 }
 
 
@@ -254,6 +290,7 @@ def block_variants(state, x, n_heads, norm_first=True, mask=None):
     return [
         (id_ or variant, np64(block_forward(state, x, n_heads, norm_first, mask, variant)))
         for variant, id_ in BLOCK_VARIANTS.items()
+        if mask is not None or variant != "mask-not-passed"
     ]
 
 
@@ -270,8 +307,8 @@ def lm_loss_variants(logits, targets):
         ("loss-sum-reduction", F.cross_entropy(flat, tg, reduction="sum") / B),  # mean over B only
         ("loss-sum-reduction", F.cross_entropy(flat, tg, reduction="sum") / T),
         ("loss-double-softmax", F.cross_entropy(flat.softmax(-1), tg)),
-        ("probabilities-not-log", F.nll_loss(flat.softmax(-1), tg)),  # nll of probabilities
-        ("loss-double-softmax", F.nll_loss(flat.softmax(-1).log().softmax(-1), tg)),
+        # nll of probabilities (softmax(log(softmax(z))) is softmax(z) again: the same mistake)
+        ("probabilities-not-log", F.nll_loss(flat.softmax(-1), tg)),
     ]
     if T > 1:  # shifting again inside the loss (get_batch already shifted)
         out.append(

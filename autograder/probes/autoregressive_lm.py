@@ -289,6 +289,20 @@ def _batch_judge(name, what, data, batch_size, block_size, **more):
 GPT_INIT = {"vocab_size": 11, "block_size": 8, "d_model": 32, "n_heads": 4, "n_layers": 2}
 
 
+def _dependency_request(rng, V, T):
+    """Evidence for the causal case's diagnosis: a one-block GPT (where position s sees exactly
+    the keys its mask allows) on a row and T copies of it, copy j with only token j changed.
+    The judge reads which positions each token moves: the mask's pattern, by behaviour."""
+    base = rng.integers(0, V, size=T)
+    rows = [base]
+    for j in range(T):
+        row = base.copy()
+        row[j] = (base[j] + int(rng.integers(1, V))) % V
+        rows.append(row)
+    idx = torch.from_numpy(np.stack(rows)).long()
+    return {"op": "module", "init": {**GPT_INIT, "n_layers": 1}, "args": [idx]}
+
+
 @torch_probe("GPT")
 def gpt_cases(rng):
     V, T = GPT_INIT["vocab_size"], GPT_INIT["block_size"]
@@ -334,7 +348,10 @@ def gpt_cases(rng):
             "GPT",
             "causal: the logits at position t ignore the tokens after t",
             2.0,
-            [{"op": "module", "init": GPT_INIT, "args": [causal_idx]}],
+            [
+                {"op": "module", "init": GPT_INIT, "args": [causal_idx]},
+                _dependency_request(rng, V, T),
+            ],
             judge_causal,
         )
     )
@@ -354,7 +371,7 @@ def gpt_cases(rng):
     cases.append(
         Case(
             "GPT",
-            "block_size attribute; SPEC's defaults and d_ff build",
+            "block_size attribute; the default sizes and d_ff build",
             0.5,
             [
                 {
@@ -695,6 +712,7 @@ def _distribution_case(rng, V, temperature, top_k, points, seed):
             "vocab_size": V,
             "p": tv.sampling_distribution(row, temperature, top_k),
             "p_multiplied": tv.temperature_multiplied_distribution(row, temperature, top_k),
+            "p_plain": tv.sampling_distribution(row, 1.0, top_k),  # the temperature ignored
             "temperature": temperature,
             "top_k": top_k,
         },

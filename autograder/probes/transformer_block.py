@@ -52,7 +52,7 @@ def layer_norm_cases(rng):
             tensor(rng, 4, d, scale=0.004),
             None,
         ),
-        ("the eps argument (eps=0.1)", 0.5, tensor(rng, 3, d, scale=0.5), 0.1),
+        ("the eps argument (eps=0.1)", 0.5, _one_row_tiny(tensor(rng, 3, d, scale=0.5)), 0.1),
         ("a single token vector of shape (8,)", 0.5, tensor(rng, d, scale=2.0), None),
     ]
     cases = [_layer_norm_values(name, pts, x, w, b, eps) for name, pts, x, eps in setups]
@@ -83,6 +83,14 @@ def layer_norm_cases(rng):
         )
     )
     return cases
+
+
+def _one_row_tiny(x):
+    """x with its last row's spread made tiny (x 0.01): there eps=1e-5 and no eps at all give
+    different numbers, so a fixed eps and a missing eps are told apart."""
+    x = x.clone()
+    x[-1] *= 0.01
+    return x
 
 
 def _layer_norm_values(name, points, x, w, b, eps):
@@ -403,11 +411,41 @@ def _block_case(name, points, init, state, x, mask, expected, variants):
     }
     shown = ", ".join(f"{k}={v!r}" for k, v in init.items())
     what = f"TransformerBlock({shown}).forward(x{', mask' if mask is not None else ''})"
+    halves, switched = _block_halves(init, state, x, mask)
     judge = Judgement(
         "torch_judges.transformer_block",
-        {"what": what, "expected": expected, "variants": variants},
+        {"what": what, "expected": expected, "variants": variants, "halves": halves},
     )
-    return Case("TransformerBlock", name, points, [request], judge)
+    requests = [request] + [{**request, "state": st} for st in switched]
+    return Case("TransformerBlock", name, points, requests, judge)
+
+
+# Which layer switches a sub-layer off: set to zero, it makes the sub-layer add nothing.
+BLOCK_HALVES = {"attention": "attn.out_proj", "feed-forward": "ff.fc2"}
+
+
+def _block_halves(init, state, x, mask):
+    """Evidence that locates a faulty half of the block by behaviour: the reference's output
+    with the attention sub-layer switched off, and with the feed-forward one switched off
+    (their last linear layer's weight and bias set to zero), and those two states."""
+    halves, states = [], []
+    for off, layer in BLOCK_HALVES.items():
+        st = {
+            k: (torch.zeros_like(v) if k.startswith(layer + ".") else v) for k, v in state.items()
+        }
+        module = load(
+            ref.TransformerBlock(
+                init["d_model"],
+                init["n_heads"],
+                init["d_ff"],
+                norm_first=init.get("norm_first", True),
+            ),
+            st,
+        )
+        with torch.no_grad():
+            halves.append([off, np_(module(x, mask))])
+        states.append(st)
+    return halves, states
 
 
 def _gradients_judge(cls_name, what, reference):
