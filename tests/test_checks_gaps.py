@@ -85,7 +85,7 @@ def test_new_cases_are_paid_inside_each_function_total():
         "FeedForward": 4.5,
         "TransformerBlock": 6.0,
         "CharTokenizer": 3.5,
-        "GPT": 7.0,
+        "GPT": 7.0,  # the order case (0.5) came out of causality (2.0 -> 1.5)
         "lm_loss": 3.0,
         "generate": 8.0,
     }
@@ -443,3 +443,75 @@ def test_gpt_dropout_mistakes_lose_the_dropout_case(cls, words, no_training):
 @pytest.mark.parametrize("cls", [R.GPT, make_gpt(), GPTTorchLayers])
 def test_gpt_dropout_alternatives_keep_full_marks(cls, no_training):
     full(run("GPT", cls))
+
+
+# ================================================================ GPT: positions
+
+
+class GPTWithoutPositions(make_gpt()):
+    """Token embeddings only: causal attention still trains, but cannot tell the order apart."""
+
+    def __init__(self, vocab_size, block_size, *args, **kwargs):
+        super().__init__(vocab_size, block_size, *args, **kwargs)
+        del self.pos
+
+    def forward(self, idx):
+        T = idx.shape[1]
+        if T > self.block_size:
+            raise ValueError("too long")
+        x = self.tok(idx)
+        mask = torch.ones(T, T, dtype=torch.bool).tril()
+        for block in self.blocks:
+            x = block(x, mask)
+        return self.lm_head(self.ln(x))
+
+
+class GPTZeroPositions(make_gpt()):
+    """minGPT's way: a position table that starts at zero (a parameter, learnt in training)."""
+
+    def __init__(self, vocab_size, block_size, *args, **kwargs):
+        super().__init__(vocab_size, block_size, *args, **kwargs)
+        del self.pos
+        self.pos_table = nn.Parameter(torch.zeros(1, block_size, self.tok.embedding_dim))
+
+    def forward(self, idx):
+        T = idx.shape[1]
+        if T > self.block_size:
+            raise ValueError("too long")
+        x = self.tok(idx) + self.pos_table[:, :T]
+        mask = torch.ones(T, T, dtype=torch.bool).tril()
+        for block in self.blocks:
+            x = block(x, mask)
+        return self.lm_head(self.ln(x))
+
+
+class GPTSinusoidal(GPTZeroPositions):
+    """Fixed sine/cosine positions in a buffer (notebook 05's encoding), no learnt table."""
+
+    def __init__(self, vocab_size, block_size, *args, **kwargs):
+        super().__init__(vocab_size, block_size, *args, **kwargs)
+        del self.pos_table
+        self.register_buffer(
+            "pos_table", R.sinusoidal_positional_encoding(block_size, self.tok.embedding_dim)[None]
+        )
+
+
+def test_gpt_without_positions_loses_the_order_case(no_training):
+    failed_only(run("GPT", GPTWithoutPositions), "order of the tokens", "position embedding")
+
+
+@pytest.mark.parametrize("cls", [GPTZeroPositions, GPTSinusoidal])
+def test_gpt_position_alternatives_keep_full_marks(cls, no_training):
+    full(run("GPT", cls))
+
+
+def test_gpt_order_case_has_a_wide_margin_on_both_sides():
+    """Over many secrets: the reference's logits move far above the bound, a GPT without
+    positions stays far below it (float rounding only)."""
+    moved = {R.GPT: [], GPTWithoutPositions: []}
+    for secret in range(12):
+        for cls, seen in moved.items():
+            results = run("GPT", cls, seed=f"order-{secret}")
+            (case,) = [r for r in results if "order of the tokens" in r.name]
+            seen.append(case.status)
+    assert set(moved[R.GPT]) == {"passed"} and set(moved[GPTWithoutPositions]) == {"failed"}

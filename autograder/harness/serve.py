@@ -7,6 +7,8 @@ Ops (request.json's "op"):
   object  build target(*init_args, **init) then run "steps" on it: {"attr": name} reads an
           attribute, {"method": name, "args", "kwargs"} calls one. Each step answers alone.
   module  build an nn.Module target(**init), load "state" into the parameters named by SPEC,
+          optionally add "jitter" ({"seed", "std"}: Gaussian noise on every parameter, so a
+          weight initialised to zero, such as a position table, takes part), then
           run "method" (default forward) in "mode" (eval/train), optionally backpropagate a
           cotangent through output "backward_output" and answer gradients of the inputs and of
           the parameters, plus the module's own state_dict names and shapes.
@@ -228,6 +230,15 @@ class Session:
             for name, tensor in module.state_dict().items():
                 if name in state:
                     tensor.copy_(state[name].to(tensor.dtype))
+        jitter = request.get("jitter")
+        if jitter:
+            noise = torch.Generator().manual_seed(int(jitter["seed"]))
+            with torch.no_grad():
+                for param in module.parameters():
+                    param.add_(
+                        torch.randn(param.shape, generator=noise, dtype=param.dtype)
+                        * float(jitter["std"])
+                    )
         dtype = request.get("dtype")
         if dtype:
             module = module.to(getattr(torch, dtype))

@@ -364,3 +364,26 @@ def gpt_dropout(responses, *, p, shape):
             "dropout is not applied. Pass dropout to every TransformerBlock, and apply "
             "nn.Dropout(dropout) to the sum of the two embeddings."
         )
+
+
+ORDER_TOL = 1e-3  # of the logits' spread: no positions gives ~1e-6, the reference >= 6e-2
+
+
+@judge
+def gpt_positions(responses, *, shape, swaps):
+    """A one-block GPT, every parameter jittered: swapping two earlier tokens must move the
+    logits at the last position (which attends to all of them). Without position information
+    it cannot tell the two orders apart."""
+    what = "GPT(..., n_layers=1) on a sequence and on copies with two earlier tokens swapped"
+    logits = _logits(responses[0], what, tuple(shape))
+    last = logits[:, -1]
+    spread = float(last[0].std())
+    if spread == 0.0:
+        raise Fail(f"{what}: every logit at the last position is the same number.")
+    moved = max(float(np.abs(last[k + 1] - last[0]).max()) for k in range(len(swaps)))
+    if moved <= ORDER_TOL * spread:
+        raise Fail(
+            f"{what}: the logits at the last position stay the same whichever order the "
+            "earlier tokens come in, so the model cannot tell where a token is. Add a position "
+            "embedding for positions 0..T-1 to the token embeddings before the blocks."
+        )

@@ -347,7 +347,7 @@ def gpt_cases(rng):
         Case(
             "GPT",
             "causal: the logits at position t ignore the tokens after t",
-            2.0,
+            1.5,
             [
                 {"op": "module", "init": GPT_INIT, "args": [causal_idx]},
                 _dependency_request(rng, V, T),
@@ -422,6 +422,7 @@ def gpt_cases(rng):
     )
     cases.append(_train_case(rng))
     cases.append(gpt_dropout_case(rng))
+    cases.append(gpt_positions_case(rng))
     return cases
 
 
@@ -831,3 +832,30 @@ def gpt_dropout_case(rng):
     ]
     judge = Judgement("torch_contracts.gpt_dropout", {"p": p, "shape": [2, T, V]})
     return Case("GPT", f"dropout={p:g}: off in eval mode, on in train mode", 0.5, requests, judge)
+
+
+SWAPS = [(0, 1), (0, GPT_INIT["block_size"] - 2), (2, GPT_INIT["block_size"] - 3)]
+
+
+def gpt_positions_case(rng):
+    """GPT knows where each token is. With one block, the last position attends to all the
+    tokens; without position information it sees them as a set, so swapping two earlier tokens
+    leaves its logits unchanged (to float rounding, ~1e-6 of their spread). Every parameter gets
+    N(0, 0.1^2) noise first, so a position table initialised to zero (as minGPT does) takes part:
+    the reference's logits then move by at least 6e-2 of their spread (300 seeds)."""
+    V, T = GPT_INIT["vocab_size"], GPT_INIT["block_size"]
+    base = rng.choice(V, size=T, replace=False)
+    rows = [base]
+    for i, j in SWAPS:
+        row = base.copy()
+        row[i], row[j] = row[j], row[i]
+        rows.append(row)
+    idx = torch.from_numpy(np.stack(rows)).long()
+    request = {
+        "op": "module",
+        "init": {**GPT_INIT, "n_layers": 1},
+        "args": [idx],
+        "jitter": {"seed": int(rng.integers(2**31)), "std": 0.1},
+    }
+    judge = Judgement("torch_contracts.gpt_positions", {"shape": [len(rows), T, V], "swaps": SWAPS})
+    return Case("GPT", "the order of the tokens matters (positions)", 0.5, [request], judge)
