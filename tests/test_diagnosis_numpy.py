@@ -6,7 +6,7 @@ Every mutant runs through the real in-process path (test_probes_numpy.run: the v
 the harness calling the function, the judges deciding from stored data). Each must lose marks,
 name exactly its expected id and no other anywhere in its results, and speak only the words of
 its notebook: the messages of notebooks 01 and 02 never mention masks, causality or the future
-(02 cuts the keys off at token i; masks come in 03), and no message mentions "SPEC".
+(02 cuts the keys off at token i; masks and batches come in 03), and no message mentions "SPEC".
 The mutants are written as students write them (loops, einsum, torch-free NumPy idioms), and
 include answers that coincide with a known variant on some inputs only, answers whose output
 looks like another mistake's (a query projected with W_k; the global maximum subtracted), and
@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 from test_probes_numpy import CORRECT, mha_with, run, sdpa_with, stable_softmax, swap
 
+from autograder.checks import run_in_process
 from autograder.curriculum import NOTEBOOK_OF
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the mutants overflow on purpose
@@ -27,7 +28,8 @@ pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the mutants
 EARLY = {"01_soft_lookup", "02_dot_product_softmax"}  # no masks, no causality taught yet
 # 02's attention_for_token has a keyword argument named `causal` (its exercise says what it does),
 # so a call written out as `causal=False` is the student's own word; any other "causal" is not.
-EARLY_WORDS = re.compile(r"mask|future|language model|causal(?!=(True|False))", re.IGNORECASE)
+# Batches (leading dimensions) come in 03 too.
+EARLY_WORDS = re.compile(r"mask|future|language model|batch|causal(?!=(True|False))", re.IGNORECASE)
 
 
 # ------------------------------------------------------------------ notebook 01
@@ -152,6 +154,10 @@ def scaled_scores_by_keys(query, keys):
     return keys @ query / np.sqrt(len(keys))  # the number of keys, not d_k
 
 
+def scaled_scores_by_ndim(query, keys):
+    return keys @ query / np.sqrt(query.ndim)  # 1: exactly no scale at all
+
+
 def scaled_scores_softmaxed(query, keys):
     return stable_softmax(keys @ query / np.sqrt(len(query)))
 
@@ -249,6 +255,14 @@ def scores_by_d_k(Q, K):
 
 def scores_by_sqrt2(Q, K):
     return Q @ swap(K) / np.sqrt(2)
+
+
+def scores_isqrt(Q, K):
+    return Q @ swap(K) / math.isqrt(Q.shape[-1])  # right for d_k = 4, not for d_k = 8
+
+
+def causal_transposed(n):
+    return np.tri(n, dtype=bool).T
 
 
 def causal_triu(n):
@@ -455,6 +469,7 @@ MUTANTS = [
     ("scaled_scores", "missing-scale", scaled_scores_loop_unscaled),
     ("scaled_scores", "wrong-scale", scaled_scores_by_d_k),
     ("scaled_scores", "wrong-scale", scaled_scores_by_keys),
+    ("scaled_scores", "missing-scale", scaled_scores_by_ndim),
     ("scaled_scores", None, scaled_scores_softmaxed),
     ("attend", "missing-scale", attend_unscaled),
     ("attend", "wrong-scale", attend_by_d_v),
@@ -474,7 +489,9 @@ MUTANTS = [
     ("attention_scores", "batch-dims-unsupported", scores_dot_T),
     ("attention_scores", "wrong-scale", scores_by_d_k),
     ("attention_scores", "wrong-scale", scores_by_sqrt2),
+    ("attention_scores", "wrong-scale", scores_isqrt),
     ("causal_mask", "mask-inverted", causal_triu),
+    ("causal_mask", "mask-inverted", causal_transposed),
     ("causal_mask", "mask-off-by-one", causal_strict),
     ("causal_mask", "mask-not-boolean", causal_floats),
     ("causal_mask", None, causal_all_true),
@@ -579,17 +596,40 @@ def test_mutant_gets_exactly_its_diagnosis(graded, label):
     assert not found, "; ".join(found) + "\n" + _report(graded[label][3])
 
 
-def test_catalogue_precision_is_one(graded):
+# The grader draws its inputs from a course secret: the diagnosis must not hold for the public
+# seed only. Two more seeds, as a grader would draw them (derive_seed of a secret and a student).
+OTHER_SEEDS = ("secret-a\x1fstudent-1", "secret-b\x1fstudent-2")
+
+
+def _precision(runs):
     right = sum(
-        not problems(name, expected, graded[label])
+        not problems(name, expected, runs[label])
         for label, (name, expected, _) in zip(LABELS, MUTANTS, strict=True)
     )
-    precision = right / len(MUTANTS)
-    print(
-        f"\ndiagnosis catalogue, notebooks 01-04: {len(MUTANTS)} wrong answers, all caught, "
-        f"{right} named exactly once and correctly (or honestly unnamed): precision {precision:.3f}"
-    )
-    assert precision == 1.0
+    return right, right / len(MUTANTS)
+
+
+def _graded_with(seed):
+    out = {}
+    for label, (name, _, fn) in zip(LABELS, MUTANTS, strict=True):
+        results = run_in_process(name, fn, seed=seed)
+        score, total = sum(r.score for r in results), sum(r.max_score for r in results)
+        out[label] = (score, total, None, results)
+    return out
+
+
+def test_catalogue_precision_is_one(graded):
+    lines = []
+    for seed, runs in [("visible", graded)] + [(s, _graded_with(s)) for s in OTHER_SEEDS]:
+        caught = sum(score < total for score, total, _, _ in runs.values())
+        right, precision = _precision(runs)
+        lines.append(
+            f"seed {seed!r}: {len(MUTANTS)} wrong answers, {caught} caught, {right} with exactly "
+            f"their diagnosis (one right id, or none where none is specific): "
+            f"precision {precision:.3f}"
+        )
+    print("\ndiagnosis catalogue, notebooks 01-04\n" + "\n".join(lines))
+    assert all(line.endswith("precision 1.000") for line in lines), lines
 
 
 def test_the_catalogue_covers_every_graded_name_of_01_to_04():
@@ -627,7 +667,9 @@ def test_a_wrong_value_does_not_fail_the_inputs_unmodified_test():
     assert failed.status == "failed" and failed.misconceptions == ["modifies-input"]
     assert "modified in place" in failed.output
     for name, fn in [("self_attention", self_attention_query_with_w_k), ("attend", attend_by_d_v)]:
-        unmodified = [r for r in run(name, fn)[3] if r.name.endswith("leaves its inputs unmodified")]
+        unmodified = [
+            r for r in run(name, fn)[3] if r.name.endswith("leaves its inputs unmodified")
+        ]
         assert [r.status for r in unmodified] == ["passed"], _report(unmodified)
 
 

@@ -243,8 +243,10 @@ def value(responses, *, function, calls, large=False, single=None):
             failure = error
         else:
             continue
-        if single is None or failure.misconceptions or not _batch_is_the_trouble(
-            response, responses[-1], function, call, single, large
+        if (
+            single is None
+            or failure.misconceptions
+            or not _batch_is_the_trouble(response, responses[-1], function, call, single, large)
         ):
             raise failure
         ids = ["batch-dims-unsupported"]

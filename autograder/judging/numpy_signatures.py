@@ -2,17 +2,23 @@
 
 A probe computes, when it builds a case, what each known-wrong variant
 (autograder.misconceptions.numpy_variants) returns on the case's inputs; a judge then names the
-misconceptions whose outputs the student's answer reproduces:
+misconception whose outputs the student's answer reproduces:
 
     ids = diagnose_from(got, expected, variants)         # variants: [[id, output], ...]
     ids = diagnose_from(got_A, expected_A, variants, output=1)
 
+One diagnosis, the right one: a failure names at most one id, and only on evidence specific to
+it. An answer that reproduces variants of two different ids (they coincide on these inputs) is
+named by neither (`one_id`), and the judge then says what it observed instead (which entries
+differ and by how much, which rows do not sum to 1, which rows hold NaN).
+
 Some mistakes are better recognised by a property signature than by one variant:
-`weights_signature` (rows, columns and masked entries of an attention matrix),
+`weights_signature` (columns that sum to 1; weights non-zero exactly where the mask is False),
 `scale_signature` (scores off by a constant factor) and `error_signature` (what an exception
-says). `explain(ids)` turns ids into the hint text of the catalogue. Nothing here computes a
-model answer: every function compares the student's output with given data or reads its
-properties.
+says). Properties shared by several mistakes (rows that sum to less than 1 with the masked
+weights 0; NaN on large scores) give a sentence and no id. `explain(ids)` turns the id into the
+hint text of the catalogue. Nothing here computes a model answer: every function compares the
+student's output with given data or reads its properties.
 """
 
 import numpy as np

@@ -35,7 +35,11 @@ def _softmax_global_max(x, axis=-1):
     return e / e.sum(axis=axis, keepdims=True)
 
 
-_SOFTMAXES = {"stable": ref.softmax, "unstable": _softmax_unstable, "global-max": _softmax_global_max}
+_SOFTMAXES = {
+    "stable": ref.softmax,
+    "unstable": _softmax_unstable,
+    "global-max": _softmax_global_max,
+}
 
 
 def _swap(K):
