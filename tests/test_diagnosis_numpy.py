@@ -10,7 +10,8 @@ its notebook: the messages of notebooks 01 and 02 never mention masks, causality
 The mutants are written as students write them (loops, einsum, torch-free NumPy idioms), and
 include answers that coincide with a known variant on some inputs only, answers whose output
 looks like another mistake's (a query projected with W_k; the global maximum subtracted), and
-mistakes no variant describes.
+mistakes no variant describes. (The right answers written other ways keep full marks:
+test_probes_numpy.py::test_correct_alternative_gets_full_marks, with these same judges.)
 """
 
 import math
@@ -18,7 +19,7 @@ import re
 
 import numpy as np
 import pytest
-from test_probes_numpy import CORRECT, mha_with, run, sdpa_with, stable_softmax, swap
+from test_probes_numpy import mha_with, run, sdpa_with, stable_softmax, swap
 
 from autograder.checks import run_in_process
 from autograder.curriculum import NOTEBOOK_OF
@@ -646,12 +647,6 @@ def test_the_early_word_check_sees_the_words_it_forbids():
     assert EARLY_WORDS.search("a causal mask") and EARLY_WORDS.search("causality")
     assert not EARLY_WORDS.search("by default token 3 looks only at tokens 0..3")
     assert not EARLY_WORDS.search("attention_for_token(X (6, 5), i=3, causal=False): 3 of 3")
-
-
-@pytest.mark.parametrize("name, fn", CORRECT[::3], ids=[n for n, _ in CORRECT[::3]])
-def test_honest_alternatives_keep_full_marks(name, fn):
-    score, total, ids, results = run(name, fn)
-    assert (score, ids) == (total, set()), _report(results)
 
 
 # ------------------------------------------------------------------ "leaves its inputs unmodified"

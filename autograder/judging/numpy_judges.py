@@ -231,7 +231,8 @@ def value(responses, *, function, calls, large=False, single=None):
 
     A failure names at most one misconception, and only one that every call of the case bears
     out (`_confirmed`). single: the call on the first element of a batch (its response comes
-    last); when that one is right and the batched call is not, the failure is named
+    last); when the batched call's failure names no other mistake, that one is right, and the
+    batched call answers it differently (`_batch_is_the_trouble`), the failure is named
     batch-dims-unsupported.
     """
     for response, call in zip(responses, calls, strict=False):
