@@ -5,8 +5,8 @@ variants, and keep what those return in the case's Judgement; the judges in
 autograder/judging/ decide from that data. So the visible checks' cases can be stored
 (judging.store) and judged where neither the model answers nor the probes are installed. This
 file checks that every visible case is storable, that a stored case gives every answer of the
-catalogue in test_probes_numpy.py (the reference, the wrong answers, the right alternatives, the
-odd return values) the very TestResult the live case gives, and that the judging package never
+catalogues in test_probes_numpy.py and test_diagnosis_numpy.py (the reference, the wrong answers,
+the right alternatives, the odd return values) the very TestResult the live case gives, and that the judging package never
 imports the model answers, the probes or the variants.
 """
 
@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_diagnosis_numpy import MUTANTS as DIAGNOSED
 from test_probes_numpy import CORRECT, MUTANTS, NAMES, NUMPY_STEMS, WEIRD
 
 from autograder import reference as R
@@ -57,6 +58,7 @@ ANSWERS = (
     + [(name, "stub", _stub) for name in NAMES]
     + [(name, f"{m}-{i}", fn) for i, (m, name, fn) in enumerate(MUTANTS)]
     + [(name, f"right-{i}", fn) for i, (name, fn) in enumerate(CORRECT)]
+    + [(name, f"diagnosed-{fn.__name__}-{i}", fn) for i, (name, _, fn) in enumerate(DIAGNOSED)]
     + [(name, f"returns {what}", fn) for name in NAMES for what, fn in WEIRD.items()]
 )
 

@@ -38,10 +38,11 @@ NEW_IDS = [
     "cosine-instead-of-dot", "similarity-scaled", "normalised-without-exp", "percent-not-fraction",
     "softmax-missing-keepdims", "causal-flag-ignored", "batch-dims-unsupported", "mask-not-boolean",
     "mask-fills-zero", "mask-ignored", "heads-strided-columns", "modifies-input",
+    "softmax-global-max", "token-sees-later-tokens", "token-range-off-by-one", "token-range-reversed",
 ]  # fmt: skip
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the mutants overflow on purpose
 
-OWNED_IDS = SPEC_IDS + NEW_IDS + ["no-causal-mask"]
+OWNED_IDS = SPEC_IDS + NEW_IDS
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -175,6 +176,19 @@ def _token_scaled_by_d(X, i, W_q, W_k, W_v, causal=True):
     return stable_softmax(K @ q / np.sqrt(X.shape[1])) @ V
 
 
+def _token_from_itself_on(X, i, W_q, W_k, W_v, causal=True):
+    Xs = X[i:] if causal else X
+    q, K, V = X[i] @ W_q, Xs @ W_k, Xs @ W_v
+    return stable_softmax(K @ q / np.sqrt(W_q.shape[1])) @ V
+
+
+def _token_after_itself(X, i, W_q, W_k, W_v, causal=True):
+    rows = range(i + 1, len(X)) if causal else range(len(X))
+    q = X[i] @ W_q
+    w = stable_softmax(np.array([(X[j] @ W_k) @ q for j in rows]) / np.sqrt(len(q)))
+    return sum(w_j * (X[j] @ W_v) for w_j, j in zip(w, rows, strict=True))
+
+
 def _split_2d_only(X, n_heads):
     n, w = X.shape[-2:]
     return X.reshape(n, n_heads, w // n_heads).transpose(1, 0, 2)
@@ -229,12 +243,18 @@ MUTANTS = [
     ("wrong-scale", "scaled_scores", lambda q, K: K @ q / len(q)),
     ("wrong-scale", "attend", lambda q, K, V: (lambda w: (w, w @ V))(stable_softmax(K @ q / q.shape[0]))),
     ("wrong-scale", "attention_for_token", _token_scaled_by_d),
-    ("no-causal-mask", "attention_for_token", _token_all),
-    ("no-causal-mask", "attention_for_token", _token_via_matrix_no_mask),
+    ("token-sees-later-tokens", "attention_for_token", _token_all),
+    ("token-sees-later-tokens", "attention_for_token", _token_via_matrix_no_mask),
     ("causal-flag-ignored", "attention_for_token", _token_always_causal),
     ("causal-flag-ignored", "attention_for_token", _token_always_causal_loop),
-    ("mask-off-by-one", "attention_for_token", _token_off_by_one),
-    ("mask-off-by-one", "attention_for_token", _token_off_by_one_plus),
+    ("token-range-off-by-one", "attention_for_token", _token_off_by_one),
+    ("token-range-off-by-one", "attention_for_token", _token_off_by_one_plus),
+    ("token-range-reversed", "attention_for_token", _token_from_itself_on),
+    ("token-range-reversed", "attention_for_token", _token_after_itself),
+    ("softmax-global-max", "softmax", lambda x, axis=-1: (lambda e: e / e.sum(axis=axis, keepdims=True))(np.exp(x - np.max(x)))),
+    ("softmax-global-max", "scaled_dot_product_attention",
+     lambda Q, K, V, mask=None: (lambda A: (A @ V, A))(
+         (lambda e: e / e.sum(-1, keepdims=True))(np.exp((Q @ swap(K) / np.sqrt(Q.shape[-1])) - (Q @ swap(K) / np.sqrt(Q.shape[-1])).max())))),
     # notebook 03
     ("missing-scale", "attention_scores", lambda Q, K: Q @ swap(K)),
     ("missing-scale", "scaled_dot_product_attention", lambda Q, K, V, mask=None: sdpa_with(Q, K, V, mask, scale=1)),
@@ -271,6 +291,8 @@ MUTANTS = [
     ("softmax-over-queries", "scaled_dot_product_attention",
      lambda Q, K, V, mask=None: sdpa_with(Q, K, V, mask, axis=-2)),
     ("softmax-over-queries", "self_attention",
+     lambda X, Wq, Wk, Wv, mask=None: sdpa_with(X @ Wq, X @ Wk, X @ Wv, mask, axis=-2)),
+    ("softmax-wrong-axis", "self_attention",  # axis 0 is the batch axis once there is one
      lambda X, Wq, Wk, Wv, mask=None: sdpa_with(X @ Wq, X @ Wk, X @ Wv, mask, axis=0)),
     ("softmax-wrong-axis", "scaled_dot_product_attention",
      lambda Q, K, V, mask=None: sdpa_with(Q, K, V, mask, axis=0)),
@@ -571,6 +593,12 @@ class _Liar(np.ndarray):
         return super().__array_function__(func, types, args, kwargs)
 
 
+def value_score(results):
+    """The points of every test but "leaves its inputs unmodified", which a function that returns
+    an array of the right shape and leaves its inputs alone passes, whatever the values."""
+    return sum(r.score for r in results if not r.name.endswith("leaves its inputs unmodified"))
+
+
 @pytest.mark.parametrize("name", ["softmax", "attention_scores", "split_heads"])
 def test_forged_objects_get_zero(name):
     score, _, _, results = run(name, lambda *a, **k: _Forged())
@@ -581,7 +609,7 @@ def test_forged_objects_get_zero(name):
         shape = np.shape(getattr(R, name)(*args, **kwargs))
         return np.zeros(shape).view(_Liar)
 
-    assert run(name, liar)[0] == 0
+    assert value_score(run(name, liar)[3]) == 0
 
 
 def test_wrong_return_types_get_clear_messages():
@@ -609,7 +637,7 @@ def test_patching_numpy_in_the_students_call_does_not_change_the_verdict():
         score, total, _, results = run("softmax", cheat)
     finally:
         np.allclose, np.isclose, np.array_equal, np.testing.assert_allclose = saved
-    assert score == 0, failures(results)
+    assert value_score(results) == 0, failures(results)
 
 
 def test_float32_answer_is_told_about_precision():
@@ -622,8 +650,9 @@ def test_float32_answer_is_told_about_precision():
 
 def test_messages_never_print_the_expected_array():
     _, _, _, results = run("softmax", lambda x, axis=-1: R.softmax(x, axis) * 0.9)
-    for r in results:
-        assert r.status == "failed"
+    failed = [r for r in results if r.status == "failed"]
+    assert len(failed) == len(results) - 1  # all but the inputs-unmodified test
+    for r in failed:
         assert "[[" not in r.output and "array(" not in r.output
 
 

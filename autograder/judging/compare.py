@@ -175,12 +175,14 @@ def as_array(value, what="the result"):
 def shape_hint(got, expected):
     """Why a shape might be wrong, in a few words, or ''."""
     got, expected = tuple(got), tuple(expected)
+    if not got and expected:
+        return "a single number came back: were all the values added up into one?"
     if len(got) == len(expected) and len(got) >= 2:
         if got == expected[:-2] + expected[-2:][::-1]:
             return "did you transpose?"
         if sorted(got) == sorted(expected):
             return "the right sizes in the wrong order: check which axis is which."
-    if len(got) < len(expected) and got == expected[len(expected) - len(got) :]:
+    if 2 <= len(got) < len(expected) and got == expected[len(expected) - len(got) :]:
         return "the leading batch dimensions are missing."
     if len(got) > len(expected) and got[len(got) - len(expected) :] == expected:
         return "there are extra leading dimensions."

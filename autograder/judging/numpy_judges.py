@@ -21,10 +21,15 @@ import numpy as np
 from autograder.harness.wire import Opaque
 from autograder.judging import compare, judge
 from autograder.judging.base import Fail
+from autograder.judging.compare import is_close
 from autograder.judging.numpy_signatures import (
+    MATCH,
     diagnose_from,
     error_signature,
     explain,
+    matching_variants,
+    nonfinite_rows_message,
+    one_id,
     scale_signature,
     weights_signature,
 )
@@ -68,8 +73,24 @@ def got_of(response, function, where):
     return compare.returned(response, where, count=len(names), names=what)
 
 
+class Mismatch(Fail):
+    """A value that differs from the expected one, with its diagnosis kept apart, so that a judge
+    can withdraw an id that the other calls of the case contradict (see `value`).
+
+    basis: the variant indices the id rests on (None when a property signature gave it).
+    """
+
+    def __init__(self, observed, sentence, ids, fraction, basis=None):
+        self.observed, self.sentence, self.basis = observed, sentence, basis
+        text = observed + (f" {sentence[0].upper()}{sentence[1:]}" if sentence else "")
+        super().__init__(text + explain(ids), ids, fraction)
+
+    def without_id(self):
+        return Mismatch(self.observed, self.sentence, [], self.fraction)
+
+
 def check_output(function, got, call, output=None, large=False):
-    """Compare one output with the expected one; on failure name the misconceptions it shows."""
+    """Compare one output with the expected one; on failure name the one mistake it shows."""
     expected = call["expected"]
     if output is not None:
         expected = expected[output]
@@ -80,34 +101,37 @@ def check_output(function, got, call, output=None, large=False):
         compare.assert_close(got, expected, what=what)
     except Fail as failure:
         try:
-            ids, sentence = _diagnosis(function, got, expected, call, output, large)
+            ids, sentence, basis = _diagnosis(function, got, expected, call, output, large)
         except Exception:  # noqa: BLE001 - a diagnosis must never hide the failure itself
-            ids, sentence = [], ""
-        text = failure.message
-        if sentence:
-            text += f" {sentence[0].upper()}{sentence[1:]}"
-        raise Fail(text + explain(ids), ids, failure.fraction) from None
+            ids, sentence, basis = [], "", None
+        raise Mismatch(failure.message, sentence, ids, failure.fraction, basis) from None
 
 
 def _diagnosis(function, got, expected, call, output, large):
-    """(ids, sentence) explaining a mismatch: known variants first, then property signatures."""
-    ids = diagnose_from(got, expected, call["variants"], output)
+    """(ids, sentence, basis) explaining a mismatch: at most one id, and only on evidence
+    specific to it (a stored variant reproduced, and no variant of another id; else a property
+    signature); the sentence says what was observed. basis: the matching variants' indices."""
+    matched = matching_variants(got, expected, call["variants"], output)
+    ids = one_id(id_ for _, id_ in matched)
+    basis = [index for index, _ in matched] if ids else None
     sentence = ""
     same_shape = np.shape(got) == np.shape(expected)
+    signature_ids = []
     if function in SCORES:
-        scale_ids, sentence = scale_signature(got, expected, call["d_k"])
-        ids = ids or scale_ids
+        signature_ids, sentence = scale_signature(got, expected, call["d_k"])
     is_weights = WEIGHTS.get(function, -1) == output
-    if not ids and is_weights and same_shape:
-        ids, sentence = weights_signature(got, mask=call.get("mask"), large=large)
-    if not ids and large and np.asarray(got).dtype.kind == "f":
+    if is_weights and same_shape and not signature_ids:
+        signature_ids, sentence = weights_signature(got, mask=call.get("mask"), large=large)
+    if not matched:
+        ids = signature_ids
+    elif signature_ids and signature_ids != ids:
+        sentence = ""  # the variants' evidence wins; a sentence for another id would contradict
+    if not sentence and (is_weights or function == "softmax") and same_shape:
         with np.errstate(all="ignore"):
-            if not np.all(np.isfinite(got)):
-                ids = ["softmax-unstable"]
-    if is_weights and not sentence and same_shape:
-        rows = compare.rows_sum_message(got)
-        sentence = f"({rows})" if rows else ""
-    return ids, sentence
+            finite = np.all(np.isfinite(np.asarray(got, dtype=float)))
+        rows = compare.rows_sum_message(got) if (is_weights and finite) else ""
+        sentence = f"({rows})" if rows else ("" if finite else nonfinite_rows_message(got) + ".")
+    return ids, sentence, basis
 
 
 def check_call(response, function, call, large=False):
@@ -123,8 +147,58 @@ def check_call(response, function, call, large=False):
     return got
 
 
-def well_formed(got, function, call, output=None):
-    """Fail unless got has the expected shape, a real dtype and no NaN/inf (values unchecked)."""
+def _behaves_like(response, function, call, index):
+    """True when the answer to one call is consistent with variant `index`: where the answer is
+    wrong, its wrong outputs are that variant's; where it is entirely right, so is the variant
+    (its mistake would have shown)."""
+    variant = call["variants"][index][1]
+    if variant is None:
+        return False
+    try:
+        got = got_of(response, function, call["where"])
+    except Fail:
+        return False
+    expected = call["expected"]
+    if not isinstance(got, tuple):
+        got, expected, variant = (got,), (expected,), (variant,)
+    if not isinstance(variant, tuple | list) or len(variant) != len(got):
+        return False
+    wrong = [k for k in range(len(got)) if not is_close(got[k], expected[k])]
+    if not wrong:
+        return all(is_close(v, e, **MATCH) for v, e in zip(variant, expected, strict=True))
+    return all(is_close(got[k], variant[k], **MATCH) for k in wrong)
+
+
+def _confirmed(mismatch, responses, calls, function, large):
+    """The mismatch's id if every call of the case bears it out, else the mismatch without it.
+
+    An id resting on variants stands only if one of those variants is consistent with the
+    student's answer to every call of the case (`_behaves_like`: an answer that is right where
+    that variant is wrong is not that mistake); an id read from a property must be read again
+    from every call that fails.
+    """
+    if not mismatch.misconceptions:
+        return mismatch
+    pairs = list(zip(responses, calls, strict=False))
+    if mismatch.basis is not None:
+        for index in mismatch.basis:
+            if all(_behaves_like(r, function, c, index) for r, c in pairs):
+                return mismatch
+        return mismatch.without_id()
+    for response, call in pairs:
+        try:
+            check_call(response, function, call, large=large)
+        except Mismatch as other:
+            if other.misconceptions != mismatch.misconceptions:
+                return mismatch.without_id()
+        except Fail:
+            return mismatch.without_id()
+    return mismatch
+
+
+def well_formed(got, function, call, output=None, rows=True):
+    """Fail unless got has the expected shape, a real dtype and no NaN/inf (values unchecked);
+    with rows=True, attention weights must also be non-negative rows that sum to 1."""
     expected = call["expected"]
     if output is not None:
         expected, name = expected[output], OUTPUTS[function][output]
@@ -134,7 +208,7 @@ def well_formed(got, function, call, output=None):
     compare.assert_shape(got, np.shape(expected), what)
     compare.assert_dtype_kind(got, expected, what)
     compare.assert_finite_like(got, expected, what)
-    if WEIGHTS.get(function, -1) == output:
+    if rows and WEIGHTS.get(function, -1) == output:
         compare.assert_rows_sum_to_one(got, what)
 
 
@@ -155,31 +229,68 @@ def same_outputs(a, b, what, tol=1e-9):
 def value(responses, *, function, calls, large=False, single=None):
     """Every call's outputs match the expected ones.
 
-    single: the call on the first element of a batch (its response comes last); when that one
-    is right and the batched call is not, the failure is named batch-dims-unsupported.
+    A failure names at most one misconception, and only one that every call of the case bears
+    out (`_confirmed`). single: the call on the first element of a batch (its response comes
+    last); when the batched call's failure names no other mistake, that one is right, and the
+    batched call answers it differently (`_batch_is_the_trouble`), the failure is named
+    batch-dims-unsupported.
     """
     for response, call in zip(responses, calls, strict=False):
         try:
             check_call(response, function, call, large=large)
-        except Fail as failure:
-            if single is None:
-                raise
-            try:
-                check_call(responses[-1], function, single, large=large)
-            except Fail:
-                raise failure from None
-            ids = ["batch-dims-unsupported"]
-            raise Fail(
-                f"{failure.message} The same call on one element of the batch is right, so "
-                "the leading batch dimensions are the trouble." + explain(ids),
-                ids,
-                failure.fraction,
-            ) from None
+        except Mismatch as mismatch:
+            failure = _confirmed(mismatch, responses, calls, function, large)
+        except Fail as error:
+            failure = error
+        else:
+            continue
+        if (
+            single is None
+            or failure.misconceptions
+            or not _batch_is_the_trouble(response, responses[-1], function, call, single, large)
+        ):
+            raise failure
+        ids = ["batch-dims-unsupported"]
+        observed = failure.observed if isinstance(failure, Mismatch) else failure.message
+        raise Fail(
+            f"{observed} The same call on one element of the batch is right, so "
+            "the leading batch dimensions are the trouble." + explain(ids),
+            ids,
+            failure.fraction,
+        ) from None
+
+
+def _batch_is_the_trouble(batched, alone, function, call, single, large):
+    """True when the answer for one element of the batch is right alone and is not what the
+    batched call gives for that element (it raised, has another shape, or another value).
+
+    A mistake that depends on the values (one that shows only on some elements) leaves the
+    first element's answer the same inside and outside the batch: that is not this mistake.
+    """
+    try:
+        got_alone = check_call(alone, function, single, large=large)
+    except Fail:
+        return False
+    try:
+        got = got_of(batched, function, call["where"])
+    except Fail:
+        return True  # raised on the batch only
+    pairs = zip(got, got_alone, strict=True) if isinstance(got, tuple) else [(got, got_alone)]
+    for whole, one in pairs:
+        first = np.asarray(whole)
+        while first.ndim > np.ndim(one) and first.shape[0] > 0:
+            first = first[0]
+        if first.shape != np.shape(one) or not is_close(first, one, **MATCH):
+            return True
+    return False
 
 
 @judge
-def unmodified(responses, *, function, call, inputs):
-    """The call's outputs are right AND every array input comes back unchanged.
+def unmodified(responses, *, function, call, inputs, values=False):
+    """Every array input comes back unchanged, and the call returns a result of the right
+    kind and shape (a function that raises or returns nothing has not shown it leaves its
+    inputs alone). Its values are checked only with values=True, for a case whose name also
+    promises them: a wrong value never fails a test that says it is about the inputs.
 
     inputs: [[position, name, value before the call], ...] for the array (and dict) arguments.
     """
@@ -192,7 +303,12 @@ def unmodified(responses, *, function, call, inputs):
             compare.assert_unchanged(before, response.decode(after[k]), f"the input {name}")
         except Fail as failure:
             raise Fail(failure.message + explain(["modifies-input"]), ["modifies-input"]) from None
-    value(responses, function=function, calls=[call])
+    if values:
+        value(responses, function=function, calls=[call])
+        return
+    got = got_of(response, function, call["where"])
+    for k, item in enumerate(got if isinstance(got, tuple) else [got]):
+        well_formed(item, function, call, output=k if isinstance(got, tuple) else None, rows=False)
 
 
 # ---------------------------------------------------------------- notebook 01: lookup
@@ -258,13 +374,15 @@ def lookup_absent(responses, *, absent):
         raise Fail(f"lookup(table, {absent!r}) added the unknown key to the table.")
 
 
-# ---------------------------------------------------------------- notebook 02: causality
+# ---------------------------------------------------------------- notebook 02: later tokens
 
 
 @judge
 def token_ignores_the_future(responses, *, j, calls):
     """attention_for_token(X, j) on X, on X with later tokens changed, and on X with tokens 0..j
-    changed: the first change must not matter (causal), the second must."""
+    changed: the first change must not matter (the default looks at tokens 0..j), the second
+    must. Several mistakes look ahead (all tokens, one token too many, tokens j..n-1), so this
+    case names none: it says what it saw, in the words of notebook 02 (no masks yet)."""
     function = "attention_for_token"
     outs = []
     for response, call in zip(responses, calls, strict=True):
@@ -275,15 +393,14 @@ def token_ignores_the_future(responses, *, j, calls):
     if not compare.difference_summary(a, c, rtol=1e-7, atol=1e-9):
         raise Fail(
             f"changing token {j} itself (and the ones before it) did not change its output: "
-            "the output should depend on the tokens it attends to."
+            "the output should depend on the tokens it looks at."
         )
-    try:
-        same_outputs(a, b, f"changing only the tokens after token {j} changed its causal output")
-    except Fail as failure:
-        raise Fail(
-            failure.message + " With causal=True, token i must only see tokens 0..i.",
-            ["no-causal-mask"],
-        ) from None
+    same_outputs(
+        a,
+        b,
+        f"changing only the tokens after token {j} changed its output, so token {j} looks at "
+        f"later tokens; by default it looks only at tokens 0..{j}",
+    )
 
 
 # ---------------------------------------------------------------- notebook 03: masks, properties
@@ -428,6 +545,7 @@ def mha_shapes(responses, *, n, d, d_k, H, expected):
         if key == "output" and shape == (n, H * d_k) and H * d_k != d:
             ids.append("missing-output-projection")
     if wrong:
+        ids = one_id(ids)
         raise Fail(
             f"{where}: {len(wrong)} of {len(SHAPE_KEYS)} shapes are wrong: "
             + "; ".join(notes)

@@ -2,17 +2,23 @@
 
 A probe computes, when it builds a case, what each known-wrong variant
 (autograder.misconceptions.numpy_variants) returns on the case's inputs; a judge then names the
-misconceptions whose outputs the student's answer reproduces:
+misconception whose outputs the student's answer reproduces:
 
     ids = diagnose_from(got, expected, variants)         # variants: [[id, output], ...]
     ids = diagnose_from(got_A, expected_A, variants, output=1)
 
+One diagnosis, the right one: a failure names at most one id, and only on evidence specific to
+it. An answer that reproduces variants of two different ids (they coincide on these inputs) is
+named by neither (`one_id`), and the judge then says what it observed instead (which entries
+differ and by how much, which rows do not sum to 1, which rows hold NaN).
+
 Some mistakes are better recognised by a property signature than by one variant:
-`weights_signature` (rows, columns and masked entries of an attention matrix),
+`weights_signature` (columns that sum to 1; weights non-zero exactly where the mask is False),
 `scale_signature` (scores off by a constant factor) and `error_signature` (what an exception
-says). `explain(ids)` turns ids into the hint text of the catalogue. Nothing here computes a
-model answer: every function compares the student's output with given data or reads its
-properties.
+says). Properties shared by several mistakes (rows that sum to less than 1 with the masked
+weights 0; NaN on large scores) give a sentence and no id. `explain(ids)` turns the id into the
+hint text of the catalogue. Nothing here computes a model answer: every function compares the
+student's output with given data or reads its properties.
 """
 
 import numpy as np
@@ -20,33 +26,45 @@ import numpy as np
 from autograder.judging.compare import fmt, is_close
 from autograder.misconceptions import CATALOGUE
 
+# Functions whose answers exponentiate scores (an OverflowError there is exp overflowing).
+EXP_FUNCTIONS = {"percentages", "soft_lookup", "softmax", "attend", "attention_for_token"}
+
 MATCH = {"rtol": 1e-5, "atol": 1e-7}  # a variant "matches" a little more loosely than a pass
 
-# When both match, the first names the mistake more precisely (2-D attention: axis 0 = queries).
-_SUBSUMES = [("softmax-over-queries", "softmax-wrong-axis")]
 
+def matching_variants(got, expected, variants, output=None):
+    """[(index, id), ...] of the stored variants whose output `got` reproduces.
 
-def diagnose_from(got, expected, variants, output=None):
-    """Misconception ids whose stored variant output `got` reproduces (and `expected` doesn't).
-
-    `variants` lists [id, output] pairs in the catalogue's order (several may share an id); a
-    variant's output is the whole return value, `output` picks one item of a pair (0: the
-    weights/Z/Y, 1: the output/A). Ids come in the order of their first matching variant,
-    without repeats.
+    `variants` lists [id, output] pairs in the catalogue's order (several may share an id; an
+    output is None where that variant failed on the inputs); a variant's output is the whole
+    return value, `output` picks one item of a pair (0: the weights/Z/Y, 1: the output/A).
+    Nothing matches an answer that is itself right.
     """
     if expected is not None and is_close(got, expected, **MATCH):
         return []
-    ids = []
-    for id_, value in variants:
-        if id_ in ids:
-            continue
+    found = []
+    for index, (id_, value) in enumerate(variants):
         variant = _item(value, output)
         if variant is not None and is_close(got, variant, **MATCH):
-            ids.append(id_)
-    for specific, general in _SUBSUMES:
-        if specific in ids and general in ids:
-            ids.remove(general)
-    return ids
+            found.append((index, id_))
+    return found
+
+
+def diagnose_from(got, expected, variants, output=None):
+    """The one misconception id whose stored variants `got` reproduces, as a list ([] or [id]).
+
+    Evidence is specific only when every matching variant names the same mistake: an answer
+    that reproduces variants of two different ids (they coincide on these inputs) is named by
+    neither.
+    """
+    return one_id(id_ for _, id_ in matching_variants(got, expected, variants, output))
+
+
+def one_id(ids):
+    """[id] when `ids` holds exactly one distinct id, else []: a failure names one mistake or
+    none."""
+    distinct = list(dict.fromkeys(ids))
+    return distinct if len(distinct) == 1 else []
 
 
 def _item(value, output):
@@ -98,18 +116,35 @@ def scale_signature(got, expected, d_k):
     )
 
 
+def nonfinite_rows_message(A):
+    """'2 of 3 rows hold NaN or inf (the first is row [1]); the others are finite' or ''."""
+    A = np.asarray(A, dtype=float)
+    if A.ndim < 1:
+        return ""
+    with np.errstate(all="ignore"):
+        bad = ~np.all(np.isfinite(A), axis=-1)
+    if not bad.any():
+        return ""
+    if A.ndim == 1:
+        return "some entries are NaN or inf"
+    first = np.argwhere(bad)[0]
+    n_bad, n = int(bad.sum()), bad.size
+    rest = "; the others are finite" if n_bad < n else ""
+    return f"{n_bad} of {n} rows hold NaN or inf (the first is row {list(map(int, first))}){rest}"
+
+
 def weights_signature(A, mask=None, large=False, over_queries_id="softmax-over-queries"):
-    """Ids and a sentence read off an attention matrix A (..., n_q, n_k) by its properties."""
+    """Ids and a sentence read off an attention matrix A (..., n_q, n_k) by its properties.
+
+    An id only where the property is specific to one mistake (columns that sum to 1; weights
+    non-zero exactly where the mask is False); otherwise a sentence saying what was seen.
+    """
     A = np.asarray(A, dtype=float)
     if A.ndim < 1:
         return [], ""
     with np.errstate(all="ignore"):
         if not np.all(np.isfinite(A)):
-            if large:
-                return ["softmax-unstable"], (
-                    "on scores this large exp overflows: subtract each row's maximum before exp."
-                )
-            return [], ""
+            return [], nonfinite_rows_message(A)
         rows = A.sum(axis=-1)
         rows_ok = bool(np.all(np.abs(rows - 1) <= 1e-6))
         if A.ndim >= 2 and A.shape[-2] > 1 and not rows_ok:
@@ -121,20 +156,11 @@ def weights_signature(A, mask=None, large=False, over_queries_id="softmax-over-q
         if mask is not None:
             m = np.broadcast_to(np.asarray(mask, dtype=bool), A.shape)
             leak = np.abs(A[~m]) > 1e-9
-            zero_where_masked = not leak.any()
-            # softmax weights are all > 0, so masking them afterwards leaves every visible one > 0
-            # (an all-zero answer is not this mistake)
-            softmax_then_zeroed = bool(np.all(A[m] > 0))
-            if (
-                zero_where_masked
-                and softmax_then_zeroed
-                and not rows_ok
-                and np.all(rows <= 1 + 1e-9)
-            ):
+            if not leak.any() and not rows_ok and np.all(rows <= 1 + 1e-9):
                 i = np.unravel_index(int(np.argmax(np.abs(rows - 1))), rows.shape)
-                return ["mask-after-softmax"], (
-                    f"the masked weights are 0 but row {list(map(int, i))} sums to "
-                    f"{fmt(rows[i], 4)}: is the mask applied after the softmax?"
+                return [], (
+                    f"the weights are 0 where the mask is False, but row {list(map(int, i))} "
+                    f"sums to {fmt(rows[i], 4)}, not 1."
                 )
             if leak.any() and rows_ok:
                 visible_zero = np.all(np.abs(A[m]) <= 1e-12)
@@ -152,19 +178,20 @@ def weights_signature(A, mask=None, large=False, over_queries_id="softmax-over-q
 
 def error_signature(error, function=""):
     """Ids and a sentence for an exception the student's function raised on a case."""
-    message = (error or {}).get("message", "")
+    error = error or {}
+    message = error.get("message", "")
     if "broadcast" in message and function == "softmax":
         return ["softmax-missing-keepdims"], (
             "the max or sum along the axis lost that axis: pass keepdims=True so it lines up."
         )
+    if error.get("type") == "OverflowError" and function in EXP_FUNCTIONS:
+        return ["softmax-unstable"], "a number grew too large for a float: exp overflowed."
     return [], ""
 
 
 def explain(ids):
-    """' It looks like <mistake>: <hint>' for each id, joined; '' for none."""
-    parts = []
-    for id_ in list(ids)[:2]:  # two hints at most: more would bury the first
-        m = CATALOGUE.get(id_)
-        if m is not None:
-            parts.append(f"It looks like {m.mistake}: {m.hint}")
-    return (" " + " ".join(parts)) if parts else ""
+    """' It looks like <mistake>: <hint>' for the one id of `ids`; '' for none (or several,
+    which a judge never passes: one_id)."""
+    ids = one_id(ids)
+    m = CATALOGUE.get(ids[0]) if ids else None
+    return f" It looks like {m.mistake}: {m.hint}" if m is not None else ""

@@ -27,11 +27,36 @@ def _softmax_axis(x, axis):
     return ref.softmax(x, axis=axis)
 
 
+def _softmax_global_max(x, axis=-1):
+    """Subtracts the maximum of the whole array, not each row's: right until a row lies ~745
+    below the array's maximum, where every exp of that row underflows to 0 (0/0)."""
+    x = np.asarray(x, dtype=float)
+    e = np.exp(x - np.max(x))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+_SOFTMAXES = {
+    "stable": ref.softmax,
+    "unstable": _softmax_unstable,
+    "global-max": _softmax_global_max,
+}
+
+
 def _swap(K):
     return np.swapaxes(K, -1, -2)
 
 
-def _sdpa(Q, K, V, mask=None, scale=None, softmax_axis=-1, mask_mode="before", transpose=False):
+def _sdpa(
+    Q,
+    K,
+    V,
+    mask=None,
+    scale=None,
+    softmax_axis=-1,
+    mask_mode="before",
+    transpose=False,
+    softmax="stable",
+):
     """Scaled dot-product attention with one knob per mistake."""
     d_k = Q.shape[-1]
     scale = np.sqrt(d_k) if scale is None else scale
@@ -42,7 +67,7 @@ def _sdpa(Q, K, V, mask=None, scale=None, softmax_axis=-1, mask_mode="before", t
         S = np.where(mask, S, -np.inf)
     elif mask is not None and mask_mode == "zero":
         S = np.where(mask, S, 0.0)
-    A = ref.softmax(S, axis=softmax_axis)
+    A = _SOFTMAXES[softmax](S, axis=softmax_axis)
     if mask is not None and mask_mode == "after":
         A = A * mask
     return A @ V, A
@@ -103,6 +128,7 @@ def _softmax_variants():
 
     return [
         ("softmax-unstable", _softmax_unstable),
+        ("softmax-global-max", _softmax_global_max),
         ("softmax-wrong-axis", lambda x, axis=-1: _softmax_axis(x, 0)),
         ("softmax-wrong-axis", lambda x, axis=-1: _softmax_axis(x, -1)),
         ("softmax-wrong-axis", whole_array),
@@ -159,12 +185,12 @@ def _token_variants():
         ("wrong-scale", recipe(correct, lambda X, i, Wq, Wv: np.sqrt(X.shape[-1]))),
         ("wrong-scale", recipe(correct, lambda X, i, Wq, Wv: np.sqrt(Wv.shape[-1]))),
         ("wrong-scale", recipe(correct, lambda X, i, Wq, Wv: np.sqrt(i + 1))),
-        ("mask-off-by-one", recipe(lambda X, i, c: X[:i] if c else X)),
-        ("mask-off-by-one", recipe(lambda X, i, c: X[: i + 2] if c else X)),
-        ("no-causal-mask", recipe(lambda X, i, c: X)),
+        ("token-range-off-by-one", recipe(lambda X, i, c: X[:i] if c else X)),
+        ("token-range-off-by-one", recipe(lambda X, i, c: X[: i + 2] if c else X)),
+        ("token-sees-later-tokens", recipe(lambda X, i, c: X)),
         ("causal-flag-ignored", recipe(lambda X, i, c: X[: i + 1])),
-        ("mask-inverted", recipe(lambda X, i, c: X[i:] if c else X)),
-        ("mask-inverted", recipe(lambda X, i, c: X[i + 1 :] if c else X)),
+        ("token-range-reversed", recipe(lambda X, i, c: X[i:] if c else X)),
+        ("token-range-reversed", recipe(lambda X, i, c: X[i + 1 :] if c else X)),
         ("softmax-unstable", recipe(correct, softmax=_softmax_unstable)),
     ]
 
@@ -212,6 +238,11 @@ def _sdpa_variants():
         ("mask-after-softmax", lambda Q, K, V, mask=None: _sdpa(Q, K, V, mask, mask_mode="after")),
         ("mask-fills-zero", lambda Q, K, V, mask=None: _sdpa(Q, K, V, mask, mask_mode="zero")),
         ("mask-ignored", lambda Q, K, V, mask=None: _sdpa(Q, K, V, None)),
+        ("softmax-unstable", lambda Q, K, V, mask=None: _sdpa(Q, K, V, mask, softmax="unstable")),
+        (
+            "softmax-global-max",
+            lambda Q, K, V, mask=None: _sdpa(Q, K, V, mask, softmax="global-max"),
+        ),
     ]
 
 
@@ -289,6 +320,12 @@ def _mha_variants():
         d_k = Z.shape[-1]
         return Z.mean(axis=-3) @ W_o[:d_k], A
 
+    def averaged_Z_tiled(X, W_q, W_k, W_v, W_o, mask=None):
+        Xh = X[..., None, :, :]
+        Z, A = _sdpa(Xh @ W_q, Xh @ W_k, Xh @ W_v, mask)
+        mean = Z.mean(axis=-3)
+        return np.concatenate([mean] * H_of(W_q), axis=-1) @ W_o, A
+
     merge_flat, merge_strided = (f for _, f in _merge_variants())
     d = lambda X: X.shape[-1]  # noqa: E731
     return [
@@ -296,6 +333,7 @@ def _mha_variants():
         ("heads-averaged", averaged),
         ("heads-averaged", averaged_A),
         ("heads-averaged", averaged_Z),
+        ("heads-averaged", averaged_Z_tiled),
         (
             "heads-reshape-without-transpose",
             lambda *a, mask=None: _mha(*a, mask=mask, merge=merge_flat),
@@ -339,18 +377,15 @@ VARIANTS = {
 
 
 def variant_outputs(function, args, kwargs=None):
-    """[[id, output], ...]: every variant of `function` that runs on these inputs, in order.
+    """[[id, output], ...]: every variant of `function`, in order, on these inputs.
 
     Each output is the variant's whole return value (a pair for pair-returning functions),
-    computed on copies of the inputs. Stored in a case, this is what
-    autograder.judging.numpy_signatures.diagnose_from compares a student's answer with.
+    computed on copies of the inputs, or None where the variant fails on them: so the k-th
+    entry is the same variant in every call of a function, and a judge can ask whether a
+    student's answer behaves like one variant on all the calls of a case. Stored in a case,
+    this is what autograder.judging.numpy_signatures compares a student's answer with.
     """
-    out = []
-    for id_, fn in VARIANTS.get(function, []):
-        value = _run(fn, args, kwargs)
-        if value is not None:
-            out.append([id_, value])
-    return out
+    return [[id_, _run(fn, args, kwargs)] for id_, fn in VARIANTS.get(function, [])]
 
 
 def _run(fn, args, kwargs):

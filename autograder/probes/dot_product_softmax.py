@@ -18,7 +18,13 @@ import numpy as np
 
 from autograder.judging import Judgement
 from autograder.probes.base import Case, probe
-from autograder.probes.numpy_common import call, call_data, unmodified_case, value_case
+from autograder.probes.numpy_common import (
+    call,
+    call_data,
+    overflowing,
+    unmodified_case,
+    value_case,
+)
 
 
 @probe("softmax")
@@ -27,7 +33,11 @@ def softmax_cases(rng):
     x2 = rng.standard_normal((4, 4)) * 2
     x3 = rng.standard_normal((3, 5)) * 2
     x4 = rng.standard_normal((2, 3, 4)) * 2
-    big = rng.standard_normal((3, 4)) * 1e4
+    # rows of magnitude 1e4, and one row of scores near 1000 close together: exp overflows there
+    # without a shift, and a shift by the whole array's maximum underflows it to 0/0, while a
+    # shift by anything near the row's own values (its mean, say) does not: so the large case
+    # tells those three mistakes apart.
+    big = np.vstack([rng.standard_normal((3, 4)) * 1e4, 1000 + rng.standard_normal((1, 4)) * 3])
     with_inf = rng.standard_normal((3, 5))
     with_inf[rng.random((3, 5)) < 0.4] = -np.inf
     with_inf[np.arange(3), rng.integers(0, 5, 3)] = rng.standard_normal(3)  # one finite per row
@@ -68,7 +78,7 @@ def scaled_scores_cases(rng):
 @probe("attend")
 def attend_cases(rng):
     q, K, V = rng.standard_normal(4), rng.standard_normal((6, 4)), rng.standard_normal((6, 3))
-    q2, K2 = rng.standard_normal(5) * 40, rng.standard_normal((4, 5)) * 40
+    q2, K2 = overflowing(rng.standard_normal(5) * 40, rng.standard_normal((4, 5)) * 40, 4000.0)
     V2 = rng.standard_normal((4, 2))
     q3, K3, V3 = rng.standard_normal(3), rng.standard_normal((5, 3)), rng.standard_normal((5, 4))
     return [
@@ -88,10 +98,11 @@ def attend_cases(rng):
 def attention_for_token_cases(rng):
     n, d, d_k, d_v = 6, 5, 4, 3
 
-    def weights():
+    def weights():  # scaled by 1/sqrt(d): scores of order 1, so no token's weight is ~0 and
+        # looking at one token more or less always shows in the output
         return (
-            rng.standard_normal((d, d_k)),
-            rng.standard_normal((d, d_k)),
+            rng.standard_normal((d, d_k)) / np.sqrt(d),
+            rng.standard_normal((d, d_k)) / np.sqrt(d),
             rng.standard_normal((d, d_v)),
         )
 

@@ -121,8 +121,13 @@ def value_case(
     return Case(function, name, points, requests, Judgement("numpy_judges.value", params))
 
 
-def unmodified_case(function, points, args, kwargs=None, name="leaves its inputs unmodified"):
-    """Call once; the result must be right AND every array argument must come back unchanged."""
+def unmodified_case(
+    function, points, args, kwargs=None, name="leaves its inputs unmodified", values=False
+):
+    """Call once; every array argument must come back unchanged (and the result must have the
+    right shape). values=True also checks the result's values: only for a case whose name says
+    so ("a single key (m = 1) and inputs unmodified"), never for a plain "leaves its inputs
+    unmodified", which must fail only when an input was modified."""
     kwargs = kwargs or {}
     names = PARAMS.get(function, ())
     inputs = [
@@ -131,6 +136,8 @@ def unmodified_case(function, points, args, kwargs=None, name="leaves its inputs
         if isinstance(before, np.ndarray | dict)
     ]
     params = {"function": function, "call": call_data(function, args, kwargs), "inputs": inputs}
+    if values:
+        params["values"] = True
     return Case(
         function,
         name,
@@ -149,3 +156,13 @@ def random_mask(rng, shape):
     mask = rng.random(shape) < 0.5
     keep = rng.integers(0, shape[-1], size=shape[:-1])[..., None]
     return mask | (np.arange(shape[-1]) == keep)
+
+
+def overflowing(query, keys, least=1500.0):
+    """(query, keys) rescaled so that the largest score keys @ query is at least `least`:
+    exp overflows (exp(710) is inf) on every draw, so an unshifted softmax always shows."""
+    scores = keys @ query
+    j = int(np.argmax(np.abs(scores)))
+    if scores[j] < 0:
+        query = -query
+    return query * max(1.0, least / abs(float(scores[j]))), keys

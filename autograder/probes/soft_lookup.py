@@ -11,7 +11,7 @@ import numpy as np
 
 from autograder.judging import Judgement
 from autograder.probes.base import Case, probe
-from autograder.probes.numpy_common import call, unmodified_case, value_case
+from autograder.probes.numpy_common import call, overflowing, unmodified_case, value_case
 
 FRUIT = ["apple", "banana", "lemon", "cherry", "grape", "melon", "peach", "plum"]
 FRENCH = ["pomme", "banane", "citron", "cerise", "raisin", "melon", "pêche", "prune"]
@@ -57,7 +57,11 @@ def similarity_cases(rng):
     return [
         value_case("similarity", "dot products with every key", 1.0, [q, K]),
         unmodified_case(
-            "similarity", 0.25, [q1, K1], name="a single key (m = 1) and inputs unmodified"
+            "similarity",
+            0.25,
+            [q1, K1],
+            name="a single key (m = 1) and inputs unmodified",
+            values=True,
         ),
         unmodified_case("similarity", 0.25, [q2, K2]),
     ]
@@ -71,7 +75,9 @@ def percentages_cases(rng):
     return [
         value_case("percentages", "exp-normalised weights", 1.0, [s]),
         value_case("percentages", "scores of magnitude 1e4 (no overflow)", 0.5, [big], large=True),
-        unmodified_case("percentages", 0.5, [neg], name="all-negative scores, inputs unmodified"),
+        unmodified_case(
+            "percentages", 0.5, [neg], name="all-negative scores, inputs unmodified", values=True
+        ),
     ]
 
 
@@ -79,8 +85,8 @@ def percentages_cases(rng):
 def soft_lookup_cases(rng):
     d, m, d_v = 4, 6, 4
     q, K, V = rng.standard_normal(d), rng.standard_normal((m, d)), rng.standard_normal((m, d_v))
-    q2 = rng.standard_normal(3) * 30
     K2, V2 = rng.standard_normal((5, 3)) * 30, rng.standard_normal((5, 2))
+    q2, K2 = overflowing(rng.standard_normal(3) * 30, K2)
     q3, K3, V3 = rng.standard_normal(3), rng.standard_normal((4, 3)), rng.standard_normal((4, 5))
     return [
         value_case("soft_lookup", "weights and the merged value", 1.0, [q, K, V]),
