@@ -594,9 +594,9 @@ class _Liar(np.ndarray):
 
 
 def value_score(results):
-    """The points of every test but "leaves its inputs unmodified", which a function that returns
-    an array of the right shape and leaves its inputs alone passes, whatever the values."""
-    return sum(r.score for r in results if not r.name.endswith("leaves its inputs unmodified"))
+    """Every point: "leaves its inputs unmodified" too needs the right values, so a forged or
+    zero answer earns nothing anywhere."""
+    return sum(r.score for r in results)
 
 
 @pytest.mark.parametrize("name", ["softmax", "attention_scores", "split_heads"])
@@ -651,7 +651,7 @@ def test_float32_answer_is_told_about_precision():
 def test_messages_never_print_the_expected_array():
     _, _, _, results = run("softmax", lambda x, axis=-1: R.softmax(x, axis) * 0.9)
     failed = [r for r in results if r.status == "failed"]
-    assert len(failed) == len(results) - 1  # all but the inputs-unmodified test
+    assert len(failed) == len(results)  # the inputs test too (it says the inputs are fine)
     for r in failed:
         assert "[[" not in r.output and "array(" not in r.output
 

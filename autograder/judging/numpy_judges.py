@@ -289,8 +289,10 @@ def _batch_is_the_trouble(batched, alone, function, call, single, large):
 def unmodified(responses, *, function, call, inputs, values=False):
     """Every array input comes back unchanged, and the call returns a result of the right
     kind and shape (a function that raises or returns nothing has not shown it leaves its
-    inputs alone). Its values are checked only with values=True, for a case whose name also
-    promises them: a wrong value never fails a test that says it is about the inputs.
+    inputs alone). A wrong value fails it too, but its message then says that the inputs were
+    left alone and points to the value tests: nobody hunts for an in-place bug that is not there,
+    and an answer that returns anything untouched (zeros) earns nothing. With values=True (a case
+    whose name also promises the values) the value tests' own message is given.
 
     inputs: [[position, name, value before the call], ...] for the array (and dict) arguments.
     """
@@ -309,6 +311,15 @@ def unmodified(responses, *, function, call, inputs, values=False):
     got = got_of(response, function, call["where"])
     for k, item in enumerate(got if isinstance(got, tuple) else [got]):
         well_formed(item, function, call, output=k if isinstance(got, tuple) else None, rows=False)
+    try:
+        value(responses, function=function, calls=[call])
+    except Fail:
+        # the inputs are fine: say so, so nobody hunts for an in-place bug, and keep the points
+        # for an answer that is also right (a function returning zeros earns nothing here)
+        raise Fail(
+            f"{function} left its inputs as they were, good. This test's points also need the "
+            "right result, which the tests above check: fix those first."
+        ) from None
 
 
 # ---------------------------------------------------------------- notebook 01: lookup
