@@ -49,7 +49,13 @@ def layer_norm(responses, *, what, expected, variants, inputs=None, input_grads=
     assert_differentiable(r, what)
     if input_grads is not None:
         input_grads_match(r, what, [name for name, _ in inputs], input_grads)
-    for (name, before), now in zip(inputs, args_after(r), strict=False):
+    after = args_after(r)
+    if len(after) < len(inputs):  # a harness's answer always carries them: a patched harness
+        raise Fail(
+            f"the grader could not see {what}'s inputs after the call, so it cannot tell "
+            "whether they are left unchanged."
+        )
+    for (name, before), now in zip(inputs, after, strict=False):
         compare.assert_unchanged(before, np.asarray(now), name)
 
 
@@ -544,6 +550,12 @@ def gpt_training(responses, *, targets, threshold, steps, period):
     if not math.isfinite(after):
         raise Fail(
             f"the loss became {after} during training: look for NaN from a fully masked row."
+        )
+    if not before > threshold:  # knew the text before any training (or NaN): nothing learned
+        raise Fail(
+            f"your GPT's loss was already {fmt(before)} before training (an untrained model is "
+            f"near ln(vocab_size)): the case checks that training teaches the model the text, "
+            f"so the loss must start above {fmt(threshold)} and fall below it."
         )
     if after > threshold:
         raise Fail(
