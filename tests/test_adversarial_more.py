@@ -407,3 +407,128 @@ def test_judging_many_aliased_answers_at_once_stays_small(tmp_path):
     assert done, "judging did not finish"
     assert all(r.score == 0 and "more array data" in r.output for r in done[0])
     assert grown_mb < 200, grown_mb  # 800 MB per answer when every reference was loaded
+
+
+# -- a language model that knew the text before its training run ----------------------------------
+def _training_answer(tmp_path, logits_before, logits_after):
+    """The training case of GPT with one answer written as the harness writes it."""
+    from autograder.harness.wire import Writer
+    from autograder.judging.answers import judge_cases
+    from autograder.judging.base import request_folder
+    from autograder.probes.base import build_cases
+
+    cases = build_cases("06_autoregressive_lm", 11, functions={"GPT"})
+    [i] = [k for k, c in enumerate(cases) if "training run" in c.name]
+    targets = cases[i].judge.params["targets"]
+    writer = Writer(tmp_path / "GPT" / request_folder(0, 0))  # the only case judged below
+    value = {"logits_before": logits_before(targets), "logits_after": logits_after(targets)}
+    writer.write_json("response.json", {"value": writer.encode(value)})
+    [result] = judge_cases([cases[i]], tmp_path)
+    return result
+
+
+def _knowing(targets, V=8):
+    logits = np.full((*targets.shape, V), -20.0, dtype=np.float32)
+    np.put_along_axis(logits, targets[..., None], 20.0, axis=-1)
+    return logits
+
+
+def _untrained(targets, V=8):
+    return np.zeros((*targets.shape, V), dtype=np.float32)
+
+
+def test_a_model_that_knew_the_text_before_training_fails_the_training_case(tmp_path):
+    """A model that reads the text from elsewhere (the request files are readable in the
+    sandbox) predicts it before any training: it learned nothing, and used to pass."""
+    result = _training_answer(tmp_path, _knowing, _knowing)
+    assert result.score == 0
+    assert "before training" in result.output
+
+
+def test_a_model_that_learns_the_text_passes_the_training_case(tmp_path):
+    result = _training_answer(tmp_path, _untrained, _knowing)
+    assert result.score == result.max_score, result.output
+
+
+# -- odd objects returned, odd arrays written: the parent reads plain data only --------------------
+class _Liar(np.ndarray):
+    """Equal to everything, close to everything, and its ufuncs answer zeros."""
+
+    def __eq__(self, other):
+        return np.ones(self.shape, dtype=bool)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return np.zeros(self.shape)
+
+
+class _Convertible:
+    """Not an array, but says it is one (and a float) when asked."""
+
+    def __init__(self, shape):
+        self.shape = shape
+
+    def __array__(self, dtype=None, copy=None):
+        return np.zeros(self.shape)
+
+    def __float__(self):
+        return 0.0
+
+    def __eq__(self, other):
+        return True
+
+
+def _liar(x, axis=-1):
+    return np.zeros(np.shape(x)).view(_Liar)
+
+
+def _masked(x, axis=-1):  # the right answer under a mask, zeros in the data
+    x = np.asarray(x, dtype=float)
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return np.ma.masked_array(np.zeros_like(e), mask=np.ones(e.shape, dtype=bool))
+
+
+ODD_SOFTMAX = {
+    "ndarray subclass with a forged __eq__ and __array_ufunc__": _liar,
+    "masked array hiding zeros": _masked,
+    "object with __array__, __float__ and __eq__": lambda x, axis=-1: _Convertible(np.shape(x)),
+    "all NaN": lambda x, axis=-1: np.full(np.shape(x), np.nan),
+    "object dtype": lambda x, axis=-1: np.full(np.shape(x), 0.5, dtype=object),
+    "structured dtype": lambda x, axis=-1: np.zeros(np.shape(x), dtype=[("a", "f8")]),
+    "negative zeros": lambda x, axis=-1: np.full(np.shape(x), -0.0),
+}
+
+
+@pytest.mark.parametrize("kind", list(ODD_SOFTMAX))
+def test_an_odd_object_returned_scores_nothing(kind):
+    results = run_in_process("softmax", ODD_SOFTMAX[kind], seed="red-team")
+    values = [r for r in results if "unmodified" not in r.name]
+    assert values and all(r.score == 0 for r in values), [(r.name, r.output) for r in values]
+
+
+@pytest.mark.parametrize(
+    "array",
+    [
+        np.zeros(5, dtype=[("a", "<f8")]),  # structured
+        np.zeros(5, dtype=">c16"),  # complex, big-endian
+        np.array(["1.0"] * 5),  # strings
+        np.zeros((2**40, 0)),  # a huge shape with no data
+        np.full(5, np.inf),
+    ],
+    ids=["structured", "complex", "strings", "huge-empty", "inf"],
+)
+def test_an_odd_array_file_written_into_an_answer_scores_nothing(tmp_path, array):
+    """Arrays written straight into the answer (not through the harness's Writer)."""
+    from autograder.judging.answers import judge_cases
+    from autograder.judging.base import request_folder
+    from autograder.probes.base import build_cases
+
+    cases = build_cases("01_soft_lookup", 3, functions={"percentages"})
+    for i, case in enumerate(cases):
+        for j, _ in enumerate(case.requests):
+            folder = tmp_path / "percentages" / request_folder(i, j)
+            (folder / "arrays").mkdir(parents=True)
+            np.save(folder / "arrays" / "a0.npy", array, allow_pickle=False)
+            answer = {"value": {"$array": "a0"}, "args_after": [{"$array": "a0"}]}
+            (folder / "response.json").write_text(json.dumps(answer))
+    results = judge_cases(cases, tmp_path)
+    assert results and all(r.score == 0 and r.output for r in results)
