@@ -532,3 +532,44 @@ def test_an_odd_array_file_written_into_an_answer_scores_nothing(tmp_path, array
             (folder / "response.json").write_text(json.dumps(answer))
     results = judge_cases(cases, tmp_path)
     assert results and all(r.score == 0 and r.output for r in results)
+
+
+# -- without bubblewrap: what an earlier notebook leaves where the grader reads later ones --------
+SKIP_PLAN = (
+    "import sys\n"
+    "from autograder.demo_cells import skip_plan\n"
+    "print('PLAN', len(skip_plan(sys.argv[1], '02_dot_product_softmax')))\n"
+)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link"])
+def test_the_demo_cells_of_a_retried_notebook_are_read_without_following_anything(tmp_path, kind):
+    """Without bubblewrap (`--sandbox none`, Gradescope's unprivileged-user fallback) the
+    kernel's working folder is the grader's own copy on the host, and a notebook can replace a
+    later one there (seen: a FIFO in place of 02) and kill its driver: the grader retries the
+    notebooks not yet run, and first lists their demo cells (demo_cells.skip_plan). That read
+    followed links (to /dev/zero: unbounded) and blocked on a FIFO, forever."""
+    path = tmp_path / "02_dot_product_softmax.ipynb"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:  # a link to a real notebook with demo cells: followed, it gave a plan
+        path.symlink_to(REPO / "notebooks" / "02_dot_product_softmax.ipynb")
+    try:
+        run = subprocess.run(
+            [sys.executable, "-c", SKIP_PLAN, str(path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=REPO,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("reading the notebook's demo cells blocked on a FIFO")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "PLAN 0" in run.stdout
+
+
+def test_the_demo_cells_of_a_regular_notebook_are_still_found(tmp_path):
+    shutil.copy(REPO / "notebooks" / "02_dot_product_softmax.ipynb", tmp_path)
+    from autograder.demo_cells import skip_plan
+
+    assert skip_plan(tmp_path / "02_dot_product_softmax.ipynb", "02_dot_product_softmax")
