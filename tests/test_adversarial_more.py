@@ -246,7 +246,7 @@ def test_the_copy_out_never_blocks_on_a_planted_fifo(tmp_path):
     try:
         subprocess.run(
             [sys.executable, "-c", code, str(source), str(tmp_path / "copied")],
-            timeout=60,
+            timeout=30,
             check=True,
             cwd=REPO,
         )
