@@ -573,3 +573,23 @@ def test_the_demo_cells_of_a_regular_notebook_are_still_found(tmp_path):
     from autograder.demo_cells import skip_plan
 
     assert skip_plan(tmp_path / "02_dot_product_softmax.ipynb", "02_dot_product_softmax")
+
+
+def test_a_torch_answer_without_the_inputs_after_the_call_fails_the_unchanged_case(monkeypatch):
+    import importlib
+
+    from autograder.reference.transformer_block import layer_norm
+
+    serve_module = importlib.import_module("autograder.harness.serve")
+    original = serve_module.Session.op_call
+
+    def op_call(self, request):
+        answer = original(self, request)
+        answer.pop("args_after", None)
+        return answer
+
+    monkeypatch.setattr(serve_module.Session, "op_call", op_call)
+    results = run_in_process("layer_norm", layer_norm, seed="red-team")
+    [case] = [r for r in results if "unchanged" in r.name]
+    assert case.score == 0 and "could not see the inputs" in case.output
+    assert all(r.status == "passed" for r in results if r is not case)
