@@ -337,10 +337,11 @@ def identity_attention(X, W_q, W_k, W_v, mask=None):
 
 def test_identity_attention_earns_no_property_points():
     results = run_in_process("self_attention", identity_attention, seed="red-team")
-    assert sum(r.score for r in results) == 0, [(r.name, r.score) for r in results]
     properties = [r for r in results if "permut" in r.name or "later tokens" in r.name]
     assert len(properties) == 2
-    assert all("exactly 0" in r.output for r in properties)
+    assert all(r.score == 0 and "exactly 0" in r.output for r in properties), properties
+    values = [r for r in results if r.name.split(": ", 1)[1].startswith(("no mask", "a "))]
+    assert values and all(r.score == 0 for r in values)  # its values are wrong too
 
 
 def test_a_real_attention_with_a_wrong_scale_keeps_its_property_points():
