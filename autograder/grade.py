@@ -335,7 +335,10 @@ def _copy_tail(source, target, limit=20_000):
         data = read_bytes(source.parent, [source.name], limit, tail=True)
     except UnsafeFile:
         return
-    atomic_write(target, data.decode("utf-8", errors="replace"))
+    # the student's own stderr: escape sequences (clear screen, clipboard writes) are shown, not
+    # sent to the terminal of an instructor who prints the log
+    text = data.decode("utf-8", errors="replace")
+    atomic_write(target, "\n".join(printable(line) for line in text.split("\n")))
 
 
 def _encodable(name):

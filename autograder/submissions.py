@@ -24,9 +24,10 @@ a sub-folder named like the notebook, so notebook 06 still finds the student's o
 """
 
 import difflib
+import hashlib
 import os
-import shutil
 import stat
+import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -42,6 +43,7 @@ MAX_DEPTH = 8  # folder depth below the student's folder
 MAX_NOTEBOOK_BYTES = 100 * 2**20  # per notebook (the sandbox's copy has the same cap)
 MAX_ZIP_MEMBERS = 2_000
 MAX_ZIP_BYTES = 300 * 2**20  # uncompressed notebooks read from one zip, counted as read
+MAX_COMPARED_BYTES = 300 * 2**20  # copies of one notebook read to see whether they are the same
 SKIPPED_DIRS = {".ipynb_checkpoints", "__MACOSX", "__pycache__", ".git"}
 
 
@@ -84,8 +86,6 @@ def discover(path, out=None, staging=None, layout="auto", student=None, graded_g
     if not path.exists():
         raise SystemExit(f"error: {path} does not exist")
     if staging is None:
-        import tempfile
-
         staging = tempfile.mkdtemp(prefix="autograder-submissions-")
     staging = Path(staging)
     if path.is_file():
@@ -107,9 +107,31 @@ def discover(path, out=None, staging=None, layout="auto", student=None, graded_g
             continue
         name = child.stem if child.is_file() else child.name
         found.append(gather(name, child, staging, graded_groups))
+    _refuse_duplicate_students(found)
     if not found:  # an empty folder: one student with nothing (every notebook missing)
         return [gather(student or path.name, path, staging, graded_groups)]
     return found
+
+
+def _refuse_duplicate_students(found):
+    """Two submissions with one student id (a folder `bob/` and a zip `bob.zip`) would be graded
+    into the same OUT/bob and seeded alike, one overwriting the other: the run stops and names
+    them, for the instructor to keep one."""
+    by_student = {}
+    for sub in found:
+        by_student.setdefault(sub.student, []).append(sub.source.name)
+    twice = {student: names for student, names in by_student.items() if len(names) > 1}
+    if twice:
+        from autograder.safe_files import printable
+
+        listed = "; ".join(
+            f"{printable(student)}: {', '.join(printable(n) for n in names)}"
+            for student, names in sorted(twice.items())
+        )
+        raise SystemExit(
+            f"error: more than one submission for the same student ({listed}); keep one of "
+            "each and grade again."
+        )
 
 
 def _holds_notebooks(folder):
@@ -163,10 +185,10 @@ def gather(student, source, staging, graded_groups=None):
     loose = all(i.path is not None and i.path.parent == source for i in chosen.values())
     if source.is_dir() and loose and not support and not sub.messages and not _has_zip(found):
         return sub  # graded from the folder itself, as it is
-    folder = Path(staging) / _safe(student)
-    if folder.exists():
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
+    # a folder of its own for each student: two names that look alike once made safe for a path
+    # ("john smith", "john_smith") must never share one, or one is graded with the other's work
+    Path(staging).mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix=f"{_safe(student)}-", dir=staging))
     for stem, item in chosen.items():
         (folder / f"{stem}.ipynb").write_bytes(item.read())
     for stem, item in support.items():  # readable by later notebooks, not graded
@@ -196,8 +218,15 @@ def _choose(stem, items, sub):
     """The one file to grade for `stem`, or None (with a message) when they disagree."""
     if len(items) == 1:
         return items[0]
-    contents = {item.read() for item in items}
     where = ", ".join(item.shown for item in items)
+    if sum(_size(item) for item in items) > MAX_COMPARED_BYTES:
+        sub.add(
+            stem,
+            f"{stem}.ipynb was found {len(items)} times ({where[:300]}), too many or too large "
+            "copies to compare, so it was not graded: keep one copy and submit again.",
+        )
+        return None
+    contents = {_digest(item) for item in items}  # never every copy in memory at once
     if len(contents) == 1:
         return min(items, key=lambda i: (i.shown.count("/"), i.shown))
     sub.add(
@@ -206,6 +235,22 @@ def _choose(stem, items, sub):
         "was not graded: keep one copy and submit again.",
     )
     return None
+
+
+def _size(item):
+    return len(item.data) if item.data is not None else item.path.stat().st_size
+
+
+def _digest(item):
+    """A hash of a found notebook's bytes, read from disk in chunks (a student's tree may hold
+    thousands of copies of a notebook of up to MAX_NOTEBOOK_BYTES each, sparse on disk)."""
+    if item.data is not None:
+        return hashlib.sha256(item.data).digest()
+    digest = hashlib.sha256()
+    with open(item.path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.digest()
 
 
 def _walk(root, sub):

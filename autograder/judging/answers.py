@@ -21,6 +21,10 @@ from autograder.results import TestResult
 from autograder.safe_files import UnsafeFile, check_name, open_below
 
 ARRAY_KEYS = ("$array", "$scalar", "$tensor")
+# What one answer may make the parent load, every reference counted (an answer that names one
+# 64 MB array 40 times would otherwise make the judge load 2.6 GB): as much as one array may hold.
+MAX_ANSWER_ARRAY_BYTES = MAX_ARRAY_BYTES
+MAX_ANSWER_ARRAYS = 10_000  # references to arrays in one answer
 
 
 def checked(raw):
@@ -49,8 +53,10 @@ def checked(raw):
 
 def check_arrays(raw, root, below):
     """UnsafeFile unless every array the answer names is a regular file of its own arrays/
-    folder under the size cap (checked with fstat, not read: the judge reads them later)."""
-    stack = [raw]
+    folder under the size cap (checked with fstat, not read: the judge reads them later), and
+    all the arrays it names, each reference counted, add up to at most MAX_ANSWER_ARRAY_BYTES
+    (the judge decodes every reference: naming one array many times must not multiply it)."""
+    stack, total, count = [raw], 0, 0
     while stack:
         item = stack.pop()
         if isinstance(item, list):
@@ -66,6 +72,13 @@ def check_arrays(raw, root, below):
                         os.close(fd)
                     if size > MAX_ARRAY_BYTES:
                         raise UnsafeFile("too-large", f"array {name} is larger than allowed")
+                    total, count = total + size, count + 1
+                    if total > MAX_ANSWER_ARRAY_BYTES or count > MAX_ANSWER_ARRAYS:
+                        raise UnsafeFile(
+                            "too-large",
+                            "the answer names more array data than one answer may hold "
+                            f"({count} arrays so far; the same array named again counts again)",
+                        )
                 else:
                     stack.append(value)
 

@@ -285,6 +285,14 @@ def _batch_is_the_trouble(batched, alone, function, call, single, large):
     return False
 
 
+# An answer of the harness always carries the arguments after the call; one without them was
+# changed in the student's process (a patched harness), so "unchanged" cannot be seen.
+_INPUTS_UNSEEN = (
+    "the grader could not see the input {name} after the call (the answer does not carry it), "
+    "so it cannot tell whether the function leaves its inputs unchanged."
+)
+
+
 @judge
 def unmodified(responses, *, function, call, inputs, values=False):
     """Every array input comes back unchanged, and the call returns a result of the right
@@ -297,8 +305,11 @@ def unmodified(responses, *, function, call, inputs, values=False):
     inputs: [[position, name, value before the call], ...] for the array (and dict) arguments.
     """
     response = responses[0]
-    after = response.raw.get("args_after") or []
+    after = response.raw.get("args_after")
+    after = after if isinstance(after, list) else []
     for k, name, before in inputs:
+        if k >= len(after) and not response.error:
+            raise Fail(_INPUTS_UNSEEN.format(name=name))
         if k >= len(after):
             break
         try:
@@ -469,6 +480,21 @@ def boolean_mask(responses, *, mask):
     mask_values(responses[0], mask)
 
 
+def attends_to_every_allowed_key(A, mask, what):
+    """Fail when A gives weight exactly 0 to a key the mask allows. Softmax of finite scores
+    never does, while degenerate answers (A = the identity: every token "attends" only to
+    itself, Z = V) have the properties the property cases check without any attention."""
+    A = np.asarray(A, dtype=float)
+    allowed = np.ones(A.shape[-2:], dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+    with np.errstate(invalid="ignore"):
+        zero = (A == 0) & np.broadcast_to(allowed, A.shape)
+    if zero.any():
+        raise Fail(
+            f"{what}: {int(zero.sum())} weights are exactly 0 where the query may attend to the "
+            "key; softmax gives every allowed key some weight, so this is not attention yet."
+        )
+
+
 @judge
 def permutation_equivariant(responses, *, function, call, permuted_where, perm):
     """Permuting the tokens permutes the rows of Z and the rows and columns of A the same way."""
@@ -476,6 +502,7 @@ def permutation_equivariant(responses, *, function, call, permuted_where, perm):
     Zp, Ap = got_of(responses[1], function, permuted_where)
     for k, out in enumerate((Z, A)):
         well_formed(out, function, call, output=k)
+    attends_to_every_allowed_key(A, None, f"A returned by {call['where']}")
     same_outputs(Zp, Z[perm], "permuting the tokens should permute the rows of Z the same way")
     same_outputs(
         Ap,
@@ -491,6 +518,7 @@ def causal_prefix(responses, *, function, call, t, mask):
     Z2, A2 = got_of(responses[1], function, call["where"])
     for k, out in enumerate((Z, A, Z2, A2)):
         well_formed(out, function, call, output=k % 2)
+    attends_to_every_allowed_key(A, mask, f"A returned by {call['where']}")
     try:
         same_outputs(
             Z2[: t + 1],

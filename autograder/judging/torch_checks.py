@@ -334,8 +334,15 @@ def input_grads_flow(response, what, names, want):
 
 
 def args_after(response):
-    """The call's arguments as they were after the call (harness op "call"), decoded."""
-    return [response.decode(a) for a in response.raw.get("args_after", [])]
+    """The call's arguments as they were after the call (harness op "call"), decoded. The
+    harness always answers them; an answer without them was edited in the student's process."""
+    after = response.raw.get("args_after")
+    if not isinstance(after, list):
+        raise Fail(
+            "the grader could not see the inputs after the call (the answer does not carry "
+            "them), so it cannot tell whether the function leaves its inputs unchanged."
+        )
+    return [response.decode(a) for a in after]
 
 
 # ---------------------------------------------------------------- losses and sampling

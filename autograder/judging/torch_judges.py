@@ -723,6 +723,12 @@ def gpt_training(responses, *, targets, threshold, steps, period):
         raise Fail(
             f"the loss became {after} during training: look for NaN from a fully masked row."
         )
+    if not before > threshold:  # knew the text before any training (or NaN): nothing learned
+        raise Fail(
+            f"your GPT's loss was already {fmt(before)} before training (an untrained model is "
+            f"near ln(vocab_size)): the case checks that training teaches the model the text, "
+            f"so the loss must start above {fmt(threshold)} and fall below it."
+        )
     if after > threshold:
         raise Fail(
             f"after {steps} AdamW steps on a text that repeats every {period} tokens, the "
