@@ -190,13 +190,6 @@ def test_an_answer_without_the_inputs_after_the_call_fails_the_unmodified_case(g
 
 
 # -- the copy of the answers out of the sandbox (autograder/sandbox/pull.py) ----------------------
-@pytest.mark.xfail(
-    strict=True,
-    reason="sandbox/pull.py writes each file through `<name>.part` opened with open(..., 'wb'): "
-    "a link the sandbox left under that name (re-created on the host as a link) is followed, "
-    "as root. Fix in pull._copy_file: open the temporary with O_CREAT|O_EXCL|O_NOFOLLOW "
-    "(or in a folder of the grader's own).",
-)
 def test_a_planted_part_link_does_not_make_the_grader_write_a_host_file(graded):
     assert not graded["host_target"].exists(), graded["host_target"].read_text()
 
@@ -218,7 +211,6 @@ def _planted_source(tmp_path, fifo=False):
     return source, target
 
 
-@pytest.mark.xfail(strict=True, reason="pull._copy_file follows a `.part` link (see above)")
 def test_the_copy_out_never_writes_through_a_link(tmp_path):
     source, target = _planted_source(tmp_path)
     folder = Folder(os.open(source, os.O_RDONLY | os.O_DIRECTORY))
@@ -229,12 +221,6 @@ def test_the_copy_out_never_writes_through_a_link(tmp_path):
     assert target.read_text() == "the grader's own file\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pull._copy_file opens `<name>.part` for writing: a FIFO the sandbox left under that "
-    "name (re-created as a FIFO) blocks the grading parent forever. Same fix: O_EXCL|O_NOFOLLOW "
-    "(|O_NONBLOCK) on the temporary.",
-)
 def test_the_copy_out_never_blocks_on_a_planted_fifo(tmp_path):
     source, _ = _planted_source(tmp_path, fifo=True)
     code = (
@@ -252,6 +238,22 @@ def test_the_copy_out_never_blocks_on_a_planted_fifo(tmp_path):
         )
     except subprocess.TimeoutExpired:
         pytest.fail("the copy of the answers blocked on a FIFO")
+
+
+def test_the_copy_out_counts_folders_against_its_cap(tmp_path):
+    """A sandbox that leaves a flood of empty folders does not make the grader re-create them
+    all on the host: folders count against max_files like files."""
+    source = tmp_path / "inside"
+    source.mkdir()
+    for k in range(50):
+        (source / f"d{k}").mkdir()
+    (source / "answer").write_text("kept")
+    folder = Folder(os.open(source, os.O_RDONLY | os.O_DIRECTORY))
+    try:
+        folder.copy_to(tmp_path / "copied", max_bytes=2**20, max_files=10)
+    finally:
+        folder.close()
+    assert len(list((tmp_path / "copied").iterdir())) <= 10
 
 
 # -- discovery: whose notebooks are graded under whose name ----------------------------------------

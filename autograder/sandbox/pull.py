@@ -20,6 +20,18 @@ import stat
 
 FLAGS_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 FLAGS_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+# Every file the copy writes on the host is new: never through a link or into a FIFO the student
+# planted under a name the copy would use (a `.part` link next to a file once made the grader,
+# as root, write a host file of the student's choosing).
+FLAGS_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def _create(path, size=0):
+    """A new regular file at path (refused if anything is there), truncated to size."""
+    fd = os.open(path, FLAGS_NEW, 0o600)
+    if size:
+        os.ftruncate(fd, size)
+    return fd
 
 
 class Folder:
@@ -49,7 +61,7 @@ class Folder:
         self, target, max_bytes, max_file_bytes=64 * 2**20, max_files=100_000, max_depth=32
     ):
         """Copy into `target` (created); returns (files copied, bytes copied, entries not copied)."""
-        files = total = skipped = 0
+        files = total = skipped = folders = 0
         stack = [(os.dup(self.fd), str(target), 0)]
         while stack:
             dir_fd, out, depth = stack.pop()
@@ -65,15 +77,19 @@ class Folder:
                 except OSError:
                     continue
                 if stat.S_ISDIR(info.st_mode) and depth < max_depth:
+                    if files + skipped + folders >= max_files:  # a million empty folders
+                        skipped += 1
+                        continue
                     try:
                         sub = os.open(name, FLAGS_DIR, dir_fd=dir_fd)
                     except OSError:
                         continue
+                    folders += 1
                     stack.append((sub, os.path.join(out, name), depth + 1))
                     continue
                 destination = os.path.join(out, name)
                 skipped += 1
-                if files + skipped > max_files:
+                if files + skipped + folders > max_files:
                     continue
                 try:
                     if stat.S_ISLNK(info.st_mode):
@@ -83,8 +99,7 @@ class Folder:
                     elif not stat.S_ISREG(info.st_mode):
                         continue
                     elif info.st_size > max_file_bytes or total + info.st_size > max_bytes:
-                        with open(destination, "wb") as placeholder:
-                            placeholder.truncate(info.st_size)
+                        os.close(_create(destination, info.st_size))
                     else:
                         total += _copy_file(dir_fd, name, destination, max_bytes - total)
                         files, skipped = files + 1, skipped - 1
@@ -103,15 +118,17 @@ def _copy_file(dir_fd, name, destination, budget):
     try:
         if not stat.S_ISREG(os.fstat(src).st_mode):
             return 0
-        tmp = destination + ".part"
-        with open(tmp, "wb") as out:
+        out = _create(destination)
+        try:
             while copied < budget:
                 chunk = os.read(src, min(1 << 20, budget - copied))
                 if not chunk:
                     break
-                out.write(chunk)
                 copied += len(chunk)
-        os.replace(tmp, destination)
+                while chunk:
+                    chunk = chunk[os.write(out, chunk) :]
+        finally:
+            os.close(out)
     except OSError:
         pass
     finally:
