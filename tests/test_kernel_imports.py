@@ -7,9 +7,8 @@ import subprocess
 import sys
 
 import nbformat
-from nbformat import v3
-
 from coursedata import import_definitions
+from nbformat import v3
 
 NOTEBOOK_CELLS = ["import math", "def area(r):\n    return math.pi * r * r", "print(area(1))"]
 
