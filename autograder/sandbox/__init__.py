@@ -40,6 +40,7 @@ from pathlib import Path
 
 from autograder import demo_cells
 
+from . import fontcache
 from .cgroups import find_tree
 from .pull import Folder
 from .seccomp import build_filter
@@ -336,20 +337,9 @@ class Sandbox:
         return found
 
     def _warm_matplotlib(self):
-        """Build matplotlib's font cache once; each run gets a copy (saves seconds per kernel)."""
-        self.mplconfig.mkdir(exist_ok=True)
-        env = dict(os.environ, MPLCONFIGDIR=str(self.mplconfig), MPLBACKEND="Agg")
-        try:
-            subprocess.run(
-                [sys.executable, "-c", "import matplotlib.font_manager"],
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                timeout=120,
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            pass
+        """matplotlib's font cache, built once per machine (fontcache.py); each sandbox gets a
+        copy (saves seconds per kernel)."""
+        fontcache.warm(self.mplconfig)
 
     def close(self):
         if self._owned_lib:
