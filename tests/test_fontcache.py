@@ -68,3 +68,8 @@ def test_the_kept_folder_is_per_matplotlib_version_under_the_cache_home(tmp_path
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     folder = fontcache.kept_folder()
     assert folder == tmp_path / "autograder" / f"matplotlib-{version('matplotlib')}"
+
+
+def test_no_kept_folder_without_an_absolute_home(monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")
+    assert fontcache.kept_folder() is None

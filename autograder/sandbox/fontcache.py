@@ -28,7 +28,12 @@ def kept_folder():
         release = version("matplotlib")
     except PackageNotFoundError:
         return None
-    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    try:
+        root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    except (RuntimeError, KeyError):  # no home directory to be found
+        return None
+    if not root.is_absolute():  # "~" left unexpanded: never a folder relative to the cwd
+        return None
     return root / "autograder" / f"matplotlib-{release}"
 
 
