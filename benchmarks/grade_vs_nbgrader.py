@@ -17,6 +17,11 @@ included (they call autograder.checks.assert_passes, which runs the probes in th
 ours runs the notebooks in a sandbox and the probes through the harness. Both commands are timed
 as wholes (start-up included), one after the other, on the same machine.
 
+--one-cpu grades one full submission (examples/class/ada: the six solutions, sandboxed) with
+`taskset -c 0 python -m autograder grade ADA --out DIR --workers 1 --force`, --runs times (default
+3), and reports the median wall time, each run's CPU-seconds and the load average around the runs
+(the Gradescope budget: one submission on one CPU); its last line is that JSON object.
+
 --profile then runs one correct student's notebooks through autograder.sandbox one by one and
 splits each notebook's time into: parent-side set-up (cases, requests), sandbox + kernel
 start-up (a one-cell notebook), the notebook's own cells, the probes (serve) and judging.
@@ -291,6 +296,65 @@ def nbgrader_scores(course):
         }
 
 
+# -- one submission on one CPU ------------------------------------------------------------------
+ONE_SUBMISSION = REPO / "examples" / "class" / "ada"  # the six solutions, as a student submits
+
+
+def one_cpu(runs, timeout, student=ONE_SUBMISSION, cpu="0"):
+    """Grade one full submission pinned to one CPU (`taskset -c CPU`), `runs` times."""
+    import statistics
+
+    taskset = shutil.which("taskset")
+    if taskset is None:
+        raise SystemExit("--one-cpu needs taskset (util-linux)")
+    env = dict(os.environ, COURSE_SECRET=os.environ.get("COURSE_SECRET", "benchmark-secret"))
+    walls, cpus, loads, scores = [], [], [load_average()], set()
+    print(
+        f"one submission ({student.name}, {len(list(student.glob('*.ipynb')))} notebooks) on CPU {cpu}:"
+    )
+    for run in range(runs):
+        out = Path(tempfile.mkdtemp(prefix="grade-one-cpu-"))
+        command = [taskset, "-c", cpu, sys.executable, "-m", "autograder", "grade", str(student)]
+        command += ["--out", str(out), "--workers", "1", "--force", "--quiet"]
+        command += ["--timeout", str(timeout)]
+        try:
+            started = time.perf_counter()
+            with CpuMeter() as meter:
+                done = subprocess.run(command, capture_output=True, text=True, env=env)
+            wall = time.perf_counter() - started
+            if done.returncode != 0:
+                raise SystemExit(f"grading failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+            payload = json.loads((out / student.name / "results.json").read_text())
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
+        walls.append(round(wall, 2))
+        cpus.append(round(meter.seconds, 2))
+        loads.append(load_average())
+        scores.add((payload["score"], payload["max_score"]))
+        print(
+            f"  run {run + 1}: {wall:6.1f} s wall, {meter.seconds:6.2f} CPU-s ({meter.method}), "
+            f"score {payload['score']}/{payload['max_score']}, load {loads[-1]}"
+        )
+    ((score, max_score),) = scores if len(scores) == 1 else (sorted(scores)[0],)
+    print(
+        f"median {statistics.median(walls):.1f} s wall, {statistics.median(cpus):.2f} CPU-s on one "
+        f"CPU (load average {loads[0]} before, {loads[-1]} after)"
+    )
+    return {
+        "student": student.name,
+        "runs": runs,
+        "one_cpu_wall_seconds_median": statistics.median(walls),
+        "one_cpu_wall_seconds": walls,
+        "one_cpu_cpu_seconds_median": statistics.median(cpus),
+        "one_cpu_cpu_seconds": cpus,
+        "cpu_method": meter.method,
+        "score": score,
+        "max_score": max_score,
+        "same_score_every_run": len(scores) == 1,
+        "load_averages": loads,
+    }
+
+
 # -- where our time goes ------------------------------------------------------------------------
 def profile(notebooks, timeout, work_root):
     """CPU-seconds (and wall seconds) of each stage, per notebook of one correct student.
@@ -424,6 +488,10 @@ def main(argv=None):
     parser.add_argument("--profile", action="store_true", help="where our time goes, per notebook")
     parser.add_argument("--profile-only", action="store_true", help="only --profile's table")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folders")
+    parser.add_argument(
+        "--one-cpu", action="store_true", help="one full submission under taskset -c 0 (only)"
+    )
+    parser.add_argument("--runs", type=int, default=3, help="--one-cpu's runs (median)")
     args = parser.parse_args(argv)
     if args.quick:
         args.students, args.notebooks = 2, 1
@@ -440,6 +508,10 @@ def main(argv=None):
     print(f"class: {args.students} students x {len(notebooks)} notebooks: ", end="")
     print(", ".join(nb.stem for nb in notebooks))
 
+    if args.one_cpu:
+        result = one_cpu(args.runs, args.timeout)
+        print(json.dumps({**result, **machine}))
+        return 0
     root = Path(tempfile.mkdtemp(prefix="grade-bench-"))
     if args.profile_only:
         try:

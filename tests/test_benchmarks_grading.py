@@ -49,3 +49,27 @@ def test_quick_benchmark_grades_with_both_and_ends_with_its_json_line():
     assert result["workers"] == 1  # per CPU, like nbgrader's serial autograde
     assert result["same_fractions"] is True
     assert len(result["load_average_at_start"]) == len(result["load_average_at_end"]) == 3
+
+
+@pytest.mark.slow
+def test_one_cpu_grades_one_full_submission_pinned_to_cpu_0_and_ends_with_its_json_line():
+    done = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "grade_vs_nbgrader.py"), "--one-cpu"]
+        + ["--runs", "1"],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        env=dict(os.environ, COURSE_SECRET="test-benchmark-secret"),
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["student"] == "ada" and result["runs"] == 1
+    # ada submitted the six solutions: full marks, on the one run
+    assert result["score"] == result["max_score"] > 0 and result["same_score_every_run"]
+    (wall,) = result["one_cpu_wall_seconds"]
+    (cpu,) = result["one_cpu_cpu_seconds"]
+    assert result["one_cpu_wall_seconds_median"] == wall > 0
+    assert result["one_cpu_cpu_seconds_median"] == cpu > 0 and math.isfinite(cpu)
+    assert result["cpu_method"] in {"cgroup v1 cpuacct", "cgroup v2", "rusage"}
+    assert len(result["load_averages"]) == 2 and all(len(x) == 3 for x in result["load_averages"])
+    assert "run 1:" in done.stdout and "on CPU 0" in done.stdout

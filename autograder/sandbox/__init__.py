@@ -40,7 +40,9 @@ from pathlib import Path
 
 from autograder import demo_cells
 
+from . import fontcache
 from .cgroups import find_tree
+from .processes import reap
 from .pull import Folder
 from .seccomp import build_filter
 from .userns import UID_BASE, make_userns
@@ -336,20 +338,9 @@ class Sandbox:
         return found
 
     def _warm_matplotlib(self):
-        """Build matplotlib's font cache once; each run gets a copy (saves seconds per kernel)."""
-        self.mplconfig.mkdir(exist_ok=True)
-        env = dict(os.environ, MPLCONFIGDIR=str(self.mplconfig), MPLBACKEND="Agg")
-        try:
-            subprocess.run(
-                [sys.executable, "-c", "import matplotlib.font_manager"],
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                timeout=120,
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            pass
+        """matplotlib's font cache, built once per machine (fontcache.py); each sandbox gets a
+        copy (saves seconds per kernel)."""
+        fontcache.warm(self.mplconfig)
 
     def close(self):
         if self._owned_lib:
@@ -711,11 +702,7 @@ class Sandbox:
                 os.close(info_read)
                 if handshake is not None:
                     handshake.close()
-                drain.join()
-                if cgroup is not None:
-                    cgroup.remove()
-                if slot is not None:
-                    self._give_slot(slot)
+                self._release(cgroup, slot, drain)
         budget = self._budget(pending)
         child, folders = None, {}
         try:
@@ -734,17 +721,23 @@ class Sandbox:
                     folder.copy_to(work / name, max_bytes=self.limits.answers_bytes)
                 finally:
                     folder.close()
-            if cgroup is not None:
-                cgroup.kill()
-                peak = cgroup.peak_pids()
-                if peak is not None and peak >= self.limits.processes:
-                    log.write(
-                        f"\n[autograder] the sandbox reached its cap of {peak} processes\n".encode()
-                    )
-                cgroup.remove()
-            drain.join(timeout=30)
-            if slot is not None:
-                self._give_slot(slot)
+            self._release(cgroup, slot, drain, log)
+
+    def _release(self, cgroup, slot, drain, log=None):
+        """After a sandbox, or a launch that failed: kill what is left in its cgroup (saying so
+        in the log when it hit its process cap), remove the cgroup, wait for the end of its
+        output, and only then free its uid slot for another sandbox."""
+        if cgroup is not None:
+            cgroup.kill()
+            peak = cgroup.peak_pids()
+            if log is not None and peak is not None and peak >= self.limits.processes:
+                log.write(
+                    f"\n[autograder] the sandbox reached its cap of {peak} processes\n".encode()
+                )
+            cgroup.remove()
+        drain.join(timeout=30)
+        if slot is not None:
+            self._give_slot(slot)
 
 
 DEST_OPS = {"--ro-bind": 2, "--bind": 2, "--symlink": 2, "--tmpfs": 1, "--proc": 1, "--dev": 1}
@@ -839,16 +832,11 @@ def _drain(fd, log, keep):
 
 
 def _kill_group(proc):
-    for sig in (signal.SIGKILL,):
-        try:
-            os.killpg(proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
     try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    reap(proc)
 
 
 def _child_pid(info_fd):

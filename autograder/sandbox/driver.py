@@ -190,7 +190,9 @@ class WarmKernelManager(AsyncKernelManager):
     def format_kernel_cmd(self, extra_arguments=None):
         command = super().format_kernel_cmd(extra_arguments)
         if Zygote.alive() and command[1:3] == ["-m", "ipykernel_launcher"]:
-            launch = [sys.executable, str(ZYGOTE), "--launch", Zygote.socket]
+            # the waiter needs only the standard library: -I -S skip site-packages' start-up
+            # (its cold-kernel fallback execs a normal interpreter, with this environment)
+            launch = [sys.executable, "-I", "-S", str(ZYGOTE), "--launch", Zygote.socket]
             return [*launch, "--preload", self.preload, *command[3:]]
         return command
 

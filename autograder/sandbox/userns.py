@@ -21,6 +21,8 @@ import os
 import subprocess
 import sys
 
+from .processes import reap
+
 DISABLE_ENV = "AUTOGRADER_USERNS"
 UID_BASE = 1_500_000_000  # far above any real account; one uid per concurrent sandbox slot
 
@@ -80,8 +82,4 @@ def make_userns(uid, gid=None):
             helper.stdin.close()
         except OSError:
             pass
-        try:
-            helper.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            helper.kill()
-            helper.wait()
+        reap(helper)

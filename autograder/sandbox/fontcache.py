@@ -1,0 +1,98 @@
+"""matplotlib's font cache for the sandboxes, built once per machine and matplotlib version.
+
+    warm(folder)    # folder (the sandboxes' MPLCONFIGDIR source) now holds fontlist-*.json
+
+A kernel that finds no font cache scans the system's fonts first (seconds per kernel), so every
+sandbox gets a copy of one. Building it means importing matplotlib in a child process (about
+0.9 CPU-s), which every grading run paid: on Gradescope, one run per submission. The built cache
+is now kept in the grader's own cache folder ($XDG_CACHE_HOME/autograder, else
+~/.cache/autograder: a place no sandbox can write), per matplotlib version, and later runs copy
+it. A kept file that is not a regular file, too large or not JSON is ignored and rebuilt.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+PATTERN = "fontlist-*.json"
+MAX_BYTES = 16 * 2**20  # matplotlib's own is ~40 KB
+
+
+def kept_folder():
+    """Where the built cache is kept for this matplotlib version; None without matplotlib."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        release = version("matplotlib")
+    except PackageNotFoundError:
+        return None
+    try:
+        root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    except (RuntimeError, KeyError):  # no home directory to be found
+        return None
+    if not root.is_absolute():  # "~" left unexpanded: never a folder relative to the cwd
+        return None
+    return root / "autograder" / f"matplotlib-{release}"
+
+
+def _read(path):
+    """The bytes of a font cache file, or None (a link, not a regular file, too large, not JSON)."""
+    from autograder.safe_files import UnsafeFile, read_bytes
+
+    try:
+        data = read_bytes(path.parent, [path.name], MAX_BYTES)
+        json.loads(data)
+    except (UnsafeFile, OSError, ValueError):
+        return None
+    return data
+
+
+def _copy(source, target):
+    """Copy the font cache files of source into target (each written whole, then renamed)."""
+    copied = 0
+    for path in sorted(Path(source).glob(PATTERN)):
+        data = _read(path)
+        if data is None:
+            continue
+        partial = Path(target) / f".{path.name}.{os.getpid()}.tmp"
+        partial.write_bytes(data)
+        partial.replace(Path(target) / path.name)
+        copied += 1
+    return copied > 0
+
+
+def _build(target):
+    env = dict(os.environ, MPLCONFIGDIR=str(target), MPLBACKEND="Agg")
+    try:
+        subprocess.run(
+            [sys.executable, "-c", "import matplotlib.font_manager"],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=120,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+
+
+def warm(target, kept=None):
+    """Put matplotlib's font cache into target; True if target now holds one.
+
+    kept: the folder the built cache is kept in (default kept_folder()); False: keep none."""
+    target = Path(target)
+    target.mkdir(parents=True, exist_ok=True)
+    kept = kept_folder() if kept is None else kept
+    if kept and Path(kept).is_dir() and _copy(kept, target):
+        return True
+    _build(target)
+    built = any(target.glob(PATTERN))
+    if built and kept:
+        try:
+            Path(kept).mkdir(parents=True, exist_ok=True)
+            _copy(target, kept)
+        except OSError:
+            pass  # a read-only home: the next run builds it again
+    return built

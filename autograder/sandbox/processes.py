@@ -1,0 +1,12 @@
+"""Ending the grader's own child processes: wait a while, then SIGKILL and wait for good."""
+
+import subprocess
+
+
+def reap(proc, timeout=10.0):
+    """Wait up to `timeout` seconds for `proc` (a Popen) to end, then kill it; it is reaped."""
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
