@@ -52,10 +52,11 @@ def layer_norm(responses, *, what, expected, variants, inputs=None, input_grads=
 
 
 def _differentiable_and_unchanged(r, what, got, expected, inputs, input_grads):
-    """The case "differentiable, and leaves its inputs unchanged": fails only when an input
-    was modified or no (right) gradient flows, never on the values alone (their own cases say
-    that). With wrong values the gradients are wrong too, so then only their presence is
-    checked."""
+    """The case "differentiable, and leaves its inputs unchanged": a modified input or no (right)
+    gradient is said as such. With wrong values the gradients are wrong too, so then only their
+    presence is checked, and the case fails saying that the inputs and gradients are fine and
+    the values are not (their own cases say how): nobody hunts for an in-place bug that is not
+    there, and an answer that returns its input untouched earns nothing here."""
     for (name, before), now in zip(inputs, args_after(r), strict=False):
         compare.assert_unchanged(before, np.asarray(now), name)
     assert_differentiable(r, what)
@@ -66,6 +67,10 @@ def _differentiable_and_unchanged(r, what, got, expected, inputs, input_grads):
         input_grads_match(r, what, names, input_grads)
     else:
         input_grads_flow(r, what, names, input_grads)
+        raise Fail(
+            f"{what} leaves its inputs unchanged and gradients reach them, good. This test's "
+            "points also need the right values, which the tests above check: fix those first."
+        )
 
 
 # ================================================================ 05: positional encoding
