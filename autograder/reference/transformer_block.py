@@ -13,8 +13,9 @@ from torch import nn
 
 def layer_norm(x, weight, bias, eps=1e-5):
     """z-score each token over its d features (last axis), then scale by weight and shift by bias."""
-    centred = x - x.mean(dim=-1, keepdim=True)
-    var = (centred**2).mean(dim=-1, keepdim=True)  # biased: divide by d, not d - 1
+    d = x.shape[-1]
+    centred = x - x.sum(dim=-1, keepdim=True) / d  # minus the mean of the d features
+    var = (centred * centred).sum(dim=-1, keepdim=True) / d  # biased: divide by d, not d - 1
     return centred * torch.rsqrt(var + eps) * weight + bias  # rsqrt(v) = 1 / sqrt(v)
 
 
@@ -66,7 +67,7 @@ class MultiHeadAttention(nn.Module):
         v = self.v_proj(context).unflatten(-1, (H, -1)).transpose(-3, -2)  # (B, H, n_k, d_k)
         scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, H, n, n_k)
         if mask is not None:
-            scores = scores.masked_fill(~mask, float("-inf"))
+            scores = scores + torch.where(mask, 0.0, float("-inf"))  # blocked keys: -inf
         attn = scores.softmax(dim=-1)
         z = (attn @ v).transpose(-3, -2).flatten(-2)  # (B, n, H*d_k): heads side by side
         return self.out_proj(z), attn
