@@ -19,7 +19,7 @@ import re
 
 import numpy as np
 import pytest
-from test_probes_numpy import mha_with, run, sdpa_with, stable_softmax, swap
+from test_probes_numpy import _token_project_all, mha_with, run, sdpa_with, stable_softmax, swap
 
 from autograder.checks import run_in_process
 from autograder.curriculum import NOTEBOOK_OF
@@ -683,3 +683,17 @@ def test_a_call_that_returns_nothing_usable_still_fails_the_inputs_test():
     results = run("merge_heads", lambda X: X[..., 0, :, :])[3]
     unmodified = [r for r in results if r.name.endswith("leaves its inputs unmodified")]
     assert unmodified[0].status == "failed" and "shape" in unmodified[0].output
+
+
+def test_a_token_that_looks_only_at_itself_fails_the_causal_case():
+    """Returning token i's own value vector ignores the future, but the past too: the causal
+    case changes only the earlier tokens as well, and says so."""
+
+    def own_value(X, i, W_q, W_k, W_v, causal=True):
+        return X[i] @ W_v
+
+    results = run("attention_for_token", own_value)[3]
+    (case,) = [r for r in results if r.name.endswith("later tokens do not change a causal output")]
+    assert case.status == "failed" and "before token" in case.output, _report([case])
+    right = run("attention_for_token", _token_project_all)[3]
+    assert all(r.status == "passed" for r in right), _report(right)

@@ -117,12 +117,15 @@ def attention_for_token_cases(rng):
     X4b[j + 1 :] = rng.standard_normal((n - j - 1, d)) * 3  # the future changes
     X4c = X4.copy()
     X4c[: j + 1] = rng.standard_normal((j + 1, d)) * 3  # the past and present change
+    X4d = X4.copy()
+    X4d[:j] = rng.standard_normal((j, d)) * 3  # only the past changes (j >= 1)
     X5, W5 = rng.standard_normal((n, d)), weights()
 
     future = {
         "j": j,
         "calls": [
-            call_data("attention_for_token", [X_, j, *W4], variants=False) for X_ in (X4, X4b, X4c)
+            call_data("attention_for_token", [X_, j, *W4], variants=False)
+            for X_ in (X4, X4b, X4c, X4d)
         ],
     }
 
@@ -145,7 +148,7 @@ def attention_for_token_cases(rng):
             "attention_for_token",
             "later tokens do not change a causal output",
             0.5,
-            [call(X4, j, *W4), call(X4b, j, *W4), call(X4c, j, *W4)],
+            [call(X_, j, *W4) for X_ in (X4, X4b, X4c, X4d)],
             Judgement("numpy_judges.token_ignores_the_future", future),
         ),
         unmodified_case("attention_for_token", 0.5, [X5, int(rng.integers(0, n)), *W5]),
