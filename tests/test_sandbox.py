@@ -492,13 +492,29 @@ def test_the_sandbox_log_keeps_a_head_and_a_tail_of_a_flood(tmp_path):
 
 
 def test_mount_points_get_parents_the_sandbox_uid_can_walk():
-    from autograder.sandbox import _parent_dirs
+    from autograder.sandbox import _with_parent_dirs
 
     ops = ["--ro-bind", "/x/y", "/root/.pyenv/v", "--tmpfs", "/grader/home", "--proc", "/proc"]
-    out = _parent_dirs(ops)
+    out = _with_parent_dirs(ops)
     dirs = [out[i + 1] for i in range(len(out)) if out[i] == "--dir"]
-    assert dirs == ["/grader", "/root", "/root/.pyenv"]
+    assert dirs == ["/root", "/root/.pyenv", "/grader"]
     assert out.count("0755") == 3
+    assert [o for o in out if o.startswith("/x") or o in ("/proc",)] == ["/x/y", "/proc"]
+
+
+def test_parents_under_a_tmpfs_are_made_after_it():
+    """A venv under /tmp (an instructor's clone there) is bound after the tmpfs /tmp: its
+    parents must be made inside that tmpfs, or they are hidden by it and bwrap makes them 0700,
+    and no notebook can import anything."""
+    from autograder.sandbox import _tmpfs, _with_parent_dirs
+
+    ops = [*_tmpfs("/tmp", 1024), "--ro-bind", "/tmp/ci/repo/.venv", "/tmp/ci/repo/.venv"]
+    out = _with_parent_dirs(ops)
+    tmpfs = out.index("--tmpfs")
+    assert out[tmpfs - 4 : tmpfs] == ["--perms", "1777", "--size", "1024"]  # its own modifiers
+    made = [i for i in range(len(out)) if out[i] == "--dir"]
+    assert [out[i + 1] for i in made] == ["/tmp/ci", "/tmp/ci/repo"]
+    assert all(i > tmpfs and out[i - 2 : i] == ["--perms", "0755"] for i in made)
 
 
 def test_what_a_notebook_leaves_running_is_gone_before_the_next_one(sandbox, tmp_path):

@@ -535,7 +535,7 @@ class Sandbox:
         args += ["--chdir", f"{INSIDE_ROOT}/submission"]
         # bwrap makes missing parents of mount points 0700: the unprivileged uid could not reach
         # /etc, /opt/grader or the Python installation; make them 0755 first
-        return args[:flags] + _parent_dirs(args[flags:]) + args[flags:]
+        return args[:flags] + _with_parent_dirs(args[flags:])
 
     @staticmethod
     def _python_paths():
@@ -743,21 +743,40 @@ class Sandbox:
 DEST_OPS = {"--ro-bind": 2, "--bind": 2, "--symlink": 2, "--tmpfs": 1, "--proc": 1, "--dev": 1}
 
 
-def _parent_dirs(ops):
-    """`--perms 0755 --dir P` for every missing parent P of the destinations in `ops`."""
-    dests, index = set(), 0
+MODIFIERS = {"--perms", "--size"}  # each takes one value and applies to the next operation
+
+
+def _with_parent_dirs(ops):
+    """`ops` with `--perms 0755 --dir P` put before each operation for every parent P of its
+    destination that is not there yet. bwrap would make a missing parent 0700 (unwalkable by
+    the sandbox's uid), and a parent made before a later tmpfs over it (a venv under /tmp, the
+    tmpfs /tmp) would be hidden by it, so each is made where it is needed: after the mounts
+    that cover it."""
+    out, made, pending, index = [], set(), [], 0
     while index < len(ops):
-        arity = DEST_OPS.get(ops[index])
-        if arity:
-            dests.add(ops[index + arity])
-            index += arity + 1
-        else:
+        op = ops[index]
+        if op in MODIFIERS:
+            pending += ops[index : index + 2]
+            index += 2
+            continue
+        arity = DEST_OPS.get(op)
+        if not arity:
+            out += pending + [op]
+            pending = []
             index += 1
-    parents = {str(p) for d in dests for p in Path(d).parents if str(p) != "/"} - dests
-    out = []
-    for parent in sorted(parents, key=lambda p: (p.count("/"), p)):
-        out += ["--perms", "0755", "--dir", parent]
-    return out
+            continue
+        dest = ops[index + arity]
+        for parent in reversed(Path(dest).parents):
+            name = str(parent)
+            if name != "/" and name not in made:
+                out += ["--perms", "0755", "--dir", name]
+                made.add(name)
+        below = dest.rstrip("/") + "/"
+        made = {m for m in made if not m.startswith(below)} | {dest}  # a mount hides what is under
+        out += pending + ops[index : index + arity + 1]
+        pending = []
+        index += arity + 1
+    return out + pending
 
 
 def _tmpfs(path, size):
