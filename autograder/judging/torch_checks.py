@@ -391,3 +391,27 @@ def chi_square_limit(dof):
     # Wilson-Hilferty: chi2 quantile ~ dof * (1 - 2/(9 dof) + z sqrt(2/(9 dof)))^3, z(1e-6) = 4.75
     a = 2.0 / (9.0 * dof)
     return dof * (1 - a + 4.75 * math.sqrt(a)) ** 3
+
+
+def gpt_logits(r, what, shape):
+    """A GPT's logits of the given shape as float64, or a Fail that says what is wrong with them."""
+    if r.error:
+        raise Fail(compare.error_message(r, what))
+    got = compare.returned(r, what, framework="torch")
+    if got.ndim == 3 and got.shape[:2] == tuple(shape[:2]) and got.shape[2] != shape[2]:
+        raise Fail(
+            f"{what}: expected shape {tuple(shape)}, got {tuple(got.shape)}: the last axis "
+            f"should hold vocab_size = {shape[2]} logits, one per token of the vocabulary. Is "
+            "the head, nn.Linear(d_model, vocab_size), applied last?"
+        )
+    compare.assert_shape(got, shape, what)
+    if got.dtype.kind != "f":
+        raise Fail(f"{what} holds {got.dtype} values; logits are floats.")
+    if not np.all(np.isfinite(got)):
+        raise Fail(
+            f"{what}: {int((~np.isfinite(got)).sum())} of {got.size} logits are NaN or inf. A row "
+            "of attention scores that is entirely masked gives NaN: each position must be "
+            "allowed to attend to at least one key (the causal mask is True on and below the "
+            "diagonal)."
+        )
+    return got.astype(np.float64)

@@ -33,7 +33,7 @@ import numpy as np
 from autograder.judging import compare, judge
 from autograder.judging.base import Fail
 from autograder.judging.compare import FLOAT32, describe_encoded, fmt
-from autograder.judging.torch_checks import module_answer
+from autograder.judging.torch_checks import gpt_logits, module_answer
 
 PE_TOL = {"rtol": 1e-4, "atol": 5e-5}  # sin of angles up to ~30 rad computed in float32
 DROP_TOL = 0.01
@@ -333,31 +333,21 @@ def generate_reproducible(responses, *, what, shape, vocab_size):
 # ================================================================ 06: GPT
 
 
-def _logits(r, what, shape):
-    if r.error:
-        raise Fail(compare.error_message(r, what))
-    got = compare.returned(r, what, framework="torch")
-    compare.assert_shape(got, shape, what)
-    if got.dtype.kind != "f" or not np.all(np.isfinite(got)):
-        raise Fail(f"{what}: the logits should be finite floats.")
-    return got.astype(np.float64)
-
-
 @judge
 def gpt_dropout(responses, *, p, shape):
     """GPT(dropout=0) and GPT(dropout=p) built with one seed, in eval mode, agree; in train mode
     GPT(dropout=p) gives two identical sequences of one batch different logits."""
     shape = tuple(shape)
-    without = _logits(responses[0], "GPT(..., dropout=0) in eval mode", shape)
+    without = gpt_logits(responses[0], "GPT(..., dropout=0) in eval mode", shape)
     what = f"GPT(..., dropout={p:g})"
-    with_p = _logits(responses[1], f"{what} in eval mode", shape)
+    with_p = gpt_logits(responses[1], f"{what} in eval mode", shape)
     if not compare.is_close(with_p, without, **FLOAT32):
         worst = float(np.abs(with_p - without).max())
         raise Fail(
             f"in eval mode, {what} gives different logits from GPT(..., dropout=0) built with "
             f"the same seed (largest difference {fmt(worst)}): {IN_EVAL_MODE}."
         )
-    trained = _logits(responses[2], f"{what} in train mode", shape)
+    trained = gpt_logits(responses[2], f"{what} in train mode", shape)
     if np.array_equal(trained[0], trained[1]):
         raise Fail(
             f"in train mode, {what} gives two identical sequences exactly the same logits: "
@@ -375,7 +365,7 @@ def gpt_positions(responses, *, shape, swaps):
     logits at the last position (which attends to all of them). Without position information
     it cannot tell the two orders apart."""
     what = "GPT(..., n_layers=1) on a sequence and on copies with two earlier tokens swapped"
-    logits = _logits(responses[0], what, tuple(shape))
+    logits = gpt_logits(responses[0], what, tuple(shape))
     last = logits[:, -1]
     spread = float(last[0].std())
     if spread == 0.0:

@@ -25,6 +25,7 @@ from autograder.judging.torch_checks import (
     cross_entropy,
     diagnose,
     explain,
+    gpt_logits,
     grads_match,
     input_grads_flow,
     input_grads_match,
@@ -484,29 +485,6 @@ def batch_reproducible(responses, *, what, data, batch_size, block_size):
 # ================================================================ 06: GPT
 
 
-def _gpt_logits(r, what, shape):
-    if r.error:
-        raise Fail(compare.error_message(r, what))
-    got = compare.returned(r, what, framework="torch")
-    if got.ndim == 3 and got.shape[:2] == tuple(shape[:2]) and got.shape[2] != shape[2]:
-        raise Fail(
-            f"{what}: expected shape {tuple(shape)}, got {tuple(got.shape)}: the last axis "
-            f"should hold vocab_size = {shape[2]} logits, one per token of the vocabulary. Is "
-            "the head, nn.Linear(d_model, vocab_size), applied last?"
-        )
-    compare.assert_shape(got, shape, what)
-    if got.dtype.kind != "f":
-        raise Fail(f"{what} holds {got.dtype} values; logits are floats.")
-    if not np.all(np.isfinite(got)):
-        raise Fail(
-            f"{what}: {int((~np.isfinite(got)).sum())} of {got.size} logits are NaN or inf. A row "
-            "of attention scores that is entirely masked gives NaN: each position must be "
-            "allowed to attend to at least one key (the causal mask is True on and below the "
-            "diagonal)."
-        )
-    return got.astype(np.float64)
-
-
 @judge
 def gpt_shapes(responses, *, calls):
     """calls: [what, expected shape] per request."""
@@ -517,7 +495,7 @@ def gpt_shapes(responses, *, calls):
                 "so something is sized for block_size: build the mask for the T tokens given, "
                 "(T, T), and the positions 0..T-1."
             )
-        _gpt_logits(r, what, tuple(shape))
+        gpt_logits(r, what, tuple(shape))
 
 
 @judge
@@ -527,7 +505,7 @@ def gpt_causal(responses, *, shape, cuts):
     with one token changed per row, see _mask_diagnosis), when there is one."""
     found = _mask_diagnosis(responses[1]) if len(responses) > 1 else None
     try:
-        logits = _gpt_logits(responses[0], "GPT(...)(idx)", tuple(shape))
+        logits = gpt_logits(responses[0], "GPT(...)(idx)", tuple(shape))
     except Fail as failure:
         if found is None or responses[0].error:
             raise
@@ -658,7 +636,7 @@ def gpt_block_size(responses, *, block_sizes):
 @judge
 def gpt_gradients(responses, *, shape):
     r = responses[0]
-    _gpt_logits(r, "GPT(...)(idx)", tuple(shape))
+    gpt_logits(r, "GPT(...)(idx)", tuple(shape))
     if "backward_error" in r.raw:
         err = r.raw["backward_error"]
         raise Fail(f"backpropagating through your GPT raised {err['type']}: {err['message']}.")
@@ -687,7 +665,7 @@ def _without_gradient(r):
 @judge
 def gpt_initial_loss(responses, *, shape, targets, ln_vocab):
     """The untrained model's cross-entropy, computed here from its logits, near ln(V)."""
-    logits = _gpt_logits(responses[0], "GPT(...)(idx)", tuple(shape))
+    logits = gpt_logits(responses[0], "GPT(...)(idx)", tuple(shape))
     V = shape[-1]
     loss = cross_entropy(logits, targets)
     if abs(loss - ln_vocab) > 1.5:
