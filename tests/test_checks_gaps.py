@@ -28,29 +28,10 @@ from torch import nn
 
 from autograder.checks import VISIBLE_SEED, run_in_process
 from autograder.judging import torch_contracts
-from autograder.probes import autoregressive_lm as lm_probes
 from autograder.probes import transformer_block as block_probes
-from autograder.probes.base import Case, build_cases
+from autograder.probes.base import build_cases
 
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture
-def no_training(monkeypatch):
-    """GPT's training run (10-20 s) swapped for a free case: these GPTs differ in dropout only."""
-
-    def cheap(rng):
-        idx = torch.zeros(1, 2, dtype=torch.long)
-        request = {"op": "module", "init": lm_probes.GPT_INIT, "args": [idx]}
-        return Case("GPT", "training (skipped in this test)", 1.5, [request], lambda rs: None)
-
-    monkeypatch.setattr(lm_probes, "_train_case", cheap)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def run(name, obj, seed=VISIBLE_SEED):

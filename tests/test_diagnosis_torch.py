@@ -15,6 +15,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import cheap_training
 from test_probes_torch import (
     R,
     batch_global_rng,
@@ -32,15 +33,8 @@ from torch import nn
 
 from autograder.checks import run_in_process
 from autograder.probes import autoregressive_lm as lm_probes
-from autograder.probes.base import Case
 
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 # ================================================================ 05: layer_norm
@@ -734,12 +728,6 @@ KEYS = [key for key, *_ in CATALOGUE]
 assert len(set(KEYS)) == len(KEYS)
 
 
-def _cheap_training(rng):
-    idx = torch.zeros(1, 2, dtype=torch.long)
-    request = {"op": "module", "init": lm_probes.GPT_INIT, "args": [idx]}
-    return Case("GPT", "training (skipped in this test)", 2.0, [request], lambda rs: None)
-
-
 _GRADED = {}
 
 
@@ -748,7 +736,7 @@ def graded(key):
     if key not in _GRADED:
         _, name, obj, *_ = CATALOGUE[KEYS.index(key)]
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(lm_probes, "_train_case", _cheap_training)
+            mp.setattr(lm_probes, "_train_case", cheap_training)
             _GRADED[key] = run_in_process(name, obj)
     return _GRADED[key]
 

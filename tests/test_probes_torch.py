@@ -15,8 +15,6 @@ from torch import nn
 
 from autograder import reference as R
 from autograder.checks import run_in_process
-from autograder.probes import autoregressive_lm as lm_probes
-from autograder.probes.base import Case
 
 NAMES_05 = [
     "layer_norm",
@@ -28,13 +26,7 @@ NAMES_05 = [
 NAMES_06 = ["make_examples", "CharTokenizer", "get_batch", "GPT", "lm_loss", "generate"]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models: one thread is faster, and much faster on a loaded machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def run(name, obj, **namespace):
@@ -64,18 +56,6 @@ def assert_named(results, misconception):
 
 def assert_loses(results):
     assert sum(r.score for r in results) < sum(r.max_score for r in results), show(results)
-
-
-@pytest.fixture
-def no_training(monkeypatch):
-    """GPT's training case swapped for a free one, for mutants judged on other cases."""
-
-    def cheap(rng):
-        idx = torch.zeros(1, 2, dtype=torch.long)
-        request = {"op": "module", "init": lm_probes.GPT_INIT, "args": [idx]}
-        return Case("GPT", "training (skipped in this test)", 2.0, [request], lambda rs: None)
-
-    monkeypatch.setattr(lm_probes, "_train_case", cheap)
 
 
 # ================================================================ the reference and stubs

@@ -1,0 +1,34 @@
+"""Fixtures shared by the torch probe tests (test_probes_torch, test_checks_gaps,
+test_diagnosis_torch)."""
+
+import numpy as np
+import pytest
+import torch
+
+from autograder.probes import autoregressive_lm as lm_probes
+from autograder.probes.base import Case
+
+TRAIN_CASE = lm_probes._train_case  # the real one, before any test swaps it
+
+
+def cheap_training(rng):
+    """GPT's training case (10-20 s of training in the student's code) swapped for a free one
+    worth the same points, for GPTs judged on their other cases."""
+    points = TRAIN_CASE(np.random.default_rng(0)).points  # building it costs ~1 ms
+    idx = torch.zeros(1, 2, dtype=torch.long)
+    request = {"op": "module", "init": lm_probes.GPT_INIT, "args": [idx]}
+    return Case("GPT", "training (skipped in this test)", points, [request], lambda rs: None)
+
+
+@pytest.fixture
+def no_training(monkeypatch):
+    monkeypatch.setattr(lm_probes, "_train_case", cheap_training)
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """Tiny models: one thread is faster, and much faster on a loaded machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
