@@ -28,6 +28,7 @@ from test_probes_torch import (
     make_generate,
     make_gpt,
     make_mha,
+    show,
 )
 from torch import nn
 
@@ -739,12 +740,6 @@ def graded(key):
             mp.setattr(lm_probes, "_train_case", cheap_training)
             _GRADED[key] = run_in_process(name, obj)
     return _GRADED[key]
-
-
-def show(results):
-    return "\n".join(
-        f"{r.name}: {r.score}/{r.max_score} {r.misconceptions} {r.output}" for r in results
-    )
 
 
 def verdict(key):
