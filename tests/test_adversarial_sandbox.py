@@ -32,8 +32,10 @@ from autograder.sandbox import Limits, Sandbox
 
 REPO = Path(autograder.__file__).resolve().parent.parent
 NB1, NB2 = "01_soft_lookup", "02_dot_product_softmax"
-MARKER = "424242.4242"  # the argument of every sleeper an attacker leaves behind
-UID_MARKER = "434343.4343"
+# The argument of every sleeper an attacker leaves behind: a number `sleep` accepts, unique to
+# this test process, since other tests (another pytest worker) start sleepers of their own.
+MARKER = f"4242{os.getpid()}.4242"
+UID_MARKER = f"4343{os.getpid()}.4343"
 MB = 2**20
 LIMITS = Limits(
     timeout=25,

@@ -24,7 +24,9 @@ from autograder.grade import LOCK_NAME, RUN_PREFIX
 
 REPO = Path(autograder.__file__).resolve().parent.parent
 FILE = "01_soft_lookup.ipynb"
-MARKER = "424242.4242"  # a sleeper started by a submission carries this in its command line
+# A sleeper started by a submission carries this in its command line; unique to this test
+# process, since other tests (another pytest worker) start sleepers of their own.
+MARKER = f"4141{os.getpid()}.4141"
 REFERENCE = (REPO / "autograder" / "reference" / "soft_lookup.py").read_text()
 ARGS = ["--workers", "1", "--timeout", "60", "--quiet", "--secret", "faults", "--memory", "2"]
 
