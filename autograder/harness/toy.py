@@ -77,10 +77,16 @@ class AdamW:
         )
 
 
-def train_lm(cls, init, windows, eval_idx, lr=1e-3, seed=0):
+def train_lm(cls, init, windows, eval_idx, lr=1e-3, seed=0, stop_below=None, stop_window=10):
     """Train cls(**init) with AdamW, one step per batch of `windows` (steps, batch, T + 1: inputs
     [:, :-1], next tokens [:, 1:], all chosen by the parent); the model's logits on eval_idx
     before and after training.
+
+    With `stop_below`, training ends early once the mean loss of the last `stop_window` batches
+    is below it: a model that has learned the text needs no more steps (most working GPTs stop
+    after a third to a half of the batches). Stopping early only decides how long to train; the
+    verdict still comes from the logits, so a model that fakes its losses to stop early only
+    stops learning sooner.
 
     The logits are all the parent uses: it computes the losses itself against targets it kept,
     so a model (or code run by its constructor) that changes how losses are computed or
@@ -91,12 +97,12 @@ def train_lm(cls, init, windows, eval_idx, lr=1e-3, seed=0):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return _train_lm(cls, init, windows, eval_idx, lr, seed)
+        return _train_lm(cls, init, windows, eval_idx, lr, seed, stop_below, stop_window)
     finally:
         torch.set_num_threads(threads)
 
 
-def _train_lm(cls, init, windows, eval_idx, lr, seed):
+def _train_lm(cls, init, windows, eval_idx, lr, seed, stop_below, stop_window):
     torch.manual_seed(seed)
     windows = torch.as_tensor(np.asarray(windows), dtype=torch.long)
     eval_idx = torch.as_tensor(np.asarray(eval_idx), dtype=torch.long)
@@ -113,6 +119,7 @@ def _train_lm(cls, init, windows, eval_idx, lr, seed):
     before = logits()
     opt = AdamW(model.parameters(), lr=lr)  # after a first forward: a stub raises there
     model.train()
+    recent = []  # the last stop_window batch losses
     for batch in windows:
         x, y = batch[:, :-1], batch[:, 1:]
         scores = model(x)
@@ -121,6 +128,10 @@ def _train_lm(cls, init, windows, eval_idx, lr, seed):
         opt.zero_grad()
         loss.backward()
         opt.step()
+        if stop_below is not None:
+            recent = [*recent[-(stop_window - 1) :], float(loss.detach())]
+            if len(recent) == stop_window and sum(recent) / stop_window < stop_below:
+                break
     return {
         "logits_before": before,
         "logits_after": logits(),

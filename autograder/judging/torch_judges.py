@@ -714,7 +714,7 @@ def gpt_training(responses, *, targets, threshold, steps, period):
         )
     if after > threshold:
         raise Fail(
-            f"after {steps} AdamW steps on a text that repeats every {period} tokens, the "
+            f"after up to {steps} AdamW steps on a text that repeats every {period} tokens, the "
             f"loss went from {fmt(before)} to {fmt(after)}; a working GPT gets below "
             f"{fmt(threshold)}. Check the position embeddings, the residual connections, and "
             "that every block is used."
