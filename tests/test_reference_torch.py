@@ -74,6 +74,10 @@ def test_layer_norm_default_eps_and_module():
         theirs.load_state_dict(ours.state_dict())
     close(ours(x), theirs(x))
     close(layer_norm(x, ours.weight, ours.bias), F.layer_norm(x, (6,), ours.weight, ours.bias))
+    close(ours(x), layer_norm(x, ours.weight, ours.bias))  # the module is the function
+    wide = LayerNorm(6, eps=1e-2)
+    wide.load_state_dict(ours.state_dict())
+    close(wide(x), layer_norm(x, ours.weight, ours.bias, eps=1e-2))  # and keeps its eps
 
 
 def test_gradcheck_layer_norm():
