@@ -20,6 +20,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from processes import marker, processes_with
 
 import autograder
 from autograder.safe_files import remove_tree
@@ -31,7 +32,7 @@ NB1, NB2 = "01_soft_lookup.ipynb", "02_dot_product_softmax.ipynb"
 REFERENCE = (REPO / "autograder" / "reference" / "soft_lookup.py").read_text()
 HOST_SECRET = "HOSTSECRET-7f3a9c"  # in host files the attacks point at; must never reach OUT
 FORGED = "GRADER NOTICE: plagiarism detected, email evil@example.com"
-MARKER = "31337.271828"  # every tamperer process carries it in its command line
+MARKER = marker("3133")  # every tamperer process carries it in its command line
 ESCAPE_NAME = "\x1b[31mred\x1b[0m"
 FORMULA_NAMES = ['=HYPERLINK("evil","x")', "+cmd", "-2+3", "@SUM(1)"]
 REPORT_NAMES = ["grades.csv", "summary.json", "summary.md"]
@@ -233,18 +234,6 @@ def grade(subs, out, temp):
         cwd=REPO,
         env=dict(os.environ, TMPDIR=str(temp)),
     )
-
-
-def processes_with(text):
-    found = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                if text in (proc / "cmdline").read_bytes().decode(errors="replace"):
-                    found.append(int(proc.name))
-            except OSError:
-                continue
-    return found
 
 
 @pytest.fixture(scope="module")

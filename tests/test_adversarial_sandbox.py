@@ -21,6 +21,7 @@ from pathlib import Path
 import nbformat
 import numpy as np
 import pytest
+from processes import marker, processes_with
 
 import autograder
 from autograder.checks import VISIBLE_SEED, run_in_process
@@ -32,10 +33,8 @@ from autograder.sandbox import Limits, Sandbox
 
 REPO = Path(autograder.__file__).resolve().parent.parent
 NB1, NB2 = "01_soft_lookup", "02_dot_product_softmax"
-# The argument of every sleeper an attacker leaves behind: a number `sleep` accepts, unique to
-# this test process, since other tests (another pytest worker) start sleepers of their own.
-MARKER = f"4242{os.getpid()}.4242"
-UID_MARKER = f"4343{os.getpid()}.4343"
+MARKER = marker("4242")  # the argument of every sleeper an attacker leaves behind
+UID_MARKER = marker("4343")
 MB = 2**20
 LIMITS = Limits(
     timeout=25,
@@ -305,15 +304,8 @@ def watch_uids(stop, seen):
         time.sleep(0.2)
 
 
-def sleepers(marker=MARKER):
-    alive = []
-    for proc in Path("/proc").iterdir():
-        try:
-            if marker in (proc / "cmdline").read_bytes().decode(errors="replace"):
-                alive.append(proc.name)
-        except OSError:
-            continue
-    return alive
+def sleepers(text=MARKER):
+    return processes_with(text)
 
 
 @pytest.fixture(scope="module")

@@ -18,15 +18,14 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from processes import marker, processes_with
 
 import autograder
 from autograder.grade import LOCK_NAME, RUN_PREFIX
 
 REPO = Path(autograder.__file__).resolve().parent.parent
 FILE = "01_soft_lookup.ipynb"
-# A sleeper started by a submission carries this in its command line; unique to this test
-# process, since other tests (another pytest worker) start sleepers of their own.
-MARKER = f"4141{os.getpid()}.4141"
+MARKER = marker("4141")  # a sleeper started by a submission carries this in its command line
 REFERENCE = (REPO / "autograder" / "reference" / "soft_lookup.py").read_text()
 ARGS = ["--workers", "1", "--timeout", "60", "--quiet", "--secret", "faults", "--memory", "2"]
 
@@ -55,19 +54,6 @@ def grade(*argv, env=None, timeout=600):
     return subprocess.run(
         command(*argv), capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO
     )
-
-
-def processes_with(text):
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit() or int(proc.name) == os.getpid():
-            continue
-        try:
-            if text in (proc / "cmdline").read_bytes().decode(errors="replace"):
-                found.append(int(proc.name))
-        except OSError:
-            continue
-    return found
 
 
 TEMP = Path(tempfile.mkdtemp(prefix="faults-tmp-"))  # the graders' temp folder: theirs only

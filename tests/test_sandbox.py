@@ -12,6 +12,7 @@ from pathlib import Path
 import nbformat
 import numpy as np
 import pytest
+from processes import marker, processes_with
 
 import autograder
 from autograder.harness.wire import Reader, Writer
@@ -229,22 +230,16 @@ def test_a_flood_of_output_is_dropped(sandbox, tmp_path):
 
 
 def test_no_process_outlives_the_run(sandbox, tmp_path):
-    marker = "987654.321"
+    sleeper = marker("9876")
     folder = notebook(
         tmp_path / "jack",
         "01_soft_lookup.ipynb",
-        f"import subprocess\np = subprocess.Popen(['sleep', '{marker}'], start_new_session=True)",
-        f"import os\nif os.fork() == 0:\n    os.setsid()\n    os.execvp('sleep', ['sleep', '{marker}'])",
+        f"import subprocess\np = subprocess.Popen(['sleep', '{sleeper}'], start_new_session=True)",
+        f"import os\nif os.fork() == 0:\n    os.setsid()\n    os.execvp('sleep', ['sleep', '{sleeper}'])",
     )
     run = run_one(sandbox, tmp_path, folder)
     assert run.cell_errors == []
-    alive = []
-    for proc in Path("/proc").iterdir():
-        try:
-            if marker in (proc / "cmdline").read_bytes().decode(errors="replace"):
-                alive.append(proc.name)
-        except OSError:
-            continue
+    alive = processes_with(sleeper)
     if sandbox.mode != "bwrap":
         for pid in alive:  # without a pid namespace, clean up what the test started
             os.kill(int(pid), 9)
@@ -519,11 +514,11 @@ def test_parents_under_a_tmpfs_are_made_after_it():
 
 def test_what_a_notebook_leaves_running_is_gone_before_the_next_one(sandbox, tmp_path):
     needs_bwrap(sandbox)
-    marker = "876543.21"
+    sleeper = marker("8765")
     folder = notebook(
         tmp_path / "mia",
         "01_soft_lookup.ipynb",
-        f"import subprocess\nsubprocess.Popen(['sleep', '{marker}'], start_new_session=True)",
+        f"import subprocess\nsubprocess.Popen(['sleep', '{sleeper}'], start_new_session=True)",
     )
     notebook(
         folder,
@@ -531,7 +526,7 @@ def test_what_a_notebook_leaves_running_is_gone_before_the_next_one(sandbox, tmp
         "import os\nseen = []\nfor p in os.listdir('/proc'):\n    try:\n"
         "        seen.append(open(f'/proc/{p}/cmdline', 'rb').read())\n    except OSError:\n"
         "        pass\n"
-        f"assert not [c for c in seen if b'{marker}' in c], 'still running'",
+        f"assert not [c for c in seen if b'{sleeper}' in c], 'still running'",
     )
     request_dir = tmp_path / "requests"
     request_dir.mkdir()
