@@ -304,10 +304,6 @@ def watch_uids(stop, seen):
         time.sleep(0.2)
 
 
-def sleepers(text=MARKER):
-    return processes_with(text)
-
-
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     box = Sandbox(LIMITS)
@@ -339,7 +335,7 @@ def graded(tmp_path_factory):
         "uids": uids,
         "identity": identity,
         "host_markers": host_markers,
-        "sleepers": sleepers() + sleepers(UID_MARKER),
+        "sleepers": processes_with(MARKER) + processes_with(UID_MARKER),
     }
 
 
@@ -403,7 +399,7 @@ def test_every_writable_place_is_a_small_tmpfs(graded):
 
 def test_no_process_outlives_the_run(graded):
     assert graded["sleepers"] == []
-    assert sleepers() == []
+    assert processes_with(MARKER) == []
 
 
 def test_sandbox_processes_are_not_root_on_the_host(graded):

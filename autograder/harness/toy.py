@@ -77,12 +77,12 @@ class AdamW:
         )
 
 
-def train_lm(cls, init, windows, eval_idx, lr=1e-3, seed=0, stop_below=None, stop_window=10):
+def train_lm(cls, init, windows, eval_idx, lr=1e-3, seed=0, stop_below=None, stop_window=None):
     """Train cls(**init) with AdamW, one step per batch of `windows` (steps, batch, T + 1: inputs
     [:, :-1], next tokens [:, 1:], all chosen by the parent); the model's logits on eval_idx
     before and after training.
 
-    With `stop_below`, training ends early once the mean loss of the last `stop_window` batches
+    With `stop_below` and `stop_window` (given together), training ends early once the mean loss of the last `stop_window` batches
     is below it: a model that has learned the text needs no more steps (most working GPTs stop
     after a third to a half of the batches). Stopping early only decides how long to train; the
     verdict still comes from the logits, so a model that fakes its losses to stop early only
