@@ -98,6 +98,32 @@ def test_a_notebook_runs_and_the_harness_answers(sandbox, tmp_path):
     np.testing.assert_allclose(reader.decode(raw["value"]), k @ q)
 
 
+def test_pyplot_runs_only_in_a_notebook_that_uses_it_and_then_works(sandbox, tmp_path):
+    """Every notebook imports pyplot; under grading only demo cells (skipped) plot, so its code
+    runs on first use: importing it (even again) leaves matplotlib.figure unimported, and using
+    it works whichever way it was imported."""
+    not_yet = "if 'matplotlib.figure' in sys.modules:\n    raise LookupError('pyplot ran')"
+    folder = notebook(
+        tmp_path / "bob",
+        "01_soft_lookup.ipynb",
+        "import sys\nimport matplotlib.pyplot as plt",
+        not_yet,
+        # imported again, as import_earlier runs an earlier notebook's import cell
+        "import matplotlib.pyplot\nexec('import matplotlib.pyplot as plt', {})\n"
+        "from matplotlib import pyplot as also",
+        not_yet,
+        "import io\nfig, ax = plt.subplots()\nax.plot([1, 2], [3, 4])\n"
+        "buffer = io.BytesIO()\nfig.savefig(buffer, format='png')\n"
+        "assert buffer.getvalue()[:4] == b'\\x89PNG'",
+        "from matplotlib import pyplot\nimport matplotlib.pyplot as again\n"
+        "assert pyplot is again is plt and plt.gcf() is fig",
+        "if 'matplotlib.figure' not in sys.modules:\n    raise LookupError('pyplot never ran')",
+    )
+    run = run_one(sandbox, tmp_path, folder)
+    assert run.executed_ok
+    assert run.cell_errors == []
+
+
 def test_cells_that_raise_are_recorded_and_the_next_cells_run(sandbox, tmp_path):
     folder = notebook(
         tmp_path / "bob",

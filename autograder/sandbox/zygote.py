@@ -5,9 +5,10 @@
                                                # (ARGS: ipykernel_launcher's, e.g. -f CONN_FILE)
 
 Starting an IPython kernel and importing numpy, matplotlib and torch costs seconds per notebook.
-The zygote imports them ONCE (torch only once a notebook that uses it asks for a kernel) (no thread, no ZMQ context: it only imports), then forks a fresh
-process for every notebook, which starts its own IPKernelApp exactly as `python -m
-ipykernel_launcher -f CONN_FILE` would: each notebook still gets its own kernel process, its own
+The zygote imports them ONCE (torch only once a notebook that uses it asks for a kernel;
+matplotlib.pyplot lazily, in a kernel that uses it) (no thread, no ZMQ context: it only
+imports), then forks a fresh process for every notebook, which starts its own IPKernelApp
+exactly as `python -m ipykernel_launcher -f CONN_FILE` would: each notebook still gets its own kernel process, its own
 namespace, its own session (setsid), signals and rlimits, and a crash in one cannot touch the next.
 
 jupyter_client needs a child process it can signal and wait for, so the kernel command is a thin
@@ -25,6 +26,7 @@ import select
 import signal
 import socket
 import sys
+import types
 
 READY_SECONDS = 40.0  # the waiter's patience for the zygote (it may still be importing torch)
 PRELOAD = (
@@ -47,8 +49,13 @@ PRELOAD = (
     "cProfile",
     "numpy",
     "matplotlib",
-    "matplotlib.pyplot",
 )
+# Imported lazily, in the kernel that uses them: `import matplotlib.pyplot as plt` binds a module
+# whose code runs on its first use (_Deferred). Every notebook imports pyplot, some twice (their
+# own import cell, and an earlier notebook's through coursedata.import_earlier), but under grading
+# only demo cells (skipped) plot: preloading pyplot cost each student about 0.5 CPU-s that no
+# verdict needed. A kernel that does plot pays it then, once.
+LAZY = ("matplotlib.pyplot",)
 # Imported once, on the first request of a kernel whose notebook needs it (the driver says so in
 # the waiter's --preload): a NumPy-only submission never pays for torch,
 # and the NumPy notebooks' kernels, forked before it, do not carry its address space.
@@ -118,9 +125,69 @@ def _import_all(names):
     gc.freeze()
 
 
+class _LazyFinder:
+    """A meta-path finder for the modules in LAZY: the usual spec, with a deferring loader."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in LAZY:
+            return None
+        import importlib.machinery
+
+        spec = importlib.machinery.PathFinder.find_spec(name, path, target)
+        if spec is not None and hasattr(spec.loader, "exec_module"):
+            spec.loader = _DeferringLoader(spec.loader)
+        return spec
+
+
+class _DeferringLoader:
+    """Creates the module as the real loader would and runs its code on first use (like
+    importlib.util.LazyLoader, whose modules run as soon as anything, even the import system's
+    own look at __spec__ when the module is imported a second time, touches them)."""
+
+    def __init__(self, loader):
+        self.loader = loader
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        object.__setattr__(module, "__class__", _Deferred)
+
+
+class _Deferred(types.ModuleType):
+    """A module not run yet: what the import system reads of it is answered from its metadata;
+    any other attribute, set or deleted, runs it first (then it is a plain module)."""
+
+    METADATA = frozenset(
+        {"__spec__", "__name__", "__loader__", "__package__", "__file__", "__path__", "__class__"}
+    )
+
+    def _run(self):
+        spec = object.__getattribute__(self, "__spec__")
+        loader = spec.loader.loader if isinstance(spec.loader, _DeferringLoader) else spec.loader
+        object.__setattr__(self, "__class__", types.ModuleType)
+        spec.loader = self.__loader__ = loader
+        loader.exec_module(self)
+
+    def __getattribute__(self, name):
+        if name in _Deferred.METADATA:
+            return object.__getattribute__(self, name)
+        _Deferred._run(self)
+        return getattr(self, name)
+
+    def __setattr__(self, name, value):
+        _Deferred._run(self)
+        setattr(self, name, value)
+
+    def __delattr__(self, name):
+        _Deferred._run(self)
+        delattr(self, name)
+
+
 def _preload():
     os.environ.setdefault("MPLBACKEND", "Agg")
     _import_all(PRELOAD)
+    sys.meta_path.insert(0, _LazyFinder())
 
 
 def _preload_on_demand(wish):
