@@ -33,7 +33,8 @@ class Writer:
         self.count = 0
 
     def _save_array(self, arr):
-        self.arrays.mkdir(parents=True, exist_ok=True)
+        if self.count == 0:  # the first array makes the folder (one mkdir, not one per array)
+            self.arrays.mkdir(parents=True, exist_ok=True)
         name = f"a{self.count}"
         self.count += 1
         np.save(self.arrays / f"{name}.npy", arr, allow_pickle=False)
