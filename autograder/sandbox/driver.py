@@ -41,7 +41,6 @@ if __name__ == "__main__" and sys.argv[1:2] == ["--as"]:
 import shutil  # noqa: E402
 import signal  # noqa: E402
 import socket  # noqa: E402
-import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 import traceback  # noqa: E402
@@ -50,7 +49,7 @@ from pathlib import Path  # noqa: E402
 # jsonschema imports rfc3987_syntax, which compiles a grammar for seconds at import time, and
 # optional format checkers (arrow, isoduration, ...); the driver never validates formats, so they
 # are blocked here (this process only; jsonschema skips a checker whose import fails).
-for _optional in (
+BLOCKED_IMPORTS = (
     "rfc3987_syntax",
     "isoduration",
     "arrow",
@@ -60,7 +59,8 @@ for _optional in (
     "rfc3339_validator",
     "rfc3986_validator",
     "jsonpointer",
-):
+)
+for _optional in BLOCKED_IMPORTS:
     sys.modules.setdefault(_optional, None)
 
 import nbformat  # noqa: E402
@@ -133,12 +133,17 @@ class QuietClient(NotebookClient):
 class Zygote:
     """Warm kernels: one pre-loaded process that forks a fresh kernel per notebook (zygote.py).
 
+    The zygote is forked from this driver once its own imports are done: jupyter_client, zmq,
+    traitlets and the interpreter's start-up, which ipykernel needs as well, are not paid for a
+    second time (about 0.3 CPU-s a student). It then runs zygote.serve() and never returns here.
+
     Off when the job says "warm": false, when zygote.py is missing or when the zygote has died;
     the notebook then gets the usual cold kernel (the waiter falls back by itself as well).
     """
 
     socket = None
-    process = None
+    pid = 0
+    alive_fd = -1  # the write end of the zygote's stdin: closing it tells the zygote to exit
 
     @classmethod
     def start(cls):
@@ -155,31 +160,78 @@ class Zygote:
             listener.bind(path)
             os.chmod(path, 0o600)
             listener.listen(16)
-            try:
-                cls.process = subprocess.Popen(
-                    [sys.executable, str(ZYGOTE), "--serve", str(listener.fileno())],
-                    stdin=subprocess.PIPE,
-                    pass_fds=(listener.fileno(),),
-                )
-            finally:
-                listener.close()
-            cls.socket = path
+            read_end, cls.alive_fd = os.pipe()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+            if pid == 0:
+                _become_zygote(listener.fileno(), read_end)
+            os.close(read_end)
+            listener.close()
+            cls.pid, cls.socket = pid, path
         except OSError as exc:
             print(f"[driver] warm kernels off: {exc!r}", file=sys.stderr)
-            cls.socket = cls.process = None
+            cls.socket, cls.pid = None, 0
 
     @classmethod
     def alive(cls):
-        return cls.process is not None and cls.process.poll() is None
+        if cls.pid <= 0:
+            return False
+        try:
+            done, _ = os.waitpid(cls.pid, os.WNOHANG)
+        except ChildProcessError:  # reaped already (by kill_strays, say)
+            done = cls.pid
+        if done:
+            cls.pid = 0
+        return cls.pid > 0
 
     @classmethod
     def stop(cls):
-        if cls.process is not None:
-            try:
-                cls.process.stdin.close()
-                cls.process.wait(timeout=5)
-            except (OSError, subprocess.TimeoutExpired):
-                cls.process.kill()
+        if cls.alive_fd >= 0:
+            os.close(cls.alive_fd)
+            cls.alive_fd = -1
+        if cls.pid > 0:
+            deadline = time.monotonic() + 5
+            while cls.alive() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            if cls.pid > 0:
+                try:
+                    os.kill(cls.pid, signal.SIGKILL)
+                    os.waitpid(cls.pid, 0)
+                except OSError:
+                    pass
+                cls.pid = 0
+
+
+def _become_zygote(listener_fd, read_end):
+    """In the forked child: zygote.serve() with the pipe as stdin; never returns."""
+    code = 1
+    try:
+        import atexit
+        import importlib.util
+
+        atexit._clear()  # the driver's handlers are not the zygote's, nor its kernels'
+        os.dup2(read_end, 0)
+        os.close(read_end)
+        os.closerange(3, listener_fd)
+        os.closerange(listener_fd + 1, 1 << 16)
+        for name, module in list(sys.modules.items()):  # the driver's blocks are not the kernels'
+            if module is None and name in BLOCKED_IMPORTS:
+                del sys.modules[name]
+        spec = importlib.util.spec_from_file_location("__zygote__", ZYGOTE)
+        zygote = sys.modules["__zygote__"] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(zygote)
+        sys.argv = [str(ZYGOTE), "--serve", str(listener_fd)]
+        code = zygote.serve(listener_fd) or 0
+    except BaseException:  # noqa: BLE001 - never return into the driver
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except Exception:  # noqa: BLE001
+            pass
+        os._exit(code if isinstance(code, int) else 1)
 
 
 class WarmKernelManager(AsyncKernelManager):
@@ -494,7 +546,7 @@ def main(job_path):
 def run_all(job):
     for index, spec in enumerate(job["notebooks"]):
         if index and job.get("own_pid_namespace"):
-            kill_strays({Zygote.process.pid} if Zygote.alive() else set())
+            kill_strays({Zygote.pid} if Zygote.alive() else set())
         run = Run(job, spec)
         try:
             run.execute()
