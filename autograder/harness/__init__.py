@@ -8,7 +8,9 @@ torch, never `autograder`, because inside the sandbox autograder is not there.
 
 Wire format (one directory per request, one per response):
     request.json   {"op": ..., "target": ..., ...}  values encoded by wire.encode
-    arrays/*.npy   arrays the JSON refers to as {"$array": "name"}
+    arrays.npys    a request's arrays, one .npy record after another: {"$array": "#k"} is the
+                   k-th (wire.PACKED)
+    arrays/*.npy   a response's arrays, one file each: {"$array": "name"}
 """
 
 from .serve import serve

@@ -97,7 +97,7 @@ def _error(exc):
 class Session:
     def __init__(self, namespace, request_dir, response_dir):
         self.namespace = namespace
-        self.reader = Reader(request_dir, as_tensors=True)
+        self.reader = Reader(request_dir, as_tensors=True, packed=True)
         self.writer = Writer(response_dir)
 
     def value(self, data):

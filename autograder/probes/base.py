@@ -72,7 +72,7 @@ def write_requests(cases, request_root):
         shutil.rmtree(request_root)
     for i, case in enumerate(cases):
         for j, request in enumerate(case.requests):
-            writer = Writer(request_root / case.function / request_folder(i, j))
+            writer = Writer(request_root / case.function / request_folder(i, j), packed=True)
             writer.write_json("request.json", _encode_request(writer, request))
     return sorted({case.function for case in cases})
 
