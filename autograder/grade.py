@@ -33,6 +33,8 @@ NOTEBOOK_FILES = {nb.filename for nb in NOTEBOOKS}
 MAX_NOTEBOOK_BYTES = 20 * MB  # a notebook larger than this is not read (with a message)
 LOCK_NAME = ".grading.lock"  # in OUT: one grading run at a time
 RUN_PREFIX = "autograder-run-"  # per-run work folder in the temp dir; stale ones are removed
+MEMORY_FS = Path("/dev/shm")  # preferred for the scratch files when it is a roomy tmpfs
+MEMORY_FS_MIN_FREE = 2 * 2**30  # a Docker container's default 64 MB /dev/shm is not used
 
 
 @dataclass
@@ -416,10 +418,40 @@ def _clean_interrupted_writes(out):
                 pass
 
 
+def scratch_folder():
+    """Where this run's work folder goes: $AUTOGRADER_WORK_DIR, else $TMPDIR if it is set, else
+    /dev/shm when it is a memory file system (tmpfs) with MEMORY_FS_MIN_FREE to spare, else the
+    usual temp folder.
+
+    Grading writes and removes some thousand small files per student (hidden-test requests, the
+    sandbox's copies, its answers). On a disk file system that churn cost the parent 0.5-1 CPU-s
+    of kernel time per student (ext4 allocating inodes beside recently deleted ones), on tmpfs
+    about 0.1. The files live only while their student is graded."""
+    for variable in ("AUTOGRADER_WORK_DIR", "TMPDIR"):
+        if os.environ.get(variable):
+            return Path(tempfile.gettempdir() if variable == "TMPDIR" else os.environ[variable])
+    if _roomy_memory_fs(MEMORY_FS):
+        return MEMORY_FS
+    return Path(tempfile.gettempdir())
+
+
+def _roomy_memory_fs(path):
+    try:
+        with open("/proc/self/mounts", encoding="utf-8", errors="replace") as mounts:
+            kinds = {line.split()[1]: line.split()[2] for line in mounts if len(line.split()) > 2}
+        if kinds.get(str(path)) != "tmpfs" or not os.access(path, os.W_OK | os.X_OK):
+            return False
+        free = os.statvfs(path)
+        return free.f_bavail * free.f_frsize >= MEMORY_FS_MIN_FREE
+    except OSError:
+        return False
+
+
 def start_work_root(keep=False):
     """This run's work folder (student work folders and the sandbox library live under it),
     marked by a held flock; work folders of runs that died (lock free) are removed first."""
-    temp = Path(tempfile.gettempdir())
+    temp = scratch_folder()
+    temp.mkdir(parents=True, exist_ok=True)
     for stale in sorted(temp.glob(f"{RUN_PREFIX}*")):
         if stale.is_symlink() or not stale.is_dir() or (stale / "keep").exists():
             continue
@@ -434,7 +466,7 @@ def start_work_root(keep=False):
         finally:
             os.close(fd)
         _remove_quietly(stale)
-    root = Path(tempfile.mkdtemp(prefix=RUN_PREFIX))
+    root = Path(tempfile.mkdtemp(prefix=RUN_PREFIX, dir=temp))
     fd = os.open(root / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     fcntl.flock(fd, fcntl.LOCK_EX)
     if keep:

@@ -1,0 +1,58 @@
+"""Where a grading run keeps its scratch files: a roomy tmpfs when there is one (file churn on a
+disk cost the parent 0.5-1 CPU-s per student), unless the user said where."""
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from autograder import grade
+
+
+def mounted_tmpfs():
+    with open("/proc/self/mounts") as mounts:
+        return [line.split()[1] for line in mounts if line.split()[2:3] == ["tmpfs"]]
+
+
+def test_the_users_choice_wins(monkeypatch, tmp_path):
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
+    (tmp_path / "tmp").mkdir()
+    assert grade.scratch_folder() == tmp_path / "tmp"
+    monkeypatch.setenv("AUTOGRADER_WORK_DIR", str(tmp_path / "work"))
+    assert grade.scratch_folder() == tmp_path / "work"
+
+
+def test_a_roomy_tmpfs_is_preferred_and_a_small_or_disk_one_is_not(monkeypatch, tmp_path):
+    monkeypatch.delenv("TMPDIR", raising=False)
+    monkeypatch.delenv("AUTOGRADER_WORK_DIR", raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    default = Path(tempfile.gettempdir())
+    roomy = [
+        Path(p)
+        for p in mounted_tmpfs()
+        if os.access(p, os.W_OK | os.X_OK)
+        and os.statvfs(p).f_bavail * os.statvfs(p).f_frsize >= grade.MEMORY_FS_MIN_FREE
+    ]
+    if not roomy or str(tmp_path) in mounted_tmpfs():
+        pytest.skip("needs a writable tmpfs with room, and tmp_path on another file system")
+    monkeypatch.setattr(grade, "MEMORY_FS", roomy[0])
+    assert grade.scratch_folder() == roomy[0]
+    monkeypatch.setattr(grade, "MEMORY_FS_MIN_FREE", 2**62)  # like a Docker-sized /dev/shm
+    assert grade.scratch_folder() == default
+    monkeypatch.setattr(grade, "MEMORY_FS_MIN_FREE", 0)
+    monkeypatch.setattr(grade, "MEMORY_FS", tmp_path)  # a folder, not a tmpfs mount
+    assert grade.scratch_folder() == default
+
+
+def test_a_run_works_in_the_scratch_folder_and_leaves_nothing_there(monkeypatch, tmp_path):
+    monkeypatch.setenv("AUTOGRADER_WORK_DIR", str(tmp_path / "scratch"))
+    root, fd = grade.start_work_root()
+    try:
+        assert root.parent == tmp_path / "scratch"
+        assert root.name.startswith(grade.RUN_PREFIX)
+    finally:
+        os.close(fd)
+        grade._remove_quietly(root)
+    assert list((tmp_path / "scratch").iterdir()) == []
