@@ -447,10 +447,10 @@ def _roomy_memory_fs(path):
         return False
 
 
-def start_work_root(keep=False):
-    """This run's work folder (student work folders and the sandbox library live under it),
-    marked by a held flock; work folders of runs that died (lock free) are removed first."""
-    temp = scratch_folder()
+def start_work_root(keep=False, folder=None):
+    """This run's work folder in `folder` (default: scratch_folder()), marked by a held flock;
+    work folders of runs that died (lock free) are removed first."""
+    temp = Path(folder) if folder is not None else scratch_folder()
     temp.mkdir(parents=True, exist_ok=True)
     for stale in sorted(temp.glob(f"{RUN_PREFIX}*")):
         if stale.is_symlink() or not stale.is_dir() or (stale / "keep").exists():
@@ -511,19 +511,25 @@ def grade_class(path, settings, progress=True, layout="auto", graded_groups=None
     lock = lock_output(settings.out)
     try:
         _clean_interrupted_writes(settings.out)
+        # the students' work (made and removed one student at a time) in the scratch folder;
+        # the gathered submissions (the whole class's, for the whole run) in the usual temp
+        # folder: a class of large notebooks must not fill a memory file system
         root, root_lock = start_work_root(settings.keep_work)
+        disk = Path(tempfile.gettempdir())
+        held = start_work_root(settings.keep_work, disk) if root.parent != disk else None
         try:
             settings.work_root = root
-            staging = root / "submissions"
+            staging = (held[0] if held else root) / "submissions"
             staging.mkdir()
             found = submissions.discover(
                 path, settings.out, staging, layout=layout, graded_groups=graded_groups
             )
             return _grade_class(found, settings, progress, write_class)
         finally:
-            os.close(root_lock)
-            if not settings.keep_work:
-                _remove_quietly(root)
+            for folder, fd in [(root, root_lock), *([held] if held else [])]:
+                os.close(fd)
+                if not settings.keep_work:
+                    _remove_quietly(folder)
     finally:
         release_output(lock)
 

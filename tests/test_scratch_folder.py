@@ -2,12 +2,18 @@
 disk cost the parent 0.5-1 CPU-s per student), unless the user said where."""
 
 import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
+import nbformat
 import pytest
 
+import autograder
 from autograder import grade
+
+REPO = Path(autograder.__file__).resolve().parent.parent
 
 
 def mounted_tmpfs():
@@ -56,3 +62,34 @@ def test_a_run_works_in_the_scratch_folder_and_leaves_nothing_there(monkeypatch,
         os.close(fd)
         grade._remove_quietly(root)
     assert list((tmp_path / "scratch").iterdir()) == []
+
+
+def test_the_class_is_gathered_on_disk_and_each_student_worked_on_in_the_scratch(tmp_path):
+    """A class of large notebooks must not fill a memory file system: only the per-student work
+    (made and removed one student at a time) goes to the scratch folder."""
+    solution = nbformat.v4.new_notebook()
+    solution.cells = [nbformat.v4.new_code_cell("def percentages(scores):\n    return scores")]
+    (tmp_path / "class" / "ann" / "week1").mkdir(parents=True)  # a sub-folder: gathered
+    nbformat.write(solution, tmp_path / "class" / "ann" / "week1" / "01_soft_lookup.ipynb")
+    for name in ("scratch", "disk"):
+        (tmp_path / name).mkdir()
+    env = dict(
+        os.environ,
+        AUTOGRADER_WORK_DIR=str(tmp_path / "scratch"),
+        TMPDIR=str(tmp_path / "disk"),
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", str(tmp_path / "class")]
+        + ["--out", str(tmp_path / "out"), "--keep-work", "--quiet", "--secret", "s"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        cwd=REPO,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    [disk_run] = (tmp_path / "disk").glob(f"{grade.RUN_PREFIX}*")
+    [scratch_run] = (tmp_path / "scratch").glob(f"{grade.RUN_PREFIX}*")
+    assert list((disk_run / "submissions").rglob("01_soft_lookup.ipynb"))
+    assert not (scratch_run / "submissions").exists()
+    assert list(scratch_run.glob("student-ann-*"))  # the student's work folder
