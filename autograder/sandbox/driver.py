@@ -204,34 +204,17 @@ class Zygote:
 
 
 def _become_zygote(listener_fd, read_end):
-    """In the forked child: zygote.serve() with the pipe as stdin; never returns."""
-    code = 1
+    """In the forked child: load zygote.py and serve (zygote.serve_forked); never returns."""
     try:
-        import atexit
         import importlib.util
 
-        atexit._clear()  # the driver's handlers are not the zygote's, nor its kernels'
-        os.dup2(read_end, 0)
-        os.close(read_end)
-        os.closerange(3, listener_fd)
-        os.closerange(listener_fd + 1, 1 << 16)
-        for name, module in list(sys.modules.items()):  # the driver's blocks are not the kernels'
-            if module is None and name in BLOCKED_IMPORTS:
-                del sys.modules[name]
         spec = importlib.util.spec_from_file_location("__zygote__", ZYGOTE)
         zygote = sys.modules["__zygote__"] = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(zygote)
-        sys.argv = [str(ZYGOTE), "--serve", str(listener_fd)]
-        code = zygote.serve(listener_fd) or 0
     except BaseException:  # noqa: BLE001 - never return into the driver
         traceback.print_exc()
-    finally:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        except Exception:  # noqa: BLE001
-            pass
-        os._exit(code if isinstance(code, int) else 1)
+        os._exit(1)
+    zygote.serve_forked(listener_fd, read_end, unblock=BLOCKED_IMPORTS)
 
 
 class WarmKernelManager(AsyncKernelManager):

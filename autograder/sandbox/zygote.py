@@ -1,6 +1,7 @@
 """Runs INSIDE the sandbox: warm kernels, forked from one pre-loaded process per student.
 
-    python zygote.py --serve FD                # the zygote (driver.py passes its listening socket)
+    serve_forked(FD, ALIVE_FD)                 # the zygote, forked from driver.py (its socket)
+    python zygote.py --serve FD                # the same, started as a program
     python zygote.py --launch SOCKET ARGS...   # the kernel command jupyter_client runs
                                                # (ARGS: ipykernel_launcher's, e.g. -f CONN_FILE)
 
@@ -253,12 +254,17 @@ def _child(conn, request, fds, closing):
 
         traceback.print_exc()
     finally:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        except Exception:  # noqa: BLE001
-            pass
-        os._exit(code)
+        _exit(code)
+
+
+def _exit(code):
+    """Leave this forked process at once (no atexit, no cleanup of the parent's objects)."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except Exception:  # noqa: BLE001
+        pass
+    os._exit(code if isinstance(code, int) else 1)
 
 
 def _reseed():
@@ -269,6 +275,35 @@ def _reseed():
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.seed()
+
+
+def serve_forked(listener_fd, alive_fd, unblock=()):
+    """serve() in a process forked from the driver (driver.py, Zygote.start); never returns.
+
+    The driver's imports are kept (what ipykernel shares with jupyter_client is not paid again);
+    its atexit handlers, its blocked imports (`unblock`: sys.modules entries set to None) and
+    every descriptor but the listener are not: `alive_fd`, the read end of a pipe the driver
+    holds open, becomes stdin, as for a zygote the driver started as a program."""
+    code = 1
+    try:
+        import atexit
+
+        atexit._clear()  # the driver's handlers are not the zygote's, nor its kernels'
+        os.dup2(alive_fd, 0)
+        os.close(alive_fd)
+        os.closerange(3, listener_fd)
+        os.closerange(listener_fd + 1, 1 << 16)
+        for name in unblock:
+            if name in sys.modules and sys.modules[name] is None:
+                del sys.modules[name]
+        sys.argv = [__file__, "--serve", str(listener_fd)]
+        code = serve(listener_fd) or 0
+    except BaseException:  # noqa: BLE001 - never return into the driver
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        _exit(code)
 
 
 def serve(fd):
