@@ -427,10 +427,9 @@ def scratch_folder():
     sandbox's copies, its answers). On a disk file system that churn cost the parent 0.5-1 CPU-s
     of kernel time per student (ext4 allocating inodes beside recently deleted ones), on tmpfs
     about 0.1. The files live only while their student is graded."""
-    for variable in ("AUTOGRADER_WORK_DIR", "TMPDIR"):
-        if os.environ.get(variable):
-            return Path(tempfile.gettempdir() if variable == "TMPDIR" else os.environ[variable])
-    if _roomy_memory_fs(MEMORY_FS):
+    if os.environ.get("AUTOGRADER_WORK_DIR"):
+        return Path(os.environ["AUTOGRADER_WORK_DIR"])
+    if not os.environ.get("TMPDIR") and _roomy_memory_fs(MEMORY_FS):
         return MEMORY_FS
     return Path(tempfile.gettempdir())
 
@@ -438,7 +437,7 @@ def scratch_folder():
 def _roomy_memory_fs(path):
     try:
         with open("/proc/self/mounts", encoding="utf-8", errors="replace") as mounts:
-            kinds = {line.split()[1]: line.split()[2] for line in mounts if len(line.split()) > 2}
+            kinds = {f[1]: f[2] for f in map(str.split, mounts) if len(f) > 2}
         if kinds.get(str(path)) != "tmpfs" or not os.access(path, os.W_OK | os.X_OK):
             return False
         free = os.statvfs(path)
@@ -514,19 +513,20 @@ def grade_class(path, settings, progress=True, layout="auto", graded_groups=None
         # the students' work (made and removed one student at a time) in the scratch folder;
         # the gathered submissions (the whole class's, for the whole run) in the usual temp
         # folder: a class of large notebooks must not fill a memory file system
-        root, root_lock = start_work_root(settings.keep_work)
-        disk = Path(tempfile.gettempdir())
-        held = start_work_root(settings.keep_work, disk) if root.parent != disk else None
+        runs = [start_work_root(settings.keep_work)]  # [(folder, its lock's fd)]
         try:
-            settings.work_root = root
-            staging = (held[0] if held else root) / "submissions"
+            disk = Path(tempfile.gettempdir())
+            if runs[0][0].parent != disk:
+                runs.append(start_work_root(settings.keep_work, disk))
+            settings.work_root = runs[0][0]
+            staging = runs[-1][0] / "submissions"
             staging.mkdir()
             found = submissions.discover(
                 path, settings.out, staging, layout=layout, graded_groups=graded_groups
             )
             return _grade_class(found, settings, progress, write_class)
         finally:
-            for folder, fd in [(root, root_lock), *([held] if held else [])]:
+            for folder, fd in runs:
                 os.close(fd)
                 if not settings.keep_work:
                     _remove_quietly(folder)
@@ -549,7 +549,6 @@ def _grade_class(found, settings, progress, write_class):
             todo.append(sub)
 
     untested = [name for name in GRADED_NAMES if name not in registered_probes()]
-    _one_torch_thread()
     if untested:
         print(f"warning: no hidden tests registered for: {', '.join(untested)}", file=sys.stderr)
     sandbox = None
@@ -587,15 +586,6 @@ def _grade_class(found, settings, progress, write_class):
     done.sort(key=lambda r: r.student)
     summary = write_class(settings.out)  # every student graded into OUT, by this run or before
     return done, summary
-
-
-def _one_torch_thread():
-    """The parent builds and judges cases on tiny tensors, from several grading threads at once:
-    torch's own thread pool only adds threads that spin between operations (measured: 4-6 of
-    the parent's 14-20 CPU-s for 8 students). Only when the probes imported torch already."""
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        torch.set_num_threads(1)
 
 
 def settings_from_args(args):

@@ -52,7 +52,7 @@ def test_a_roomy_tmpfs_is_preferred_and_a_small_or_disk_one_is_not(monkeypatch, 
     assert grade.scratch_folder() == default
 
 
-def test_a_run_works_in_the_scratch_folder_and_leaves_nothing_there(monkeypatch, tmp_path):
+def test_a_run_folder_is_made_in_the_scratch_folder(monkeypatch, tmp_path):
     monkeypatch.setenv("AUTOGRADER_WORK_DIR", str(tmp_path / "scratch"))
     root, fd = grade.start_work_root()
     try:

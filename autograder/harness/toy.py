@@ -82,8 +82,8 @@ def train_lm(cls, init, windows, eval_idx, lr=1e-3, seed=0, stop_below=None, sto
     [:, :-1], next tokens [:, 1:], all chosen by the parent); the model's logits on eval_idx
     before and after training.
 
-    With `stop_below` and `stop_window` (given together), training ends early once the mean loss of the last `stop_window` batches
-    is below it: a model that has learned the text needs no more steps (most working GPTs stop
+    With `stop_below` and `stop_window` (given together), training ends early once the mean loss
+    of the last `stop_window` batches is below `stop_below`: a model that has learned the text needs no more steps (most working GPTs stop
     after a third to a half of the batches). Stopping early only decides how long to train; the
     verdict still comes from the logits, so a model that fakes its losses to stop early only
     stops learning sooner.

@@ -9,8 +9,9 @@ Starting an IPython kernel and importing numpy, matplotlib and torch costs secon
 The zygote imports them ONCE (torch only once a notebook that uses it asks for a kernel;
 matplotlib.pyplot lazily, in a kernel that uses it) (no thread, no ZMQ context: it only
 imports), then forks a fresh process for every notebook, which starts its own IPKernelApp
-exactly as `python -m ipykernel_launcher -f CONN_FILE` would: each notebook still gets its own kernel process, its own
-namespace, its own session (setsid), signals and rlimits, and a crash in one cannot touch the next.
+exactly as `python -m ipykernel_launcher -f CONN_FILE` would: each notebook still gets its own
+kernel process, its own namespace, its own session (setsid), signals and rlimits, and a crash in
+one cannot touch the next.
 
 jupyter_client needs a child process it can signal and wait for, so the kernel command is a thin
 waiter (`--launch`, standard library only): it sends its stdin/stdout/stderr, working directory
