@@ -123,7 +123,15 @@ python -m venv .venv && . .venv/bin/activate && pip install ./checker
 ```
 
 (or `pip install -r requirements.txt`: the same packages, pinned). On Windows activate with
-`.venv\\Scripts\\activate`. Then:
+`.venv\\Scripts\\activate`. On Linux, pip's default PyTorch brings gigabytes of CUDA libraries
+that a laptop does not use: install the CPU build first, then the checker:
+
+```bash
+pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
+pip install ./checker
+```
+
+(macOS's and Windows' PyTorch wheels are CPU builds already.) Then:
 
 ```bash
 jupyter lab notebooks/
@@ -141,6 +149,17 @@ jupyter lab notebooks/
   other inputs.
 - Notebook 06 can train on tiny Shakespeare (1 MB): `coursedata.load_tinyshakespeare()` downloads
   it once into `~/.cache/attention-course/`, or reads the file named by `TINYSHAKESPEARE_PATH`.
+
+## Handing in
+
+As your course says; in every case hand in the notebooks under the names they have here
+(`01_soft_lookup.ipynb`, ...), with your answers saved:
+
+- GitHub Classroom: commit and push (`git add notebooks && git commit -m "..." && git push`);
+  what is pushed by the deadline is what is graded.
+- nbgrader on a JupyterHub: in the Assignments tab, *Validate* (it runs the checks), then
+  *Submit*.
+- Gradescope: upload the notebooks, or one zip of them.
 
 `checker/` holds the checks (the package `autograder`) and the course's data and loaders (the
 package `coursedata`). It contains no solutions.
