@@ -8,7 +8,8 @@ writes
     out_dir/requirements.txt    the course's pins for what students need, plus ./checker
     out_dir/notebooks/          the released student notebooks (01..K for a weekly stage)
     out_dir/checker/            an installable package: `autograder` (the visible checks only)
-                                and `coursedata` (the small data and the loaders)
+                                and `coursedata` (the small data and the loaders), and
+                                the venv's Jupyter configuration (encrypted kernel connections)
 
 The checker's `autograder` holds the modules that run and judge a visible check (checks,
 curriculum, results, harness/, judging/), the misconception catalogue, and the visible seed's
@@ -92,6 +93,21 @@ package-dir = {{ "autograder" = "autograder", "coursedata" = "coursedata" }}
 [tool.setuptools.package-data]
 autograder = ["visible/**/*"]
 coursedata = ["*.json"]
+
+[tool.setuptools.data-files]
+# Read by `jupyter lab` from the venv's etc/jupyter (see jupyter_server_config.py there).
+"etc/jupyter" = ["jupyter/jupyter_server_config.py"]
+"""
+
+# Installed into the student's venv (sys.prefix/etc/jupyter), where `jupyter lab` reads it.
+JUPYTER_SERVER_CONFIG = """\
+# The attention course's checker: encrypt the connections between JupyterLab and its kernels
+# (CurveZMQ keys the kernel manager makes for each kernel) where this pyzmq supports it. Without
+# it every kernel start warns "Kernel is running over TCP without encryption".
+import zmq
+
+if zmq.has("curve"):
+    c.KernelManager.transport_encryption = "auto"  # noqa: F821 (`c` is Jupyter's config object)
 """
 
 GITIGNORE = """\
@@ -270,6 +286,8 @@ def _write_checker(checker, notebooks):
             raise FileNotFoundError(f"autograder/{sub}/__init__.py is missing")
     _copy(SHIPPED_DATA, COURSEDATA, checker / "coursedata")
     check_self_contained(checker)
+    (checker / "jupyter").mkdir()
+    (checker / "jupyter" / "jupyter_server_config.py").write_text(JUPYTER_SERVER_CONFIG)
 
     cases = [case for nb in notebooks for case in build_cases(nb.stem, VISIBLE_SEED)]
     save_cases(cases, package / "visible")
