@@ -23,6 +23,14 @@ def grade_options(cmd):
         default="auto",
         help="auto: bubblewrap when it works, else rlimits only (with a warning)",
     )
+    cmd.add_argument(
+        "--deadlines",
+        help="a TOML file of due dates and a late penalty (see autograder/deadlines.py)",
+    )
+    cmd.add_argument(
+        "--handed-in",
+        help="a CSV of student,notebook,handed_in times (else the files' own times)",
+    )
     cmd.add_argument("--keep-work", action="store_true", help="keep the sandbox folders")
     cmd.add_argument("--quiet", action="store_true", help="no progress bar")
 

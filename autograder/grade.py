@@ -48,6 +48,8 @@ class Settings:
     keep_work: bool = False
     max_notebook_bytes: int = MAX_NOTEBOOK_BYTES
     work_root: Path | None = None  # this run's work folder (made by grade_class)
+    deadlines: object = None  # autograder.deadlines.LatePolicy, or None: no late penalties
+    handed_in: dict = field(default_factory=dict)  # student -> {stem: time} (--handed-in)
 
 
 @dataclass
@@ -332,6 +334,24 @@ def build_results(student, tests, notebooks, seconds, submission_messages=()):
     }
 
 
+def _apply_deadlines(done, sources, settings):
+    """Late penalties (autograder/deadlines.py) on every student's results, graded by this run or
+    before: recomputed from the raw verdicts, so a changed policy needs no regrading."""
+    from autograder.deadlines import apply_late_policy, handed_in_from_files
+    from autograder.report import write_student
+
+    for result in done:
+        if result.error or not result.results.get("tests"):
+            continue  # an internal error: nothing was graded
+        if settings.deadlines is None and "late" not in result.results:
+            continue  # no policy now, none before
+        handed_in = settings.handed_in.get(result.student)
+        if handed_in is None and settings.deadlines is not None:
+            handed_in = handed_in_from_files(sources[result.student])
+        if apply_late_policy(result.results, settings.deadlines, handed_in or {}):
+            write_student(output_folder(settings.out, result.student), result.results)
+
+
 def _copy_tail(source, target, limit=20_000):
     from autograder.report import atomic_write
 
@@ -584,6 +604,7 @@ def _grade_class(found, settings, progress, write_class):
         if sandbox is not None:
             sandbox.close()
     done.sort(key=lambda r: r.student)
+    _apply_deadlines(done, {s.student: s.source for s in found}, settings)
     summary = write_class(settings.out)  # every student graded into OUT, by this run or before
     return done, summary
 
@@ -598,6 +619,18 @@ def settings_from_args(args):
             "predict the hidden tests' inputs. Set COURSE_SECRET (or --secret) for real grading.",
             file=sys.stderr,
         )
+    deadlines, handed_in = None, {}
+    if getattr(args, "deadlines", None):
+        from autograder.deadlines import PolicyError, load_handed_in, load_policy
+
+        try:
+            deadlines = load_policy(args.deadlines)
+            if getattr(args, "handed_in", None):
+                handed_in = load_handed_in(args.handed_in)
+        except PolicyError as exc:
+            raise SystemExit(f"error: {exc}") from None
+    elif getattr(args, "handed_in", None):
+        raise SystemExit("error: --handed-in needs --deadlines (the due dates and the penalty)")
     limits = Limits(timeout=float(args.timeout))
     if getattr(args, "memory", None):
         limits.memory_bytes = int(float(args.memory) * 2**30)
@@ -609,6 +642,8 @@ def settings_from_args(args):
         force=bool(args.force),
         sandbox_mode=getattr(args, "sandbox", None) or "auto",
         keep_work=bool(getattr(args, "keep_work", False)),
+        deadlines=deadlines,
+        handed_in=handed_in,
     )
 
 

@@ -95,6 +95,8 @@ def grades_csv(students):
         per = defaultdict(float)
         for t in s.results.get("tests", []):
             per[t["notebook"]] += t["score"]
+        for stem, entry in (s.results.get("late") or {}).get("notebooks", {}).items():
+            per[stem] -= entry.get("penalty", 0.0)  # autograder/deadlines.py
         writer.writerow(
             [
                 csv_cell(s.student),
