@@ -1,5 +1,5 @@
 """The command line: `python -m autograder release`, `grade PATH`, `handout --out DIR`,
-`nbgrader init|grade COURSE` and `gradescope --out autograder.zip`."""
+`nbgrader init|grade COURSE`, `gradescope --out autograder.zip` and `classroom gather REPOS`."""
 
 import argparse
 import os
@@ -60,10 +60,11 @@ def main(argv=None):
     )
     grade_options(grade_cmd)
 
-    from autograder.platforms import gradescope, nbgrader
+    from autograder.platforms import classroom, gradescope, nbgrader
 
     nbgrader.add_arguments(commands, grade_options)
     gradescope.add_arguments(commands)
+    classroom.add_arguments(commands)
 
     handout_cmd = commands.add_parser(
         "handout", help="build what students get: notebooks, data and a checker without answers"
@@ -92,6 +93,10 @@ def main(argv=None):
         from autograder.platforms import nbgrader
 
         return nbgrader.run(args)
+    if args.command == "classroom":
+        from autograder.platforms import classroom
+
+        return classroom.run(args)
     if args.command == "gradescope":
         from autograder.platforms import gradescope
 
