@@ -5,6 +5,8 @@ import argparse
 import os
 import sys
 
+from autograder.curriculum import NOTEBOOKS
+
 
 def grade_options(cmd):
     """The grading options `grade` shares with `nbgrader grade`."""
@@ -57,6 +59,12 @@ def main(argv=None):
         default="auto",
         help="auto: guess; class: PATH holds one folder or zip per student; student: PATH is "
         "one student's upload (notebooks loose, in sub-folders or zips)",
+    )
+    grade_cmd.add_argument(
+        "--notebook",
+        action="append",
+        choices=[nb.stem for nb in NOTEBOOKS],
+        help="regrade only this notebook (repeatable); the others keep their last verdicts",
     )
     grade_options(grade_cmd)
 

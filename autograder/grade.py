@@ -25,6 +25,7 @@ from autograder import submissions
 from autograder.curriculum import GRADED_NAMES, NOTEBOOKS
 from autograder.judging.answers import judge_cases
 from autograder.probes.base import PROBES, build_cases, derive_seed, write_requests
+from autograder.results import TestResult
 from autograder.safe_files import MB, UnsafeFile, printable, read_bytes, remove_tree, walk
 from autograder.sandbox import Limits, NotebookJob, Sandbox
 
@@ -48,6 +49,7 @@ class Settings:
     keep_work: bool = False
     max_notebook_bytes: int = MAX_NOTEBOOK_BYTES
     work_root: Path | None = None  # this run's work folder (made by grade_class)
+    notebooks: tuple = ()  # --notebook: regrade only these stems, keep the others' verdicts
     deadlines: object = None  # autograder.deadlines.LatePolicy, or None: no late penalties
     handed_in: dict = field(default_factory=dict)  # student -> {stem: time} (--handed-in)
 
@@ -182,12 +184,15 @@ def _load_notebook(folder, name, max_bytes):
 
 
 # -- one student ---------------------------------------------------------------------------------
-def grade_student(student, folder, settings, sandbox, placement=None):
-    """placement: messages about files that could not be placed (submissions.Submission)."""
+def grade_student(student, folder, settings, sandbox, placement=None, kept=None):
+    """placement: messages about files that could not be placed (submissions.Submission);
+    kept: {stem: (tests as JSON, notebook info)} of notebooks not to grade again (--notebook)."""
     started = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix=f"student-{_safe(student)}-", dir=settings.work_root))
     try:
-        return _grade_student(student, folder, settings, sandbox, work, started, placement or {})
+        return _grade_student(
+            student, folder, settings, sandbox, work, started, placement or {}, kept or {}
+        )
     finally:
         if not settings.keep_work:
             _remove_quietly(work)
@@ -211,7 +216,7 @@ def _notebook_file(folder, filename):
     return "present"
 
 
-def _grade_student(student, folder, settings, sandbox, work, started, placement):
+def _grade_student(student, folder, settings, sandbox, work, started, placement, kept):
     import nbformat
 
     from autograder.report import write_student
@@ -220,6 +225,8 @@ def _grade_student(student, folder, settings, sandbox, work, started, placement)
     prepared = work / "prepared"
     prepared.mkdir()
     for nb in NOTEBOOKS:
+        if nb.stem in kept:
+            continue  # --notebook: its verdicts of the last run stand
         seed = derive_seed(settings.secret, _encodable(student), nb.stem)
         cases = build_cases(nb.stem, seed, functions=registered_probes())
         placed = " ".join(placement.get(nb.stem, []))
@@ -273,6 +280,9 @@ def _grade_student(student, folder, settings, sandbox, work, started, placement)
         runs = sandbox.run(submission, jobs, work / "run", log_path=work / "sandbox.log")
 
     tests, notebooks = [], {}
+    for stem, (kept_tests, kept_info) in kept.items():
+        tests += [TestResult.from_json(t) for t in kept_tests]
+        notebooks[stem] = kept_info
     for nb, cases, job, note, message in plan:
         run = runs.get(nb.stem)
         if job is None:
@@ -302,6 +312,9 @@ def _grade_student(student, folder, settings, sandbox, work, started, placement)
         more = len(submission_messages) - 19
         submission_messages[19:] = [f"... and {more} more files were not copied."]
     general = list(placement.get(submissions.GENERAL, [])) + submission_messages
+    order = {nb.stem: i for i, nb in enumerate(NOTEBOOKS)}
+    tests.sort(key=lambda t: order[t.notebook])  # stable: each notebook's tests keep their order
+    notebooks = {stem: notebooks[stem] for stem in sorted(notebooks, key=order.get)}
     payload = build_results(student, tests, notebooks, time.monotonic() - started, general)
     target = output_folder(settings.out, student)
     write_student(target, payload)
@@ -513,6 +526,23 @@ def preflight(mode):
     return None
 
 
+def kept_verdicts(saved, regrade):
+    """{stem: (tests, info)} of the notebooks `--notebook` does not name, from the last results;
+    {} (grade everything) when there are none, or when they lack a notebook."""
+    if not regrade or not saved:
+        return {}
+    kept = {}
+    for nb in NOTEBOOKS:
+        if nb.stem in regrade:
+            continue
+        tests = [t for t in saved.get("tests", []) if t.get("notebook") == nb.stem]
+        info = saved.get("notebooks", {}).get(nb.stem)
+        if not tests or not isinstance(info, dict):
+            return {}
+        kept[nb.stem] = (tests, info)
+    return kept
+
+
 def _read_saved(results):
     try:
         payload = json.loads(read_bytes(results.parent, [results.name], 64 * MB))
@@ -557,16 +587,17 @@ def grade_class(path, settings, progress=True, layout="auto", graded_groups=None
 def _grade_class(found, settings, progress, write_class):
     from tqdm import tqdm
 
-    todo, done = [], []
+    todo, done, kept = [], [], {}
     for sub in found:
         student = sub.student
         results = output_folder(settings.out, student) / "results.json"
         fresh = not settings.force and up_to_date(sub.source, results)
-        saved = _read_saved(results) if fresh else None
-        if saved is not None:
+        saved = _read_saved(results) if fresh or settings.notebooks else None
+        if saved is not None and not settings.notebooks:
             done.append(StudentResult(student, saved, skipped=True))
         else:
             todo.append(sub)
+            kept[student] = kept_verdicts(saved, settings.notebooks)
 
     untested = [name for name in GRADED_NAMES if name not in registered_probes()]
     if untested:
@@ -587,8 +618,14 @@ def _grade_class(found, settings, progress, write_class):
             with ThreadPoolExecutor(max_workers=max(1, settings.workers)) as pool:
                 futures = {
                     pool.submit(
-                        grade_student, s.student, s.folder, settings, sandbox, s.messages
-                    ): (s.student)
+                        grade_student,
+                        s.student,
+                        s.folder,
+                        settings,
+                        sandbox,
+                        s.messages,
+                        kept[s.student],
+                    ): (s.student)  # fmt: skip
                     for s in todo
                 }
                 bar = tqdm(total=len(futures), desc="grading", unit="student", disable=not progress)
@@ -642,6 +679,7 @@ def settings_from_args(args):
         force=bool(args.force),
         sandbox_mode=getattr(args, "sandbox", None) or "auto",
         keep_work=bool(getattr(args, "keep_work", False)),
+        notebooks=tuple(getattr(args, "notebook", None) or ()),
         deadlines=deadlines,
         handed_in=handed_in,
     )
