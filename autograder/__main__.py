@@ -1,19 +1,15 @@
 """The command line: `python -m autograder release`, `grade PATH`, `handout --out DIR`,
-`nbgrader init|grade COURSE` and `gradescope --out autograder.zip`."""
+`nbgrader init|grade COURSE`, `gradescope --out autograder.zip` and `selftest`."""
 
 import argparse
 import os
 import sys
 
 
-def grade_options(cmd):
-    """The grading options `grade` shares with `nbgrader grade`."""
+def sandbox_options(cmd):
+    """The options of the sandbox itself (`grade`, `nbgrader grade`, `selftest`)."""
     cmd.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     cmd.add_argument("--timeout", type=float, default=300.0, help="wall-clock seconds per notebook")
-    cmd.add_argument("--force", action="store_true", help="regrade up-to-date students")
-    cmd.add_argument(
-        "--secret", help="course secret seeding the hidden tests (default: $COURSE_SECRET)"
-    )
     cmd.add_argument(
         "--memory", type=float, default=6.0, help="address-space limit per process, in GB"
     )
@@ -22,6 +18,21 @@ def grade_options(cmd):
         choices=("auto", "bwrap", "none"),
         default="auto",
         help="auto: bubblewrap when it works, else rlimits only (with a warning)",
+    )
+
+
+def grade_options(cmd):
+    """The grading options `grade` shares with `nbgrader grade`."""
+    sandbox_options(cmd)
+    cmd.add_argument("--force", action="store_true", help="regrade up-to-date students")
+    cmd.add_argument(
+        "--secret", help="course secret seeding the hidden tests (default: $COURSE_SECRET)"
+    )
+    cmd.add_argument(
+        "--skip-selftest",
+        action="store_true",
+        help="EMERGENCIES ONLY: grade without first checking that this machine's sandbox gives "
+        "the solutions full marks and a blank 0 (a loud warning is printed)",
     )
     cmd.add_argument("--keep-work", action="store_true", help="keep the sandbox folders")
     cmd.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -52,10 +63,12 @@ def main(argv=None):
     )
     grade_options(grade_cmd)
 
+    from autograder import selftest
     from autograder.platforms import gradescope, nbgrader
 
     nbgrader.add_arguments(commands, grade_options)
     gradescope.add_arguments(commands)
+    selftest.add_arguments(commands, sandbox_options)
 
     handout_cmd = commands.add_parser(
         "handout", help="build what students get: notebooks, data and a checker without answers"
@@ -88,6 +101,10 @@ def main(argv=None):
         from autograder.platforms import gradescope
 
         return gradescope.run(args)
+    if args.command == "selftest":
+        from autograder import selftest
+
+        return selftest.command(args)
     if args.command == "handout":
         from autograder.handout import build_handout, describe
 

@@ -21,12 +21,13 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import submissions
+from autograder import selftest, submissions
 from autograder.curriculum import GRADED_NAMES, NOTEBOOKS
 from autograder.judging.answers import judge_cases
 from autograder.probes.base import PROBES, build_cases, derive_seed, write_requests
 from autograder.safe_files import MB, UnsafeFile, printable, read_bytes, remove_tree, walk
 from autograder.sandbox import Limits, NotebookJob, Sandbox
+from autograder.sandbox.bubblewrap import BubblewrapUnsupported
 
 DEFAULT_SECRET = "course-default-secret"
 NOTEBOOK_FILES = {nb.filename for nb in NOTEBOOKS}
@@ -48,6 +49,7 @@ class Settings:
     keep_work: bool = False
     max_notebook_bytes: int = MAX_NOTEBOOK_BYTES
     work_root: Path | None = None  # this run's work folder (made by grade_class)
+    skip_selftest: bool = False  # emergencies only (autograder/selftest.py): loudly warned
 
 
 @dataclass
@@ -557,6 +559,8 @@ def _grade_class(found, settings, progress, write_class):
             sandbox = Sandbox(
                 settings.limits, mode=settings.sandbox_mode, lib_root=settings.work_root / "lib"
             )
+        except BubblewrapUnsupported as exc:  # too old for the sandbox: never silently none
+            raise SystemExit(f"error: {exc}.") from None
         except RuntimeError as exc:  # --sandbox bwrap where bubblewrap cannot run
             raise SystemExit(
                 f"error: {exc}. Install bubblewrap (apt-get install bubblewrap) and allow user "
@@ -564,6 +568,12 @@ def _grade_class(found, settings, progress, write_class):
             ) from None
     try:
         if todo:
+            try:  # the solutions score full marks here and a blank 0, or nobody is graded
+                selftest.guard(
+                    sandbox, settings.workers, settings.work_root, skip=settings.skip_selftest
+                )
+            except selftest.SelfTestFailed as exc:
+                raise SystemExit(f"error: {exc}") from None
             with ThreadPoolExecutor(max_workers=max(1, settings.workers)) as pool:
                 futures = {
                     pool.submit(
@@ -598,18 +608,24 @@ def settings_from_args(args):
             "predict the hidden tests' inputs. Set COURSE_SECRET (or --secret) for real grading.",
             file=sys.stderr,
         )
-    limits = Limits(timeout=float(args.timeout))
-    if getattr(args, "memory", None):
-        limits.memory_bytes = int(float(args.memory) * 2**30)
     return Settings(
         out=Path(args.out).resolve(),
         secret=secret,
-        limits=limits,
+        limits=limits_from_args(args),
         workers=int(args.workers),
         force=bool(args.force),
         sandbox_mode=getattr(args, "sandbox", None) or "auto",
         keep_work=bool(getattr(args, "keep_work", False)),
+        skip_selftest=bool(getattr(args, "skip_selftest", False)),
     )
+
+
+def limits_from_args(args):
+    """The sandbox's Limits from the --timeout and --memory options."""
+    limits = Limits(timeout=float(args.timeout))
+    if getattr(args, "memory", None):
+        limits.memory_bytes = int(float(args.memory) * 2**30)
+    return limits
 
 
 def grade_command(args):
@@ -633,4 +649,6 @@ def grade_command(args):
     for r in failed:
         shown = "\n".join(printable(line) for line in r.error.splitlines())
         print(f"INTERNAL ERROR grading {printable(r.student)}:\n{shown}", file=sys.stderr)
+    if graded and (settings.skip_selftest or selftest.skipped_by_env()):
+        print(selftest.skip_banner("these grades were made without it"), file=sys.stderr)
     return 1 if failed else 0

@@ -16,6 +16,13 @@ output cannot fill memory or disk.
 With --as, the driver starts as root of the sandbox's own user namespace holding only
 CAP_SETUID/CAP_SETGID (see userns.py) and, before importing anything else, becomes UID:GID with
 no supplementary groups, which clears every capability: nothing it starts can get them back.
+
+With --cap-tmpfs PATH=BYTES (repeated; only where bubblewrap is older than 0.7.0 and has no
+--size, bubblewrap.py), the driver first remounts each of those tmpfs mounts with that size,
+holding CAP_SYS_ADMIN and CAP_SETPCAP of the sandbox for that alone, checks the new size, and
+then drops every capability (bounding set, ambient, effective, permitted, inheritable; or
+becomes UID:GID as above) before anything else runs. A mount it cannot cap ends the sandbox:
+nothing runs on an uncapped tmpfs.
 """
 
 import hashlib
@@ -34,9 +41,62 @@ def _drop_to(spec):
         raise SystemExit("driver: could not drop to the sandbox's uid")
 
 
-if __name__ == "__main__" and sys.argv[1:2] == ["--as"]:
-    _drop_to(sys.argv[2])
-    del sys.argv[1:3]
+MS_NOSUID, MS_NODEV, MS_REMOUNT = 0x2, 0x4, 0x20  # bubblewrap mounts its tmpfs nosuid, nodev
+PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
+CAPABILITY_V3 = 0x20080522
+
+
+def _cap_tmpfs(specs):
+    """Remount each PATH=BYTES tmpfs with size=BYTES (bubblewrap < 0.7.0 has no --size)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    for spec in specs:
+        path, _, size = spec.rpartition("=")
+        size = int(size)
+        flags = MS_REMOUNT | MS_NOSUID | MS_NODEV
+        if libc.mount(b"tmpfs", path.encode(), b"tmpfs", flags, f"size={size}".encode()) != 0:
+            error = os.strerror(ctypes.get_errno())
+            raise SystemExit(f"driver: could not cap the size of the tmpfs {path}: {error}")
+        info = os.statvfs(path)
+        if info.f_blocks * info.f_frsize > size + info.f_frsize:  # size is rounded up to a page
+            raise SystemExit(f"driver: the tmpfs {path} is still larger than {size} bytes")
+
+
+def _drop_capabilities():
+    """Every capability of this process gone (bounding set where CAP_SETPCAP allows)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in range(64):
+        libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)  # without CAP_SETPCAP: no_new_privs holds
+    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    header = (ctypes.c_uint32 * 2)(CAPABILITY_V3, 0)
+    if libc.capset(header, (ctypes.c_uint32 * 6)()) != 0:
+        raise SystemExit("driver: could not drop its capabilities")
+
+
+def _capabilities_left():
+    """The capability sets of this process that are not empty (from /proc/self/status)."""
+    with open("/proc/self/status") as status:
+        fields = dict(line.split(":", 1) for line in status if line.startswith("Cap"))
+    return [k for k in ("CapInh", "CapPrm", "CapEff", "CapAmb") if int(fields.get(k, "0"), 16)]
+
+
+if __name__ == "__main__":
+    _capped = []
+    while sys.argv[1:2] == ["--cap-tmpfs"]:
+        _capped.append(sys.argv[2])
+        del sys.argv[1:3]
+    if _capped:
+        _cap_tmpfs(_capped)
+    if sys.argv[1:2] == ["--as"]:
+        _drop_to(sys.argv[2])
+        del sys.argv[1:3]
+    elif _capped:
+        _drop_capabilities()
+    if _capped and _capabilities_left():
+        raise SystemExit(f"driver: capabilities left after capping: {_capabilities_left()}")
 
 import shutil  # noqa: E402
 import signal  # noqa: E402
