@@ -198,6 +198,22 @@ def describe(sandbox):
     )
 
 
+def _why(results, stem, info):
+    """The first reason a notebook of the solutions lost points: a message about the whole
+    notebook, else its first cell error, else its first failing test's output."""
+    from autograder.safe_files import printable
+
+    if info.get("messages"):
+        return printable(info["messages"][0])[:300]
+    if info.get("cell_errors"):
+        err = info["cell_errors"][0]
+        return f"cell {err['cell'] + 1} raised {err['type']}: {printable(err['message'])[:200]}"
+    for test in results.get("tests", []):
+        if test.get("notebook") == stem and test["score"] < test["max_score"]:
+            return f"test {test['name']}: {printable(test.get('output', ''))[:200]}"
+    return "points lost"
+
+
 def explain(sandbox, results, logs):
     """The refusal: what scored what, and every clue to the cause we have."""
     from autograder.safe_files import printable
@@ -220,25 +236,19 @@ def explain(sandbox, results, logs):
     for line in dict.fromkeys(said):  # each once, in order
         who = features.name() if features and line.startswith("bwrap:") else "the sandbox"
         lines.append(f"cause: {who} said: {printable(line)[:300]}")
+    lost = {}  # notebook of the solutions below full marks -> (score, why)
     for stem, info in solved.get("notebooks", {}).items():
-        if info.get("score", 0) >= info.get("max_score", 0):
-            continue
-        lines.append(
-            f"  solutions, {stem}: {info.get('score', 0):g} / {info.get('max_score', 0):g}"
-        )
-        for text in info.get("messages", [])[:2]:
-            lines.append(f"    {printable(text)[:300]}")
-        for err in info.get("cell_errors", [])[:3]:
-            lines.append(
-                f"    cell {err['cell'] + 1} raised {err['type']}: {printable(err['message'])[:200]}"
+        if info.get("score", 0) < info.get("max_score", 0):
+            lost[stem] = (
+                f"{info.get('score', 0):g} / {info.get('max_score', 0):g}",
+                _why(solved, stem, info),
             )
-        failing = [
-            t
-            for t in solved.get("tests", [])
-            if t.get("notebook") == stem and t["score"] < t["max_score"]
-        ]
-        for test in failing[:2]:
-            lines.append(f"    test {test['name']}: {printable(test.get('output', ''))[:200]}")
+    if len(lost) > 1 and len({why for _, why in lost.values()}) == 1:
+        lines.append(
+            f"  solutions, every notebook short of full marks: {next(iter(lost.values()))[1]}"
+        )
+    else:
+        lines += [f"  solutions, {stem}: {score}: {why}" for stem, (score, why) in lost.items()]
     for stem, info in blank.get("notebooks", {}).items():
         if info.get("score", 0) > 0:
             lines.append(
@@ -257,10 +267,11 @@ def explain(sandbox, results, logs):
 
 
 # -- once per environment ------------------------------------------------------------------------
-def guard(sandbox, workers=2, work_root=None, skip=False, fresh=False, out=sys.stderr):
+def guard(sandbox, workers=2, work_root=None, skip=False, fresh=False, out=None):
     """Before grading: pass (cached per environment), or raise SelfTestFailed. `skip` (or
     AUTOGRADER_SKIP_SELFTEST=1) skips it with a loud warning; `fresh` runs it even when this
     environment passed before. Returns the report, or None when skipped."""
+    out = out or sys.stderr
     if skip or skipped_by_env():
         why = "--skip-selftest" if skip else f"{SKIP_ENV}={os.environ.get(SKIP_ENV)}"
         print(skip_banner(why), file=out)

@@ -415,7 +415,7 @@ class Sandbox(Isolation):
         if self.mode == "bwrap":
             command = self._bwrap_args(work, userns_fd, seccomp_fd, identity)
             command += ["--info-fd", str(info_write)]
-            command += [python, p["driver"]]
+            command += [python, p["driver"], *self.driver_options(work)]
             if userns_fd is not None:
                 command += ["--as", f"{uid}:{uid}"]
             command += [f"{INSIDE_ROOT}/job.json"]

@@ -91,11 +91,11 @@ class Features:
             return None
         since = max((OPTIONS[o][0] for o in lacking if o in OPTIONS), key=version_tuple)
         return (
-            f"{self.name()} at {self.path} does not support {', '.join(lacking)}; the grader "
-            f"needs bubblewrap {since} or newer for its sandbox (at least {MINIMUM}; Ubuntu "
-            "22.04's 0.6.1, Debian 12's 0.8.0 and Ubuntu 24.04's 0.9.0 all work). Install a "
-            "newer bubblewrap (from your distribution's backports, or build it from "
-            "github.com/containers/bubblewrap)"
+            f"{self.name()} at {self.path} does not support {', '.join(lacking)}; the grader's "
+            f"sandbox needs bubblewrap {since} or newer (Ubuntu 22.04's 0.6.1, Debian 12's "
+            "0.8.0 and Ubuntu 24.04's 0.9.0 all work). Install a newer bubblewrap (your "
+            "distribution's backports, or github.com/containers/bubblewrap); `--sandbox none` "
+            "grades without bubblewrap, and without its isolation"
         )
 
 

@@ -20,8 +20,9 @@ no supplementary groups, which clears every capability: nothing it starts can ge
 With --cap-tmpfs PATH=BYTES (repeated; only where bubblewrap is older than 0.7.0 and has no
 --size, bubblewrap.py), the driver first remounts each of those tmpfs mounts with that size,
 holding CAP_SYS_ADMIN and CAP_SETPCAP of the sandbox for that alone, checks the new size, and
-then drops every capability (bounding set, ambient, effective, permitted, inheritable; or
-becomes UID:GID as above) before anything else runs. A mount it cannot cap ends the sandbox:
+then drops every capability (the bounding set, then, after --as if given, the ambient,
+effective, permitted and inheritable sets, checked in /proc/self/status) before anything else
+runs. A mount it cannot cap ends the sandbox:
 nothing runs on an uncapped tmpfs.
 """
 
@@ -63,13 +64,20 @@ def _cap_tmpfs(specs):
             raise SystemExit(f"driver: the tmpfs {path} is still larger than {size} bytes")
 
 
-def _drop_capabilities():
-    """Every capability of this process gone (bounding set where CAP_SETPCAP allows)."""
+def _drop_bounding_set():
+    """No capability can come back through an exec (CAP_SETPCAP, held for this, is needed)."""
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
     for cap in range(64):
-        libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)  # without CAP_SETPCAP: no_new_privs holds
+        libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)  # past the last capability: EINVAL, ignored
+
+
+def _clear_capabilities():
+    """Ambient, effective, permitted and inheritable sets emptied."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
     header = (ctypes.c_uint32 * 2)(CAPABILITY_V3, 0)
     if libc.capset(header, (ctypes.c_uint32 * 6)()) != 0:
@@ -90,13 +98,14 @@ if __name__ == "__main__":
         del sys.argv[1:3]
     if _capped:
         _cap_tmpfs(_capped)
+        _drop_bounding_set()
     if sys.argv[1:2] == ["--as"]:
         _drop_to(sys.argv[2])
         del sys.argv[1:3]
-    elif _capped:
-        _drop_capabilities()
-    if _capped and _capabilities_left():
-        raise SystemExit(f"driver: capabilities left after capping: {_capabilities_left()}")
+    if _capped:
+        _clear_capabilities()
+        if _capabilities_left():
+            raise SystemExit(f"driver: capabilities left after capping: {_capabilities_left()}")
 
 import shutil  # noqa: E402
 import signal  # noqa: E402
