@@ -133,8 +133,7 @@ class Isolation:
         return sizes
 
     def _tmpfs(self, path, sizes):
-        size = [] if self.size_by_driver else ["--size", str(int(sizes[path]))]
-        return ["--perms", "1777", *size, "--tmpfs", path]
+        return tmpfs(path, None if self.size_by_driver else sizes[path])
 
     def driver_options(self, work):
         """The driver's own options before --as: which tmpfs it must cap (bwrap < 0.7.0)."""
@@ -314,6 +313,12 @@ def with_parent_dirs(ops):
         pending = []
         index += arity + 1
     return out + pending
+
+
+def tmpfs(path, size):
+    """A world-writable (sticky) tmpfs at path; capped by bwrap's --size unless size is None."""
+    capped = [] if size is None else ["--size", str(int(size))]
+    return ["--perms", "1777", *capped, "--tmpfs", path]
 
 
 def child_pid(info_fd):
