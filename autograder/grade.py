@@ -26,8 +26,9 @@ from autograder.curriculum import GRADED_NAMES, NOTEBOOKS
 from autograder.judging.answers import judge_cases
 from autograder.probes.base import PROBES, build_cases, derive_seed, write_requests
 from autograder.safe_files import MB, UnsafeFile, printable, read_bytes, remove_tree, walk
-from autograder.sandbox import Limits, NotebookJob, Sandbox
+from autograder.sandbox import Limits, NotebookJob, Sandbox, SandboxFailure
 from autograder.sandbox.bubblewrap import BubblewrapUnsupported
+from autograder.sandbox.limits import bound_workers
 
 DEFAULT_SECRET = "course-default-secret"
 NOTEBOOK_FILES = {nb.filename for nb in NOTEBOOKS}
@@ -271,6 +272,13 @@ def _grade_student(student, folder, settings, sandbox, work, started, placement)
                     remove_tree(target)
                 shutil.copyfile(prepared / nb.filename, target)
         runs = sandbox.run(submission, jobs, work / "run", log_path=work / "sandbox.log")
+        broken = [f"{stem}: {run.not_graded}" for stem, run in runs.items() if run.not_graded]
+        if broken:
+            if (work / "sandbox.log").exists():  # for the instructor: what the sandbox said
+                target = output_folder(settings.out, student)
+                target.mkdir(parents=True, exist_ok=True)
+                _copy_tail(work / "sandbox.log", target / "sandbox.log")
+            raise SandboxFailure("; ".join(broken))
 
     tests, notebooks = [], {}
     for nb, cases, job, note, message in plan:
@@ -362,13 +370,20 @@ def internal_error_result(student, exc, out=None):
     """A failure of the grader on one student: reported, and that student still appears in
     grades.csv (score 0, marked internal_error, so the next run grades them again)."""
     tb = "".join(traceback.format_exception(exc))
+    output = (
+        f"The grader failed on this submission ({type(exc).__name__}); nothing was graded. "
+        "Your instructor has been told."
+    )
+    if isinstance(exc, SandboxFailure):  # a failure of the machine, not of the grader's code
+        tb = f"NOT GRADED: the grading sandbox failed ({exc}); the next run grades it again.\n"
+        output = (
+            "NOT GRADED: the grading sandbox failed on this submission for reasons that are not "
+            f"yours ({exc}). Nothing was scored; your instructor will grade it again."
+        )
     payload = {
         "score": 0.0,
         "max_score": 0.0,
-        "output": (
-            f"The grader failed on this submission ({type(exc).__name__}); nothing was graded. "
-            "Your instructor has been told."
-        ),
+        "output": output,
         "student": student,
         "internal_error": True,
         "notebooks": {},
@@ -554,6 +569,9 @@ def _grade_class(found, settings, progress, write_class):
     if untested:
         print(f"warning: no hidden tests registered for: {', '.join(untested)}", file=sys.stderr)
     sandbox = None
+    workers, message = bound_workers(max(1, settings.workers), settings.limits)
+    if message and len(todo) > 1:
+        print(f"note: {message}", file=sys.stderr)
     if todo:
         try:
             sandbox = Sandbox(
@@ -569,12 +587,10 @@ def _grade_class(found, settings, progress, write_class):
     try:
         if todo:
             try:  # the solutions score full marks here and a blank 0, or nobody is graded
-                selftest.guard(
-                    sandbox, settings.workers, settings.work_root, skip=settings.skip_selftest
-                )
+                selftest.guard(sandbox, workers, settings.work_root, skip=settings.skip_selftest)
             except selftest.SelfTestFailed as exc:
                 raise SystemExit(f"error: {exc}") from None
-            with ThreadPoolExecutor(max_workers=max(1, settings.workers)) as pool:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
                 futures = {
                     pool.submit(
                         grade_student, s.student, s.folder, settings, sandbox, s.messages
@@ -646,6 +662,9 @@ def grade_command(args):
         f"graded {len(graded)} student(s), skipped {len(skipped)} up to date, "
         f"{len(failed)} internal error(s) in {elapsed:.1f} s -> {printable(settings.out)}"
     )
+    if failed:
+        names = ", ".join(printable(r.student) for r in failed)
+        print(f"NOT GRADED (internal errors; the next run grades them again): {names}")
     for r in failed:
         shown = "\n".join(printable(line) for line in r.error.splitlines())
         print(f"INTERNAL ERROR grading {printable(r.student)}:\n{shown}", file=sys.stderr)

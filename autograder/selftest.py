@@ -156,7 +156,7 @@ def run(sandbox, limits=None, workers=2, work_root=None):
                 name: pool.submit(grade_student, f"selftest-{name}", folder, settings, sandbox)
                 for name, folder in STUDENTS.items()
             }
-            results = {name: future.result().results for name, future in futures.items()}
+            results = {name: _payload(future) for name, future in futures.items()}
         logs = {name: _read_log(out / f"selftest-{name}" / "sandbox.log") for name in STUDENTS}
     finally:
         shutil.rmtree(out, ignore_errors=True)
@@ -166,9 +166,26 @@ def run(sandbox, limits=None, workers=2, work_root=None):
         "cpu_seconds_seen": round(_cpu_seconds() - cpu, 1),
     }
     solved, full = results["solutions"]["score"], results["solutions"]["max_score"]
-    if full <= 0 or solved < full or results["blank"]["score"] != 0:
+    broken = any(r.get("not_graded") for r in results.values())
+    if broken or full <= 0 or solved < full or results["blank"]["score"] != 0:
         raise SelfTestFailed(explain(sandbox, results, logs))
     return report
+
+
+def _payload(future):
+    """A student's results payload; a grading that raised (the sandbox failed on it twice and
+    on the grader's control run: SandboxFailure) is a payload that says so."""
+    try:
+        return future.result().results
+    except Exception as exc:  # noqa: BLE001 - the self-test reports it, whatever it was
+        reason = f"{type(exc).__name__}: {exc}"
+        return {"score": 0.0, "max_score": 0.0, "notebooks": {}, "tests": [], "not_graded": reason}
+
+
+def _scored(payload):
+    if payload.get("not_graded"):
+        return f"nothing (not graded: {payload['not_graded'][:300]})"
+    return f"{payload['score']:g} / {payload['max_score']:g}"
 
 
 def _cpu_seconds():
@@ -222,8 +239,8 @@ def explain(sandbox, results, logs):
     blank = results["blank"]
     lines = [
         "the grader's self-test failed, so it will not grade: in this environment its own "
-        f"sandbox gave the course's solutions {solved['score']:g} / {solved['max_score']:g} "
-        f"(full marks expected) and a blank submission {blank['score']:g} (0 expected).",
+        f"sandbox gave the course's solutions {_scored(solved)} (full marks expected) and a "
+        f"blank submission {_scored(blank)} (0 expected).",
         describe(sandbox),
     ]
     said = [

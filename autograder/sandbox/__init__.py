@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder import demo_cells
+from autograder.safe_files import remove_tree
 
 from . import fontcache
 from .copying import copy_submission, share_read_only
@@ -53,14 +54,38 @@ from .isolation import (
     child_pid,
     kill_namespace,
 )
-from .limits import Limits, budget, make_cgroup, preexec
+from .limits import Limits, budget, cpu_clock, make_cgroup, preexec, warn_about_cpu
 from .notices import warn_once
 from .processes import kill_group
 from .pull import Folder
-from .status import apply_status, read_status
+from .starvation import Sampler
+from .status import apply_status, read_status, suspicion, window
 from .userns import UID_BASE, make_userns
 
-__all__ = ["Limits", "NotebookJob", "NotebookRun", "Sandbox", "copy_submission"]
+__all__ = ["Limits", "NotebookJob", "NotebookRun", "Sandbox", "SandboxFailure", "copy_submission"]
+
+# a control run's one-cell notebook (Sandbox.control_works)
+CONTROL_NOTEBOOK = {
+    "cells": [
+        {
+            "cell_type": "code",
+            "execution_count": None,
+            "id": "control",
+            "metadata": {},
+            "outputs": [],
+            "source": "1 + 1",
+        }
+    ],
+    "metadata": {},
+    "nbformat": 4,
+    "nbformat_minor": 5,
+}
+# what failed twice, in the words of a NOT GRADED report (status.suspicion's kinds)
+DESCRIBE = {
+    "never-ran": "the grading sandbox stopped before the notebook could run",
+    "kernel-start": "the notebook's kernel did not start",
+    "died": "the grading sandbox stopped while the notebook ran",
+}
 
 HERE = Path(__file__).resolve().parent
 HARNESS = HERE.parent / "harness"
@@ -104,6 +129,12 @@ class NotebookRun:
     seconds: float = 0.0
     timed_out: bool = False
     kernel_died: bool = False
+    not_graded: str = ""  # the sandbox failed, not the student: why (the grader's words)
+
+
+class SandboxFailure(Exception):
+    """The sandbox failed on a student's notebooks for reasons that are not theirs (twice, and
+    on the grader's own control run too, or starved twice): that student is not graded."""
 
 
 class Sandbox(Isolation):
@@ -145,6 +176,7 @@ class Sandbox(Isolation):
         self._next_slot = 0
         self._slot_lock = threading.Lock()
         self._isolate()
+        warn_about_cpu(self.cgroups)
 
     def _take_slot(self):
         with self._slot_lock:
@@ -220,9 +252,88 @@ class Sandbox(Isolation):
         """Run `jobs` (NotebookJobs) on a copy of `submission`; returns {stem: NotebookRun}.
 
         `work` is a fresh private directory (outside the submission and the output folder).
-        The driver is restarted on the remaining notebooks if the sandbox dies part way.
+        The driver is restarted on the remaining notebooks if the sandbox dies part way. A
+        notebook whose outcome may be the sandbox's failure (status.suspicion: it never ran,
+        its kernel did not start, the sandbox died under it, or its time ran out while the
+        sandbox was starved of CPU) is run once more in a new sandbox. If that fails the same
+        way, the grader checks itself on an empty submission (control_works): when that fails
+        too, or the notebook was starved twice, the run's not_graded says why; else the
+        student's own outcome stands.
         """
         work = Path(work)
+        dirs = self._prepare(submission, jobs, work)
+        runs = {
+            job.stem: NotebookRun(job.stem, responses=dirs["responses"] / job.stem) for job in jobs
+        }
+        log = open(log_path or (work / "sandbox.log"), "ab")  # noqa: SIM115
+        try:
+            found = self._run_pending(work, jobs, dirs, log)
+            again = [job for job in jobs if self._suspect(job, found.get(job.stem))]
+            if again:
+                names = ", ".join(job.stem for job in again)
+                log.write(f"\n[autograder] running {names} again in a new sandbox\n".encode())
+                for job in again:
+                    self._forget(dirs, job)
+                    found.pop(job.stem, None)
+                found.update(self._run_pending(work, again, dirs, log))
+            failed = {job.stem: self._suspect(job, found.get(job.stem)) for job in again}
+            failed = {stem: why for stem, why in failed.items() if why}
+            if any(why in DESCRIBE for why in failed.values()) and self.control_works(work, log):
+                # the grader's own notebook runs: the failure is the submission's, and stands
+                failed = {stem: why for stem, why in failed.items() if why not in DESCRIBE}
+            for job in jobs:
+                apply_status(runs[job.stem], found.get(job.stem, (None, None))[0], job)
+                if job.stem in failed:
+                    runs[job.stem].not_graded = DESCRIBE.get(
+                        failed[job.stem],
+                        "its time ran out twice while other programs held the machine's CPU",
+                    )
+        finally:
+            log.close()
+        return runs
+
+    def _suspect(self, job, found):
+        """status.suspicion, with "wall" kept (as "starved") only when this parent measured
+        that the sandbox was starved of CPU over the notebook's time."""
+        status, sampler = found or (None, None)
+        why = suspicion(status, job)
+        if why != "wall":
+            return why
+        starved = sampler is not None and sampler.starved(*window(status, job), self.limits.cpus)
+        return "starved" if starved else ""
+
+    @staticmethod
+    def _forget(dirs, job):
+        """Before a notebook runs again: the answers and status of its first run are dropped."""
+        answers = dirs["responses"] / job.stem
+        if answers.exists():
+            remove_tree(answers)
+        answers.mkdir()
+        (dirs["status"] / f"{job.stem}.json").unlink(missing_ok=True)
+
+    def control_works(self, work, log):
+        """The grader's own check: a one-cell notebook in an empty submission runs in a sandbox
+        made like the students' (a kernel starts, the cell runs, the status comes back)."""
+        control = Path(tempfile.mkdtemp(prefix="control-", dir=work.parent))
+        try:
+            source = control / "submission-src"
+            source.mkdir()
+            (source / "control.ipynb").write_text(json.dumps(CONTROL_NOTEBOOK))
+            (control / "requests-src").mkdir()
+            job = NotebookJob("control", "control.ipynb", control / "requests-src", {})
+            dirs = self._prepare(source, [job], control / "run")
+            status = self._run_pending(control / "run", [job], dirs, log).get("control")
+            run = NotebookRun("control")
+            if status is not None:
+                apply_status(run, status[0], job)
+            works = status is not None and run.executed_ok and not suspicion(status[0], job)
+            log.write(f"\n[autograder] control run: {'works' if works else 'FAILED'}\n".encode())
+            return works
+        finally:
+            remove_tree(control)
+
+    def _prepare(self, submission, jobs, work):
+        """The run's folders in `work`: the submission's copy, $HOME, requests, answers, status."""
         dirs = {name: work / name for name in ("submission", "home", "responses", "status")}
         for d in dirs.values():
             d.mkdir(parents=True, exist_ok=True)
@@ -238,30 +349,25 @@ class Sandbox(Isolation):
             if job.request_dir.resolve() != target.resolve():
                 shutil.copytree(job.request_dir, target, dirs_exist_ok=True)
             (dirs["responses"] / job.stem).mkdir(exist_ok=True)
+        return dirs
 
-        runs = {
-            job.stem: NotebookRun(job.stem, responses=dirs["responses"] / job.stem) for job in jobs
-        }
-        pending = list(jobs)
-        log = open(log_path or (work / "sandbox.log"), "ab")  # noqa: SIM115
-        try:
-            for _attempt in range(len(jobs)):
-                if not pending:
-                    break
-                self._launch(work, pending, log)
-                still = []
-                for job in pending:
-                    status = read_status(dirs["status"] / f"{job.stem}.json")
-                    if status is None:
-                        still.append(job)  # never started: try again in a new sandbox
-                    else:
-                        apply_status(runs[job.stem], status, job)
-                pending = still if len(still) < len(pending) else []
-                for job in still if not pending else []:
-                    apply_status(runs[job.stem], None, job)
-        finally:
-            log.close()
-        return runs
+    def _run_pending(self, work, jobs, dirs, log):
+        """{stem: (status as read, the Sampler of its sandbox)} for the jobs whose status came
+        back; a sandbox that stops part way is restarted on the rest while it makes progress."""
+        found, pending = {}, list(jobs)
+        for _attempt in range(len(jobs)):
+            if not pending:
+                break
+            sampler = self._launch(work, pending, log)
+            still = []
+            for job in pending:
+                status = read_status(dirs["status"] / f"{job.stem}.json")
+                if status is None:
+                    still.append(job)  # never started: try again in a new sandbox
+                else:
+                    found[job.stem] = (status, sampler)
+            pending = still if len(still) < len(pending) else []
+        return found
 
     def _paths(self, work):
         inside = self.mode == "bwrap"
@@ -422,13 +528,16 @@ class Sandbox(Isolation):
         else:
             command = [python, p["driver"], str(job_path)]
         handshake = None
+        cgroup = self._cgroup()
+        job = json.loads(job_path.read_text())
+        job["cpu_clock"] = cpu_clock(cgroup, own_pid_namespace=self.mode == "bwrap")
+        job["wall_factor"] = self.limits.wall_factor
+        job["startup_timeout"] = self.limits.startup_seconds * self.limits.wall_factor
         if self.pull:
             handshake, inside_end = socket.socketpair()
             fds.append(inside_end.fileno())
-            job = json.loads(job_path.read_text())
             job["handshake_fd"] = inside_end.fileno()
-            job_path.write_text(json.dumps(job))
-        cgroup = self._cgroup()
+        job_path.write_text(json.dumps(job))
         out_read, out_write = os.pipe()
         drain = threading.Thread(target=_drain, args=(out_read, log, self.limits.log_bytes))
         drain.start()
@@ -458,6 +567,7 @@ class Sandbox(Isolation):
                 self._release(cgroup, slot, drain)
         budget = self._budget(pending)
         child, folders = None, {}
+        sampler = Sampler(cgroup)
         try:
             if handshake is not None:
                 child, folders = self._take_folders(proc, handshake, info_read, log)
@@ -469,12 +579,14 @@ class Sandbox(Isolation):
                 handshake.close()
             kill_group(proc)
             kill_namespace(child_pid(info_read) if child is None else child)
+            sampler.stop()
             for name, folder in folders.items():
                 try:
                     folder.copy_to(work / name, max_bytes=self.limits.answers_bytes)
                 finally:
                     folder.close()
             self._release(cgroup, slot, drain, log)
+        return sampler
 
     def _release(self, cgroup, slot, drain, log=None):
         """After a sandbox, or a launch that failed: kill what is left in its cgroup (saying so

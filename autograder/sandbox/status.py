@@ -51,21 +51,66 @@ def clean_status(status, job):
         )
     notes = status.get("notes")
     lost = sorted(n for n in (notes if isinstance(notes, dict) else {}) if n in job.serve_seconds)
-    seconds = status.get("seconds")
-    seconds = float(seconds) if type(seconds) in (int, float) and 0 <= seconds < 1e7 else 0.0
+
+    def number(key, default):
+        value = status.get(key)
+        ok = type(value) in (int, float) and 0 <= value < 1e12
+        return float(value) if ok else default
+
     return {
         "finished": flag("finished"),
         "executed_ok": flag("executed_ok"),
         "timed_out": flag("timed_out"),
         "kernel_died": flag("kernel_died"),
-        "seconds": seconds,
+        "kernel_start_failed": flag("kernel_start_failed"),
+        "wall_backstop": flag("wall_backstop"),
+        "seconds": min(number("seconds", 0.0), 1e7),
+        # the window the parent measures starvation over (clipped to its own samples)
+        "started_at": number("started_at", 0.0),
+        "ended_at": number("ended_at", float("inf")),
         "cell_errors": errors,
         "lost": lost,
     }
 
 
+def suspicion(status, job):
+    """Why a notebook's outcome may be the sandbox's failure rather than the student's, or "".
+
+    "never-ran": the sandbox stopped before it; "kernel-start": its kernel did not start;
+    "died": the sandbox stopped while it ran; "wall": its time ran out on the wall-clock backstop
+    (its CPU seconds were not used up). The status is the student's to write, so these are only
+    reasons to look again (Sandbox.run re-runs, and checks with its own measurements).
+    """
+    status = clean_status(status, job) if status is not None else None
+    if status is None:
+        return "never-ran"
+    if status["kernel_start_failed"]:
+        return "kernel-start"
+    if not status["finished"]:
+        return "died"
+    if status["wall_backstop"]:
+        return "wall"
+    return ""
+
+
+def window(status, job):
+    """(started_at, ended_at) as the notebook's status reports them (time.monotonic)."""
+    status = clean_status(status, job) if status is not None else None
+    return (status["started_at"], status["ended_at"]) if status else (0.0, float("inf"))
+
+
 def apply_status(run, status, job):
     status = clean_status(status, job) if status is not None else None
+    if status is not None and status["kernel_start_failed"]:
+        run.messages.append(
+            "The notebook's kernel could not start in the grading sandbox, so it could not be "
+            "tested. Files in your submission named like Python modules (ipykernel_launcher.py, "
+            "zmq.py, ...) can stop it: rename them."
+        )
+        run.notes["*"] = "not tested: the notebook's kernel could not start."
+        for name in job.serve_seconds:
+            run.notes.setdefault(name, run.notes["*"])
+        return
     if status is None:
         run.messages.append(
             "The grading sandbox stopped before this notebook could run, so it could not be tested."
