@@ -183,8 +183,12 @@ def _payload(future):
 
 
 def _scored(payload):
+    """The score as "88.5 / 88.5", or why it was not graded (each distinct reason once: SandboxFailure
+    says "stem: reason; stem: reason; ...")."""
     if payload.get("not_graded"):
-        return f"nothing (not graded: {payload['not_graded'][:300]})"
+        kind, _, text = payload["not_graded"].partition(": ")
+        reasons = dict.fromkeys(part.split(": ", 1)[-1] for part in text.split("; "))
+        return f"nothing (not graded, {kind}: {'; '.join(reasons)[:300]})"
     return f"{payload['score']:g} / {payload['max_score']:g}"
 
 
