@@ -17,7 +17,7 @@ import pytest
 from bwrap_standin import refused, standin
 
 from autograder.sandbox import Limits, NotebookJob, Sandbox
-from autograder.sandbox.bubblewrap import BubblewrapUnsupported, probe
+from autograder.sandbox.bubblewrap import OPTIONS, BubblewrapUnsupported, probe
 
 REPO = Path(__file__).resolve().parent.parent
 MB = 2**20
@@ -65,6 +65,8 @@ def test_the_sandbox_passes_only_options_its_bubblewrap_has(
         args = box._bwrap_args(work, userns_fd=7, seccomp_fd=8, identity=identity)
         assert args[0] == str(standins[version] / "bwrap")
         assert not set(args) & set(refused(version)), identity
+        passed = {a for a in args if a.startswith("--")} | {"--info-fd"}  # _launch adds it
+        assert passed <= set(OPTIONS), passed - set(OPTIONS)  # all probed (bubblewrap.py)
         assert ("--size" in args) == (version != "0.6.1")
         capping = box.driver_options(work)
         if version == "0.6.1":  # every tmpfs of the command is capped by the driver instead

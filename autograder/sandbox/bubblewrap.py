@@ -37,19 +37,32 @@ import re
 import subprocess
 from dataclasses import dataclass, field
 
-# option -> (first release, the arguments that exercise it before "--version")
+# every option the sandbox passes -> (first release, arguments that exercise it before
+# "--version"; an option taking a descriptor is given one, which bwrap only parses there)
 OPTIONS = {
+    "--unshare-user": ("0.1.0", ["--unshare-user"]),
     "--unshare-net": ("0.1.0", ["--unshare-net"]),
     "--unshare-pid": ("0.1.0", ["--unshare-pid"]),
-    "--seccomp": ("0.1.0", []),  # takes an fd; as old as bubblewrap itself
+    "--unshare-ipc": ("0.1.0", ["--unshare-ipc"]),
+    "--unshare-uts": ("0.1.0", ["--unshare-uts"]),
+    "--unshare-cgroup-try": ("0.1.0", ["--unshare-cgroup-try"]),
+    "--seccomp": ("0.1.0", ["--seccomp", "99"]),
+    "--ro-bind": ("0.1.0", ["--ro-bind", "/", "/probe"]),
+    "--bind": ("0.1.0", ["--bind", "/", "/probe"]),
+    "--symlink": ("0.1.0", ["--symlink", "usr/bin", "/probe"]),
+    "--proc": ("0.1.0", ["--proc", "/probe"]),
+    "--dev": ("0.1.0", ["--dev", "/probe"]),
+    "--tmpfs": ("0.1.0", ["--tmpfs", "/probe"]),
+    "--dir": ("0.1.0", ["--dir", "/probe"]),
+    "--chdir": ("0.1.0", ["--chdir", "/"]),
     "--die-with-parent": ("0.1.8", ["--die-with-parent"]),
     "--new-session": ("0.1.8", ["--new-session"]),
     "--hostname": ("0.1.8", ["--hostname", "sandbox"]),
     "--remount-ro": ("0.1.8", ["--remount-ro", "/"]),
-    "--info-fd": ("0.1.8", []),  # takes an fd; checked with its release by --hostname's
+    "--info-fd": ("0.1.8", ["--info-fd", "99"]),
     "--cap-drop": ("0.2.0", ["--cap-drop", "ALL"]),
     "--cap-add": ("0.2.0", ["--cap-add", "CAP_SETUID"]),
-    "--userns": ("0.4.0", []),  # takes an fd of a namespace; probed by the version below
+    "--userns": ("0.4.0", ["--userns", "99"]),
     "--perms": ("0.5.0", ["--perms", "0755", "--tmpfs", "/probe"]),
     "--size": ("0.7.0", ["--size", "4096", "--tmpfs", "/probe"]),
     "--disable-userns": ("0.8.0", ["--unshare-user", "--disable-userns"]),
@@ -122,13 +135,7 @@ def probe(bwrap):
     ok, _, said = _run(bwrap, every)
     if ok:
         return Features(bwrap, version)
-    missing = set()
-    for option, (since, args) in OPTIONS.items():
-        if args:
-            if not _run(bwrap, args)[0]:
-                missing.add(option)
-        elif version and version_tuple(version) < version_tuple(since):  # takes an fd
-            missing.add(option)
+    missing = {option for option, (_, args) in OPTIONS.items() if not _run(bwrap, args)[0]}
     if not missing:  # refused for another reason: name none, keep what it said
         missing = {m for m in UNKNOWN.findall(said) if m in OPTIONS}
     return Features(bwrap, version, frozenset(missing), said[:300])
