@@ -73,6 +73,8 @@ def test_the_sandbox_passes_only_options_its_bubblewrap_has(
             mounts = [args[i + 1] for i, a in enumerate(args) if a == "--tmpfs"]
             assert sorted(c.split("=")[0] for c in capping[1::2]) == sorted(mounts)
             assert "CAP_SYS_ADMIN" in args
+            # unprivileged: the sandbox's own namespace must own its mounts to remount them
+            assert (identity == "user") == ("--uid" in args)
         else:
             assert capping == [] and "CAP_SYS_ADMIN" not in args
     finally:

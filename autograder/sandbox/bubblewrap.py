@@ -27,7 +27,9 @@ Debian 12 0.8.0, Ubuntu 24.04 0.9.0; Ubuntu 20.04 0.4.0, Debian 11 0.4.1:
 Two of them have a replacement, so the same sandbox runs on older releases (REPLACEABLE):
 without --size each tmpfs is mounted uncapped and the driver, holding CAP_SYS_ADMIN of the
 sandbox only until then, remounts it with the same size before anything else runs (driver.py,
-`--cap-tmpfs`); without --disable-userns the seccomp filter already denies new user namespaces
+`--cap-tmpfs`; a grader that is not root then runs the sandbox as uid 0 of its own user
+namespace, which is the grader's uid outside, because bwrap's nested namespace for another uid
+does not own the mounts); without --disable-userns the seccomp filter already denies new user namespaces
 (seccomp.py), so it is only replaceable where that filter exists. Every other option is needed:
 without it the grader refuses to run in bubblewrap, and says which option and which version.
 """
@@ -41,6 +43,8 @@ from dataclasses import dataclass, field
 # "--version"; an option taking a descriptor is given one, which bwrap only parses there)
 OPTIONS = {
     "--unshare-user": ("0.1.0", ["--unshare-user"]),
+    "--uid": ("0.1.0", ["--uid", "0"]),
+    "--gid": ("0.1.0", ["--gid", "0"]),
     "--unshare-net": ("0.1.0", ["--unshare-net"]),
     "--unshare-pid": ("0.1.0", ["--unshare-pid"]),
     "--unshare-ipc": ("0.1.0", ["--unshare-ipc"]),

@@ -195,7 +195,10 @@ class Isolation:
             args += ["--unshare-user"]
             if self.features is None or self.features.has("--disable-userns"):
                 args += ["--disable-userns"]  # else the seccomp filter forbids them (_check)
-            args += ["--cap-drop", "ALL"] if capping else []
+            if capping:
+                # as uid 0 of its namespace (our own uid outside), else bwrap runs the sandbox in
+                # a nested namespace that does not own its mounts, and no tmpfs could be capped
+                args += ["--uid", "0", "--gid", "0", "--cap-drop", "ALL"]
         else:
             # No capabilities at all: as root, bwrap would otherwise keep them (mount, mknod, ...).
             args += ["--cap-drop", "ALL"]
