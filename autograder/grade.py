@@ -21,13 +21,15 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import submissions
+from autograder import selftest, submissions
 from autograder.curriculum import GRADED_NAMES, NOTEBOOKS
 from autograder.judging.answers import judge_cases
 from autograder.probes.base import PROBES, build_cases, derive_seed, write_requests
 from autograder.results import TestResult
 from autograder.safe_files import MB, UnsafeFile, printable, read_bytes, remove_tree, walk
-from autograder.sandbox import Limits, NotebookJob, Sandbox
+from autograder.sandbox import Limits, NotebookJob, Sandbox, SandboxFailure
+from autograder.sandbox.bubblewrap import BubblewrapUnsupported
+from autograder.sandbox.limits import bound_workers
 
 DEFAULT_SECRET = "course-default-secret"
 NOTEBOOK_FILES = {nb.filename for nb in NOTEBOOKS}
@@ -52,6 +54,7 @@ class Settings:
     notebooks: tuple = ()  # --notebook: regrade only these stems, keep the others' verdicts
     deadlines: object = None  # autograder.deadlines.LatePolicy, or None: no late penalties
     handed_in: dict = field(default_factory=dict)  # student -> {stem: time} (--handed-in)
+    skip_selftest: bool = False  # emergencies only (autograder/selftest.py): loudly warned
 
 
 @dataclass
@@ -278,6 +281,13 @@ def _grade_student(student, folder, settings, sandbox, work, started, placement,
                     remove_tree(target)
                 shutil.copyfile(prepared / nb.filename, target)
         runs = sandbox.run(submission, jobs, work / "run", log_path=work / "sandbox.log")
+        broken = [f"{stem}: {run.not_graded}" for stem, run in runs.items() if run.not_graded]
+        if broken:
+            if (work / "sandbox.log").exists():  # for the instructor: what the sandbox said
+                target = output_folder(settings.out, student)
+                target.mkdir(parents=True, exist_ok=True)
+                _copy_tail(work / "sandbox.log", target / "sandbox.log")
+            raise SandboxFailure("; ".join(broken))
 
     tests, notebooks = [], {}
     for stem, (kept_tests, kept_info) in kept.items():
@@ -393,13 +403,20 @@ def internal_error_result(student, exc, out=None):
     """A failure of the grader on one student: reported, and that student still appears in
     grades.csv (score 0, marked internal_error, so the next run grades them again)."""
     tb = "".join(traceback.format_exception(exc))
+    output = (
+        f"The grader failed on this submission ({type(exc).__name__}); nothing was graded. "
+        "Your instructor has been told."
+    )
+    if isinstance(exc, SandboxFailure):  # a failure of the machine, not of the grader's code
+        tb = f"NOT GRADED: the grading sandbox failed ({exc}); the next run grades it again.\n"
+        output = (
+            "NOT GRADED: the grading sandbox failed on this submission for reasons that are not "
+            f"yours ({exc}). Nothing was scored; your instructor will grade it again."
+        )
     payload = {
         "score": 0.0,
         "max_score": 0.0,
-        "output": (
-            f"The grader failed on this submission ({type(exc).__name__}); nothing was graded. "
-            "Your instructor has been told."
-        ),
+        "output": output,
         "student": student,
         "internal_error": True,
         "notebooks": {},
@@ -603,11 +620,16 @@ def _grade_class(found, settings, progress, write_class):
     if untested:
         print(f"warning: no hidden tests registered for: {', '.join(untested)}", file=sys.stderr)
     sandbox = None
+    workers, message = bound_workers(max(1, settings.workers), settings.limits)
+    if message and len(todo) > 1:
+        print(f"note: {message}", file=sys.stderr)
     if todo:
         try:
             sandbox = Sandbox(
                 settings.limits, mode=settings.sandbox_mode, lib_root=settings.work_root / "lib"
             )
+        except BubblewrapUnsupported as exc:  # too old for the sandbox: never silently none
+            raise SystemExit(f"error: {exc}.") from None
         except RuntimeError as exc:  # --sandbox bwrap where bubblewrap cannot run
             raise SystemExit(
                 f"error: {exc}. Install bubblewrap (apt-get install bubblewrap) and allow user "
@@ -615,7 +637,11 @@ def _grade_class(found, settings, progress, write_class):
             ) from None
     try:
         if todo:
-            with ThreadPoolExecutor(max_workers=max(1, settings.workers)) as pool:
+            try:  # the solutions score full marks here and a blank 0, or nobody is graded
+                selftest.guard(sandbox, workers, settings.work_root, skip=settings.skip_selftest)
+            except selftest.SelfTestFailed as exc:
+                raise SystemExit(f"error: {exc}") from None
+            with ThreadPoolExecutor(max_workers=workers) as pool:
                 futures = {
                     pool.submit(
                         grade_student,
@@ -668,13 +694,10 @@ def settings_from_args(args):
             raise SystemExit(f"error: {exc}") from None
     elif getattr(args, "handed_in", None):
         raise SystemExit("error: --handed-in needs --deadlines (the due dates and the penalty)")
-    limits = Limits(timeout=float(args.timeout))
-    if getattr(args, "memory", None):
-        limits.memory_bytes = int(float(args.memory) * 2**30)
     return Settings(
         out=Path(args.out).resolve(),
         secret=secret,
-        limits=limits,
+        limits=limits_from_args(args),
         workers=int(args.workers),
         force=bool(args.force),
         sandbox_mode=getattr(args, "sandbox", None) or "auto",
@@ -682,7 +705,16 @@ def settings_from_args(args):
         notebooks=tuple(getattr(args, "notebook", None) or ()),
         deadlines=deadlines,
         handed_in=handed_in,
+        skip_selftest=bool(getattr(args, "skip_selftest", False)),
     )
+
+
+def limits_from_args(args):
+    """The sandbox's Limits from the --timeout and --memory options."""
+    limits = Limits(timeout=float(args.timeout))
+    if getattr(args, "memory", None):
+        limits.memory_bytes = int(float(args.memory) * 2**30)
+    return limits
 
 
 def grade_command(args):
@@ -703,7 +735,12 @@ def grade_command(args):
         f"graded {len(graded)} student(s), skipped {len(skipped)} up to date, "
         f"{len(failed)} internal error(s) in {elapsed:.1f} s -> {printable(settings.out)}"
     )
+    if failed:
+        names = ", ".join(printable(r.student) for r in failed)
+        print(f"NOT GRADED (internal errors; the next run grades them again): {names}")
     for r in failed:
         shown = "\n".join(printable(line) for line in r.error.splitlines())
         print(f"INTERNAL ERROR grading {printable(r.student)}:\n{shown}", file=sys.stderr)
+    if settings.skip_selftest or selftest.skipped_by_env():
+        print(selftest.skip_banner("these grades were made without it"), file=sys.stderr)
     return 1 if failed else 0
