@@ -55,20 +55,23 @@ class StudentResult:
     student: str
     results: dict  # the results.json payload
     skipped: bool = False
-    error: str = ""
+    error: str = ""  # the traceback of an internal error of the grader
     seconds: float = 0.0
+    refused: str = ""  # why this student was not graded (their id, two submissions)
     per_notebook: dict = field(default_factory=dict)
 
 
 # -- discovery: autograder.submissions turns PATH into students' folders -------------------------
 def output_folder(out, student):
-    """OUT/<student>, except for a student whose folder name is one of the class report's files
-    (grades.csv, summary.md, ...): OUT/_<student>. Student folders starting with "_" are never
-    graded, so the mapped name cannot collide with another student's."""
+    """OUT/<student>, except for a student whose name is one of the class report's files
+    (grades.csv, summary.md, ...) once its leading underscores are set aside: one more "_" in
+    front (grades.csv -> OUT/_grades.csv, _grades.csv -> OUT/__grades.csv), so no two students
+    share a folder and none overwrites the report."""
     from autograder.report import REPORT_FILES
 
     reserved = {name.casefold() for name in REPORT_FILES} | {LOCK_NAME}
-    return Path(out) / (f"_{student}" if student.casefold() in reserved else student)
+    bare = student.lstrip("_").casefold()
+    return Path(out) / (f"_{student}" if bare in reserved else student)
 
 
 def newest_mtime(folder):
@@ -521,10 +524,18 @@ def grade_class(path, settings, progress=True, layout="auto", graded_groups=None
             settings.work_root = runs[0][0]
             staging = runs[-1][0] / "submissions"
             staging.mkdir()
+            notices = []
             found = submissions.discover(
-                path, settings.out, staging, layout=layout, graded_groups=graded_groups
+                path,
+                settings.out,
+                staging,
+                layout=layout,
+                graded_groups=graded_groups,
+                notices=notices,
             )
-            return _grade_class(found, settings, progress, write_class)
+            done, summary = _grade_class(found, settings, progress, write_class)
+            summary["skipped_entries"] = notices  # this run's, not written to summary.json
+            return done, summary
         finally:
             for folder, fd in runs:
                 os.close(fd)
@@ -540,6 +551,9 @@ def _grade_class(found, settings, progress, write_class):
     todo, done = [], []
     for sub in found:
         student = sub.student
+        if sub.refused:
+            done.append(StudentResult(student, {}, refused=sub.refused))
+            continue
         results = output_folder(settings.out, student) / "results.json"
         fresh = not settings.force and up_to_date(sub.source, results)
         saved = _read_saved(results) if fresh else None
@@ -622,15 +636,26 @@ def grade_command(args):
         layout=getattr(args, "layout", "auto"),
     )
     elapsed = time.monotonic() - started
-    graded = [r for r in done if not r.skipped and not r.error]
+    graded = [r for r in done if not r.skipped and not r.error and not r.refused]
     skipped = [r for r in done if r.skipped]
     failed = [r for r in done if r.error]
+    refused = [r for r in done if r.refused]
     print(summary["text"])
     print(
         f"graded {len(graded)} student(s), skipped {len(skipped)} up to date, "
-        f"{len(failed)} internal error(s) in {elapsed:.1f} s -> {printable(settings.out)}"
+        f"{len(refused)} not graded, {len(failed)} internal error(s) in {elapsed:.1f} s -> "
+        f"{printable(settings.out)}"
     )
+    for line in summary.get("skipped_entries", []):  # escaped where they were found
+        print(f"skipped entry {line}", file=sys.stderr)
     for r in failed:
         shown = "\n".join(printable(line) for line in r.error.splitlines())
         print(f"INTERNAL ERROR grading {printable(r.student)}:\n{shown}", file=sys.stderr)
-    return 1 if failed else 0
+    for r in refused:
+        print(f"NOT GRADED {printable(r.student)}: {r.refused}", file=sys.stderr)
+    if failed or refused:
+        names = ", ".join(printable(r.student) for r in failed + refused)
+        print(
+            f"error: {len(failed) + len(refused)} student(s) not graded: {names}", file=sys.stderr
+        )
+    return 1 if failed or refused else 0
