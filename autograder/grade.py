@@ -220,6 +220,7 @@ def _grade_student(student, folder, settings, sandbox, work, started, placement)
     plan = []  # (notebook, cases, job or None, note for all tests or None, file message)
     prepared = work / "prepared"
     prepared.mkdir()
+    not_submitted = set()  # stems whose file is not in the submission (the class page counts them)
     for nb in NOTEBOOKS:
         seed = derive_seed(settings.secret, _encodable(student), nb.stem)
         cases = build_cases(nb.stem, seed, functions=registered_probes())
@@ -229,6 +230,7 @@ def _grade_student(student, folder, settings, sandbox, work, started, placement)
                 placed or f"{nb.filename} was not found in your submission, so its tests score 0."
             )
             plan.append((nb, cases, None, note, note))
+            not_submitted.add(nb.stem)
             continue
         notebook, message = load_notebook(folder, nb.filename, settings.max_notebook_bytes)
         message = " ".join(m for m in (placed, message) if m)
@@ -296,6 +298,7 @@ def _grade_student(student, folder, settings, sandbox, work, started, placement)
         info["score"] = round(sum(r.score for r in results), 4)
         info["max_score"] = round(sum(r.max_score for r in results), 4)
         info["title"] = nb.title
+        info["submitted"] = nb.stem not in not_submitted
         notebooks[nb.stem] = info
         tests += results
 
