@@ -1,5 +1,6 @@
 """The command line: `python -m autograder release`, `grade PATH`, `handout --out DIR`,
-`nbgrader init|grade COURSE` and `gradescope --out autograder.zip`."""
+`nbgrader init|grade COURSE`, `gradescope --out autograder.zip` and
+`export --roster ROSTER --format canvas|moodle --grades OUT`."""
 
 import argparse
 import os
@@ -57,6 +58,10 @@ def main(argv=None):
     nbgrader.add_arguments(commands, grade_options)
     gradescope.add_arguments(commands)
 
+    from autograder import export
+
+    export.add_arguments(commands)
+
     handout_cmd = commands.add_parser(
         "handout", help="build what students get: notebooks, data and a checker without answers"
     )
@@ -88,6 +93,10 @@ def main(argv=None):
         from autograder.platforms import gradescope
 
         return gradescope.run(args)
+    if args.command == "export":
+        from autograder import export
+
+        return export.run(args)
     if args.command == "handout":
         from autograder.handout import build_handout, describe
 

@@ -31,7 +31,10 @@ REPORT_FILES = (
     "summary.json",
     "class.html",
     "class.json",
-)  # the class's files in OUT
+    "canvas_grades.csv",  # autograder/export.py
+    "moodle_grades.csv",
+    "export_unmatched.csv",
+)  # the class's files in OUT: a student folder named like one is graded into OUT/_<name>
 TEMP_PREFIX = ".partial-"  # in the names of files being written (a killed run may leave one)
 
 
