@@ -295,6 +295,8 @@ def _grade_student(student, folder, settings, sandbox, work, started, placement)
                 "messages": ([message] if message else []) + run.messages,
                 "seconds": round(run.seconds, 2),
             }
+            if run.integrity:
+                info["integrity"] = list(run.integrity)
         info["score"] = round(sum(r.score for r in results), 4)
         info["max_score"] = round(sum(r.max_score for r in results), 4)
         info["title"] = nb.title

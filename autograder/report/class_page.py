@@ -21,6 +21,7 @@ from collections import Counter, defaultdict
 from urllib.parse import quote
 
 from autograder.curriculum import NOTEBOOK_OF, NOTEBOOKS
+from autograder.integrity import INTEGRITY_FACTS
 from autograder.misconceptions import CATALOGUE
 from autograder.report.feedback import NOT_IMPLEMENTED
 from autograder.report.sections import teaching_sections
@@ -32,18 +33,9 @@ LOWEST = (3, 15)  # "help first" lists the lowest tenth of totals, at least 3, a
 # in the tests' messages (an import of the model answers fails in the sandbox, and so does
 # opening their files): the error text names the module or the path it looked for.
 _ANSWER_LOOKUP = re.compile(
-    r"autograder[./\\](reference|probes|misconceptions)|solutions[/\\]\d\d_|"
+    r"autograder[./\\](reference|probes)|solutions[/\\]\d\d_|"
     r"No module named '?autograder\.(reference|probes)"
 )
-# the structured facts a notebook's run may carry (results.json, notebooks.<stem>.integrity):
-# only these known tokens are shown, each with the grader's own words
-INTEGRITY_FACTS = {
-    "comparison-patched": (
-        "replaced numpy's or torch's comparison functions (np.allclose, np.testing, "
-        "torch.allclose, ...) in its kernel"
-    ),
-    "answers-looked-up": "tried to open or import the course's model answers",
-}
 FLAG_NOTE = (
     "Verdicts are computed outside the student's process, so none of this changed a score by "
     "itself. It may be an experiment, a copied snippet or an attempt to pass the tests: look "

@@ -104,6 +104,7 @@ class NotebookRun:
     seconds: float = 0.0
     timed_out: bool = False
     kernel_died: bool = False
+    integrity: list[str] = field(default_factory=list)  # autograder/integrity.py's tokens
 
 
 class Sandbox(Isolation):

@@ -6,6 +6,8 @@ facts from it and writes every sentence the student reads itself.
 
 from pathlib import Path
 
+from autograder.integrity import INTEGRITY_FACTS
+
 MAX_STATUS_BYTES = 2**20
 
 
@@ -53,7 +55,10 @@ def clean_status(status, job):
     lost = sorted(n for n in (notes if isinstance(notes, dict) else {}) if n in job.serve_seconds)
     seconds = status.get("seconds")
     seconds = float(seconds) if type(seconds) in (int, float) and 0 <= seconds < 1e7 else 0.0
+    integrity = status.get("integrity")
+    integrity = integrity[:20] if isinstance(integrity, list) else []
     return {
+        "integrity": sorted({t for t in integrity if isinstance(t, str) and t in INTEGRITY_FACTS}),
         "finished": flag("finished"),
         "executed_ok": flag("executed_ok"),
         "timed_out": flag("timed_out"),
@@ -77,6 +82,7 @@ def apply_status(run, status, job):
     run.seconds = status["seconds"]
     run.timed_out = status["timed_out"]
     run.kernel_died = status["kernel_died"]
+    run.integrity = status["integrity"]  # known tokens only: hints for a human, never a verdict
     graded = list(job.serve_seconds)
     lost = status["lost"]
     stuck = run.timed_out and graded and set(lost) == set(graded)
