@@ -271,8 +271,14 @@ def _help_first(rows):
     the lowest totals (LOWEST) among those who submitted something; lowest total first."""
     chosen = {}
     for r in rows:
-        reasons = [f"{kind} in {stem}" if stem else kind for kind, stem in r["troubles"]]
-        if r["states"] and all(v in ("not-submitted", "not-graded") for v in r["states"].values()):
+        where = defaultdict(list)  # kind -> the notebooks' numbers ("01", "03")
+        for kind, stem in r["troubles"]:
+            where[kind] += [stem[:2]] if stem else []
+        reasons = [
+            f"{kind} in notebook{'s' if len(nbs) > 1 else ''} {', '.join(nbs)}" if nbs else kind
+            for kind, nbs in where.items()
+        ]
+        if r["states"] and all(v == "not-submitted" for v in r["states"].values()):
             reasons.append("submitted no notebook")
         if reasons:
             chosen[r["student"]] = reasons
