@@ -10,10 +10,12 @@ effect). The class page also flags an import or file error naming the model answ
 student's own cell errors or in a test's message (autograder/report/class_page.py).
 """
 
-INTEGRITY_FACTS = {  # token -> what the grader saw the notebook's code do
+INTEGRITY_FACTS = {  # token -> what the grader saw, completing "the grader saw ..."
     "comparison-patched": (
-        "replaced numpy's or torch's comparison functions (np.allclose, np.testing, "
-        "torch.allclose, ...) in its kernel"
+        "numpy's or torch's comparison functions (np.allclose, np.testing, torch.allclose, ...) "
+        "replaced in this notebook's kernel"
     ),
-    "answers-looked-up": "tried to import or open the course's model answers or hidden tests",
+    "answers-looked-up": (
+        "this notebook's code try to import or open the course's model answers or hidden tests"
+    ),
 }
