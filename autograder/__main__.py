@@ -1,6 +1,6 @@
 """The command line: `python -m autograder release`, `grade PATH`, `handout --out DIR`,
-`nbgrader init|grade COURSE`, `gradescope --out autograder.zip`, `classroom gather REPOS` and
-`selftest`."""
+`nbgrader init|grade COURSE`, `gradescope --out autograder.zip`, `classroom gather REPOS`,
+`export --roster ROSTER --format canvas|moodle --grades OUT` and `selftest`."""
 
 import argparse
 import os
@@ -88,6 +88,10 @@ def main(argv=None):
     classroom.add_arguments(commands)
     selftest.add_arguments(commands, sandbox_options)
 
+    from autograder import export
+
+    export.add_arguments(commands)
+
     handout_cmd = commands.add_parser(
         "handout", help="build what students get: notebooks, data and a checker without answers"
     )
@@ -127,6 +131,10 @@ def main(argv=None):
         from autograder import selftest
 
         return selftest.command(args)
+    if args.command == "export":
+        from autograder import export
+
+        return export.run(args)
     if args.command == "handout":
         from autograder.handout import build_handout, describe
 

@@ -62,20 +62,23 @@ class StudentResult:
     student: str
     results: dict  # the results.json payload
     skipped: bool = False
-    error: str = ""
+    error: str = ""  # the traceback of an internal error of the grader
     seconds: float = 0.0
+    refused: str = ""  # why this student was not graded (their id, two submissions)
     per_notebook: dict = field(default_factory=dict)
 
 
 # -- discovery: autograder.submissions turns PATH into students' folders -------------------------
 def output_folder(out, student):
-    """OUT/<student>, except for a student whose folder name is one of the class report's files
-    (grades.csv, summary.md, ...): OUT/_<student>. Student folders starting with "_" are never
-    graded, so the mapped name cannot collide with another student's."""
+    """OUT/<student>, except for a student whose name is one of the class report's files
+    (grades.csv, summary.md, ...) once its leading underscores are set aside: one more "_" in
+    front (grades.csv -> OUT/_grades.csv, _grades.csv -> OUT/__grades.csv), so no two students
+    share a folder and none overwrites the report."""
     from autograder.report import REPORT_FILES
 
     reserved = {name.casefold() for name in REPORT_FILES} | {LOCK_NAME}
-    return Path(out) / (f"_{student}" if student.casefold() in reserved else student)
+    bare = student.lstrip("_").casefold()
+    return Path(out) / (f"_{student}" if bare in reserved else student)
 
 
 def newest_mtime(folder):
@@ -227,6 +230,7 @@ def _grade_student(student, folder, settings, sandbox, work, started, placement,
     plan = []  # (notebook, cases, job or None, note for all tests or None, file message)
     prepared = work / "prepared"
     prepared.mkdir()
+    not_submitted = set()  # stems whose file is not in the submission (the class page counts them)
     for nb in NOTEBOOKS:
         if nb.stem in kept:
             continue  # --notebook: its verdicts of the last run stand
@@ -238,6 +242,7 @@ def _grade_student(student, folder, settings, sandbox, work, started, placement,
                 placed or f"{nb.filename} was not found in your submission, so its tests score 0."
             )
             plan.append((nb, cases, None, note, note))
+            not_submitted.add(nb.stem)
             continue
         notebook, message = load_notebook(folder, nb.filename, settings.max_notebook_bytes)
         message = " ".join(m for m in (placed, message) if m)
@@ -312,9 +317,12 @@ def _grade_student(student, folder, settings, sandbox, work, started, placement,
                 "messages": ([message] if message else []) + run.messages,
                 "seconds": round(run.seconds, 2),
             }
+            if run.integrity:
+                info["integrity"] = list(run.integrity)
         info["score"] = round(sum(r.score for r in results), 4)
         info["max_score"] = round(sum(r.max_score for r in results), 4)
         info["title"] = nb.title
+        info["submitted"] = nb.stem not in not_submitted
         notebooks[nb.stem] = info
         tests += results
 
@@ -588,10 +596,18 @@ def grade_class(path, settings, progress=True, layout="auto", graded_groups=None
             settings.work_root = runs[0][0]
             staging = runs[-1][0] / "submissions"
             staging.mkdir()
+            notices = []
             found = submissions.discover(
-                path, settings.out, staging, layout=layout, graded_groups=graded_groups
+                path,
+                settings.out,
+                staging,
+                layout=layout,
+                graded_groups=graded_groups,
+                notices=notices,
             )
-            return _grade_class(found, settings, progress, write_class)
+            done, summary = _grade_class(found, settings, progress, write_class)
+            summary["skipped_entries"] = notices  # this run's, not written to summary.json
+            return done, summary
         finally:
             for folder, fd in runs:
                 os.close(fd)
@@ -607,6 +623,9 @@ def _grade_class(found, settings, progress, write_class):
     todo, done, kept = [], [], {}
     for sub in found:
         student = sub.student
+        if sub.refused:
+            done.append(StudentResult(student, {}, refused=sub.refused))
+            continue
         results = output_folder(settings.out, student) / "results.json"
         fresh = not settings.force and up_to_date(sub.source, results)
         saved = _read_saved(results) if fresh or settings.notebooks else None
@@ -727,20 +746,29 @@ def grade_command(args):
         layout=getattr(args, "layout", "auto"),
     )
     elapsed = time.monotonic() - started
-    graded = [r for r in done if not r.skipped and not r.error]
+    graded = [r for r in done if not r.skipped and not r.error and not r.refused]
     skipped = [r for r in done if r.skipped]
     failed = [r for r in done if r.error]
+    refused = [r for r in done if r.refused]
     print(summary["text"])
     print(
         f"graded {len(graded)} student(s), skipped {len(skipped)} up to date, "
-        f"{len(failed)} internal error(s) in {elapsed:.1f} s -> {printable(settings.out)}"
+        f"{len(refused)} not graded, {len(failed)} internal error(s) in {elapsed:.1f} s -> "
+        f"{printable(settings.out)}"
     )
-    if failed:
-        names = ", ".join(printable(r.student) for r in failed)
-        print(f"NOT GRADED (internal errors; the next run grades them again): {names}")
+    for line in summary.get("skipped_entries", []):  # escaped where they were found
+        print(f"skipped entry {line}", file=sys.stderr)
     for r in failed:
         shown = "\n".join(printable(line) for line in r.error.splitlines())
         print(f"INTERNAL ERROR grading {printable(r.student)}:\n{shown}", file=sys.stderr)
+    for r in refused:
+        print(f"NOT GRADED {printable(r.student)}: {r.refused}", file=sys.stderr)
+    if failed or refused:
+        names = ", ".join(printable(r.student) for r in failed + refused)
+        print(f"NOT GRADED (the next run grades them again): {names}")
+        print(
+            f"error: {len(failed) + len(refused)} student(s) not graded: {names}", file=sys.stderr
+        )
     if settings.skip_selftest or selftest.skipped_by_env():
         print(selftest.skip_banner("these grades were made without it"), file=sys.stderr)
-    return 1 if failed else 0
+    return 1 if failed or refused else 0

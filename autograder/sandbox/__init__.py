@@ -130,6 +130,7 @@ class NotebookRun:
     timed_out: bool = False
     kernel_died: bool = False
     not_graded: str = ""  # the sandbox failed, not the student: why (the grader's words)
+    integrity: list[str] = field(default_factory=list)  # autograder/integrity.py's tokens
 
 
 class SandboxFailure(Exception):

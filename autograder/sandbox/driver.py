@@ -160,6 +160,22 @@ del __autograder_load_harness
 
 SERVE_CELL = "__autograder_serve__(globals(), {requests!r}, {responses!r})"
 
+# the harness's watch.py, loaded on its own (no numpy import) before the notebook's first cell,
+# and asked after its last one what it saw (autograder/integrity.py): hints for a human only
+WATCH_CELL = """\
+def __autograder_watch(path):
+    import importlib.util, sys
+    spec = importlib.util.spec_from_file_location("__autograder_watch__", path + "/watch.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["__autograder_watch__"] = module
+    spec.loader.exec_module(module)
+    module.install()
+__autograder_watch({harness!r})
+del __autograder_watch
+"""
+FACTS_CELL = "__import__('sys').modules['__autograder_watch__'].facts()"
+INTEGRITY_TOKENS = ("answers-looked-up", "comparison-patched")  # autograder/integrity.py
+
 MAX_MESSAGE = 400
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -286,11 +302,17 @@ def _released_demo(cell, index, spec):
 
 
 class QuietClient(NotebookClient):
-    """Keeps only error outputs (truncated); counts the rest."""
+    """Keeps only error outputs (truncated); counts the rest. While `captured` is a list, the
+    plain-text results of the cells the driver itself runs are appended to it."""
 
     printed = 0
+    captured = None
 
     def output(self, outs, msg, display_id, cell_index):
+        if msg["msg_type"] == "execute_result" and self.captured is not None:
+            data = msg.get("content", {}).get("data", {})
+            self.captured.append(str(data.get("text/plain", ""))[:2000])
+            return None
         if msg["msg_type"] != "error":
             content = msg.get("content", {})
             self.printed += len(str(content.get("text", ""))) + len(str(content.get("data", "")))
@@ -509,6 +531,7 @@ class Run:
         self.status["kernel_starting"] = True
         with client.setup_kernel():
             self.status["kernel_started"] = True
+            self.run_quietly(client, WATCH_CELL.format(harness=job["harness"]))  # not charged
             # the cells share `timeout` CPU seconds (kernel start not counted), and a backstop
             pid = getattr(getattr(client.km, "provisioner", None), "pid", 0) or 0
             cpu_end = self.watchdog.clock(pid) + float(job["timeout"])
@@ -595,6 +618,8 @@ class Run:
             self.status["executed_ok"] = alive and not self.status["cell_errors"]
             self.status["printed_chars"] = client.printed
             self.status["cells_seconds"] = time.monotonic() - started
+            if alive:
+                self.status["integrity"] = self.integrity(client)
             self.save()
             if alive and graded:
                 self.serve(client, graded)
@@ -602,6 +627,35 @@ class Run:
         self.status["ended_at"] = time.monotonic()
         self.status["finished"] = True
         self.save()
+
+    def run_quietly(self, client, source, seconds=10):
+        """Run one cell of the driver's own in the kernel; its text result, or None. The cell is
+        appended to the notebook while it runs (nbclient stores a cell at its index: index -1
+        would overwrite the notebook's last cell before it has run)."""
+        cell = nbformat.v4.new_code_cell(source)
+        client.nb.cells.append(cell)
+        client.timeout, client.captured = seconds, []
+        try:
+            client.execute_cell(cell, len(client.nb.cells) - 1)
+        except Exception:  # noqa: BLE001 - a hint lost, nothing more
+            return None
+        finally:
+            captured, client.captured = client.captured, None
+            client.nb.cells.pop()
+        return captured[0] if captured else None
+
+    def integrity(self, client):
+        """The watch's tokens (autograder/integrity.py); [] when it cannot say."""
+        import ast
+
+        text = self.run_quietly(client, FACTS_CELL)
+        try:
+            tokens = json.loads(ast.literal_eval(text)) if text else []
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            return []
+        return (
+            sorted({t for t in tokens if t in INTEGRITY_TOKENS}) if isinstance(tokens, list) else []
+        )
 
     def serve(self, client, graded):
         spec, job = self.spec, self.job
