@@ -119,6 +119,35 @@ NON_CATALOGUE_HINTS = {
         "This is the loss of probabilities instead of log-probabilities: F.nll_loss expects "
         "log_softmax(logits), and F.cross_entropy takes the raw logits."
     ),
+    "layernorm-sqrt-of-std": (
+        "This is the lecture's misprint, dividing by the square root of the standard "
+        "deviation: that leaves a standard deviation of sqrt(sigma). Divide by "
+        "sqrt(var + eps), the standard deviation itself."
+    ),
+    "layernorm-affine-missing": (
+        "This is the normalised x without the gain and the shift: multiply by weight, then "
+        "add bias."
+    ),
+    "softmax-over-heads": (
+        "This is a softmax over the heads axis (dim=1): each query's weights over the keys, "
+        "the last axis, sum to 1."
+    ),
+    "activation-after-output": (
+        "This is the activation applied after fc2: it goes between the two layers, "
+        "fc2(act(fc1(x)))."
+    ),
+    "gpt-final-norm-unused": (
+        "This is what the notebook's GPT gives without its final layer norm: apply ln_f to the "
+        "last block's output, then the head."
+    ),
+    "gpt-positions-unused": (
+        "This is what the notebook's GPT gives without the position embeddings: add "
+        "pos_emb(positions) to the token embeddings before the blocks."
+    ),
+    "gpt-embeddings-scaled": (
+        "This is what the notebook's GPT gives with the embeddings multiplied by "
+        "sqrt(d_model): the notebook's GPT adds them as they are."
+    ),
     "shifted-again": (
         "This is the loss with the targets shifted once more inside lm_loss: get_batch already "
         "paired position t with the token at t + 1, so compare logits[:, t] with targets[:, t]."
