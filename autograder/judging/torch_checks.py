@@ -310,9 +310,10 @@ def assert_differentiable(response, what):
     data = response.raw.get("value")
     if isinstance(data, dict) and "$tensor" in data and not data.get("has_grad_fn"):
         raise Fail(
-            f"{what} is not connected to the autograd graph (the input required grad, the "
-            "result has no grad_fn): keep every step in torch operations, without .detach(), "
-            ".numpy(), .item(), torch.tensor(...) around a result, or torch.no_grad()."
+            f"{what} is not connected to the autograd graph: the input requires a gradient, "
+            "but none can flow back to it from the result. Keep every step in torch "
+            "operations, without .detach(), .numpy(), .item(), torch.tensor(...) around a "
+            "result, or torch.no_grad()."
         )
 
 
