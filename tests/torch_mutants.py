@@ -440,6 +440,17 @@ class LayerNorm(R.LayerNorm):
         return (x - mu) / torch.sqrt(x.var(-1, keepdim=True) + self.eps) * self.weight + self.bias
 
 
+class BlockForgetsThePair(R.TransformerBlock):
+    """Notebook 05's block adding attention's (y, attn) pair to x: it raises inside GPT."""
+
+    def forward(self, x, mask=None):
+        h = x + self.attn(self.ln1(x), mask)
+        return h + self.ff(self.ln2(h))
+
+
+BlockForgetsThePair.__name__ = "TransformerBlock"
+
+
 class BlockWithUnbiasedNorm(R.TransformerBlock):
     def __init__(self, d_model, *args, **kwargs):
         super().__init__(d_model, *args, **kwargs)
@@ -519,7 +530,52 @@ class GPTHeadMatrix(GPTBase):
         return super().forward(idx)
 
 
-GPT_RIGHT = {"gpt-fused": GPTFused, "gpt-head-matrix": GPTHeadMatrix, "gpt-knobs": gpt()}
+class Head(nn.Module):
+    def __init__(self, d, d_k):
+        super().__init__()
+        self.query, self.key, self.value = (nn.Linear(d, d_k) for _ in range(3))
+
+    def forward(self, x, mask):
+        q, k, v = self.query(x), self.key(x), self.value(x)
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(k.shape[-1])
+        return scores.masked_fill(~mask, float("-inf")).softmax(-1) @ v
+
+
+class HeadsBlock(nn.Module):
+    """Separate heads (a ModuleList of Head), their outputs concatenated then projected;
+    nn.LayerNorm, the layers made in another order than notebook 05's."""
+
+    def __init__(self, d, n_heads, d_ff, dropout=0.0):
+        super().__init__()
+        self.norm_a = nn.LayerNorm(d)
+        self.heads = nn.ModuleList(Head(d, d // n_heads) for _ in range(n_heads))
+        self.proj = nn.Linear(d, d)
+        self.norm_b = nn.LayerNorm(d)
+        self.up, self.down = nn.Linear(d, d_ff), nn.Linear(d_ff, d)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x, mask):
+        h = self.norm_a(x)
+        x = x + self.drop(self.proj(torch.cat([head(h, mask) for head in self.heads], -1)))
+        return x + self.drop(self.down(F.relu(self.up(self.norm_b(x)))))
+
+
+class GPTHeads(GPTBase):
+    def __init__(
+        self, vocab_size, block_size, d_model=128, n_heads=4, n_layers=4, d_ff=None, dropout=0.0
+    ):
+        super().__init__(vocab_size, block_size, d_model, n_heads, 0, d_ff, dropout)
+        self.blocks = nn.ModuleList(
+            HeadsBlock(d_model, n_heads, d_ff or 4 * d_model, dropout) for _ in range(n_layers)
+        )
+
+
+GPT_RIGHT = {
+    "gpt-heads": GPTHeads,
+    "gpt-fused": GPTFused,
+    "gpt-head-matrix": GPTHeadMatrix,
+    "gpt-knobs": gpt(),
+}
 GENERATE_RIGHT = {"gen-power": gen_power}
 
 
@@ -586,6 +642,13 @@ MORE = [
         gpt(block_cls=BlockWithUnbiasedNorm, norm_cls=LayerNorm),
         "layernorm-unbiased-variance",
         "notebook 05",
+    ),
+    (
+        "gpt-block-raises",
+        "GPT",
+        gpt(block_cls=BlockForgetsThePair),
+        None,
+        "comes from your TransformerBlock of notebook 05",
     ),
     ("gpt-ln-f-unused", "GPT", gpt(use_ln_f=False), None, "without its final layer norm"),
     ("gpt-no-ln-f", "GPT", gpt(final_norm=False, use_ln_f=False), None, "no final layer norm"),

@@ -109,7 +109,7 @@ def block_state(block, ref):
         return [(own[k], ref[k]) for k in ref]
     d = ref["ln1.weight"].shape[0]
     d_ff = ref["ff.fc1.weight"].shape[0]
-    norms, square, fused, up, down, odd = [], [], [], [], [], []
+    norms, square, fused, up, down, narrow, odd = [], [], [], [], [], [], []
     for path, leaves in _layers(own.items()).items():
         shapes = [tuple(p.shape) for p in leaves.values()]
         if len(leaves) == 2 and all(s == (d,) for s in shapes):
@@ -125,9 +125,13 @@ def block_state(block, ref):
             up.append(wb)
         elif shape == (d, d_ff):
             down.append(wb)
+        elif shape and shape[1] == d and shape[0] < d and d % shape[0] == 0:
+            narrow.append((path, wb))  # one head's q, k or v: (d_k, d)
         else:
             odd.extend(f"{path}.{leaf}" if path else leaf for leaf in leaves)
-    expected = (len(fused), len(square)) in ((0, 4), (1, 1))
+    heads = _per_head(narrow, d)
+    layout = (len(fused), len(square), heads is not None)
+    expected = layout in ((0, 4, False), (1, 1, False), (0, 1, True))
     if odd or len(norms) != 2 or len(up) != 1 or len(down) != 1 or not expected:
         raise RoleMismatch(
             block=[[n, _shape(p)] for n, p in own.items()],
@@ -141,7 +145,16 @@ def block_state(block, ref):
         if bias is not None:
             pairs.append((bias, ref[f"{prefix}.bias"]))
 
-    if fused:
+    if heads is not None:  # separate heads: each takes its rows of q_proj, k_proj, v_proj
+        for role, layers in heads.items():
+            prefix = f"attn.{role}_proj"
+            for h, (weight, bias) in enumerate(layers):
+                rows = slice(h * weight.shape[0], (h + 1) * weight.shape[0])
+                pairs.append((weight, ref[f"{prefix}.weight"][rows]))
+                if bias is not None:
+                    pairs.append((bias, ref[f"{prefix}.bias"][rows]))
+        place(square[0][1], "attn.out_proj")
+    elif fused:
         weight, bias = fused[0]
         qkv = [f"attn.{x}_proj" for x in "qkv"]
         pairs.append((weight, torch.cat([ref[f"{p}.weight"] for p in qkv])))
@@ -160,6 +173,23 @@ def block_state(block, ref):
         gain, shift = _gain_shift(leaves)
         pairs += [(gain, ref[f"{name}.weight"]), (shift, ref[f"{name}.bias"])]
     return pairs
+
+
+def _per_head(narrow, d):
+    """{"q": [(weight, bias) per head], "k": ..., "v": ...} for per-head projections named
+    q/k/v (query, key, value, ...), heads in registration order; None otherwise."""
+    if not narrow:
+        return None
+    d_k = narrow[0][1][0].shape[0]
+    by_role = {"q": [], "k": [], "v": []}
+    for path, wb in narrow:
+        role = _hint(path)
+        if role not in by_role or wb[0].shape[0] != d_k:
+            return None
+        by_role[role].append(wb)
+    if any(len(layers) != d // d_k for layers in by_role.values()):
+        return None
+    return by_role
 
 
 def load_roles(model, roles):

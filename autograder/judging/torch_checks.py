@@ -423,10 +423,29 @@ def chi_square_limit(dof):
     return dof * (1 - a + 4.75 * math.sqrt(a)) ** 3
 
 
+NOTEBOOK_05 = ("TransformerBlock", "MultiHeadAttention", "FeedForward", "LayerNorm", "layer_norm")
+
+
+def gpt_error(r, what):
+    """The error a GPT raised, blamed on notebook 05 when it was raised inside one of its
+    classes or functions (the innermost of the student's own frames says where)."""
+    message = compare.error_message(r, what)
+    where = r.error.get("where") or []
+    inner = where[-1].split(" in ", 1)[-1] if where else ""
+    owner = inner.split(".")[0]
+    if owner in NOTEBOOK_05 and len(where) > 1:
+        message = (
+            message.rstrip(".") + f". The error comes from your {owner} of notebook 05, which "
+            "GPT uses: fix it there (its checks in notebook 05 say how), then run this "
+            "notebook again."
+        )
+    return Fail(message)
+
+
 def gpt_logits(r, what, shape):
     """A GPT's logits of the given shape as float64, or a Fail that says what is wrong with them."""
     if r.error:
-        raise Fail(compare.error_message(r, what))
+        raise gpt_error(r, what)
     got = compare.returned(r, what, framework="torch")
     if got.ndim == 3 and got.shape[:2] == tuple(shape[:2]) and got.shape[2] != shape[2]:
         raise Fail(

@@ -25,6 +25,7 @@ from autograder.judging.torch_checks import (
     cross_entropy,
     diagnose,
     explain,
+    gpt_error,
     gpt_logits,
     grads_match,
     hint_for,
@@ -974,7 +975,7 @@ def gpt_values(responses, *, what, expected, expected_tied, variants, blocks, fi
     `final_norm`: their expected outputs and variants), are wrong; else on GPT's wiring."""
     r = responses[0]
     if r.error:
-        raise Fail(compare.error_message(r, what))
+        raise gpt_error(r, what)
     if "role_mismatch" in r.raw:
         if not r.decode(r.raw.get("state_names")):
             raise Fail("GPT is not implemented yet: it creates no parameters.")
