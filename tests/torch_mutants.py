@@ -10,6 +10,18 @@ import math
 
 import torch
 import torch.nn.functional as F
+from test_checks_gaps import (
+    BlockAfterSum,
+    BlockAlwaysDrops,
+    BlockDropsTheInput,
+    BlockKeepProbability,
+    BlockNoDropout,
+    BlockNotRescaled,
+    BlockSeededInside,
+    TokenizerKeyError,
+    loss_view,
+    pe_float64,
+)
 from test_probes_torch import R, make_mha
 from torch import nn
 
@@ -57,10 +69,6 @@ def pe_float32_pow(n_positions, d_model, base=10000.0):
     return P
 
 
-def pe_float64_result(n_positions, d_model, base=10000.0):
-    return R.sinusoidal_positional_encoding(n_positions, d_model, base).double()
-
-
 def pe_i_over_d(n_positions, d_model, base=10000.0):
     """The 2 dropped: k / base^(i/d)."""
     k = torch.arange(n_positions, dtype=torch.float64)[:, None]
@@ -75,40 +83,40 @@ def pe_i_over_d(n_positions, d_model, base=10000.0):
 # ================================================================ 05: MultiHeadAttention
 
 
-class MHAMaskZero(make_mha("view")):
-    """Masked scores set to 0 instead of -inf."""
+class MHAOneSlip(make_mha("view")):
+    """A view-style attention with one slip in the weights (subclasses say which)."""
 
-    def forward(self, x, mask=None, context=None):
-        ctx = x if context is None else context
-        B, n, d = x.shape
-        H = self.h
-        q, k, v = (
-            p(t).view(B, -1, H, d // H).transpose(1, 2)
-            for p, t in ((self.q_proj, x), (self.k_proj, ctx), (self.v_proj, ctx))
-        )
-        scores = q @ k.transpose(-2, -1) / math.sqrt(d // H)
-        if mask is not None:
-            scores = scores.masked_fill(~mask, 0.0)
-        attn = scores.softmax(-1)
-        return self.out_proj((attn @ v).transpose(1, 2).reshape(B, n, d)), attn
-
-
-class MHASoftmaxHeads(make_mha("view")):
-    """The softmax over dim=1, the heads."""
-
-    def forward(self, x, mask=None, context=None):
-        ctx = x if context is None else context
-        B, n, d = x.shape
-        H = self.h
-        q, k, v = (
-            p(t).view(B, -1, H, d // H).transpose(1, 2)
-            for p, t in ((self.q_proj, x), (self.k_proj, ctx), (self.v_proj, ctx))
-        )
-        scores = q @ k.transpose(-2, -1) / math.sqrt(d // H)
+    def weights(self, scores, mask):
         if mask is not None:
             scores = scores.masked_fill(~mask, float("-inf"))
-        attn = scores.softmax(1)
+        return scores.softmax(-1)
+
+    def forward(self, x, mask=None, context=None):
+        ctx = x if context is None else context
+        B, n, d = x.shape
+        H = self.h
+        q, k, v = (
+            p(t).view(B, -1, H, d // H).transpose(1, 2)
+            for p, t in ((self.q_proj, x), (self.k_proj, ctx), (self.v_proj, ctx))
+        )
+        attn = self.weights(q @ k.transpose(-2, -1) / math.sqrt(d // H), mask)
         return self.out_proj((attn @ v).transpose(1, 2).reshape(B, n, d)), attn
+
+
+class MHAMaskZero(MHAOneSlip):
+    """Masked scores set to 0 instead of -inf."""
+
+    def weights(self, scores, mask):
+        return (scores if mask is None else scores.masked_fill(~mask, 0.0)).softmax(-1)
+
+
+class MHASoftmaxHeads(MHAOneSlip):
+    """The softmax over dim=1, the heads."""
+
+    def weights(self, scores, mask):
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        return scores.softmax(1)
 
 
 class MHAScaleDk(make_mha("view", "wrong-scale")):
@@ -180,40 +188,6 @@ class BlockAlwaysPost(BlockBase):
         return self.ln2(h + self.ff(h))
 
 
-class BlockDropAfterSum(BlockBase):
-    def forward(self, x, mask=None):
-        drop = nn.functional.dropout
-        if self.norm_first:
-            h = drop(x + self.attn(self.ln1(x), mask)[0], self.p, self.training)
-            return drop(h + self.ff(self.ln2(h)), self.p, self.training)
-        h = self.ln1(drop(x + self.attn(x, mask)[0], self.p, self.training))
-        return self.ln2(drop(h + self.ff(h), self.p, self.training))
-
-
-class BlockDropNoRescale(BlockBase):
-    def _drop(self, t):
-        if not self.training or self.p == 0:
-            return t
-        return t * (torch.rand_like(t) >= self.p)
-
-    def forward(self, x, mask=None):
-        if self.norm_first:
-            h = x + self._drop(self.attn(self.ln1(x), mask)[0])
-            return h + self._drop(self.ff(self.ln2(h)))
-        h = self.ln1(x + self._drop(self.attn(x, mask)[0]))
-        return self.ln2(h + self._drop(self.ff(h)))
-
-
-class BlockDropInEval(BlockBase):
-    def forward(self, x, mask=None):
-        drop = nn.functional.dropout
-        if self.norm_first:
-            h = x + drop(self.attn(self.ln1(x), mask)[0], self.p, True)
-            return h + drop(self.ff(self.ln2(h)), self.p, True)
-        h = self.ln1(x + drop(self.attn(x, mask)[0], self.p, True))
-        return self.ln2(h + drop(self.ff(h), self.p, True))
-
-
 # ================================================================ 06: data
 
 
@@ -251,35 +225,24 @@ class TokenizerCaseless:
         return "".join(self.chars[i] for i in ids)
 
 
-class TokenizerKeyError(TokenizerCaseless):
-    def __init__(self, text):
-        super().__init__(text)
-        self.chars = sorted(set(text))
-        self.stoi = {c: i for i, c in enumerate(self.chars)}
-
-    def encode(self, s):
-        return [self.stoi[c] for c in s]
-
-
-class TokenizerReversed(TokenizerKeyError):
+class TokenizerReversed(TokenizerCaseless):
     def __init__(self, text):
         super().__init__(text)
         self.chars = sorted(set(text), reverse=True)
         self.stoi = {c: i for i, c in enumerate(self.chars)}
 
-    def encode(self, s):
-        return TokenizerCaseless.encode(self, s)
 
-
-class TokenizerDecodeList(TokenizerKeyError):
-    def encode(self, s):
-        return TokenizerCaseless.encode(self, s)
+class TokenizerDecodeList(TokenizerCaseless):
+    def __init__(self, text):
+        super().__init__(text)
+        self.chars = sorted(set(text))
+        self.stoi = {c: i for i, c in enumerate(self.chars)}
 
     def decode(self, ids):
         return [self.chars[i] for i in ids]
 
 
-class TokenizerAlwaysRaises(TokenizerKeyError):
+class TokenizerAlwaysRaises(TokenizerDecodeList):
     """encode raises ValueError for everything: no points for the error tests."""
 
     def encode(self, s):
@@ -307,10 +270,6 @@ def batch_one_start(data, batch_size, block_size, generator=None):
 # ================================================================ 06: lm_loss
 
 
-def loss_view(logits, targets):
-    return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
-
-
 def loss_detached(logits, targets):
     return F.cross_entropy(logits.detach().flatten(0, 1), targets.flatten())
 
@@ -323,28 +282,26 @@ def loss_sum_over_time(logits, targets):
 # ================================================================ 06: generate
 
 
-@torch.no_grad()
-def gen_crop_oldest(model, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None):
-    for _ in range(max_new_tokens):
-        logits = model(idx[:, : model.block_size])[:, -1, :] / temperature
-        if top_k is not None:
-            kth = torch.topk(logits, top_k).values[:, [-1]]
-            logits = logits.masked_fill(logits < kth, float("-inf"))
-        nxt = torch.multinomial(logits.softmax(-1), 1, generator=generator)
-        idx = torch.cat([idx, nxt], 1)
-    return idx
+def generate_with(context, position):
+    """generate with the context cut by `context(idx, block_size)` and the prediction read at
+    `position`: the right answer is (last block_size tokens, -1)."""
+
+    @torch.no_grad()
+    def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+        for _ in range(max_new_tokens):
+            logits = model(context(idx, model.block_size))[:, position, :] / temperature
+            if top_k is not None:
+                kth = torch.topk(logits, top_k).values[:, [-1]]
+                logits = logits.masked_fill(logits < kth, float("-inf"))
+            nxt = torch.multinomial(logits.softmax(-1), 1, generator=generator)
+            idx = torch.cat([idx, nxt], 1)
+        return idx
+
+    return generate
 
 
-@torch.no_grad()
-def gen_first_position(model, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None):
-    for _ in range(max_new_tokens):
-        logits = model(idx[:, -model.block_size :])[:, 0, :] / temperature
-        if top_k is not None:
-            kth = torch.topk(logits, top_k).values[:, [-1]]
-            logits = logits.masked_fill(logits < kth, float("-inf"))
-        nxt = torch.multinomial(logits.softmax(-1), 1, generator=generator)
-        idx = torch.cat([idx, nxt], 1)
-    return idx
+gen_crop_oldest = generate_with(lambda idx, T: idx[:, :T], -1)  # the OLDEST tokens kept
+gen_first_position = generate_with(lambda idx, T: idx[:, -T:], 0)  # position 0's logits
 
 
 @torch.no_grad()
@@ -590,7 +547,7 @@ MORE = [
     # positional encoding
     ("pe-f32-exp", "sinusoidal_positional_encoding", pe_float32_exp, "pe-float32-angles", None),
     ("pe-f32-pow", "sinusoidal_positional_encoding", pe_float32_pow, "pe-float32-angles", None),
-    ("pe-float64", "sinusoidal_positional_encoding", pe_float64_result, None, "dtype float64"),
+    ("pe-float64", "sinusoidal_positional_encoding", pe_float64, None, "dtype float64"),
     ("pe-i-over-d", "sinusoidal_positional_encoding", pe_i_over_d, "pe-wrong-exponent", None),
     # MultiHeadAttention
     ("mha-mask-zero", "MultiHeadAttention", MHAMaskZero, "mask-fills-zero", None),
@@ -604,9 +561,13 @@ MORE = [
     # TransformerBlock
     ("block-no-ff-res", "TransformerBlock", BlockNoFFResidual, "missing-residual", None),
     ("block-always-post", "TransformerBlock", BlockAlwaysPost, "norm-order-swapped", None),
-    ("block-drop-after-sum", "TransformerBlock", BlockDropAfterSum, None, "after the residual"),
-    ("block-drop-no-rescale", "TransformerBlock", BlockDropNoRescale, None, "1 / (1 - p)"),
-    ("block-drop-in-eval", "TransformerBlock", BlockDropInEval, None, "only in train mode"),
+    ("block-drop-after-sum", "TransformerBlock", BlockAfterSum, None, "after the residual"),
+    ("block-drop-none", "TransformerBlock", BlockNoDropout, None, "dropout is not applied"),
+    ("block-drop-in-eval", "TransformerBlock", BlockAlwaysDrops, None, "training=self.training"),
+    ("block-drop-no-rescale", "TransformerBlock", BlockNotRescaled, None, "1 / (1 - p)"),
+    ("block-drop-keep-p", "TransformerBlock", BlockKeepProbability, None, "about 1 - p"),
+    ("block-drop-input", "TransformerBlock", BlockDropsTheInput, None, "before it is added"),
+    ("block-drop-seeded", "TransformerBlock", BlockSeededInside, None, "new random mask"),
     # make_examples
     ("ex-empty-first", "make_examples", examples_extra_empty, None, "empty context"),
     ("ex-one-more", "make_examples", examples_one_more, None, "context_size + 1"),

@@ -304,21 +304,11 @@ class Session:
                     return out
                 flag = getattr(block, "norm_first", None)
                 out["norm_first"].append(flag if isinstance(flag, bool) else None)
-                out["blocks"].append(self._part(block.eval(), parts["x"], parts["mask"]))
+                out["blocks"].append(self._call(block.eval(), [parts["x"], parts["mask"]], {}))
             ln_f = placed["ln_f"]
             if ln_f is not None and type(ln_f).__name__ == "LayerNorm":
-                out["ln_f"] = self._part(ln_f.eval(), parts["x"])
+                out["ln_f"] = self._call(ln_f.eval(), [parts["x"]], {})
         return out
-
-    def _part(self, module, *args):
-        try:
-            return {"value": self.encode(module(*args))}
-        except RequestTimeout:
-            raise
-        except BaseException as exc:  # noqa: BLE001
-            if isinstance(exc, KeyboardInterrupt):
-                raise
-            return {"error": _error(exc)}
 
     def op_train(self, request):
         from .toy import train_lm
