@@ -553,7 +553,7 @@ MORE = [
     ("mha-mask-zero", "MultiHeadAttention", MHAMaskZero, "mask-fills-zero", None),
     ("mha-softmax-heads", "MultiHeadAttention", MHASoftmaxHeads, None, "heads axis"),
     ("mha-scale-dk", "MultiHeadAttention", MHAScaleDk, "wrong-scale", None),
-    ("mha-weights-averaged", "MultiHeadAttention", MHAWeightsAveraged, None, "(B, H, n, n_k)"),
+    ("mha-weights-averaged", "MultiHeadAttention", MHAWeightsAveraged, None, "every head"),
     # FeedForward
     ("ff-act-after", "FeedForward", make_ff_variant("act-after"), None, "after fc2"),
     ("ff-default-gelu", "FeedForward", make_ff_variant("default-gelu"), None, "other activation"),

@@ -141,6 +141,15 @@ def attention_module(responses, *, call, expected, variants, no_bias=False):
                 f"with bias=False your MultiHeadAttention still has {biased[0]}: pass "
                 "bias=bias to each nn.Linear."
             )
+    want = np.shape(expected[1])
+    if attn.shape == want[:1] + want[2:]:  # (B, n, n_k): one pattern, the heads' axis gone
+        y_right = compare.is_close(y, expected[0], **FLOAT32)
+        raise Fail(
+            f"attn of {what} has shape {tuple(attn.shape)}, without the heads' axis"
+            + (" (y itself is right)" if y_right else "")
+            + f": return the weights of every head, shape {tuple(want)} (B, H, n, n_k), not "
+            "their mean over the heads."
+        )
     close_or_diagnose(
         (y, attn),
         tuple(expected),
