@@ -39,6 +39,9 @@ NEW_IDS = [
     "softmax-missing-keepdims", "causal-flag-ignored", "batch-dims-unsupported", "mask-not-boolean",
     "mask-fills-zero", "mask-ignored", "heads-strided-columns", "modifies-input",
     "softmax-global-max", "token-sees-later-tokens", "token-range-off-by-one", "token-range-reversed",
+    "shape-not-tuple", "list-input-unsupported", "softmax-neginf-weight", "log-softmax",
+    "heads-count-as-width", "weights-averaged-over-heads", "weights-of-one-head",
+    "earlier-exercise-wrong",
 ]  # fmt: skip
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the mutants overflow on purpose
 
@@ -270,6 +273,8 @@ MUTANTS = [
     ("batch-dims-unsupported", "attention_scores", lambda Q, K: Q @ K.T / np.sqrt(Q.shape[-1])),
     ("batch-dims-unsupported", "split_heads", _split_2d_only),
     ("batch-dims-unsupported", "merge_heads", _merge_2d_only),
+    ("shape-not-tuple", "mha_shapes",
+     lambda n, d, d_k, H: {k: list(v) for k, v in R.mha_shapes(n, d, d_k, H).items()}),
     ("mask-inverted", "causal_mask", lambda n: np.triu(np.ones((n, n), dtype=bool), k=1)),
     ("mask-inverted", "causal_mask", lambda n: ~np.tril(np.ones((n, n), dtype=bool))),
     ("mask-inverted", "scaled_dot_product_attention",
@@ -484,10 +489,6 @@ def _mha_sum_of_blocks(X, W_q, W_k, W_v, W_o, mask=None):
     return Y, np.stack(weights, axis=-3)
 
 
-def _mha_shapes_lists(n, d, d_k, H):
-    return {k: list(v) for k, v in R.mha_shapes(n, d, d_k, H).items()}
-
-
 def _mha_shapes_numpy_ints(n, d, d_k, H):
     n, d, d_k, H = (np.int64(v) for v in (n, d, d_k, H))
     return {
@@ -529,7 +530,6 @@ CORRECT = [
     ("scaled_dot_product_attention", _sdpa_torch),
     ("self_attention", _self_attention_loop),
     ("self_attention", lambda X, Wq, Wk, Wv, mask=None: _sdpa_additive(X @ Wq, X @ Wk, X @ Wv, mask)),
-    ("mha_shapes", _mha_shapes_lists),
     ("mha_shapes", _mha_shapes_numpy_ints),
     ("split_heads", _split_stack),
     ("split_heads", _split_moveaxis),

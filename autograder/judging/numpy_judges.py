@@ -226,16 +226,17 @@ def same_outputs(a, b, what, tol=1e-9):
 
 
 @judge
-def value(responses, *, function, calls, large=False, single=None):
+def value(responses, *, function, calls, large=False, single=None, helpers=(), optional=()):
     """Every call's outputs match the expected ones.
 
     A failure names at most one misconception, and only one that every call of the case bears
-    out (`_confirmed`). single: the call on the first element of a batch (its response comes
-    last); when the batched call's failure names no other mistake, that one is right, and the
-    batched call answers it differently (`_batch_is_the_trouble`), the failure is named
-    batch-dims-unsupported.
+    out (`_confirmed`). single: the call on the first element of a batch (its response follows
+    the calls'); when the batched call's failure names no other mistake, that one is right, and
+    the batched call answers it differently (`_batch_is_the_trouble`), the failure is named
+    batch-dims-unsupported. helpers: the student's earlier functions asked on what the first
+    call hands them (optional responses, see `blame`).
     """
-    for response, call in zip(responses, calls, strict=False):
+    for k, (response, call) in enumerate(zip(responses, calls, strict=False)):
         try:
             check_call(response, function, call, large=large)
         except Mismatch as mismatch:
@@ -244,10 +245,13 @@ def value(responses, *, function, calls, large=False, single=None):
             failure = error
         else:
             continue
+        if k == 0:
+            blame(failure, responses, function, call, helpers)
+        alone = responses[len(calls)] if single is not None else None
         if (
             single is None
             or failure.misconceptions
-            or not _batch_is_the_trouble(response, responses[-1], function, call, single, large)
+            or not _batch_is_the_trouble(response, alone, function, call, single, large)
         ):
             raise failure
         ids = ["batch-dims-unsupported"]
@@ -258,6 +262,70 @@ def value(responses, *, function, calls, large=False, single=None):
             ids,
             failure.fraction,
         ) from None
+
+
+def blame(failure, responses, function, call, helpers):
+    """Raise a Fail naming the student's earlier function when it explains the failure.
+
+    Evidence specific to it: the earlier function (asked on exactly what a right answer hands
+    it) is wrong there, and the answer's outputs are exactly what that wrong result gives
+    (`links`), or the answer raised the very error the earlier function raises. Otherwise
+    return, and the failure stands as it is.
+    """
+    for helper in helpers:
+        name = helper["function"]
+        if helper["index"] >= len(responses):
+            continue
+        answer = responses[helper["index"]]
+        if answer.missing or answer.lost or (answer.error or {}).get("type") == "Timeout":
+            continue
+        try:
+            check_call(answer, name, helper["call"])
+        except Fail as wrong:
+            fault = wrong
+        else:
+            continue  # that function is right on these inputs: not the cause
+        if not _explains(responses[0], answer, function, call, helper):
+            continue
+        ids = one_id(fault.misconceptions) or ["earlier-exercise-wrong"]
+        text = fault.observed if isinstance(fault, Mismatch) else fault.message
+        sentence = getattr(fault, "sentence", "")
+        raise Fail(
+            f"{failure.observed if isinstance(failure, Mismatch) else failure.message} "
+            f"The cause is your {name} ({helper['origin']}): {function} gives exactly what your "
+            f"{name} returns on the same inputs, and there {_lower(text)}"
+            + (f" {sentence[0].upper()}{sentence[1:]}" if sentence else "")
+            + f" Fix {name} there and run this again: {function} itself may well be right."
+            + explain(ids if ids != ["earlier-exercise-wrong"] else []),
+            ids,
+            failure.fraction,
+        ) from None
+
+
+def _lower(text):
+    return text[:1].lower() + text[1:] if text else text
+
+
+def _explains(main, answer, function, call, helper):
+    """True when the student's answer is what the wrong earlier function makes of this call."""
+    if main.error:
+        return bool(answer.error) and (
+            answer.error.get("type"),
+            answer.error.get("message"),
+        ) == (main.error.get("type"), main.error.get("message"))
+    if answer.error:
+        return False
+    try:
+        got = got_of(main, function, call["where"])
+        mine = got_of(answer, helper["function"], helper["call"]["where"])
+    except Fail:
+        return False
+    for out, own in helper["links"]:
+        a = got if out is None else (got[out] if isinstance(got, tuple) else None)
+        b = mine if own is None else (mine[own] if isinstance(mine, tuple) else None)
+        if a is None or b is None or not is_close(a, b, **MATCH):
+            return False
+    return True
 
 
 def _batch_is_the_trouble(batched, alone, function, call, single, large):
@@ -461,15 +529,29 @@ def mask_values(response, mask):
             hint = " The diagonal is False: may a token attend to itself?"
         elif got[above].any() and not got[below].any():
             hint = " True above the diagonal lets a query see later keys (the future)."
-        raise Fail(failure.message + hint + explain(ids), ids) from None
+        raise Mismatch(failure.message + hint, "", ids, failure.fraction) from None
     return got
 
 
 @judge
 def causal_masks(responses, *, masks):
-    """Each response is the right causal mask (one mask dict per response, see mask_values)."""
+    """Each response is the right causal mask (one mask dict per response, see mask_values).
+
+    A failure names a mistake only when every wrong mask of the case shows the same one (for
+    n = 2, say, a mask shifted up by one diagonal is all True, as a mask of all True is)."""
+    failures = []
     for response, mask in zip(responses, masks, strict=False):
-        mask_values(response, mask)
+        try:
+            mask_values(response, mask)
+        except Fail as failure:
+            failures.append(failure)
+    if failures:
+        first = failures[0]
+        if isinstance(first, Mismatch) and any(
+            f.misconceptions != first.misconceptions for f in failures
+        ):
+            raise first.without_id()
+        raise first
 
 
 @judge
@@ -542,7 +624,7 @@ SHAPE_KEYS = ("W_q", "W_k", "W_v", "W_o", "input", "q", "k", "v", "A", "z", "con
 
 
 def _as_shape(value):
-    """A tuple of ints from a tuple/list of integers, else None."""
+    """A tuple of ints from a tuple or list of integers, else None."""
     if not isinstance(value, tuple | list):
         return None
     out = []
@@ -567,14 +649,16 @@ def mha_shapes(responses, *, n, d, d_k, H, expected):
     missing = [k for k in SHAPE_KEYS if k not in got]
     if missing:
         raise Fail(f"{where} has no entry for {', '.join(map(repr, missing))}.")
-    wrong, notes, ids = [], [], []
+    wrong, notes, ids, lists = [], [], [], []
     for key in SHAPE_KEYS:
         shape = _as_shape(got[key])
         want = tuple(expected[key])
         if shape is None:
             wrong.append(key)
-            notes.append(f"{key!r} is {got[key]!r}, not a tuple of integers")
+            notes.append(f"{key!r} is {_short(got[key])}, not a tuple of integers")
             continue
+        if isinstance(got[key], list):
+            lists.append(key)
         if shape == want:
             continue
         wrong.append(key)
@@ -589,6 +673,13 @@ def mha_shapes(responses, *, n, d, d_k, H, expected):
             ids.append("heads-averaged")
         if key == "output" and shape == (n, H * d_k) and H * d_k != d:
             ids.append("missing-output-projection")
+    if lists and not wrong:
+        ids = ["shape-not-tuple"]
+        raise Fail(
+            f"{where}: the sizes are right, but {len(lists)} of {len(SHAPE_KEYS)} shapes are "
+            f"lists (the first: {lists[0]!r})." + explain(ids),
+            ids,
+        )
     if wrong:
         ids = one_id(ids)
         raise Fail(

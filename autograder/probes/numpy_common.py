@@ -102,12 +102,23 @@ def first_of_batch(function, args):
 
 
 def value_case(
-    function, name, points, args=None, kwargs=None, calls=None, large=False, batched=False
+    function,
+    name,
+    points,
+    args=None,
+    kwargs=None,
+    calls=None,
+    large=False,
+    batched=False,
+    helpers=True,
 ):
     """Call once (or once per (args, kwargs) in calls); every output must match the reference.
 
     batched=True (one call with leading batch dimensions) also asks for the first element of
     the batch alone: if that one is right, the failure is named batch-dims-unsupported.
+    helpers=True also asks the student's own earlier functions (HELPERS) for what the first
+    call hands them: optional requests, which let the judge blame the earlier function when
+    the answer is exactly what that function's fault produces (numpy_judges.blame).
     """
     calls = calls or [(args, kwargs or {})]
     requests = [call(*a, **kw) for a, kw in calls]
@@ -118,7 +129,88 @@ def value_case(
         single = first_of_batch(function, calls[0][0])
         requests.append(call(*single, **calls[0][1]))
         params["single"] = call_data(function, single, calls[0][1])
+    if helpers and function in HELPERS:
+        params["helpers"] = []
+        for helper, helper_args, links in HELPERS[function](*calls[0][0], **calls[0][1]):
+            params["helpers"].append(
+                {
+                    "function": helper,
+                    "origin": _origin(helper, function),
+                    "index": len(requests),
+                    "call": call_data(helper, helper_args[0], helper_args[1]),
+                    "links": links,
+                }
+            )
+            requests.append(call(*helper_args[0], **helper_args[1]) | {"target": helper})
+        params["optional"] = [h["index"] for h in params["helpers"]]
     return Case(function, name, points, requests, Judgement("numpy_judges.value", params))
+
+
+def _origin(helper, function):
+    """Where the student wrote `helper`, as seen from `function`'s notebook."""
+    from autograder.curriculum import NOTEBOOK_OF
+
+    stem = NOTEBOOK_OF[helper].stem
+    if stem == NOTEBOOK_OF[function].stem:
+        return "above in this notebook"
+    return f"from notebook {stem[:2]}, which this notebook imports"
+
+
+def _masked_scores(Q, K, mask):
+    S = ref.attention_scores(Q, K)
+    return S if mask is None else np.where(mask, S, -np.inf)
+
+
+def _heads_qkv(X, W_q, W_k, W_v):
+    Xh = X[..., None, :, :]
+    return Xh @ W_q, Xh @ W_k, Xh @ W_v
+
+
+# The student's earlier functions that a graded name's model answer calls, deepest first, and
+# what the first call of a value case hands each: function -> (args...) -> [(helper, (args,
+# kwargs), links)], links: [[output of function, output of helper], ...] (None: the whole value)
+# that are equal when the answer is right given that helper's own result.
+HELPERS = {
+    "soft_lookup": lambda q, K, V: [("percentages", ([K @ q], {}), [[0, None]])],
+    "attend": lambda q, K, V: [("softmax", ([ref.scaled_scores(q, K)], {}), [[0, None]])],
+    "attention_for_token": lambda X, i, W_q, W_k, W_v, causal=True: [
+        (
+            "attend",
+            (
+                [
+                    X[i] @ W_q,
+                    (X[: i + 1] if causal else X) @ W_k,
+                    (X[: i + 1] if causal else X) @ W_v,
+                ],
+                {},
+            ),
+            [[None, 1]],
+        )
+    ],
+    "scaled_dot_product_attention": lambda Q, K, V, mask=None: [
+        ("softmax", ([_masked_scores(Q, K, mask)], {}), [[1, None]])
+    ],
+    "self_attention": lambda X, W_q, W_k, W_v, mask=None: [
+        ("softmax", ([_masked_scores(X @ W_q, X @ W_k, mask)], {}), [[1, None]]),
+        (
+            "scaled_dot_product_attention",
+            ([X @ W_q, X @ W_k, X @ W_v], {"mask": mask} if mask is not None else {}),
+            [[0, 0], [1, 1]],
+        ),
+    ],
+    "multi_head_attention": lambda X, W_q, W_k, W_v, W_o, mask=None: [
+        (
+            "softmax",
+            ([_masked_scores(*_heads_qkv(X, W_q, W_k, W_v)[:2], mask)], {}),
+            [[1, None]],
+        ),
+        (
+            "scaled_dot_product_attention",
+            (_heads_qkv(X, W_q, W_k, W_v), {"mask": mask} if mask is not None else {}),
+            [[1, 1]],
+        ),
+    ],
+}
 
 
 def unmodified_case(
