@@ -316,7 +316,7 @@ MUTANTS = [
     ("missing-output-projection", "multi_head_attention", lambda *a, mask=None: mha_with(*a, mask=mask, project=False)),
     ("missing-output-projection", "multi_head_attention", _mha_loop_no_projection),
     ("heads-averaged", "multi_head_attention", lambda *a, mask=None: mha_with(*a, mask=mask, average="Y")),
-    ("heads-averaged", "multi_head_attention", lambda *a, mask=None: mha_with(*a, mask=mask, average="A")),
+    ("weights-averaged-over-heads", "multi_head_attention", lambda *a, mask=None: mha_with(*a, mask=mask, average="A")),
     ("missing-scale", "multi_head_attention", lambda *a, mask=None: mha_with(*a, mask=mask, scale=1)),
     ("mask-after-softmax", "multi_head_attention", lambda *a, mask=None: mha_with(*a, mask=mask, mode="after")),
     ("softmax-over-queries", "multi_head_attention", lambda *a, mask=None: mha_with(*a, mask=mask, axis=-2)),
@@ -470,10 +470,19 @@ def _merge_concat(X):
     return np.concatenate([X[..., h, :, :] for h in range(X.shape[-3])], axis=-1)
 
 
+def _head_mask(mask, X, H, h):
+    """Head h's slice of a mask broadcastable to (..., H, n, n) (one per head, or shared)."""
+    if mask is None:
+        return None
+    n = X.shape[-2]
+    return np.broadcast_to(mask, (*X.shape[:-2], H, n, n))[..., h, :, :]
+
+
 def _mha_loop(X, W_q, W_k, W_v, W_o, mask=None):
     outs, weights = [], []
     for h in range(W_q.shape[0]):
-        Z, A = _sdpa_additive(X @ W_q[h], X @ W_k[h], X @ W_v[h], mask)
+        m = _head_mask(mask, X, W_q.shape[0], h)
+        Z, A = _sdpa_additive(X @ W_q[h], X @ W_k[h], X @ W_v[h], m)
         outs.append(Z)
         weights.append(A)
     return np.concatenate(outs, axis=-1) @ W_o, np.stack(weights, axis=-3)
@@ -483,7 +492,7 @@ def _mha_sum_of_blocks(X, W_q, W_k, W_v, W_o, mask=None):
     H, _, d_k = W_q.shape
     Y, weights = 0.0, []
     for h in range(H):
-        Z, A = _sdpa_renormalised(X @ W_q[h], X @ W_k[h], X @ W_v[h], mask)
+        Z, A = _sdpa_renormalised(X @ W_q[h], X @ W_k[h], X @ W_v[h], _head_mask(mask, X, H, h))
         Y = Y + Z @ W_o[h * d_k : (h + 1) * d_k]
         weights.append(A)
     return Y, np.stack(weights, axis=-3)
@@ -531,6 +540,7 @@ CORRECT = [
     ("self_attention", _self_attention_loop),
     ("self_attention", lambda X, Wq, Wk, Wv, mask=None: _sdpa_additive(X @ Wq, X @ Wk, X @ Wv, mask)),
     ("mha_shapes", _mha_shapes_numpy_ints),
+    ("mha_shapes", lambda n, d, d_k, H: {k: tuple(int(x) for x in v) for k, v in R.mha_shapes(n, d, d_k, H).items()}),
     ("split_heads", _split_stack),
     ("split_heads", _split_moveaxis),
     ("merge_heads", _merge_concat),

@@ -226,15 +226,18 @@ def same_outputs(a, b, what, tol=1e-9):
 
 
 @judge
-def value(responses, *, function, calls, large=False, single=None, helpers=(), optional=()):
+def value(
+    responses, *, function, calls, large=False, single=None, helpers=(), optional=(), lists=()
+):
     """Every call's outputs match the expected ones.
 
     A failure names at most one misconception, and only one that every call of the case bears
     out (`_confirmed`). single: the call on the first element of a batch (its response follows
     the calls'); when the batched call's failure names no other mistake, that one is right, and
     the batched call answers it differently (`_batch_is_the_trouble`), the failure is named
-    batch-dims-unsupported. helpers: the student's earlier functions asked on what the first
-    call hands them (optional responses, see `blame`).
+    batch-dims-unsupported. lists: [[k, j], ...], call k is call j's kind with Python lists: when
+    only k fails, the failure is named list-input-unsupported. helpers: the student's earlier
+    functions asked on what the first call hands them (optional responses, see `blame`).
     """
     for k, (response, call) in enumerate(zip(responses, calls, strict=False)):
         try:
@@ -247,6 +250,16 @@ def value(responses, *, function, calls, large=False, single=None, helpers=(), o
             continue
         if k == 0:
             blame(failure, responses, function, call, helpers)
+        for as_list, as_array in lists:
+            if k == as_list and _right(responses[as_array], function, calls[as_array], large):
+                ids = ["list-input-unsupported"]
+                observed = failure.observed if isinstance(failure, Mismatch) else failure.message
+                raise Fail(
+                    f"{observed} The same kind of call with a NumPy array is right, so the "
+                    "Python list is the trouble." + explain(ids),
+                    ids,
+                    failure.fraction,
+                ) from None
         alone = responses[len(calls)] if single is not None else None
         if (
             single is None
@@ -262,6 +275,14 @@ def value(responses, *, function, calls, large=False, single=None, helpers=(), o
             ids,
             failure.fraction,
         ) from None
+
+
+def _right(response, function, call, large):
+    try:
+        check_call(response, function, call, large=large)
+    except Fail:
+        return False
+    return True
 
 
 def blame(failure, responses, function, call, helpers):
@@ -439,9 +460,13 @@ def lookup_present(responses, *, lookups):
 
 
 @judge
-def lookup_absent(responses, *, absent):
-    """Looking up a key the table does not hold raises KeyError naming it."""
+def lookup_absent(responses, *, absent, present=None):
+    """Looking up a key the table does not hold raises KeyError naming it; and (present: one
+    lookup_present entry, answered by the second response) a key it holds returns its value, so
+    that an answer raising KeyError for every key earns nothing here."""
     response = responses[0]
+    if present is not None:
+        lookup_present(responses[1:2], lookups=[present])
     error = response.error
     if not error:
         got = response.decode(response.raw.get("value"))
@@ -583,6 +608,36 @@ def attends_to_every_allowed_key(A, mask, what):
         )
 
 
+def real_attention(Z, A, call, mask, what):
+    """Fail unless (Z, A) is a real answer: right for this call, or at least depending on the
+    inputs (the weights of a query are not the same for every key it may attend to, and the rows
+    of Z differ). Zeros, uniform weights or no computation at all have the properties the
+    property cases check (permutation, causality) without any attention, and earn nothing."""
+    expected = call["expected"]
+    if is_close(Z, expected[0]) and is_close(A, expected[1]):
+        return
+    A = np.asarray(A, dtype=float)
+    allowed = np.ones(A.shape[-2:], dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+    allowed = np.broadcast_to(allowed, A.shape)
+    several = allowed.sum(axis=-1) >= 2
+    with np.errstate(invalid="ignore"):
+        top = np.where(allowed, A, -np.inf).max(axis=-1)
+        low = np.where(allowed, A, np.inf).min(axis=-1)
+        uniform = np.abs(top - low) <= 1e-12
+    if several.any() and np.all(uniform[several]):
+        raise Fail(
+            f"{what}: each query gives the same weight to every key it may attend to, whatever "
+            "the queries and keys are: the weights must come from the scores (softmax of "
+            "Q K^T / sqrt(d_k)), so this property cannot be checked yet."
+        )
+    Z = np.asarray(Z, dtype=float)
+    if Z.ndim >= 2 and Z.shape[-2] > 1 and np.all(np.abs(Z - Z[..., :1, :]) <= 1e-12):
+        raise Fail(
+            f"{what}: every row of Z is the same, so the outputs do not depend on the tokens: "
+            "this property cannot be checked yet."
+        )
+
+
 @judge
 def permutation_equivariant(responses, *, function, call, permuted_where, perm):
     """Permuting the tokens permutes the rows of Z and the rows and columns of A the same way."""
@@ -591,6 +646,7 @@ def permutation_equivariant(responses, *, function, call, permuted_where, perm):
     for k, out in enumerate((Z, A)):
         well_formed(out, function, call, output=k)
     attends_to_every_allowed_key(A, None, f"A returned by {call['where']}")
+    real_attention(Z, A, call, None, f"(Z, A) returned by {call['where']}")
     same_outputs(Zp, Z[perm], "permuting the tokens should permute the rows of Z the same way")
     same_outputs(
         Ap,
@@ -607,6 +663,12 @@ def causal_prefix(responses, *, function, call, t, mask):
     for k, out in enumerate((Z, A, Z2, A2)):
         well_formed(out, function, call, output=k % 2)
     attends_to_every_allowed_key(A, mask, f"A returned by {call['where']}")
+    real_attention(Z, A, call, mask, f"(Z, A) returned by {call['where']}")
+    if not compare.difference_summary(Z2[t + 1 :], Z[t + 1 :], rtol=1e-7, atol=1e-9):
+        raise Fail(
+            f"changing tokens {t + 1}.. did not change their own outputs: the outputs should "
+            "depend on the tokens, so this property cannot be checked yet."
+        )
     try:
         same_outputs(
             Z2[: t + 1],

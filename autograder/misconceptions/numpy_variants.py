@@ -126,9 +126,20 @@ def _softmax_variants():
         e = np.exp(x - x.max())
         return e / e.sum()
 
+    def log_softmax(x, axis=-1):
+        x = np.asarray(x, dtype=float)
+        shifted = x - np.max(x, axis=axis, keepdims=True)
+        return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+
+    def neginf_to_zero(x, axis=-1):
+        x = np.asarray(x, dtype=float)
+        return ref.softmax(np.where(np.isinf(x), 0.0, x), axis=axis)
+
     return [
         ("softmax-unstable", _softmax_unstable),
         ("softmax-global-max", _softmax_global_max),
+        ("log-softmax", log_softmax),
+        ("softmax-neginf-weight", neginf_to_zero),
         ("softmax-wrong-axis", lambda x, axis=-1: _softmax_axis(x, 0)),
         ("softmax-wrong-axis", lambda x, axis=-1: _softmax_axis(x, -1)),
         ("softmax-wrong-axis", whole_array),
@@ -275,9 +286,14 @@ def _split_variants():
         *lead, n, w = X.shape
         return np.moveaxis(X.reshape(*lead, n, w // n_heads, n_heads), -1, -3)
 
+    def count_as_width(X, n_heads):
+        *lead, n, w = X.shape
+        return np.swapaxes(X.reshape(*lead, n, w // n_heads, n_heads), -3, -2)
+
     return [
         ("heads-reshape-without-transpose", without_transpose),
         ("heads-strided-columns", strided),
+        ("heads-count-as-width", count_as_width),
     ]
 
 
@@ -331,7 +347,9 @@ def _mha_variants():
     return [
         ("missing-output-projection", lambda *a, mask=None: _mha(*a, mask=mask, project=False)),
         ("heads-averaged", averaged),
-        ("heads-averaged", averaged_A),
+        ("weights-averaged-over-heads", averaged_A),
+        ("weights-of-one-head", lambda *a, mask=None: (lambda Y, A: (Y, A[..., -1, :, :]))(*_mha(*a, mask=mask))),
+        ("weights-of-one-head", lambda *a, mask=None: (lambda Y, A: (Y, A[..., 0, :, :]))(*_mha(*a, mask=mask))),
         ("heads-averaged", averaged_Z),
         ("heads-averaged", averaged_Z_tiled),
         (

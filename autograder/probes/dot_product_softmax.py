@@ -1,6 +1,6 @@
 """Hidden tests of notebook 02 (dot products and softmax, one query at a time): 10 points.
 
-    softmax              3.0  1-D (0.5); square 2-D, default axis (0.5); axis=0 and a 3-D input
+    softmax              3.0  1-D, an array and a list (0.5); square 2-D, default axis (0.5); axis=0 and a 3-D input
                               with axis=1 (0.5); magnitudes of 1e4 (0.5); -inf entries and an
                               integer input (0.5); inputs unmodified (0.5)
     scaled_scores        2.0  d_k = 8 (1.0); d_k = 3 with more keys (0.5); inputs unmodified (0.5)
@@ -30,6 +30,7 @@ from autograder.probes.numpy_common import (
 @probe("softmax")
 def softmax_cases(rng):
     x1 = rng.standard_normal(6) * 2
+    x1_list = [float(v) for v in rng.standard_normal(5) * 2]  # "accept lists as well as arrays"
     x2 = rng.standard_normal((4, 4)) * 2
     x3 = rng.standard_normal((3, 5)) * 2
     x4 = rng.standard_normal((2, 3, 4)) * 2
@@ -44,7 +45,13 @@ def softmax_cases(rng):
     ints = rng.integers(-3, 4, size=(2, 4))
     x6 = rng.standard_normal((3, 4)) + 5
     return [
-        value_case("softmax", "a 1-D input", 0.5, [x1]),
+        value_case(
+            "softmax",
+            "a 1-D input, as an array and as a Python list",
+            0.5,
+            calls=[([x1], {}), ([x1_list], {})],
+            lists=[[1, 0]],
+        ),
         value_case("softmax", "a 2-D input, default axis=-1", 0.5, [x2]),
         value_case(
             "softmax",

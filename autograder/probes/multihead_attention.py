@@ -7,8 +7,8 @@
     merge_heads           2.0  undoes split_heads (1.0); leading batch dimensions (0.5); inputs
                                unmodified (0.5)
     multi_head_attention  3.0  H = 2, d_k = 4, d = 6 (1.0); a causal mask broadcast over the heads
-                               (0.5); a batch with a causal mask (0.5); H = 3 with H*d_k = d (0.5);
-                               inputs unmodified (0.5)
+                               and a mask per head (H, n, n) (0.5); a batch with a causal mask
+                               (0.5); H = 3 with H*d_k = d (0.5); inputs unmodified (0.5)
 
 mha_shapes gives each shape as a tuple of integers (NumPy integers too), as the exercise asks:
 the notebook's table cell compares them with tuples.
@@ -92,13 +92,19 @@ def multi_head_attention_cases(rng):
     n, d = 5, 6
     X, W = rng.standard_normal((n, d)), weights(2, d, 4)
     Xc, Wc = rng.standard_normal((n, d)), weights(2, d, 4)
+    Xh, Wh = rng.standard_normal((n, d)), weights(2, d, 4)
     Xb, Wb = rng.standard_normal((2, n, d)), weights(2, d, 4)
     X3, W3 = rng.standard_normal((n, d)), weights(3, d, 2)
     Xu, Wu = rng.standard_normal((4, d)), weights(2, d, 3)
     mask = causal_mask_of(n)
     return [
         value_case(f, "H = 2 heads, d_k = 4, d = 6", 1.0, [X, *W]),
-        value_case(f, "a causal mask shared by the heads", 0.5, [Xc, *Wc], {"mask": mask}),
+        value_case(
+            f,
+            "a causal (n, n) mask shared by the heads, and a mask per head (H, n, n)",
+            0.5,
+            calls=[([Xc, *Wc], {"mask": mask}), ([Xh, *Wh], {"mask": random_mask(rng, (2, n, n))})],
+        ),
         value_case(
             f, "a batch of 2 with a causal mask", 0.5, [Xb, *Wb], {"mask": mask}, batched=True
         ),

@@ -38,6 +38,8 @@ PARAMS = {
 
 
 def _describe(name, value):
+    if isinstance(value, list):
+        return f"{name} (a Python list of {len(value)})"
     if isinstance(value, np.ndarray):
         if value.dtype == bool:
             return f"{name} bool {compare.shape_str(value.shape)}"
@@ -111,11 +113,14 @@ def value_case(
     large=False,
     batched=False,
     helpers=True,
+    lists=None,
 ):
     """Call once (or once per (args, kwargs) in calls); every output must match the reference.
 
     batched=True (one call with leading batch dimensions) also asks for the first element of
     the batch alone: if that one is right, the failure is named batch-dims-unsupported.
+    lists: [[k, j], ...]: call k passes Python lists where call j passes arrays; when call j is
+    right and call k is not, the failure is named list-input-unsupported.
     helpers=True also asks the student's own earlier functions (HELPERS) for what the first
     call hands them: optional requests, which let the judge blame the earlier function when
     the answer is exactly what that function's fault produces (numpy_judges.blame).
@@ -125,6 +130,8 @@ def value_case(
     params = {"function": function, "calls": [call_data(function, a, kw) for a, kw in calls]}
     if large:
         params["large"] = True
+    if lists:
+        params["lists"] = lists
     if batched:
         single = first_of_batch(function, calls[0][0])
         requests.append(call(*single, **calls[0][1]))
