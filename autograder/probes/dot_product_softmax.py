@@ -7,7 +7,7 @@
     attend               2.0  random values (1.0); scores large enough to overflow exp, d_v != d_k
                               (0.5); inputs unmodified (0.5)
     attention_for_token  3.0  causal, a middle token (1.0); causal=False (0.5); the first and the
-                              last token (0.5); later tokens cannot change a causal output (0.5);
+                              last token, large scores (0.5); later tokens cannot change a causal output (0.5);
                               inputs unmodified (0.5)
 
 Shapes are chosen so that the usual mistakes give different numbers: d != d_k != d_v, and the
@@ -21,6 +21,7 @@ from autograder.probes.base import Case, probe
 from autograder.probes.numpy_common import (
     call,
     call_data,
+    loud,
     overflowing,
     unmodified_case,
     value_case,
@@ -118,6 +119,7 @@ def attention_for_token_cases(rng):
     i = int(rng.integers(2, n - 2))
     X2, W2 = rng.standard_normal((n, d)), weights()
     X3, W3 = rng.standard_normal((n, d)), weights()
+    Xl, Wl = rng.standard_normal((n, d)), weights()
     X4, W4 = rng.standard_normal((n, d)), weights()
     j = int(rng.integers(1, n - 1))
     X4b = X4.copy()
@@ -147,9 +149,10 @@ def attention_for_token_cases(rng):
         ),
         value_case(
             "attention_for_token",
-            "the first and the last token",
+            "the first and the last token; large scores",
             0.5,
-            calls=[([X3, 0, *W3], {}), ([X3, n - 1, *W3], {})],
+            calls=[([X3, 0, *W3], {}), ([X3, n - 1, *W3], {}), ([loud(Xl, *Wl[:2], row=n - 1), n - 1, *Wl], {})],
+            large=True,
         ),
         Case(
             "attention_for_token",

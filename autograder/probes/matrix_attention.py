@@ -8,7 +8,7 @@
                                        a random mask broadcast over batch dimensions (0.5);
                                        large scores with batch dimensions, no mask (0.5);
                                        inputs unmodified (0.5)
-    self_attention                3.0  no mask, d != d_k != d_v (1.0); causal mask (0.5); batch
+    self_attention                3.0  no mask, d != d_k != d_v, and large scores (1.0); causal mask (0.5); batch
                                        dimensions (0.5); permutation equivariance (0.25);
                                        causality: later tokens don't change earlier outputs
                                        (0.25); inputs unmodified (0.5)
@@ -28,6 +28,7 @@ from autograder.probes.numpy_common import (
     call_data,
     causal_mask_of,
     label,
+    loud,
     random_mask,
     unmodified_case,
     value_case,
@@ -120,6 +121,7 @@ def self_attention_cases(rng):
         ]
 
     X, W = rng.standard_normal((n, d)), weights()
+    Xl, Wl = rng.standard_normal((n, d)), weights()
     Xc, Wc = rng.standard_normal((n, d)), weights()
     Xb, Wb = rng.standard_normal((2, n, d)), weights()
     Xp, Wp = rng.standard_normal((n, d)), weights()
@@ -147,7 +149,13 @@ def self_attention_cases(rng):
     }
 
     return [
-        value_case(f, "no mask, d = 6, d_k = 4, d_v = 3", 1.0, [X, *W]),
+        value_case(
+            f,
+            "no mask, d = 6, d_k = 4, d_v = 3; and large scores",
+            1.0,
+            calls=[([X, *W], {}), ([loud(Xl, *Wl[:2]), *Wl], {})],
+            large=True,
+        ),
         value_case(f, "a causal mask", 0.5, [Xc, *Wc], {"mask": mask}),
         value_case(
             f, "a batch of 2 with a causal mask", 0.5, [Xb, *Wb], {"mask": mask}, batched=True

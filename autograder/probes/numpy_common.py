@@ -265,3 +265,16 @@ def overflowing(query, keys, least=1500.0):
     if scores[j] < 0:
         query = -query
     return query * max(1.0, least / abs(float(scores[j]))), keys
+
+
+def loud(X, W_q, W_k, least=3000.0, row=None):
+    """X scaled so that its self-attention scores x_i W_q . x_j W_k / sqrt(d_k) are large (they
+    scale with the square of X): exp overflows without a shift, and rows whose scores lie far
+    below the largest underflow when the whole array's maximum is subtracted, on every draw.
+
+    row=None: the largest |score| becomes at least `least`. row=i: token i's scores against
+    tokens 0..i, whose largest (signed) score becomes at least `least` in size: positive, exp
+    overflows; negative, every exp of the row underflows to 0 (0/0)."""
+    S = (X @ W_q) @ np.swapaxes(X @ W_k, -1, -2) / np.sqrt(W_q.shape[-1])
+    size = np.max(np.abs(S)) if row is None else abs(np.max(S[row, : row + 1]))
+    return X * max(1.0, np.sqrt(least / float(size)))
