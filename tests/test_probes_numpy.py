@@ -41,6 +41,7 @@ NEW_IDS = [
     "softmax-global-max", "token-sees-later-tokens", "token-range-off-by-one", "token-range-reversed",
     "shape-not-tuple", "list-input-unsupported", "softmax-neginf-weight", "log-softmax",
     "heads-count-as-width", "weights-averaged-over-heads", "weights-of-one-head",
+    "unknown-key-answered", "unknown-key-wrong-error", "unknown-key-unnamed", "products-not-summed",
     "earlier-exercise-wrong",
 ]  # fmt: skip
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the mutants overflow on purpose
@@ -135,6 +136,15 @@ def _sdpa_scales_Q_in_place(Q, K, V, mask=None):
     if mask is not None:
         S = np.where(mask, S, -np.inf)
     A = stable_softmax(S)
+    return A @ V, A
+
+
+def _sdpa_global_max(Q, K, V, mask=None):
+    S = Q @ swap(K) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    e = np.exp(S - S.max())  # the whole array's maximum
+    A = e / e.sum(-1, keepdims=True)
     return A @ V, A
 
 
@@ -255,9 +265,7 @@ MUTANTS = [
     ("token-range-reversed", "attention_for_token", _token_from_itself_on),
     ("token-range-reversed", "attention_for_token", _token_after_itself),
     ("softmax-global-max", "softmax", lambda x, axis=-1: (lambda e: e / e.sum(axis=axis, keepdims=True))(np.exp(x - np.max(x)))),
-    ("softmax-global-max", "scaled_dot_product_attention",
-     lambda Q, K, V, mask=None: (lambda A: (A @ V, A))(
-         (lambda e: e / e.sum(-1, keepdims=True))(np.exp((Q @ swap(K) / np.sqrt(Q.shape[-1])) - (Q @ swap(K) / np.sqrt(Q.shape[-1])).max())))),
+    ("softmax-global-max", "scaled_dot_product_attention", _sdpa_global_max),
     # notebook 03
     ("missing-scale", "attention_scores", lambda Q, K: Q @ swap(K)),
     ("missing-scale", "scaled_dot_product_attention", lambda Q, K, V, mask=None: sdpa_with(Q, K, V, mask, scale=1)),
@@ -333,7 +341,9 @@ def test_mutant_loses_marks_and_is_named(misconception, name, fn):
 
 
 def test_every_owned_id_has_two_mutants():
-    counts = Counter(m for m, _, _ in MUTANTS)
+    from numpy_mutants import NEW_MUTANTS
+
+    counts = Counter(m for m, _, _ in MUTANTS) + Counter(m for _, m, _, _ in NEW_MUTANTS)
     assert set(OWNED_IDS) <= set(CATALOGUE)
     thin = {i: counts[i] for i in OWNED_IDS if counts[i] < 2}
     assert not thin, f"ids with fewer than two mutants: {thin}"

@@ -142,9 +142,13 @@ def plain_error_text(message):
     found = _MATMUL.search(message)
     if found:
         operand, _, size, other = found.groups()
-        ours, theirs = ("B's second-to-last", "A's last") if operand == "1" else (
-            "A's last",
-            "B's second-to-last",
+        ours, theirs = (
+            ("B's second-to-last", "A's last")
+            if operand == "1"
+            else (
+                "A's last",
+                "B's second-to-last",
+            )
         )
         return (
             f"in a matrix product A @ B, A's last axis and B's second-to-last axis must have "

@@ -313,18 +313,14 @@ def blame(failure, responses, function, call, helpers):
         sentence = getattr(fault, "sentence", "")
         raise Fail(
             f"{failure.observed if isinstance(failure, Mismatch) else failure.message} "
-            f"The cause is your {name} ({helper['origin']}): {function} gives exactly what your "
-            f"{name} returns on the same inputs, and there {_lower(text)}"
+            f"The cause is your {name} ({helper['origin']}): {function} returns exactly what "
+            f"your {name} gives it, and your {name} is wrong on these inputs: {text}"
             + (f" {sentence[0].upper()}{sentence[1:]}" if sentence else "")
-            + f" Fix {name} there and run this again: {function} itself may well be right."
+            + f" Fix {name} there and run this check again: {function} itself may well be right."
             + explain(ids if ids != ["earlier-exercise-wrong"] else []),
             ids,
             failure.fraction,
         ) from None
-
-
-def _lower(text):
-    return text[:1].lower() + text[1:] if text else text
 
 
 def _explains(main, answer, function, call, helper):
@@ -470,19 +466,24 @@ def lookup_absent(responses, *, absent, present=None):
     error = response.error
     if not error:
         got = response.decode(response.raw.get("value"))
+        ids = ["unknown-key-answered"]
         raise Fail(
             f"lookup(table, {absent!r}) returned {_short(got)} for a key the table does not "
-            "hold; a dictionary raises KeyError there (do not use .get with a default)."
+            "hold." + explain(ids),
+            ids,
         )
     if error["type"] != "KeyError":
+        ids = ["unknown-key-wrong-error"]
         raise Fail(
-            f"lookup(table, {absent!r}) raised {error['type']}; an unknown key should raise "
-            "KeyError, like a dictionary does."
+            f"lookup(table, {absent!r}) raised {error['type']}." + explain(ids),
+            ids,
         )
     if absent not in error["message"]:
+        ids = ["unknown-key-unnamed"]
         raise Fail(
             f"lookup(table, {absent!r}) raised KeyError, but its message "
-            f"({error['message'][:80]!r}) does not name the key {absent!r}."
+            f"({error['message'][:80]!r}) does not name the key {absent!r}." + explain(ids),
+            ids,
         )
     after = response.decode(response.raw["args_after"][0])
     if not isinstance(after, dict) or absent in after:

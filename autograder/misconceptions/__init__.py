@@ -84,6 +84,15 @@ def describe(id_):
 
 # Ids recognised by the NumPy probes (notebooks 01-04) beyond SPEC's list.
 _NUMPY_ENTRIES = [
+    ("unknown-key-answered", "answering an unknown key with a value (None, a default) instead of raising KeyError",
+     "a dictionary raises KeyError for a key it does not hold: index it, table[query], rather than "
+     "table.get(query) or a loop that returns None."),
+    ("unknown-key-wrong-error", "raising another exception than KeyError for an unknown key",
+     "an unknown key raises KeyError, as a dictionary does: table[query] raises it for you."),
+    ("unknown-key-unnamed", "a KeyError whose message does not name the key",
+     "let the dictionary raise (table[query] raises KeyError(query)), or raise KeyError(query) yourself."),
+    ("products-not-summed", "multiplying the query and each key entry by entry without adding up",
+     "a dot product adds up the entry-by-entry products: one number per key, shape (m,)."),
     ("cosine-instead-of-dot", "normalising the vectors (cosine similarity) instead of the plain dot product",
      "the similarity here is the dot product query . key, lengths included."),
     ("similarity-scaled", "dividing notebook 01's similarity by sqrt(d)",

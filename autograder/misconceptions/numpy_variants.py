@@ -83,6 +83,7 @@ def _similarity_variants():
             lambda q, K: K @ q / (np.linalg.norm(K, axis=-1) * np.linalg.norm(q)),
         ),
         ("similarity-scaled", lambda q, K: K @ q / np.sqrt(q.shape[-1])),
+        ("products-not-summed", lambda q, K: K * q),
     ]
 
 
@@ -92,6 +93,7 @@ def _percentages_variants():
         ("normalised-without-exp", lambda s: np.abs(s) / np.abs(s).sum()),
         ("percent-not-fraction", lambda s: 100 * ref.percentages(s)),
         ("softmax-unstable", lambda s: _softmax_unstable(s)),
+        ("log-softmax", lambda s: np.log(ref.percentages(s))),
     ]
 
 
@@ -101,7 +103,8 @@ def _soft_lookup_variants():
 
     out = []
     for id_, f in _percentages_variants():
-        out.append((id_, from_weights(lambda q, K, f=f: f(K @ q))))
+        if id_ != "log-softmax":  # log weights make no merged value worth comparing
+            out.append((id_, from_weights(lambda q, K, f=f: f(K @ q))))
     for id_, f in _similarity_variants():
         out.append((id_, from_weights(lambda q, K, f=f: ref.percentages(f(q, K)))))
     return out
@@ -348,8 +351,14 @@ def _mha_variants():
         ("missing-output-projection", lambda *a, mask=None: _mha(*a, mask=mask, project=False)),
         ("heads-averaged", averaged),
         ("weights-averaged-over-heads", averaged_A),
-        ("weights-of-one-head", lambda *a, mask=None: (lambda Y, A: (Y, A[..., -1, :, :]))(*_mha(*a, mask=mask))),
-        ("weights-of-one-head", lambda *a, mask=None: (lambda Y, A: (Y, A[..., 0, :, :]))(*_mha(*a, mask=mask))),
+        (
+            "weights-of-one-head",
+            lambda *a, mask=None: (lambda Y, A: (Y, A[..., -1, :, :]))(*_mha(*a, mask=mask)),
+        ),
+        (
+            "weights-of-one-head",
+            lambda *a, mask=None: (lambda Y, A: (Y, A[..., 0, :, :]))(*_mha(*a, mask=mask)),
+        ),
         ("heads-averaged", averaged_Z),
         ("heads-averaged", averaged_Z_tiled),
         (
@@ -370,6 +379,7 @@ def _mha_variants():
         ("mask-inverted", lambda *a, mask=None: _mha(*a, mask=mask, mask_mode="inverted")),
         ("mask-fills-zero", lambda *a, mask=None: _mha(*a, mask=mask, mask_mode="zero")),
         ("mask-ignored", lambda *a, mask=None: _mha(*a, mask=None)),
+        ("softmax-unstable", lambda *a, mask=None: _mha(*a, mask=mask, softmax="unstable")),
     ]
 
 

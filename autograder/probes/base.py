@@ -133,7 +133,11 @@ def request_fingerprint(request):
             digest.update(f"{array.dtype}{array.shape}".encode() + array.tobytes())
         elif type(value).__module__.startswith("torch") and hasattr(value, "detach"):
             digest.update(str(value.dtype).encode())
-            walk(value.detach().cpu().double().numpy() if value.is_floating_point() else value.numpy())
+            walk(
+                value.detach().cpu().double().numpy()
+                if value.is_floating_point()
+                else value.numpy()
+            )
         else:
             digest.update(f"{type(value).__name__}:{value!r}".encode())
 

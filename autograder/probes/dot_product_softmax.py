@@ -151,7 +151,11 @@ def attention_for_token_cases(rng):
             "attention_for_token",
             "the first and the last token; large scores",
             0.5,
-            calls=[([X3, 0, *W3], {}), ([X3, n - 1, *W3], {}), ([loud(Xl, *Wl[:2], row=n - 1), n - 1, *Wl], {})],
+            calls=[
+                ([X3, 0, *W3], {}),
+                ([X3, n - 1, *W3], {}),
+                ([loud(Xl, *Wl[:2], row=n - 1), n - 1, *Wl], {}),
+            ],
             large=True,
         ),
         Case(

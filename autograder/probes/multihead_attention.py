@@ -8,7 +8,8 @@
                                unmodified (0.5)
     multi_head_attention  3.0  H = 2, d_k = 4, d = 6 (1.0); a causal mask broadcast over the heads
                                and a mask per head (H, n, n) (0.5); a batch with a causal mask
-                               (0.5); H = 3 with H*d_k = d (0.5); inputs unmodified (0.5)
+                               (0.5); H = 3 with H*d_k = d, and large scores (0.5); inputs
+                               unmodified (0.5)
 
 mha_shapes gives each shape as a tuple of integers (NumPy integers too), as the exercise asks:
 the notebook's table cell compares them with tuples.
@@ -22,6 +23,7 @@ from autograder.probes.base import Case, probe
 from autograder.probes.numpy_common import (
     call,
     causal_mask_of,
+    loud,
     random_mask,
     unmodified_case,
     value_case,
@@ -95,6 +97,7 @@ def multi_head_attention_cases(rng):
     Xh, Wh = rng.standard_normal((n, d)), weights(2, d, 4)
     Xb, Wb = rng.standard_normal((2, n, d)), weights(2, d, 4)
     X3, W3 = rng.standard_normal((n, d)), weights(3, d, 2)
+    Xl = rng.standard_normal((n, d))
     Xu, Wu = rng.standard_normal((4, d)), weights(2, d, 3)
     mask = causal_mask_of(n)
     return [
@@ -108,6 +111,12 @@ def multi_head_attention_cases(rng):
         value_case(
             f, "a batch of 2 with a causal mask", 0.5, [Xb, *Wb], {"mask": mask}, batched=True
         ),
-        value_case(f, "H = 3 heads with H*d_k = d", 0.5, [X3, *W3]),
+        value_case(
+            f,
+            "H = 3 heads with H*d_k = d; and large scores",
+            0.5,
+            calls=[([X3, *W3], {}), ([loud(Xl, W[0][0], W[1][0]), *W], {})],
+            large=True,
+        ),
         unmodified_case(f, 0.5, [Xu, *Wu], {"mask": random_mask(rng, (4, 4))}),
     ]

@@ -72,6 +72,7 @@ def similarity_cases(rng):
 def percentages_cases(rng):
     s = rng.standard_normal(6) * 2
     big = rng.standard_normal(5) * 1e4
+    big[rng.integers(5)] = 1e4 * (1 + rng.random())  # one large positive score: exp overflows
     neg = -np.abs(rng.standard_normal(4)) - 1
     return [
         value_case("percentages", "exp-normalised weights", 1.0, [s]),
