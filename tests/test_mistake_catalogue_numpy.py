@@ -15,6 +15,9 @@ and agreement: every hidden seed catches it too and names the same ids as the vi
 Asserted: caught >= 97 %, named exactly >= 85 %, misleading 0, agreement 100 %.
 """
 
+import re
+
+import numpy_mutants
 import pytest
 from numpy_mutants import NEW_MUTANTS
 from test_diagnosis_numpy import MUTANTS as DIAGNOSIS_MUTANTS
@@ -123,3 +126,53 @@ def test_the_catalogue_is_large_and_mostly_named():
     for stem, ids in per_notebook.items():
         assert len(ids) >= 40, stem
         assert sum(i is not None for i in ids) / len(ids) >= 0.75, stem
+
+
+# Words no notebook teaches: library internals and the grader's own machinery.
+UNTAUGHT = re.compile(r"gufunc|core dimension|Pearson|harness|SPEC\b", re.IGNORECASE)
+
+
+def test_messages_speak_the_notebooks_words(verdicts):
+    bad = [
+        f"{r['label']}: {x.name}: {x.output}"
+        for r in verdicts
+        for x in r["results"]
+        if x.status == "failed" and UNTAUGHT.search(x.output)
+    ]
+    assert not bad, "\n".join(bad)
+
+
+def _failed_outputs(name, fn, namespace=None):
+    return [r.output for r in run_in_process(name, fn, namespace=namespace) if r.status == "failed"]
+
+
+def test_the_messages_issue_19_found_misleading_now_say_what_was_seen():
+    # a log-softmax: -inf where the weights are 0 is log(0), not an overflow
+    text = " ".join(_failed_outputs("softmax", numpy_mutants.softmax_log))
+    assert "overflow" not in text and "logarithm of the weights" in text, text
+    # n_heads read as d_k: the axes are in order, the sizes are not
+    text = " ".join(_failed_outputs("split_heads", numpy_mutants.split_count_as_width))
+    assert "which axis is which" not in text and "reading n_heads as the width" in text, text
+    # no head axis in A: it is not a batch axis
+    text = " ".join(_failed_outputs("multi_head_attention", numpy_mutants.mha_loop(weights="last")))
+    assert "batch" not in text and "leading axis of size 2 is missing" in text, text
+    # weights averaged over the heads: the outputs are not averaged
+    text = " ".join(_failed_outputs("multi_head_attention", numpy_mutants.mha_loop(weights="mean")))
+    assert "heads' outputs are laid side by side" not in text and "averaged over the heads" in text
+    # a matmul of mismatched sizes: in the notebooks' words, no gufunc signature
+    text = " ".join(_failed_outputs("similarity", lambda q, K: K.T @ q))
+    assert "gufunc" not in text and "A's last axis and B's second-to-last axis" in text, text
+    # a right attention on a softmax that turns -inf into 0: blamed on notebook 02's softmax
+    m = numpy_mutants
+    text = " ".join(
+        _failed_outputs(
+            "multi_head_attention",
+            m.mha_on(m.sdpa_built_on(m.softmax_neginf_to_zero)),
+            {
+                "softmax": m.softmax_neginf_to_zero,
+                "scaled_dot_product_attention": m.sdpa_built_on(m.softmax_neginf_to_zero),
+            },
+        )
+    )
+    assert "The cause is your softmax (from notebook 02" in text, text
+    assert "setting masked scores to 0" not in text, text
