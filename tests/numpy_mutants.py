@@ -12,6 +12,7 @@ test_diagnosis_numpy's and test_probes_numpy's).
 import math
 
 import numpy as np
+from test_probes_numpy import sdpa_with
 
 from autograder import reference as R
 
@@ -309,23 +310,13 @@ def mask_inverted_compare(n):
 
 
 def sdpa_with_mode(mode=None, axis=-1, scale=None, transpose=False):
+    """test_probes_numpy.sdpa_with with the mask applied by `mode` (None: ignored; "after": the
+    weights zeroed after the softmax) and the scale a function of (Q, K, V)."""
+    mode = {None: "ignored", "after": "after-where"}.get(mode, mode)
+
     def scaled_dot_product_attention(Q, K, V, mask=None):
-        d_k = Q.shape[-1]
-        S = (K @ swap(Q) if transpose else Q @ swap(K)) / (
-            np.sqrt(d_k) if scale is None else scale(Q, K, V)
-        )
-        if mask is not None and mode == "before":
-            S = np.where(mask, S, -np.inf)
-        if mask is not None and mode == "inverted":
-            S = np.where(mask, -np.inf, S)
-        if mask is not None and mode == "zero":
-            S = np.where(mask, S, 0)
-        if mask is not None and mode == "times":
-            S = S * mask
-        A = good_softmax(S, axis=axis)
-        if mask is not None and mode == "after":
-            A = np.where(mask, A, 0.0)
-        return A @ V, A
+        s = None if scale is None else scale(Q, K, V)
+        return sdpa_with(Q, K, V, mask, scale=s, axis=axis, mode=mode, transpose=transpose)
 
     return scaled_dot_product_attention
 
@@ -517,6 +508,8 @@ NEW_MUTANTS = [
     ("softmax", "softmax-neginf-weight", softmax_nan_to_num, None),
     ("softmax", "log-softmax", softmax_log, None),
     ("softmax", "softmax-unstable", softmax_unstable, None),
+    ("softmax", "softmax-wrong-axis", lambda x, axis=-1: good_softmax(x, axis=1) if np.ndim(x) > 1 else good_softmax(x), None),
+    ("softmax", None, lambda x, axis=-1: good_softmax(np.abs(x), axis), None),
     ("scaled_scores", "wrong-scale", scaled_scores_by_sqrt_m, None),
     ("scaled_scores", "wrong-scale", scaled_scores_times_sqrt, None),
     ("scaled_scores", "missing-scale", scaled_scores_einsum_unscaled, None),
@@ -546,6 +539,19 @@ NEW_MUTANTS = [
     ("causal_mask", "mask-off-by-one", mask_plus_one, None),
     ("causal_mask", "mask-not-boolean", mask_additive_floats, None),
     ("causal_mask", "mask-inverted", mask_inverted_compare, None),
+    ("causal_mask", "mask-inverted", lambda n: ~np.tri(n, dtype=bool), None),
+    ("causal_mask", None, lambda n: np.eye(n, dtype=bool), None),
+    ("attention_scores", "wrong-scale", lambda Q, K: Q @ swap(K) / math.sqrt(Q.shape[-1] * 2), None),
+    ("attention_scores", "transposed-scores", lambda Q, K: swap(Q @ swap(K)) / np.sqrt(Q.shape[-1]), None),
+    ("scaled_dot_product_attention", "mask-fills-zero", sdpa_with_mode("times"), None),
+    ("self_attention", None, lambda X, W_q, W_k, W_v, mask=None: sdpa_with_mode("before")(X, X, X @ W_v, mask), None),
+    ("percentages", None, lambda s: np.exp(s - s.min()) / np.exp(s - s.min()).sum(), None),
+    ("soft_lookup", None, lambda q, K, V: (lambda w: (w, w @ V / len(w)))(good_softmax(K @ q)), None),
+    ("split_heads", None, lambda X, n_heads: X.reshape(*X.shape[:-2], X.shape[-2], n_heads, -1), None),
+    ("merge_heads", "heads-strided-columns", lambda X: np.stack([X[..., h, :, :] for h in range(X.shape[-3])], axis=-1).reshape(*X.shape[:-3], X.shape[-2], -1), None),
+    ("multi_head_attention", "missing-scale", mha_on(sdpa_with_mode("before", scale=lambda Q, K, V: 1)), None),
+    ("multi_head_attention", None, lambda X, W_q, W_k, W_v, W_o, mask=None: (lambda Y, A: (Y + X, A))(*mha_on(sdpa_built_on(good_softmax))(X, W_q, W_k, W_v, W_o, mask)), None),
+    ("mha_shapes", None, shapes(q=lambda n, d, d_k, H: (n, H * d_k)), None),
     ("scaled_dot_product_attention", "mask-inverted", sdpa_mask_minus_inf_added_wrongly, None),
     ("scaled_dot_product_attention", "mask-fills-zero", sdpa_with_mode("zero"), None),
     ("scaled_dot_product_attention", "mask-after-softmax", sdpa_with_mode("after"), None),

@@ -252,14 +252,8 @@ def value(
             blame(failure, responses, function, call, helpers)
         for as_list, as_array in lists:
             if k == as_list and _right(responses[as_array], function, calls[as_array], large):
-                ids = ["list-input-unsupported"]
-                observed = failure.observed if isinstance(failure, Mismatch) else failure.message
-                raise Fail(
-                    f"{observed} The same kind of call with a NumPy array is right, so the "
-                    "Python list is the trouble." + explain(ids),
-                    ids,
-                    failure.fraction,
-                ) from None
+                _named(failure, "list-input-unsupported", "The same kind of call with a NumPy "
+                       "array is right, so the Python list is the trouble.")  # fmt: skip
         alone = responses[len(calls)] if single is not None else None
         if (
             single is None
@@ -267,14 +261,14 @@ def value(
             or not _batch_is_the_trouble(response, alone, function, call, single, large)
         ):
             raise failure
-        ids = ["batch-dims-unsupported"]
-        observed = failure.observed if isinstance(failure, Mismatch) else failure.message
-        raise Fail(
-            f"{observed} The same call on one element of the batch is right, so "
-            "the leading batch dimensions are the trouble." + explain(ids),
-            ids,
-            failure.fraction,
-        ) from None
+        _named(failure, "batch-dims-unsupported", "The same call on one element of the batch is "
+               "right, so the leading batch dimensions are the trouble.")  # fmt: skip
+
+
+def _named(failure, id_, because):
+    """Raise the failure again, named id_ for the reason `because` (what was observed)."""
+    observed = failure.observed if isinstance(failure, Mismatch) else failure.message
+    raise Fail(f"{observed} {because}" + explain([id_]), [id_], failure.fraction) from None
 
 
 def _right(response, function, call, large):

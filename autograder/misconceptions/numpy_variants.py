@@ -145,6 +145,7 @@ def _softmax_variants():
         ("softmax-neginf-weight", neginf_to_zero),
         ("softmax-wrong-axis", lambda x, axis=-1: _softmax_axis(x, 0)),
         ("softmax-wrong-axis", lambda x, axis=-1: _softmax_axis(x, -1)),
+        ("softmax-wrong-axis", lambda x, axis=-1: _softmax_axis(x, 1 if np.ndim(x) > 1 else 0)),
         ("softmax-wrong-axis", whole_array),
         ("softmax-missing-keepdims", no_keepdims_sum),
         ("softmax-missing-keepdims", no_keepdims_max),

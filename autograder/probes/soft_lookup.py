@@ -71,8 +71,11 @@ def similarity_cases(rng):
 @probe("percentages")
 def percentages_cases(rng):
     s = rng.standard_normal(6) * 2
-    big = rng.standard_normal(5) * 1e4
-    big[rng.integers(5)] = 1e4 * (1 + rng.random())  # one large positive score: exp overflows
+    # magnitude 1e4: one large positive score (exp overflows), one large negative one and one
+    # of order 1 (a shift by anything but the maximum still overflows or underflows there)
+    big = np.concatenate(
+        [rng.standard_normal(2) * 1e4, 1e4 * (1 + rng.random(2)) * [1, -1], rng.standard_normal(1)]
+    )[rng.permutation(5)]
     neg = -np.abs(rng.standard_normal(4)) - 1
     return [
         value_case("percentages", "exp-normalised weights", 1.0, [s]),
