@@ -115,3 +115,27 @@ def test_a_missing_earlier_function_costs_nothing():
     for seed in SEEDS:
         results = run_in_process("scaled_dot_product_attention", inline, seed=seed)
         assert all(r.status == "passed" for r in results), [r.output for r in results]
+
+
+def test_the_same_mistake_in_an_earlier_function_is_pointed_at():
+    """An unscaled attention_scores, used by a right scaled_dot_product_attention: the failure
+    names missing-scale, as before, and points at attention_scores, which shows it too."""
+
+    def attention_scores(Q, K):
+        return Q @ np.swapaxes(K, -1, -2)
+
+    def sdpa(Q, K, V, mask=None):
+        S = attention_scores(Q, K)
+        if mask is not None:
+            S = np.where(mask, S, -np.inf)
+        e = np.exp(S - S.max(-1, keepdims=True))
+        A = e / e.sum(-1, keepdims=True)
+        return A @ V, A
+
+    namespace = {"attention_scores": attention_scores}
+    results = run_in_process("scaled_dot_product_attention", sdpa, namespace=namespace)
+    failed = [r for r in results if r.status == "failed" and r.misconceptions]
+    assert failed and all(r.misconceptions == ["missing-scale"] for r in failed)
+    assert "Your attention_scores (above in this notebook) shows the same mistake" in (
+        failed[0].output
+    ), failed[0].output

@@ -284,8 +284,10 @@ def blame(failure, responses, function, call, helpers):
 
     Evidence specific to it: the earlier function (asked on exactly what a right answer hands
     it) is wrong there, and the answer's outputs are exactly what that wrong result gives
-    (`links`), or the answer raised the very error the earlier function raises. Otherwise
-    return, and the failure stands as it is.
+    (`links`), or the answer raised the very error the earlier function raises. A helper
+    without links (one whose result the answer transforms further: the scores of an attention)
+    is named beside the failure only when it shows the very mistake the failure names.
+    Otherwise return, and the failure stands as it is.
     """
     for helper in helpers:
         name = helper["function"]
@@ -300,11 +302,22 @@ def blame(failure, responses, function, call, helpers):
             fault = wrong
         else:
             continue  # that function is right on these inputs: not the cause
+        text = fault.observed if isinstance(fault, Mismatch) else fault.message
+        sentence = getattr(fault, "sentence", "")
+        if helper["links"] is None:  # no output to compare: the same named mistake, or nothing
+            ids = one_id(fault.misconceptions)
+            if ids and ids == failure.misconceptions:
+                raise Fail(
+                    f"{str(failure)} Your {name} ({helper['origin']}) shows the same mistake on "
+                    f"the inputs this call hands it: {text} If {function} calls it, fix {name} "
+                    "first.",
+                    ids,
+                    failure.fraction,
+                ) from None
+            continue
         if not _explains(responses[0], answer, function, call, helper):
             continue
         ids = one_id(fault.misconceptions) or ["earlier-exercise-wrong"]
-        text = fault.observed if isinstance(fault, Mismatch) else fault.message
-        sentence = getattr(fault, "sentence", "")
         raise Fail(
             f"{failure.observed if isinstance(failure, Mismatch) else failure.message} "
             f"The cause is your {name} ({helper['origin']}): {function} returns exactly what "

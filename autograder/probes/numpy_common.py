@@ -176,10 +176,17 @@ def _heads_qkv(X, W_q, W_k, W_v):
 # The student's earlier functions that a graded name's model answer calls, deepest first, and
 # what the first call of a value case hands each: function -> (args...) -> [(helper, (args,
 # kwargs), links)], links: [[output of function, output of helper], ...] (None: the whole value)
-# that are equal when the answer is right given that helper's own result.
+# that are equal when the answer is right given that helper's own result; links None: the
+# answer transforms the helper's result further, and only the same named mistake is evidence.
 HELPERS = {
-    "soft_lookup": lambda q, K, V: [("percentages", ([K @ q], {}), [[0, None]])],
-    "attend": lambda q, K, V: [("softmax", ([ref.scaled_scores(q, K)], {}), [[0, None]])],
+    "soft_lookup": lambda q, K, V: [
+        ("percentages", ([K @ q], {}), [[0, None]]),
+        ("similarity", ([q, K], {}), None),
+    ],
+    "attend": lambda q, K, V: [
+        ("softmax", ([ref.scaled_scores(q, K)], {}), [[0, None]]),
+        ("scaled_scores", ([q, K], {}), None),
+    ],
     "attention_for_token": lambda X, i, W_q, W_k, W_v, causal=True: [
         (
             "attend",
@@ -195,7 +202,8 @@ HELPERS = {
         )
     ],
     "scaled_dot_product_attention": lambda Q, K, V, mask=None: [
-        ("softmax", ([_masked_scores(Q, K, mask)], {}), [[1, None]])
+        ("softmax", ([_masked_scores(Q, K, mask)], {}), [[1, None]]),
+        ("attention_scores", ([Q, K], {}), None),
     ],
     "self_attention": lambda X, W_q, W_k, W_v, mask=None: [
         ("softmax", ([_masked_scores(X @ W_q, X @ W_k, mask)], {}), [[1, None]]),
