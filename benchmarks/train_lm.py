@@ -18,14 +18,25 @@ its train.py; --nanogpt-bias for GPT-2's biases, like ours) and trained on the s
 with the same optimizer settings and learning-rate schedule, in lockstep with ours:
 
     git clone https://github.com/karpathy/nanoGPT /tmp/nanogpt
-    python benchmarks/train_lm.py --data input.txt --nanogpt /tmp/nanogpt --threads 1
+    taskset -c 1 python benchmarks/train_lm.py --data input.txt --nanogpt /tmp/nanogpt \
+        --threads 1 --runs 3
+    taskset -c 1 python benchmarks/train_lm.py --data input.txt --nanogpt /tmp/nanogpt \
+        --threads 1 --recipe best
+
+--runs N repeats the race N times; every figure in the JSON is then the median over the runs,
+each run's own figures listed under "runs". --recipe best trains ours with BEST while the peer
+trains with nanoGPT's recipe, the peer's steps spread evenly among ours, so both share the
+machine alike and "time_ratio" (ours' total seconds / the peer's) says whether our recipe's
+loss came within the peer's training time.
 
 Every step is timed in wall seconds and in this process's CPU seconds (time.process_time: with
 one thread it is the step's own work, whatever else the machine runs).
 The last line printed is one JSON object:
-{"steps", "seconds", "ms_per_step", "val_loss", "peer", "peer_ms_per_step", "peer_val_loss",
- "ratio", "median_ratio", "cpu_ratio", ..., "threads", "machine", "cores"}; every ratio is
-ours / peer (< 1: ours is faster). Both models use AdamW with fused=True (see adamw).
+{"steps", "seconds", "ms_per_step", "val_loss", "peer", "peer_steps", "peer_seconds",
+ "peer_ms_per_step", "peer_val_loss", "ratio", "median_ratio", "cpu_ratio", "time_ratio", ...,
+ "runs", "n_runs", "machine", "cores", "threads", "cpus_allowed", "cpu_flags",
+ "load_average": {"before", "after"}}; every ratio is ours / peer (< 1: ours is faster).
+Both models use AdamW with fused=True (see adamw).
 """
 
 import argparse
@@ -217,48 +228,65 @@ def run(
     log_every=100,
     nanogpt=None,
     nanogpt_bias=False,
+    peer_cfg=None,
 ):
+    """Train ours with cfg and the peer with peer_cfg (default: cfg), their steps interleaved.
+
+    With equal step counts this is lockstep on the same batches. With different recipes (ours
+    --recipe best against nanoGPT's) the peer's steps are spread evenly among ours, so both
+    runs share the machine alike from start to end and their total times compare fairly.
+    """
+    peer_cfg = peer_cfg or cfg
     torch.manual_seed(seed)
     tokenizer, train, val = load_splits(data_path, max_chars)
-    shape = dict(
-        vocab_size=tokenizer.vocab_size,
-        block_size=cfg["block_size"],
-        d_model=cfg["d_model"],
-        n_heads=cfg["n_head"],
-    )
-    ours = GPT(**shape, n_layers=cfg["n_layer"])
-    models = {"ours": ours}
+    cfgs = {"ours": cfg, "peer": peer_cfg}
+    models = {"ours": GPT(**shape(cfg, tokenizer), n_layers=cfg["n_layer"])}
     loss_of = {"ours": ours_loss, "peer": ours_loss}
     if peer:
         torch.manual_seed(seed)
         if nanogpt is not None:
             models["peer"] = nanogpt_model(
-                load_nanogpt(nanogpt), **shape, n_layers=cfg["n_layer"], bias=nanogpt_bias
+                load_nanogpt(nanogpt),
+                **shape(peer_cfg, tokenizer),
+                n_layers=peer_cfg["n_layer"],
+                bias=nanogpt_bias,
             )
             loss_of["peer"] = nanogpt_loss
         else:
-            models["peer"] = PeerGPT(**shape, n_layers=cfg["n_layer"])
-    optimizers = {name: adamw(m, cfg) for name, m in models.items()}
+            models["peer"] = PeerGPT(**shape(peer_cfg, tokenizer), n_layers=peer_cfg["n_layer"])
+    optimizers = {name: adamw(m, cfgs[name]) for name, m in models.items()}
     times = {name: [] for name in models}
     cpu_times = {name: [] for name in models}
-    g = torch.Generator().manual_seed(seed)
-    for it in range(cfg["steps"]):
-        x, y = batch(train, cfg["batch_size"], cfg["block_size"], g)
-        lr = learning_rate(it, cfg)
+    generators = {name: torch.Generator().manual_seed(seed) for name in models}
+    longest = max(cfgs[name]["steps"] for name in models)
+    due = {name: set(spread(cfgs[name]["steps"], longest)) for name in models}
+    for it in range(longest):
         losses = {}
         # Alternate which model goes first so neither always inherits the other's warm caches.
         order = list(models) if it % 2 == 0 else list(models)[::-1]
         for name in order:
+            if it not in due[name]:
+                continue
+            c = cfgs[name]
+            n_done = len(times[name])
+            x, y = batch(train, c["batch_size"], c["block_size"], generators[name])
             seconds, cpu, losses[name] = step(
-                models[name], optimizers[name], x, y, lr, cfg["grad_clip"], loss_of[name]
+                models[name],
+                optimizers[name],
+                x,
+                y,
+                learning_rate(n_done, c),
+                c["grad_clip"],
+                loss_of[name],
             )
             times[name].append(seconds)
             cpu_times[name].append(cpu)
-        if log_every and (it % log_every == 0 or it == cfg["steps"] - 1):
+        if log_every and (it % log_every == 0 or it == longest - 1):
             shown = "  ".join(f"{n} {v:.3f}" for n, v in losses.items())
-            print(f"step {it:5d}  lr {lr:.2e}  train loss  {shown}", file=sys.stderr, flush=True)
+            print(f"step {it:5d}  train loss  {shown}", file=sys.stderr, flush=True)
     val_losses = {
-        name: estimate_loss(m, val, cfg, seed + 1, loss_of[name]) for name, m in models.items()
+        name: estimate_loss(m, val, cfgs[name], seed + 1, loss_of[name])
+        for name, m in models.items()
     }
     seconds = sum(times["ours"])
     result = {
@@ -273,21 +301,89 @@ def run(
         result["peer"] = (
             f"nanoGPT model.py (bias={nanogpt_bias})" if nanogpt else "nn.TransformerEncoderLayer"
         )
-        result["peer_ms_per_step"] = round(1000 * peer_seconds / cfg["steps"], 3)
-        result["peer_cpu_ms_per_step"] = round(1000 * sum(cpu_times["peer"]) / cfg["steps"], 3)
-        result["cpu_ratio"] = round(sum(cpu_times["ours"]) / sum(cpu_times["peer"]), 3)
+        result["peer_steps"] = peer_cfg["steps"]
+        result["peer_seconds"] = round(peer_seconds, 2)
+        result["peer_ms_per_step"] = round(1000 * peer_seconds / peer_cfg["steps"], 3)
+        result["peer_cpu_ms_per_step"] = round(1000 * sum(cpu_times["peer"]) / peer_cfg["steps"], 3)
+        result["peer_val_loss"] = round(val_losses["peer"], 4)
+        # ours / peer, per step (< 1: ours is faster), and for the whole run (time_ratio)
+        result["cpu_ratio"] = round(result["cpu_ms_per_step"] / result["peer_cpu_ms_per_step"], 3)
+        result["ratio"] = round(result["ms_per_step"] / result["peer_ms_per_step"], 3)
         # Medians shrug off the odd step another process on the machine interrupted.
-        result["ratio"] = round(seconds / peer_seconds, 3)
         result["median_ratio"] = round(
             statistics.median(times["ours"]) / statistics.median(times["peer"]), 3
         )
-        result["peer_val_loss"] = round(val_losses["peer"], 4)
+        result["time_ratio"] = round(seconds / peer_seconds, 3)
     result["ln_vocab"] = round(math.log(tokenizer.vocab_size), 4)
     result["config"] = cfg
-    result["threads"] = torch.get_num_threads()
-    result["machine"] = cpu_model()
-    result["cores"] = os.cpu_count()
+    if peer_cfg is not cfg:
+        result["peer_config"] = peer_cfg
     return result
+
+
+def spread(steps, longest):
+    """The iterations (of longest) at which a run of `steps` steps takes them: evenly spread."""
+    return [i * longest // steps for i in range(steps)]
+
+
+def shape(cfg, tokenizer):
+    return dict(
+        vocab_size=tokenizer.vocab_size,
+        block_size=cfg["block_size"],
+        d_model=cfg["d_model"],
+        n_heads=cfg["n_head"],
+    )
+
+
+def runs(n_runs, **kwargs):
+    """run() n_runs times; each ratio is the median over the runs, each run's figures listed."""
+    results = []
+    for i in range(n_runs):
+        results.append(run(**kwargs))
+        print(f"run {i + 1}/{n_runs}: {json.dumps(results[-1])}", file=sys.stderr, flush=True)
+    result = dict(results[0])
+    for key in RUN_FIGURES:
+        if key in result:
+            result[key] = round(statistics.median(r[key] for r in results), 4)
+    result["runs"] = [{key: r[key] for key in RUN_FIGURES if key in r} for r in results]
+    return result
+
+
+RUN_FIGURES = (
+    "seconds",
+    "ms_per_step",
+    "cpu_ms_per_step",
+    "peer_seconds",
+    "peer_ms_per_step",
+    "peer_cpu_ms_per_step",
+    "ratio",
+    "median_ratio",
+    "cpu_ratio",
+    "time_ratio",
+    "val_loss",
+    "peer_val_loss",
+)
+
+
+def machine():
+    """What the figures were measured on: CPU model, its flags, cores, threads and load."""
+    info = {"machine": cpu_model(), "cores": os.cpu_count(), "threads": torch.get_num_threads()}
+    try:
+        affinity = sorted(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        affinity = None
+    info["cpus_allowed"] = affinity
+    info["cpu_flags"] = cpu_flags()
+    return info
+
+
+def cpu_flags():
+    """The CPU's feature flags (/proc/cpuinfo), e.g. avx2, avx512f: they decide torch's kernels."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(("flags", "Features")):
+                return line.split(":", 1)[1].split()
+    return []
 
 
 def cpu_model():
@@ -310,6 +406,9 @@ def parse_args(argv=None):
     parser.add_argument("--max-chars", type=int, default=None, help="use only the start of --data")
     parser.add_argument("--seed", type=int, default=1337)
     parser.add_argument(
+        "--runs", type=int, default=1, help="repeat the race; every ratio is the runs' median"
+    )
+    parser.add_argument(
         "--threads", type=int, default=None, help="torch threads (default: torch's)"
     )
     parser.add_argument(
@@ -323,9 +422,9 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
-def config(args):
+def config(args, recipe=None):
     cfg = dict(NANOGPT_CPU)
-    if args.recipe == "best":
+    if (recipe or args.recipe) == "best":
         cfg.update(BEST)
     if args.quick:
         cfg.update(steps=50, warmup=10, eval_iters=5)
@@ -337,21 +436,32 @@ def config(args):
 
 def main(argv=None):
     args = parse_args(argv)
+    if args.runs < 1:
+        raise SystemExit("--runs: at least 1")
     cfg = config(args)
     if args.threads:
         torch.set_num_threads(args.threads)
-    result = run(
-        cfg,
-        args.data,
+    load_before = os.getloadavg()
+    result = runs(
+        args.runs,
+        cfg=cfg,
+        data_path=args.data,
         seed=args.seed,
         max_chars=args.max_chars,
         peer=not args.no_peer,
         log_every=10 if args.quick else 100,
         nanogpt=args.nanogpt,
         nanogpt_bias=args.nanogpt_bias,
+        # --recipe best races nanoGPT's recipe: does it beat it within nanoGPT's time?
+        peer_cfg=config(args, recipe="nanogpt") if args.recipe == "best" else None,
     )
+    result["n_runs"] = args.runs
     result["recipe"] = args.recipe
-    result["load_average"] = [round(x, 2) for x in os.getloadavg()]
+    result.update(machine())
+    result["load_average"] = {
+        "before": [round(x, 2) for x in load_before],
+        "after": [round(x, 2) for x in os.getloadavg()],
+    }
     print(json.dumps(result))
 
 
