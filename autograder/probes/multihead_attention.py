@@ -51,8 +51,7 @@ def mha_shapes_cases(rng):
     H = int(rng.choice([h for h in range(3, 8) if h * d_k > d and h not in (n, d_k, d)]))
     big = [int(x) for x in rng.choice(np.arange(6, 20), size=4, replace=False)]
     return [
-        _shapes_case(f"small sizes like the lecture's: n={n}, d={d}, d_k={d_k}, H={H}", 0.5,
-                     n, d, d_k, H),
+        _shapes_case("small sizes like the lecture's (n < d_k < d < H*d_k)", 0.5, n, d, d_k, H),
         _shapes_case("other sizes", 1.0, *big),
     ]  # fmt: skip
 
