@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import submissions
+from autograder import memory_ceiling, submissions
 from autograder.curriculum import GRADED_NAMES, NOTEBOOKS
 from autograder.judging.answers import judge_cases
 from autograder.notebook_files import MAX_NOTEBOOK_BYTES, load_notebook
@@ -48,6 +48,8 @@ class Settings:
     keep_work: bool = False
     max_notebook_bytes: int = MAX_NOTEBOOK_BYTES
     work_root: Path | None = None  # this run's work folder (made by grade_class)
+    parent_memory: int | None = None  # the parent's own memory budget (default: by workers)
+    memory_ceiling: int | None = None  # RLIMIT_AS set from it for this run (by grade_class)
 
 
 @dataclass
@@ -275,10 +277,15 @@ def _safe(name):
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)[:40]
 
 
-def internal_error_result(student, exc, out=None):
+def internal_error_result(student, exc, out=None, ceiling=None):
     """A failure of the grader on one student: reported, and that student still appears in
     grades.csv (score 0, marked internal_error, so the next run grades them again)."""
     tb = "".join(traceback.format_exception(exc))
+    if isinstance(exc, MemoryError):
+        tb += (
+            f"The grading parent reached its memory ceiling ({memory_ceiling.describe(ceiling)}, "
+            "--parent-memory) while grading this student's files; the others were graded.\n"
+        )
     payload = {
         "score": 0.0,
         "max_score": 0.0,
@@ -421,44 +428,51 @@ def _read_saved(results):
 
 
 def grade_class(path, settings, progress=True, layout="auto", graded_groups=None):
-    from autograder.report import write_class
-
     problem = preflight(settings.sandbox_mode)
     if problem:
         raise SystemExit(problem)
     lock = lock_output(settings.out)
+    budget = settings.parent_memory or memory_ceiling.default_budget(settings.workers)
     try:
-        _clean_interrupted_writes(settings.out)
-        # the students' work (made and removed one student at a time) in the scratch folder;
-        # the gathered submissions (the whole class's, for the whole run) in the usual temp
-        # folder: a class of large notebooks must not fill a memory file system
-        runs = [start_work_root(settings.keep_work)]  # [(folder, its lock's fd)]
-        try:
-            disk = Path(tempfile.gettempdir())
-            if runs[0][0].parent != disk:
-                runs.append(start_work_root(settings.keep_work, disk))
-            settings.work_root = runs[0][0]
-            staging = runs[-1][0] / "submissions"
-            staging.mkdir()
-            notices = []
-            found = submissions.discover(
-                path,
-                settings.out,
-                staging,
-                layout=layout,
-                graded_groups=graded_groups,
-                notices=notices,
-            )
-            done, summary = _grade_class(found, settings, progress, write_class)
-            summary["skipped_entries"] = notices  # this run's, not written to summary.json
-            return done, summary
-        finally:
-            for folder, fd in runs:
-                os.close(fd)
-                if not settings.keep_work:
-                    _remove_quietly(folder)
+        with memory_ceiling.memory_ceiling(budget) as ceiling:
+            settings.memory_ceiling = ceiling
+            return _grade_class_locked(path, settings, progress, layout, graded_groups)
     finally:
         release_output(lock)
+
+
+def _grade_class_locked(path, settings, progress, layout, graded_groups):
+    from autograder.report import write_class
+
+    _clean_interrupted_writes(settings.out)
+    # the students' work (made and removed one student at a time) in the scratch folder;
+    # the gathered submissions (the whole class's, for the whole run) in the usual temp
+    # folder: a class of large notebooks must not fill a memory file system
+    runs = [start_work_root(settings.keep_work)]  # [(folder, its lock's fd)]
+    try:
+        disk = Path(tempfile.gettempdir())
+        if runs[0][0].parent != disk:
+            runs.append(start_work_root(settings.keep_work, disk))
+        settings.work_root = runs[0][0]
+        staging = runs[-1][0] / "submissions"
+        staging.mkdir()
+        notices = []
+        found = submissions.discover(
+            path,
+            settings.out,
+            staging,
+            layout=layout,
+            graded_groups=graded_groups,
+            notices=notices,
+        )
+        done, summary = _grade_class(found, settings, progress, write_class)
+        summary["skipped_entries"] = notices  # this run's, not written to summary.json
+        return done, summary
+    finally:
+        for folder, fd in runs:
+            os.close(fd)
+            if not settings.keep_work:
+                _remove_quietly(folder)
 
 
 def _grade_class(found, settings, progress, write_class):
@@ -507,7 +521,11 @@ def _grade_class(found, settings, progress, write_class):
                     try:
                         done.append(future.result())
                     except Exception as exc:  # noqa: BLE001 - report it, grade the others
-                        done.append(internal_error_result(student, exc, settings.out))
+                        done.append(
+                            internal_error_result(
+                                student, exc, settings.out, settings.memory_ceiling
+                            )
+                        )
                     bar.update(1)
                 bar.close()
     finally:
@@ -539,6 +557,9 @@ def settings_from_args(args):
         force=bool(args.force),
         sandbox_mode=getattr(args, "sandbox", None) or "auto",
         keep_work=bool(getattr(args, "keep_work", False)),
+        parent_memory=int(float(args.parent_memory) * 2**30)
+        if getattr(args, "parent_memory", None)
+        else None,
     )
 
 
