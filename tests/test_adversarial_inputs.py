@@ -7,8 +7,10 @@ JSON object-count and depth bombs, zip directory and ratio bombs. Nothing here r
 
 import csv
 import io
+import json
 import os
 import zipfile
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -18,6 +20,7 @@ from autograder.escaping import csv_row, terminal
 from autograder.report import grades_csv
 from autograder.submissions import discover
 
+REPO = Path(__file__).resolve().parent.parent
 NB1 = "01_soft_lookup.ipynb"
 FORMULA = tuple("=+-@")
 
@@ -213,3 +216,70 @@ def test_a_refused_or_duplicate_student_ends_grade_non_zero_naming_them(
     assert "NOT GRADED eve\\x1b[2J: not graded: its name holds the control" in err
     assert "NOT GRADED bob: not graded: 2 submissions for one student (bob/, bob.zip)" in err
     assert "error: 3 student(s) not graded: bob, bob, eve\\x1b[2J" in err
+
+
+# -- parser bombs: the grading parent's memory ---------------------------------------------------
+def _benchmark():
+    """benchmarks/parent_memory.py: the adversarial class's generators (one definition)."""
+    import importlib.util
+
+    path = REPO / "benchmarks" / "parent_memory.py"
+    spec = importlib.util.spec_from_file_location("parent_memory_benchmark", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# Measured on this branch: the class below peaks at ~150 MB in the grading parent (imports
+# included); before bounded parsing the 5 MB object bomb alone took it past 2 GB, the zip
+# directory bomb +450 MB, the zip of copies ~300 MB.
+PARENT_PEAK_MB = 400
+
+
+@pytest.fixture(scope="module")
+def bombed(tmp_path_factory):
+    """The small adversarial class (every kind of bomb and an honest student) graded once by
+    `python -m autograder grade` in a child: its own ru_maxrss is the parent's peak."""
+    bench = _benchmark()
+    root = tmp_path_factory.mktemp("bombs")
+    cls = bench.build(root, small=True)
+    run, _ = bench.grade(cls, root / "out", extra=["--workers", "1", "--timeout", "60"])
+    payloads = {}
+    for path in (root / "out").glob("*/results.json"):
+        payloads[path.parent.name] = json.loads(path.read_text())
+    return {"run": run, "peak_mb": bench.peak_mb(run.stderr), "results": payloads}
+
+
+def _said(bombed, student, words):
+    payload = bombed["results"][student]
+    assert payload["score"] == 0
+    assert words in payload["output"], payload["output"][:2000]
+
+
+def test_the_bombed_class_is_graded_with_the_parent_under_its_bound(bombed):
+    run = bombed["run"]
+    assert run.returncode == 0, run.stderr[-3000:]
+    honest = bombed["results"]["honest"]["notebooks"]["01_soft_lookup"]
+    assert honest["score"] == honest["max_score"] > 0
+    assert bombed["peak_mb"] is not None and bombed["peak_mb"] < PARENT_PEAK_MB, bombed["peak_mb"]
+
+
+def test_an_object_count_bomb_is_refused_by_its_count(bombed):
+    _said(bombed, "objects_5mb", "JSON values, more than the 1,000,000 allowed")
+    _said(bombed, "output_lines_19mb", "JSON values, more than the 1,000,000 allowed")
+
+
+def test_deeply_nested_json_is_refused(bombed):
+    _said(bombed, "deep_json", "nested too deeply")
+
+
+def test_a_zip_directory_bomb_is_refused_from_its_end_record(bombed):
+    _said(bombed, "zip_members", "zip_members.zip was not read: its directory is 59,000,000 bytes")
+
+
+def test_a_zip_ratio_bomb_stops_at_the_notebook_cap(bombed):
+    _said(bombed, "zip_ratio", "is larger than 20 MB unpacked")
+
+
+def test_a_zip_of_many_different_copies_is_not_graded(bombed):
+    _said(bombed, "zip_copies", "01_soft_lookup.ipynb was found 40 times with different contents")
