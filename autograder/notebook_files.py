@@ -7,7 +7,8 @@ safe_files (no link followed, a regular file of at most MAX_NOTEBOOK_BYTES) and 
 safe_files' bound on JSON values (a 5 MB file can hold 1.7 million empty objects). Then what
 grading never uses is dropped from the plain decoded dict: outputs, attachments, execution
 counts, and every metadata key but a cell's `tags` and the notebook's kernel and language
-names. nbformat's reader (version conversion, validation) sees only this slim notebook: its
+names (and, for nbgrader's autograded copy, a cell's `nbgrader` metadata: a few short
+scalars). nbformat's reader (version conversion, validation) sees only this slim notebook: its
 validation costs ~1 KB and ~30 us for every value it walks, so a metadata bomb within the value
 bound once cost 470 MB and 10 CPU-s.
 """
@@ -22,13 +23,14 @@ MAX_TAGS = 50
 _KEPT_NOTEBOOK_METADATA = ("kernelspec", "language_info")
 
 
-def load_notebook(folder, filename, max_bytes=MAX_NOTEBOOK_BYTES):
+def load_notebook(folder, filename, max_bytes=MAX_NOTEBOOK_BYTES, nbgrader_metadata=False):
     """(NotebookNode or None, message for the student or ""). Never raises.
 
-    The notebook returned has no outputs and only the metadata grading uses; it holds a code
-    cell with source (otherwise None and why)."""
+    The notebook returned has no outputs and only the metadata grading uses (with
+    nbgrader_metadata, also each cell's `nbgrader` metadata when it is a few short scalars); it
+    holds a code cell with source (otherwise None and why)."""
     try:
-        return _load_notebook(folder, filename, max_bytes)
+        return _load_notebook(folder, filename, max_bytes, nbgrader_metadata)
     except (RecursionError, MemoryError) as exc:
         return (
             None,
@@ -42,7 +44,7 @@ def load_notebook(folder, filename, max_bytes=MAX_NOTEBOOK_BYTES):
         )
 
 
-def _load_notebook(folder, name, max_bytes):
+def _load_notebook(folder, name, max_bytes, nbgrader_metadata=False):
     import nbformat
 
     try:
@@ -78,7 +80,7 @@ def _load_notebook(folder, name, max_bytes):
     del raw
     if not isinstance(data, dict) or "nbformat" not in data:
         return None, f"{name} is JSON but not a Jupyter notebook (no nbformat field)."
-    problem = _slim(data)
+    problem = _slim(data, nbgrader_metadata)
     if problem:
         return None, f"{name} {problem}"
     message = ""
@@ -112,7 +114,7 @@ def _load_notebook(folder, name, max_bytes):
     return nb, message
 
 
-def _slim(data):
+def _slim(data, nbgrader_metadata=False):
     """Drop, in place, what grading never reads; "" or why the notebook is refused."""
     metadata = data.get("metadata")
     data["metadata"] = {
@@ -135,7 +137,11 @@ def _slim(data):
                 continue
             metadata = cell.get("metadata")
             tags = metadata.get("tags") if isinstance(metadata, dict) else None
-            cell["metadata"] = {"tags": tags} if _tags(tags) else {}
+            kept = {"tags": tags} if _tags(tags) else {}
+            nbgrader = metadata.get("nbgrader") if isinstance(metadata, dict) else None
+            if nbgrader_metadata and _small_names(nbgrader, nested=False):
+                kept["nbgrader"] = nbgrader
+            cell["metadata"] = kept
             cell.pop("attachments", None)
             if "outputs" in cell:
                 cell["outputs"] = []

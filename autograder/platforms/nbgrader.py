@@ -396,13 +396,13 @@ def autograded_notebook(coursedir, config, student, assignment, stem, payload, f
     was graded. A notebook that cannot be read or sanitised is shown as released, and says so."""
     import nbformat
 
-    from autograder.grade import load_notebook
+    from autograder.notebook_files import load_notebook
 
     filename = BY_STEM[stem].filename
     info = (payload.get("notebooks") or {}).get(stem, {})
     nb, shown_as_released = None, False
     if folder is not None:
-        nb, _message = load_notebook(folder, filename, limit)
+        nb, _message = load_notebook(folder, filename, limit, nbgrader_metadata=True)
     if nb is not None:
         try:
             nb = _sanitise(nb, config, coursedir.db_url, student, assignment, stem)
@@ -499,7 +499,7 @@ def share_reports(out, groupshared):
     """Our results and feedback pages in COURSE/autograder_grades/ readable by the course's
     group (TAs grading in formgrader), group-writable too in a group-shared course; never by
     others. Links are not followed."""
-    file_mode, dir_mode = (0o660, 0o2770) if groupshared else (0o640, 0o2750)
+    file_mode, dir_mode = (0o660, 0o2770) if groupshared else (0o640, 0o750)
     out = Path(out)
     with contextlib.suppress(OSError):
         os.chmod(out, dir_mode)
