@@ -24,6 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
 SECRET = "nbgrader-test-secret"
 NB01, NB02, NB03 = "01_soft_lookup", "02_dot_product_softmax", "03_matrix_attention"
 TIMESTAMP = "2026-03-01 12:00:00.000000 UTC"
+PLANTED = "<img src=x onerror=alert(1)><b id=planted>bold</b>"  # a student's exception text
 SUBMISSION_SECRET = "5ec7e7" * 20  # what `nbgrader submit` writes (the cheater's only)
 
 
@@ -164,6 +165,16 @@ def course(tmp_path_factory):
     submit(course, "single", "attention", NB01, solution[NB01])  # the six-in-one assignment
     submit(course, "single", "attention", NB02, released[NB02])
     plant_bad_students(course, tmp_path_factory.mktemp("elsewhere"))
+    raiser = read(course / "release" / NB01 / f"{NB01}.ipynb")
+    raiser.cells.append(nbformat.v4.new_code_cell(f"raise ValueError({PLANTED!r})"))
+    submit(course, "html_raiser", NB01, NB01, raiser)
+    # the six-in-one assignment was due before "single" submitted it; nbgrader's "zero" method
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "attention_course") as gb:
+        gb.update_or_create_assignment("attention", duedate="2026-02-01 00:00:00 UTC")
+    with open(course / "nbgrader_config.py", "a") as config:
+        config.write('\nc.LateSubmissionPlugin.penalty_method = "zero"\n')
 
     graded = run(
         [sys.executable, "-m", "autograder", "nbgrader", "grade", str(course)]
@@ -175,7 +186,10 @@ def course(tmp_path_factory):
     assert exported.returncode == 0, exported.stdout + exported.stderr
     with open(course / "grades.csv") as handle:
         rows = list(csv.DictReader(handle))
-    scores = {(r["student_id"], r["assignment"]): float(r["score"]) for r in rows}
+    scores = {(r["student_id"], r["assignment"]): float(r["raw_score"]) for r in rows}
+    penalties = {
+        (r["student_id"], r["assignment"]): float(r["late_submission_penalty"]) for r in rows
+    }
     maxima = {r["assignment"]: float(r["max_score"]) for r in rows}
     with open(course / "grades.csv", newline="") as handle:
         raw_rows = list(csv.reader(handle))
@@ -187,6 +201,7 @@ def course(tmp_path_factory):
         "log": graded.stdout,
         "errors": graded.stderr,
         "raw_rows": raw_rows,
+        "penalties": penalties,
     }
 
 
@@ -317,6 +332,7 @@ WRITTEN = {  # (student, assignment) the fixture's good students submitted
     ("cheater", NB03),
     ("single", "attention"),
     ("zero_link", NB02),  # a bad student's other, good, assignment
+    ("html_raiser", NB01),
 }
 BAD = [  # (student id, as the terminal shows it, the reason given, not in the gradebook at all)
     pytest.param("words_for_a_date", "words_for_a_date", "not a date", id="timestamp-not-a-date"),
@@ -599,3 +615,27 @@ def test_in_jupyter_a_failing_check_only_prints(tmp_path):
         assert not any(o.output_type == "error" for o in cell.get("outputs", [])), cell.source
     [check_cell] = [c for c in nb.cells if c.source == 'check("percentages", percentages)']
     assert "✗ percentages" in check_cell.outputs[0].text
+
+
+def test_nbgrader_late_penalty_applies_to_our_scores(course):
+    """nbgrader's LateSubmissionPlugin, as the course configures it ("zero": a late submission
+    scores 0), on the score we wrote; on time, no penalty."""
+    late = ("single", "attention")
+    assert course["scores"][late] > 0
+    assert course["penalties"][late] == pytest.approx(course["scores"][late])
+    assert course["penalties"][("solutions", NB01)] == 0
+
+
+def test_a_students_text_in_formgraders_notebook_and_feedback_stays_text(course):
+    """An exception message of the student's, shown under the cell that raised it while graded,
+    is escaped in the HTML nbgrader makes from the autograded notebook (formgrader's and the
+    feedback page's templates render outputs alike)."""
+    path = course["path"]
+    nb = read(path / "autograded" / "html_raiser" / NB01 / f"{NB01}.ipynb")
+    [raised] = [c for c in nb.cells if c.source.startswith("raise ValueError")]
+    assert PLANTED in raised.outputs[0].text and raised.outputs[0].name == "stderr"
+    done = run(["nbgrader", "generate_feedback", NB01, "--student", "html_raiser"], cwd=path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    page = (path / "feedback" / "html_raiser" / NB01 / f"{NB01}.html").read_text()
+    assert "&lt;b id=planted&gt;" in page
+    assert "<b id=planted>" not in page and "<img src=x" not in page
