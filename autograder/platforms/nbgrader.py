@@ -361,10 +361,9 @@ def _verdict_output(tests, name):
     return nbformat.v4.new_output("stream", name="stdout" if full else "stderr", text=text)
 
 
-def _sanitise(nb, config, db_url, student, assignment, stem):
-    from nbgrader import preprocessors
-
-    resources = {
+def _resources(db_url, student, assignment, stem):
+    """What nbgrader's preprocessors read to find a submitted notebook in the gradebook."""
+    return {
         "nbgrader": {
             "db_url": db_url,
             "assignment": assignment,
@@ -372,6 +371,12 @@ def _sanitise(nb, config, db_url, student, assignment, stem):
             "student": student,
         }
     }
+
+
+def _sanitise(nb, config, db_url, student, assignment, stem):
+    from nbgrader import preprocessors
+
+    resources = _resources(db_url, student, assignment, stem)
     for name in SANITISERS:
         nb, resources = getattr(preprocessors, name)(config=config).preprocess(nb, resources)
     return nb
@@ -621,14 +626,7 @@ def assign_late_penalties(config, db_url, student, assignment, notebooks):
     from nbgrader.preprocessors import AssignLatePenalties
 
     for stem in notebooks:
-        resources = {
-            "nbgrader": {
-                "db_url": db_url,
-                "assignment": assignment,
-                "notebook": stem,
-                "student": student,
-            }
-        }
+        resources = _resources(db_url, student, assignment, stem)
         AssignLatePenalties(config=config).preprocess(nbformat.v4.new_notebook(), resources)
 
 
