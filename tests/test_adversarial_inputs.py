@@ -165,50 +165,53 @@ def test_skipped_entries_are_named_one_by_one_and_underscore_names_are_students(
         assert any(n.startswith(f"{name}: ") and words in n for n in notices), (name, notices)
 
 
+class NoSandbox:
+    """grade_class's sandbox, for classes whose grading is faked (nothing runs)."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def close(self):
+        pass
+
+
+def fake_grading(monkeypatch, grade_one=None):
+    """grade_student replaced: each student scores 1/1 (or what grade_one does first)."""
+    from autograder import grade as grade_module
+    from autograder.report import write_student
+
+    def fake_grade(student, folder, settings, sandbox, placement=None):
+        if grade_one is not None:
+            grade_one(student)
+        payload = {"score": 1.0, "max_score": 1.0, "student": student, "tests": []}
+        write_student(grade_module.output_folder(settings.out, student), payload)
+        return grade_module.StudentResult(student, payload)
+
+    monkeypatch.setattr(grade_module, "grade_student", fake_grade)
+    monkeypatch.setattr(grade_module, "Sandbox", NoSandbox)
+    return grade_module
+
+
+def grade_args(cls, out, **more):
+    from argparse import Namespace
+
+    options = dict(secret="s", timeout=10, workers=1, force=False, quiet=True)
+    return Namespace(path=str(cls), out=str(out), **(options | more))
+
+
 def test_a_refused_or_duplicate_student_ends_grade_non_zero_naming_them(
     tmp_path, monkeypatch, capsys
 ):
-    """grade_class on a class of one good student and two that cannot be graded: the good
-    one is written, the others are in the returned results with their reason, and
-    grade_command's status is 1 with their names on stderr."""
-    from argparse import Namespace
-
-    from autograder import grade as grade_module
-
+    """A class of one good student and two that cannot be graded: the good one is written,
+    grade's status is 1 and stderr names the others with their reasons, escaped."""
     cls = tmp_path / "class"
     for name in ["ann", "bob", "eve\x1b[2J"]:
         (cls / name).mkdir(parents=True)
         (cls / name / NB1).write_bytes(notebook_bytes())
     with zipfile.ZipFile(cls / "bob.zip", "w") as archive:
         archive.writestr(NB1, notebook_bytes())
-
-    def fake_grade(student, folder, settings, sandbox, placement=None):
-        payload = {"score": 1.0, "max_score": 1.0, "student": student, "tests": []}
-        from autograder.report import write_student
-
-        write_student(grade_module.output_folder(settings.out, student), payload)
-        return grade_module.StudentResult(student, payload)
-
-    class NoSandbox:
-        def __init__(self, *args, **kwargs):
-            pass
-
-        def close(self):
-            pass
-
-    monkeypatch.setattr(grade_module, "grade_student", fake_grade)
-    monkeypatch.setattr(grade_module, "Sandbox", NoSandbox)
-    args = Namespace(
-        path=str(cls),
-        out=str(tmp_path / "out"),
-        secret="s",
-        timeout=10,
-        workers=1,
-        force=False,
-        quiet=True,
-    )
-    status = grade_module.grade_command(args)
-    assert status == 1
+    grade_module = fake_grading(monkeypatch)
+    assert grade_module.grade_command(grade_args(cls, tmp_path / "out")) == 1
     rows = list(csv.reader((tmp_path / "out" / "grades.csv").open()))
     assert [r[0] for r in rows[1:]] == ["ann"]
     err = capsys.readouterr().err
@@ -216,6 +219,36 @@ def test_a_refused_or_duplicate_student_ends_grade_non_zero_naming_them(
     assert "NOT GRADED eve\\x1b[2J: not graded: its name holds the control" in err
     assert "NOT GRADED bob: not graded: 2 submissions for one student (bob/, bob.zip)" in err
     assert "error: 3 student(s) not graded: bob, bob, eve\\x1b[2J" in err
+
+
+def test_the_parent_memory_ceiling_fails_one_student_and_grades_the_rest(
+    tmp_path, monkeypatch, capsys
+):
+    """A student whose files make the parent allocate past its ceiling (here: a grading step
+    that asks for 1 GB more than a 0.5 GB budget) is that student's internal error, named with
+    the ceiling; the others are graded; the limit is lifted after the run."""
+    import resource
+
+    def greedy(student):
+        if student == "bob":
+            bytearray(3 * 2**30)
+
+    cls = tmp_path / "class"
+    for name in ["ann", "bob", "cat"]:
+        (cls / name).mkdir(parents=True)
+        (cls / name / NB1).write_bytes(notebook_bytes())
+    before = resource.getrlimit(resource.RLIMIT_AS)
+    grade_module = fake_grading(monkeypatch, greedy)
+    status = grade_module.grade_command(grade_args(cls, tmp_path / "out", parent_memory=0.5))
+    assert status == 1
+    assert resource.getrlimit(resource.RLIMIT_AS) == before
+    rows = {r[0]: r[-1] for r in csv.reader((tmp_path / "out" / "grades.csv").open())}
+    assert rows["ann"] == rows["cat"] == "1" and rows["bob"] == "0"
+    err = capsys.readouterr().err
+    assert "INTERNAL ERROR grading bob" in err and "MemoryError" in err
+    assert "The grading parent reached its memory ceiling" in err
+    bob = json.loads((tmp_path / "out" / "bob" / "results.json").read_text())
+    assert bob["internal_error"]
 
 
 # -- parser bombs: the grading parent's memory ---------------------------------------------------
@@ -283,3 +316,60 @@ def test_a_zip_ratio_bomb_stops_at_the_notebook_cap(bombed):
 
 def test_a_zip_of_many_different_copies_is_not_graded(bombed):
     _said(bombed, "zip_copies", "01_soft_lookup.ipynb was found 40 times with different contents")
+
+
+# -- zip directories, one by one -------------------------------------------------------------------
+def test_zip_directories_are_judged_by_their_end_record(tmp_path):
+    from autograder import zip_directory
+
+    bench = _benchmark()
+    lying = tmp_path / "lying.zip"  # its end record says 1 member; the directory holds 5,000
+    bench.zip_directory_bomb(lying, 5_000)
+    many = tmp_path / "many.zip"  # 70,000 members: past 65,535, so zip64 records
+    with zipfile.ZipFile(many, "w") as archive:
+        for i in range(70_000):
+            archive.writestr(f"{i}.txt", "")
+    fine = tmp_path / "fine.zip"
+    with zipfile.ZipFile(fine, "w") as archive:
+        archive.comment = b"a comment: the end record is found before it"
+        for i in range(3):
+            archive.writestr(f"{i}/{NB1}", notebook_bytes(str(i)))
+    cut = tmp_path / "cut.zip"
+    cut.write_bytes(fine.read_bytes()[:-100])  # into the directory
+
+    def problem(path, cap=2_000):
+        with open(path, "rb") as handle:
+            return zip_directory.problem(handle, cap)
+
+    assert "its directory is 295,000 bytes for 1 files" in problem(lying)
+    few = tmp_path / "few.zip"  # 10 members, small enough a directory for the 1 it claims
+    bench.zip_directory_bomb(few, 10)
+    assert "its directory lists more files than the 1 its end record says" in problem(few)
+    assert "it holds 70,000 files (at most 2,000 are read)" in problem(many)
+    assert problem(many, cap=100_000) is None  # zip64 read right
+    assert problem(fine) is None and "it holds 3 files" in problem(fine, cap=2)
+    assert problem(cut) is not None
+
+
+# -- what comes out of the sandbox -----------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("[" + ",".join(["[]"] * 1_200_000) + "]", "too-many"),  # 3.6 MB: within the byte cap
+        ('{"a": ' * 100_000 + "1" + "}" * 100_000, "too-deep"),
+        ('["' + "x" * 1_000_000 + '"]', None),  # large, one value: read
+    ],
+)
+def test_status_and_answer_files_are_parsed_under_a_value_bound(tmp_path, text, kind):
+    """Status and answer files a sandbox wrote go through safe_files.read_json, which counts
+    values on the bytes before decoding (the harness's answers reader, wire.Reader, too)."""
+    from autograder.harness.wire import MAX_JSON_BYTES
+    from autograder.safe_files import UnsafeFile, read_json
+
+    (tmp_path / "response.json").write_text(text)
+    if kind is None:
+        assert len(read_json(tmp_path, "response.json", MAX_JSON_BYTES)[0]) == 1_000_000
+        return
+    with pytest.raises(UnsafeFile) as refused:
+        read_json(tmp_path, "response.json", MAX_JSON_BYTES)
+    assert refused.value.kind == kind
