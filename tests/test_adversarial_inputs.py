@@ -318,6 +318,30 @@ def test_a_zip_of_many_different_copies_is_not_graded(bombed):
     _said(bombed, "zip_copies", "01_soft_lookup.ipynb was found 40 times with different contents")
 
 
+def test_a_folder_of_too_many_files_is_listed_only_up_to_the_cap(tmp_path, monkeypatch):
+    """A student's folder of more files than MAX_FILES: the listing stops at the cap (a folder
+    of a million files is never read whole), the student is told, their notebook in a
+    sub-folder searched before the flood is still found."""
+    from autograder import submissions
+
+    monkeypatch.setattr(submissions, "MAX_FILES", 100)
+    student = tmp_path / "ann"
+    (student / "a_work").mkdir(parents=True)
+    (student / "a_work" / NB1).write_bytes(notebook_bytes())
+    (student / "flood").mkdir()
+    for i in range(500):
+        (student / "flood" / f"{i}.txt").touch()
+    listed = []
+    real = submissions._listing
+    monkeypatch.setattr(
+        submissions, "_listing", lambda folder, limit: listed.append(limit) or real(folder, limit)
+    )
+    [sub] = discover(student, tmp_path / "out", tmp_path / "staging", layout="student")
+    assert (sub.folder / NB1).is_file()
+    assert "more than 100 files: the rest were not searched." in sub.messages["*"]
+    assert max(listed) <= 100
+
+
 # -- zip directories, one by one -------------------------------------------------------------------
 def test_zip_directories_are_judged_by_their_end_record(tmp_path):
     from autograder import zip_directory
