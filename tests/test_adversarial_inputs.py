@@ -126,6 +126,17 @@ def test_grades_csv_quotes_every_student_id():
             assert not cell.strip(' "').startswith(FORMULA), cell
 
 
+# -- HTML ------------------------------------------------------------------------------------------
+def test_feedback_html_escapes_a_student_id_through_jinja2s_autoescape():
+    from autograder.grade import build_results
+    from autograder.report import _environment, render_feedback
+
+    template = _environment().get_template("feedback.html.j2")
+    assert template.environment.autoescape(template.name)
+    html = render_feedback(build_results('<img src=x onerror="alert(1)">', [], {}, 1.0))
+    assert "<img" not in html and "&lt;img src=x onerror=&#34;alert(1)&#34;&gt;" in html
+
+
 # -- two submissions of one student ----------------------------------------------------------------
 def test_two_submissions_of_one_student_are_both_refused_and_the_class_goes_on(tmp_path):
     cls = tmp_path / "class"
@@ -210,6 +221,7 @@ def test_a_refused_or_duplicate_student_ends_grade_non_zero_naming_them(
         (cls / name / NB1).write_bytes(notebook_bytes())
     with zipfile.ZipFile(cls / "bob.zip", "w") as archive:
         archive.writestr(NB1, notebook_bytes())
+    (cls / "roster\x1b[2J.csv").write_text("not a submission")
     grade_module = fake_grading(monkeypatch)
     assert grade_module.grade_command(grade_args(cls, tmp_path / "out")) == 1
     rows = list(csv.reader((tmp_path / "out" / "grades.csv").open()))
@@ -219,6 +231,7 @@ def test_a_refused_or_duplicate_student_ends_grade_non_zero_naming_them(
     assert "NOT GRADED eve\\x1b[2J: not graded: its name holds the control" in err
     assert "NOT GRADED bob: not graded: 2 submissions for one student (bob/, bob.zip)" in err
     assert "error: 3 student(s) not graded: bob, bob, eve\\x1b[2J" in err
+    assert "skipped entry roster\\x1b[2J.csv: a file that is not a submission" in err
 
 
 def test_the_parent_memory_ceiling_fails_one_student_and_grades_the_rest(
