@@ -21,6 +21,7 @@ MAX_NOTEBOOK_BYTES = 20 * MB  # a notebook larger than this is not read (with a 
 MAX_CELLS = 5_000  # the course's notebooks have fewer than 100
 MAX_TAGS = 50
 _KEPT_NOTEBOOK_METADATA = ("kernelspec", "language_info")
+CLEAR_OUTPUTS = "Clear the outputs (Kernel > Restart & Clear Output), save, and submit it again."
 
 
 def load_notebook(folder, filename, max_bytes=MAX_NOTEBOOK_BYTES, nbgrader_metadata=False):
@@ -53,10 +54,7 @@ def _load_notebook(folder, name, max_bytes, nbgrader_metadata=False):
         if exc.kind == "symlink":
             return None, f"{name} is a symbolic link; upload the file itself."
         if exc.kind == "too-large":
-            return None, (
-                f"{exc.message}: a notebook this large is not graded. Clear the outputs "
-                "(Kernel > Restart & Clear Output), save, and submit it again."
-            )
+            return None, f"{exc.message}: a notebook this large is not graded. {CLEAR_OUTPUTS}"
         if exc.kind in ("special", "directory"):
             return None, f"{exc.message}; upload the notebook file itself."
         return None, f"{name} could not be read ({exc.message})."
@@ -69,9 +67,8 @@ def _load_notebook(folder, name, max_bytes, nbgrader_metadata=False):
             return None, f"{name} is not a notebook Jupyter saved: {exc.message}."
         if exc.kind == "too-many":
             return None, (
-                f"{exc.message}: it is not graded. A notebook Jupyter saves holds far fewer; if "
-                "it has long outputs, clear them (Kernel > Restart & Clear Output), save, and "
-                "submit it again."
+                f"{exc.message}: it is not graded (a notebook Jupyter saves holds far fewer). "
+                + CLEAR_OUTPUTS
             )
         return None, (
             f"{name} is not a valid notebook file ({exc.message}). "

@@ -305,13 +305,15 @@ def walk(root, max_depth=MAX_WALK_DEPTH, max_entries=100_000):
         except OSError:
             continue
         try:
+            names = []
             with os.scandir(fd) as entries:
-                names = sorted(e.name for e in entries)
-            for name in names:
+                for entry in entries:  # never listed past the cap: a folder may hold millions
+                    if seen + len(names) >= max_entries:
+                        yield parts, None, "too-many"
+                        return
+                    names.append(entry.name)
+            for name in sorted(names):
                 seen += 1
-                if seen > max_entries:
-                    yield parts, None, "too-many"
-                    return
                 try:
                     info = os.lstat(name, dir_fd=fd)
                 except OSError:

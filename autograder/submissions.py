@@ -340,11 +340,21 @@ def _digest(item):
 
 
 def _walk(root, sub, unpacked):
-    """Notebook files under `root` (not following links), zips opened; messages for the rest."""
+    """Notebook files under `root` (not following links), zips opened; messages for the rest.
+    Depth first, names sorted; every folder is listed through _listing, so a folder of a
+    million files costs no more than MAX_FILES entries."""
     found, seen = [], 0
-    for folder, dirs, files in os.walk(root, followlinks=False):
-        here = Path(folder)
+    stack = [Path(root)]
+    while stack:
+        here = stack.pop()
         depth = len(here.relative_to(root).parts)
+        listed = _listing(here, MAX_FILES - seen)
+        if listed is None:
+            sub.add(GENERAL, f"more than {MAX_FILES} files: the rest were not searched.")
+            return found
+        seen += len(listed)
+        dirs = [e.name for e in listed if e.is_dir()]  # links to folders too, as os.walk
+        files = [e.name for e in listed if not e.is_dir()]
         keep = []
         for d in sorted(dirs):
             p = here / d
@@ -356,13 +366,9 @@ def _walk(root, sub, unpacked):
             if depth + 1 > MAX_DEPTH:
                 sub.add(GENERAL, f"{_rel(p, root)} is nested too deep; it was not searched.")
                 continue
-            keep.append(d)
-        dirs[:] = keep
+            keep.append(here / d)
+        stack.extend(reversed(keep))
         for name in sorted(files):
-            seen += 1
-            if seen > MAX_FILES:
-                sub.add(GENERAL, f"more than {MAX_FILES} files: the rest were not searched.")
-                return found
             p = here / name
             suffix = p.suffix.lower()
             if suffix not in (".ipynb", ".zip") or name.startswith("."):
@@ -388,6 +394,21 @@ def _walk(root, sub, unpacked):
                     continue
                 found.append(item)
     return found
+
+
+def _listing(folder, limit):
+    """The entries of `folder` (os.DirEntry), or None when it holds more than `limit`: a
+    listing is never read past the limit. [] for a folder that cannot be read."""
+    entries = []
+    try:
+        with os.scandir(folder) as scan:
+            for entry in scan:
+                if len(entries) >= limit:
+                    return None
+                entries.append(entry)
+    except OSError:
+        return []
+    return entries
 
 
 def _notebook(name, shown, sub, **where):
