@@ -86,6 +86,11 @@ def plant_bad_students(course, elsewhere):
     # a huge file (sparse: 3 GB on paper)
     with open(os.path.join(folder(b"huge_stamp"), b"timestamp.txt"), "wb") as handle:
         handle.truncate(3 * 2**30)
+    # a student "folder" that is a FIFO, and one that is a link to a folder elsewhere
+    os.mkfifo(os.path.join(submitted, b"fifo_folder"))
+    (elsewhere / "theirs" / NB01).mkdir(parents=True)
+    (elsewhere / "theirs" / NB01 / "timestamp.txt").write_bytes(DATE)
+    os.symlink(elsewhere / "theirs", os.path.join(submitted, b"linked_folder"))
     # ids: not UTF-8, control characters, formulas and separators for `nbgrader export`
     for name in (
         b"caf\xe9_latin1",
@@ -639,3 +644,11 @@ def test_a_students_text_in_formgraders_notebook_and_feedback_stays_text(course)
     page = (path / "feedback" / "html_raiser" / NB01 / f"{NB01}.html").read_text()
     assert "&lt;b id=planted&gt;" in page
     assert "<b id=planted>" not in page and "<img src=x" not in page
+
+
+@pytest.mark.parametrize("entry", ["fifo_folder", "linked_folder"])
+def test_a_student_entry_that_is_not_a_folder_is_named_and_skipped(course, entry):
+    lines = [line for line in course["errors"].splitlines() if line.startswith("skipped entry")]
+    assert any(line.startswith(f"skipped entry {entry}: ") for line in lines), lines
+    with gradebook(course) as gb:
+        assert entry not in {s.id for s in gb.students}

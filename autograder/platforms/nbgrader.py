@@ -708,9 +708,14 @@ def run_grade(args):
         if r.error:
             shown = "\n".join(terminal(line) for line in r.error.splitlines())
             print(f"INTERNAL ERROR grading {terminal(r.student)}:\n{shown}", file=sys.stderr)
-    for miss in failed:
+    for line in summary.get("skipped_entries", []):  # not a student's folder: named, skipped
+        print(f"skipped entry {terminal(line)}", file=sys.stderr)
+    for miss in failed:  # terminal() leaves text it already escaped as it is
         where = f" {terminal(miss.assignment)}" if miss.assignment else ""
-        print(f"NOT IN THE GRADEBOOK {terminal(miss.student)}{where}: {miss.why}", file=sys.stderr)
+        print(
+            f"NOT IN THE GRADEBOOK {terminal(miss.student)}{where}: {terminal(miss.why)}",
+            file=sys.stderr,
+        )
     print(
         f"wrote {len(written)} submission(s) into the gradebook and autograded/; our results "
         f"and feedback pages in {terminal(settings.out)}"
