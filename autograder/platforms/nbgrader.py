@@ -18,7 +18,12 @@ our verdicts as the outputs of its grade cells, and the submission's timestamp.t
 submission_secret.txt. formgrader then lists the submission with its per-cell scores and
 "tests failed", `nbgrader export` has our partial credit, and `nbgrader generate_feedback`,
 `release_feedback` and `fetch_feedback` give each student nbgrader's feedback page per notebook,
-carrying our verdicts (see write_autograded for why not our own feedback page).
+carrying our verdicts (see write_autograded for why not our own feedback page). The late
+penalty is nbgrader's own (AssignLatePenalties, with the course's LateSubmissionPlugin). A
+submission without a submission_secret.txt (put in submitted/ by hand) gets a fresh random one,
+so that release_feedback, which needs one beside every page, works for the class. Our results
+and feedback pages in COURSE/autograder_grades/ are made readable by the course folder's group
+(group-writable with CourseDirectory.groupshared), never by others.
 
 One student's bad files never stop the run: every file of a submission is read through
 autograder.safe_files (no link followed, no FIFO or device opened, bounded size), each
