@@ -652,3 +652,40 @@ def test_a_student_entry_that_is_not_a_folder_is_named_and_skipped(course, entry
     assert any(line.startswith(f"skipped entry {entry}: ") for line in lines), lines
     with gradebook(course) as gb:
         assert entry not in {s.id for s in gb.students}
+
+
+def test_a_notebook_with_altered_nbgrader_metadata_is_still_shown_with_its_code(course, tmp_path):
+    """A cell added with made-up grade metadata (100 points), a test cell copied with its
+    grade id, an old schema: nbgrader's sanitisers refuse such a notebook; the autograded copy
+    then takes each cell's metadata from the released notebook and still shows the student's
+    code, with one verdict per real grade cell."""
+    from autograder.platforms.nbgrader import autograded_notebook, load_course
+
+    nb = read(course["path"] / "submitted" / "cheater" / NB03 / f"{NB03}.ipynb")
+    fake = nbformat.v4.new_code_cell("print('a test cell of my own')")
+    fake.metadata["nbgrader"] = {"grade": True, "grade_id": "test_mine", "points": 100}
+    copied = nbformat.v4.new_code_cell("print('a copy of a test cell')")
+    copied.metadata["nbgrader"] = {"grade": True, "grade_id": "test_causal_mask", "points": 9}
+    nb.cells += [fake, copied]
+    for cell in nb.cells:
+        if "nbgrader" in cell.metadata:
+            cell.metadata["nbgrader"]["schema_version"] = 1
+    folder = tmp_path / "cheater"
+    folder.mkdir()
+    nbformat.write(nb, folder / f"{NB03}.ipynb")
+    payload = json.loads(
+        (course["path"] / "autograder_grades" / "all" / "cheater" / "results.json").read_text()
+    )
+    config, coursedir = load_course(course["path"])
+    shown = autograded_notebook(
+        coursedir, config, "cheater", NB03, NB03, payload, folder, 20 * 2**20
+    )
+    sources = [c.source for c in shown.cells]
+    assert "print('a test cell of my own')" in sources  # the student's code, shown
+    assert "not be shown here" not in shown.cells[0].source
+    grade_ids = [
+        c.metadata["nbgrader"]["grade_id"]
+        for c in shown.cells
+        if c.metadata.get("nbgrader", {}).get("grade")
+    ]
+    assert sorted(grade_ids) == sorted(f"test_{n}" for n in BY_STEM[NB03].graded)

@@ -387,6 +387,32 @@ def _sanitise(nb, config, db_url, student, assignment, stem):
     return nb
 
 
+def _sanitised_or_none(nb, config, coursedir, student, assignment, stem):
+    """The student's notebook through nbgrader's sanitisers; if they refuse its nbgrader metadata
+    (altered, duplicated, an old schema), again with each cell's metadata taken from the released
+    notebook by grade id (once each, none elsewhere); None if even that fails."""
+    import copy
+
+    try:
+        return _sanitise(copy.deepcopy(nb), config, coursedir.db_url, student, assignment, stem)
+    except Exception:  # noqa: BLE001 - nbgrader raises many kinds on bad metadata
+        pass
+    released = {}
+    for cell in _released(coursedir, assignment, BY_STEM[stem].filename).cells:
+        meta = cell.get("metadata", {}).get("nbgrader")
+        if isinstance(meta, dict) and meta.get("grade_id"):
+            released.setdefault(meta["grade_id"], meta)
+    for cell in nb.cells:
+        meta = cell.get("metadata", {}).pop("nbgrader", None)
+        grade_id = meta.get("grade_id") if isinstance(meta, dict) else None
+        if isinstance(grade_id, str) and grade_id in released:
+            cell.metadata["nbgrader"] = copy.deepcopy(released.pop(grade_id))
+    try:
+        return _sanitise(nb, config, coursedir.db_url, student, assignment, stem)
+    except Exception:  # noqa: BLE001
+        return None
+
+
 def _released(coursedir, assignment, filename):
     import nbformat
 
@@ -414,10 +440,7 @@ def autograded_notebook(coursedir, config, student, assignment, stem, payload, f
     if folder is not None:
         nb, _message = load_notebook(folder, filename, limit, nbgrader_metadata=True)
     if nb is not None:
-        try:
-            nb = _sanitise(nb, config, coursedir.db_url, student, assignment, stem)
-        except Exception:  # noqa: BLE001 - altered nbgrader metadata: show the released one
-            nb = None
+        nb = _sanitised_or_none(nb, config, coursedir, student, assignment, stem)
     if nb is None:
         nb, shown_as_released = _released(coursedir, assignment, filename), True
         nb = _sanitise(nb, config, coursedir.db_url, student, assignment, stem)
