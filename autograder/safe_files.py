@@ -216,7 +216,9 @@ def parse_json(data, shown, max_depth=MAX_JSON_DEPTH, max_values=MAX_JSON_VALUES
     once made the parent peak at 2.4 GB)."""
     if isinstance(data, str):
         data = data.encode("utf-8", "surrogatepass")
-    count = json_values_bound(data)
+    # every value but the first takes at least one byte (a comma or a bracket): a file shorter
+    # than the bound is not counted
+    count = json_values_bound(data) if len(data) >= max_values else 0
     if count > max_values:
         raise UnsafeFile(
             "too-many",

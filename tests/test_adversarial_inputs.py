@@ -14,6 +14,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from autograder import student_ids
 from autograder.escaping import csv_row, terminal
@@ -191,7 +193,7 @@ def fake_grading(monkeypatch, grade_one=None):
     from autograder import grade as grade_module
     from autograder.report import write_student
 
-    def fake_grade(student, folder, settings, sandbox, placement=None):
+    def fake_grade(student, folder, settings, sandbox, placement=None, kept=None):
         if grade_one is not None:
             grade_one(student)
         payload = {"score": 1.0, "max_score": 1.0, "student": student, "tests": []}
@@ -206,7 +208,7 @@ def fake_grading(monkeypatch, grade_one=None):
 def grade_args(cls, out, **more):
     from argparse import Namespace
 
-    options = dict(secret="s", timeout=10, workers=1, force=False, quiet=True)
+    options = dict(secret="s", timeout=10, workers=1, force=False, quiet=True, skip_selftest=True)
     return Namespace(path=str(cls), out=str(out), **(options | more))
 
 
@@ -397,6 +399,41 @@ def test_zip_directories_are_judged_by_their_end_record(tmp_path):
     assert problem(many, cap=100_000) is None  # zip64 read right
     assert problem(fine) is None and "it holds 3 files" in problem(fine, cap=2)
     assert problem(cut) is not None
+
+
+# -- the count of values, against json's own ------------------------------------------------------
+def _values(value):
+    if isinstance(value, list):
+        return 1 + sum(_values(v) for v in value)
+    if isinstance(value, dict):
+        return 1 + sum(_values(v) for v in value.values())
+    return 1
+
+
+_TEXT = st.text(alphabet=st.sampled_from(list('ab,[]{}:"\\\né\u2028')), max_size=6)
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | _TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_TEXT, inner, max_size=4),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_JSON, ascii_only=st.booleans(), chunk=st.sampled_from([1, 2, 3, 7, 1 << 20]))
+def test_the_value_count_bounds_what_json_decodes(value, ascii_only, chunk):
+    """json_values_bound, read in chunks of any size, is at least the number of values json
+    decodes (strings full of commas, brackets, quotes and backslashes included) and at most
+    about twice it (empty containers count their bracket)."""
+    from autograder import safe_files
+
+    text = json.dumps(value, ensure_ascii=ascii_only).encode()
+    original = safe_files._CHUNK
+    safe_files._CHUNK = chunk
+    try:
+        bound = safe_files.json_values_bound(text)
+    finally:
+        safe_files._CHUNK = original
+    assert _values(value) <= bound <= 2 * _values(value) + 1
 
 
 # -- what comes out of the sandbox -----------------------------------------------------------------

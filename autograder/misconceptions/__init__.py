@@ -121,3 +121,26 @@ _NUMPY_ENTRIES = [
 ]  # fmt: skip
 
 CATALOGUE.update({i: Misconception(i, mistake, hint) for i, mistake, hint in _NUMPY_ENTRIES})
+
+
+# Ids recognised by the PyTorch probes (notebooks 05-06) beyond SPEC's list.
+_TORCH_ENTRIES = [
+    ("pe-float32-angles", "the angles k / base^(2i/d) computed in float32",
+     "a float32 angle keeps about 7 digits, so at thousands of radians its sine is off in the "
+     "fourth decimal: compute the angles in float64 (dtype=torch.float64), then .float()."),
+    ("gpt-head-bias", "an output layer (head) with a bias",
+     "the notebook's GPT ends with head = nn.Linear(d_model, vocab_size, bias=False)."),
+    ("gpt-d-ff-default", "d_ff defaulting to something other than 4 * d_model",
+     "with d_ff=None, each block's feed-forward network is 4 * d_model wide: d_ff or 4 * d_model."),
+    ("embedding-dropout-missing", "no dropout on the sum of the token and position embeddings",
+     "apply self.dropout (an nn.Dropout(dropout)) to tok_emb(idx) + pos_emb(positions)."),
+    ("block-dropout-not-passed", "the blocks built without the GPT's dropout",
+     "pass dropout on to every block: TransformerBlock(..., dropout=dropout)."),
+    ("generate-crop-oldest", "keeping the OLDEST block_size tokens as the context",
+     "the next token follows the latest tokens: crop with idx[:, -block_size:]."),
+    ("tokenizer-case-insensitive", "sorting the characters ignoring case",
+     "the ids follow sorted(set(text)), Python's own order: every capital letter comes before "
+     "every lowercase one ('Z' < 'a')."),
+]  # fmt: skip
+
+CATALOGUE.update({i: Misconception(i, mistake, hint) for i, mistake, hint in _TORCH_ENTRIES})

@@ -19,7 +19,7 @@ submission_secret.txt. formgrader then lists the submission with its per-cell sc
 "tests failed", `nbgrader export` has our partial credit, and `nbgrader generate_feedback`,
 `release_feedback` and `fetch_feedback` give each student nbgrader's feedback page per notebook,
 carrying our verdicts (see write_autograded for why not our own feedback page). The late
-penalty is nbgrader's own (AssignLatePenalties, with the course's LateSubmissionPlugin). A
+penalty is nbgrader's own (nbgrader_late.py, with the course's LateSubmissionPlugin). A
 submission without a submission_secret.txt (put in submitted/ by hand) gets a fresh random one,
 so that release_feedback, which needs one beside every page, works for the class. Our results
 and feedback pages in COURSE/autograder_grades/ are made readable by the course folder's group
@@ -606,7 +606,10 @@ def _write_submission(
     gb, coursedir, config, payload, student, assignment, known, submitted, folder, limit
 ):
     """autograded/<student>/<assignment>/ and the gradebook's grades of one submission; every
-    step that reads the student's files comes before the first write."""
+    step that reads the student's files comes before the first write. The late penalty is
+    nbgrader's own rule (autograder/platforms/nbgrader_late.py)."""
+    from autograder.platforms.nbgrader_late import assign_late_penalties
+
     timestamp, timestamp_text = read_timestamp(submitted, student, assignment)
     secret = read_secret(submitted, student, assignment) or secrets.token_hex(64)
     ours = [nb for nb in known[assignment] if nb in BY_STEM]
@@ -638,24 +641,14 @@ def _write_submission(
                 grade.auto_score = round(min(max(score, 0.0), grade.max_score), 4)
                 grade.needs_manual_grade = False
                 total += grade.auto_score
+        late = assign_late_penalties(gb, config, assignment, student, ours)
         gb.db.commit()
     except BaseException:
         gb.db.rollback()
         remove_tree(staging)
         raise
     _swap_in(staging, target)
-    assign_late_penalties(config, coursedir.db_url, student, assignment, ours)
-    return round(total, 4)
-
-
-def assign_late_penalties(config, db_url, student, assignment, notebooks):
-    """nbgrader's own late penalty (its LateSubmissionPlugin, as configured for the course)."""
-    import nbformat
-    from nbgrader.preprocessors import AssignLatePenalties
-
-    for stem in notebooks:
-        resources = _resources(db_url, student, assignment, stem)
-        AssignLatePenalties(config=config).preprocess(nbformat.v4.new_notebook(), resources)
+    return round(total - sum(late.values()), 4)
 
 
 # -- the command line ----------------------------------------------------------------------------
@@ -722,6 +715,13 @@ def run_init(args):
 def run_grade(args):
     from autograder.grade import settings_from_args
 
+    if args.deadlines or args.handed_in:
+        raise SystemExit(
+            "error: in an nbgrader course the due dates and the late penalty are nbgrader's own "
+            "(the assignment's duedate, c.AssignLatePenalties.plugin_class; see "
+            "autograder/platforms/nbgrader_late.py): `nbgrader grade` applies them as "
+            "`nbgrader autograde` would. --deadlines and --handed-in are for `grade`."
+        )
     course = Path(args.course).resolve()
     label = "+".join(sorted(args.assignment)) if args.assignment else "all"
     args.out = args.out or str(course / GRADES_DIR / label)

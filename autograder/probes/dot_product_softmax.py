@@ -130,7 +130,9 @@ def attention_for_token_cases(rng):
     }
 
     return [
-        value_case("attention_for_token", f"causal output of token {i} of {n}", 1.0, [X, i, *W]),
+        value_case(
+            "attention_for_token", f"causal output of a middle token of {n}", 1.0, [X, i, *W]
+        ),
         value_case(
             "attention_for_token",
             "causal=False: every token is visible",
