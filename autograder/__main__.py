@@ -17,6 +17,12 @@ def sandbox_options(cmd):
         "--memory", type=float, default=6.0, help="address-space limit per process, in GB"
     )
     cmd.add_argument(
+        "--parent-memory",
+        type=float,
+        help="GB the grading parent itself may add while grading "
+        "(default: 3 + 0.5 per worker; past it, that student's files are an internal error)",
+    )
+    cmd.add_argument(
         "--sandbox",
         choices=("auto", "bwrap", "none"),
         default="auto",

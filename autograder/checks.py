@@ -4,9 +4,13 @@
     check("softmax", softmax)
 
 prints which checks pass and, for those that fail, what was seen and a hint, never the answer.
-The inputs come from a public seed; the grader draws its own from a secret. A check never raises,
-so a notebook with unfinished exercises still runs top to bottom. `assert_passes` is the same
-run made strict, for nbgrader's hidden test cells.
+The inputs come from a public seed; the grader draws its own from a secret. In Jupyter a check
+never raises, so a notebook with unfinished exercises still runs top to bottom. Under
+`nbgrader validate` (the students' Validate button: it sets NBGRADER_EXECUTION=validate in the
+kernel's environment) a check that fails, that finds the exercise not implemented, or that cannot
+run prints the same report and then raises ChecksFailed, so the test cell fails and Validate
+says so. (NBGRADER_EXECUTION=autograde, the notebooks' quick mode, stays lenient: there the
+hidden tests' `assert_passes` is the strict run, and our grader never runs these checks.)
 
 Where the cases come from: the student handout (`python -m autograder handout`) ships the
 visible seed's cases as plain data in autograder/visible/ (judging.store), and no probe; the
@@ -28,6 +32,15 @@ VISIBLE_SEED = "visible-checks"
 STORED = Path(__file__).resolve().parent / "visible"
 # Requests and answers are many small files: in memory (/dev/shm) they cost ~10x less than on disk.
 SCRATCH = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+
+
+class ChecksFailed(AssertionError):
+    """A visible check failed under `nbgrader validate` (its message: the report)."""
+
+
+def validating():
+    """True while `nbgrader validate` runs this kernel's notebook."""
+    return os.environ.get("NBGRADER_EXECUTION", "") == "validate"
 
 
 def _stored(function, seed):
@@ -94,14 +107,21 @@ def _graded_names_of(frame_globals):
 
 
 def check(function, obj, **namespace):
-    """Run the visible checks of one graded name on your `obj` and print what they found."""
+    """Run the visible checks of one graded name on your `obj` and print what they found.
+    Under nbgrader (Validate), a check that does not pass also raises ChecksFailed."""
+    __tracebackhide__ = True  # IPython shows the report, not this module's frames
     namespace = _graded_names_of(sys._getframe(1).f_globals) | namespace
     try:
         results = run_in_process(function, obj, namespace=namespace)
     except Exception as exc:  # noqa: BLE001 - a check must never crash the student's notebook
-        print(f"? the checks of {function} could not run: {type(exc).__name__}: {exc}")
-        return None
-    print(report(function, results))  # returns None, so the cell shows only the report
+        text = f"? the checks of {function} could not run: {type(exc).__name__}: {exc}"
+        passed = False
+    else:
+        text, passed = report(function, results), all(r.status != "failed" for r in results)
+    print(text)
+    if not passed and validating():
+        raise ChecksFailed(text)
+    return None  # the cell shows only the report
 
 
 def assert_passes(function, obj, seed="nbgrader-hidden", **namespace):

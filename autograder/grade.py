@@ -21,9 +21,10 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import selftest, submissions
+from autograder import memory_ceiling, selftest, submissions
 from autograder.curriculum import GRADED_NAMES, NOTEBOOKS
 from autograder.judging.answers import judge_cases
+from autograder.notebook_files import MAX_NOTEBOOK_BYTES, load_notebook
 from autograder.probes.base import PROBES, build_cases, derive_seed, write_requests
 from autograder.results import TestResult
 from autograder.safe_files import MB, UnsafeFile, printable, read_bytes, remove_tree, walk
@@ -33,7 +34,6 @@ from autograder.sandbox.limits import bound_workers
 
 DEFAULT_SECRET = "course-default-secret"
 NOTEBOOK_FILES = {nb.filename for nb in NOTEBOOKS}
-MAX_NOTEBOOK_BYTES = 20 * MB  # a notebook larger than this is not read (with a message)
 LOCK_NAME = ".grading.lock"  # in OUT: one grading run at a time
 RUN_PREFIX = "autograder-run-"  # per-run work folder in the temp dir; stale ones are removed
 MEMORY_FS = Path("/dev/shm")  # preferred for the scratch files when it is a roomy tmpfs
@@ -55,6 +55,8 @@ class Settings:
     deadlines: object = None  # autograder.deadlines.LatePolicy, or None: no late penalties
     handed_in: dict = field(default_factory=dict)  # student -> {stem: time} (--handed-in)
     skip_selftest: bool = False  # emergencies only (autograder/selftest.py): loudly warned
+    parent_memory: int | None = None  # the parent's own memory budget (default: by workers)
+    memory_ceiling: int | None = None  # RLIMIT_AS set from it for this run (by grade_class)
 
 
 @dataclass
@@ -103,90 +105,6 @@ def registered_probes():
 
     load_all()
     return {name for name in GRADED_NAMES if name in PROBES}
-
-
-# -- one notebook file ---------------------------------------------------------------------------
-def load_notebook(folder, filename, max_bytes=MAX_NOTEBOOK_BYTES):
-    """(NotebookNode or None, message for the student or ""). Never raises.
-
-    The file is read without following a link (a notebook that is a symbolic link, a FIFO or a
-    device scores 0 with a message), only when it is a regular file of at most max_bytes, and
-    its JSON may not nest deeper than safe_files.MAX_JSON_DEPTH.
-    """
-    try:
-        return _load_notebook(folder, filename, max_bytes)
-    except (RecursionError, MemoryError) as exc:
-        return (
-            None,
-            f"{filename} could not be read: it is too large or too deeply nested ({type(exc).__name__}).",
-        )
-    except Exception as exc:  # noqa: BLE001 - a file we cannot read is that student's message
-        return (
-            None,
-            f"{filename} could not be read as a notebook ({type(exc).__name__}: {str(exc)[:120]}).",
-        )
-
-
-def _load_notebook(folder, name, max_bytes):
-    import nbformat
-
-    from autograder.safe_files import parse_json
-
-    try:
-        raw = read_bytes(folder, [name], max_bytes)
-    except UnsafeFile as exc:
-        if exc.kind == "symlink":
-            return None, f"{name} is a symbolic link; upload the file itself."
-        if exc.kind == "too-large":
-            return None, (
-                f"{exc.message}: a notebook this large is not graded. Clear the outputs "
-                "(Kernel > Restart & Clear Output), save, and submit it again."
-            )
-        if exc.kind in ("special", "directory"):
-            return None, f"{exc.message}; upload the notebook file itself."
-        return None, f"{name} could not be read ({exc.message})."
-    if not raw.strip():
-        return None, f"{name} is empty (0 bytes): save the notebook in Jupyter and submit it again."
-    try:
-        data = parse_json(raw.decode("utf-8", errors="replace"), name)
-    except UnsafeFile as exc:
-        if exc.kind == "too-deep":
-            return None, f"{name} is not a notebook Jupyter saved: {exc.message}."
-        return None, (
-            f"{name} is not a valid notebook file ({exc.message}). "
-            "Was it saved from Jupyter, or renamed from another file?"
-        )
-    if not isinstance(data, dict) or "nbformat" not in data:
-        return None, f"{name} is JSON but not a Jupyter notebook (no nbformat field)."
-    message = ""
-    try:
-        version = int(data.get("nbformat", 0))
-        nb = nbformat.reads(json.dumps(data), as_version=4)
-        if version != 4:
-            message = f"{name} was saved in notebook format v{version}; it was converted to v4."
-    except Exception as exc:  # noqa: BLE001 - nbformat raises many kinds
-        return (
-            None,
-            f"{name} could not be read as a notebook ({type(exc).__name__}: {str(exc)[:120]}).",
-        )
-    try:
-        nbformat.validator.normalize(nb)
-    except Exception:  # noqa: BLE001
-        pass
-    cells = nb.get("cells")
-    if not isinstance(cells, list):
-        return None, f"{name} has no list of cells, so none of its functions are defined."
-    for cell in cells:
-        if not isinstance(cell, dict):
-            return None, f"{name} has a cell that is not a cell object; save it again in Jupyter."
-        if cell.get("cell_type") == "code":
-            cell.outputs = []
-            cell.execution_count = None
-            if not isinstance(cell.get("source", ""), str):
-                return None, f"{name} has a code cell whose source is not text."
-    if not any(c.get("cell_type") == "code" and c.get("source", "").strip() for c in cells):
-        return None, f"{name} has no code cells, so none of its functions are defined."
-    return nb, message
 
 
 # -- one student ---------------------------------------------------------------------------------
@@ -407,7 +325,7 @@ def _safe(name):
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)[:40]
 
 
-def internal_error_result(student, exc, out=None):
+def internal_error_result(student, exc, out=None, ceiling=None):
     """A failure of the grader on one student: reported, and that student still appears in
     grades.csv (score 0, marked internal_error, so the next run grades them again)."""
     tb = "".join(traceback.format_exception(exc))
@@ -415,6 +333,11 @@ def internal_error_result(student, exc, out=None):
         f"The grader failed on this submission ({type(exc).__name__}); nothing was graded. "
         "Your instructor has been told."
     )
+    if isinstance(exc, MemoryError):
+        tb += (
+            f"The grading parent reached its memory ceiling ({memory_ceiling.describe(ceiling)}, "
+            "--parent-memory) while grading this student's files; the others were graded.\n"
+        )
     if isinstance(exc, SandboxFailure):  # a failure of the machine, not of the grader's code
         tb = f"NOT GRADED: the grading sandbox failed ({exc}); the next run grades it again.\n"
         output = (
@@ -577,44 +500,51 @@ def _read_saved(results):
 
 
 def grade_class(path, settings, progress=True, layout="auto", graded_groups=None):
-    from autograder.report import write_class
-
     problem = preflight(settings.sandbox_mode)
     if problem:
         raise SystemExit(problem)
     lock = lock_output(settings.out)
+    budget = settings.parent_memory or memory_ceiling.default_budget(settings.workers)
     try:
-        _clean_interrupted_writes(settings.out)
-        # the students' work (made and removed one student at a time) in the scratch folder;
-        # the gathered submissions (the whole class's, for the whole run) in the usual temp
-        # folder: a class of large notebooks must not fill a memory file system
-        runs = [start_work_root(settings.keep_work)]  # [(folder, its lock's fd)]
-        try:
-            disk = Path(tempfile.gettempdir())
-            if runs[0][0].parent != disk:
-                runs.append(start_work_root(settings.keep_work, disk))
-            settings.work_root = runs[0][0]
-            staging = runs[-1][0] / "submissions"
-            staging.mkdir()
-            notices = []
-            found = submissions.discover(
-                path,
-                settings.out,
-                staging,
-                layout=layout,
-                graded_groups=graded_groups,
-                notices=notices,
-            )
-            done, summary = _grade_class(found, settings, progress, write_class)
-            summary["skipped_entries"] = notices  # this run's, not written to summary.json
-            return done, summary
-        finally:
-            for folder, fd in runs:
-                os.close(fd)
-                if not settings.keep_work:
-                    _remove_quietly(folder)
+        with memory_ceiling.memory_ceiling(budget) as ceiling:
+            settings.memory_ceiling = ceiling
+            return _grade_class_locked(path, settings, progress, layout, graded_groups)
     finally:
         release_output(lock)
+
+
+def _grade_class_locked(path, settings, progress, layout, graded_groups):
+    from autograder.report import write_class
+
+    _clean_interrupted_writes(settings.out)
+    # the students' work (made and removed one student at a time) in the scratch folder;
+    # the gathered submissions (the whole class's, for the whole run) in the usual temp
+    # folder: a class of large notebooks must not fill a memory file system
+    runs = [start_work_root(settings.keep_work)]  # [(folder, its lock's fd)]
+    try:
+        disk = Path(tempfile.gettempdir())
+        if runs[0][0].parent != disk:
+            runs.append(start_work_root(settings.keep_work, disk))
+        settings.work_root = runs[0][0]
+        staging = runs[-1][0] / "submissions"
+        staging.mkdir()
+        notices = []
+        found = submissions.discover(
+            path,
+            settings.out,
+            staging,
+            layout=layout,
+            graded_groups=graded_groups,
+            notices=notices,
+        )
+        done, summary = _grade_class(found, settings, progress, write_class)
+        summary["skipped_entries"] = notices  # this run's, not written to summary.json
+        return done, summary
+    finally:
+        for folder, fd in runs:
+            os.close(fd)
+            if not settings.keep_work:
+                _remove_quietly(folder)
 
 
 def _grade_class(found, settings, progress, write_class):
@@ -679,7 +609,11 @@ def _grade_class(found, settings, progress, write_class):
                     try:
                         done.append(future.result())
                     except Exception as exc:  # noqa: BLE001 - report it, grade the others
-                        done.append(internal_error_result(student, exc, settings.out))
+                        done.append(
+                            internal_error_result(
+                                student, exc, settings.out, settings.memory_ceiling
+                            )
+                        )
                     bar.update(1)
                 bar.close()
     finally:
@@ -725,6 +659,9 @@ def settings_from_args(args):
         deadlines=deadlines,
         handed_in=handed_in,
         skip_selftest=bool(getattr(args, "skip_selftest", False)),
+        parent_memory=int(float(args.parent_memory) * 2**30)
+        if getattr(args, "parent_memory", None)
+        else None,
     )
 
 

@@ -27,6 +27,7 @@ from autograder.escaping import terminal
 
 KB, MB = 2**10, 2**20
 MAX_JSON_DEPTH = 64  # the harness never nests deeper than ~45; nbformat's JSON about 6
+MAX_JSON_VALUES = 1_000_000  # values in one JSON file: at most ~100 MB once decoded
 MAX_WALK_DEPTH = 32  # folders deeper than this in a submission are not looked into
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -46,6 +47,7 @@ class UnsafeFile(ValueError):
         "unreadable",
         "not-json",
         "too-deep",
+        "too-many",
     )
 
     def __init__(self, kind, message):
@@ -181,12 +183,49 @@ def json_depth(value):
     return deepest
 
 
-def parse_json(data, shown, max_depth=MAX_JSON_DEPTH):
-    """Decoded JSON of `data` (bytes or str); UnsafeFile('not-json' / 'too-deep') otherwise."""
+_CHUNK = 1 << 20
+
+
+def json_values_bound(data):
+    """An upper bound on the number of values in the JSON text `data` (bytes), found without
+    decoding it: every value but the first opens a container or follows a comma, so commas and
+    brackets outside strings are counted (keys are at most as many as values). On the bytes, a
+    chunk at a time (numpy; a few MB whatever the file holds): escaped backslashes, then escaped
+    quotes are cut out, and a byte is inside a string when an odd number of quotes precede it.
+    No UTF-8 sequence holds a quote or a backslash byte."""
+    import numpy as np
+
+    if b"\\" in data:
+        data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+    codes = np.frombuffer(data, np.uint8)
+    count, inside = 1, 0
+    for start in range(0, len(codes), _CHUNK):
+        part = codes[start : start + _CHUNK]
+        quotes = np.cumsum(part == ord('"'), dtype=np.uint8)  # wraps mod 256: parity kept
+        outside = ((quotes + inside) & 1) == 0
+        opens = (part == ord(",")) | (part == ord("[")) | (part == ord("{"))
+        count += int(np.count_nonzero(opens & outside))
+        inside = int(quotes[-1] + inside) & 1
+    return count
+
+
+def parse_json(data, shown, max_depth=MAX_JSON_DEPTH, max_values=MAX_JSON_VALUES):
+    """Decoded JSON of `data` (bytes or str); UnsafeFile('not-json' / 'too-deep' / 'too-many')
+    otherwise. The number of values is bounded before anything is decoded: a file small in
+    bytes can hold millions of empty objects, each ~70 bytes once decoded (a 5 MB notebook
+    once made the parent peak at 2.4 GB)."""
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogatepass")
+    # every value but the first takes at least one byte (a comma or a bracket): a file shorter
+    # than the bound is not counted
+    count = json_values_bound(data) if len(data) >= max_values else 0
+    if count > max_values:
+        raise UnsafeFile(
+            "too-many",
+            f"{shown} holds about {count:,} JSON values, more than the {max_values:,} allowed",
+        )
     try:
-        if isinstance(data, bytes):
-            data = data.decode("utf-8")
-        value = json.loads(data)
+        value = json.loads(data.decode("utf-8"))
     except RecursionError:
         raise UnsafeFile("too-deep", f"{shown} is nested too deeply to be read") from None
     except UnicodeDecodeError as exc:
@@ -202,9 +241,10 @@ def parse_json(data, shown, max_depth=MAX_JSON_DEPTH):
     return value
 
 
-def read_json(root, relpath, limit, shown=None, max_depth=MAX_JSON_DEPTH):
+def read_json(root, relpath, limit, shown=None, max_depth=MAX_JSON_DEPTH, max_values=None):
     shown = shown or "/".join(_parts(relpath))
-    return parse_json(read_bytes(root, relpath, limit, shown), shown, max_depth)
+    data = read_bytes(root, relpath, limit, shown)
+    return parse_json(data, shown, max_depth, max_values or MAX_JSON_VALUES)
 
 
 def load_npy(root, relpath, limit, shown=None):
@@ -267,13 +307,15 @@ def walk(root, max_depth=MAX_WALK_DEPTH, max_entries=100_000):
         except OSError:
             continue
         try:
+            names = []
             with os.scandir(fd) as entries:
-                names = sorted(e.name for e in entries)
-            for name in names:
+                for entry in entries:  # never listed past the cap: a folder may hold millions
+                    if seen + len(names) >= max_entries:
+                        yield parts, None, "too-many"
+                        return
+                    names.append(entry.name)
+            for name in sorted(names):
                 seen += 1
-                if seen > max_entries:
-                    yield parts, None, "too-many"
-                    return
                 try:
                     info = os.lstat(name, dir_fd=fd)
                 except OSError:

@@ -26,13 +26,14 @@ a sub-folder named like the notebook, so notebook 06 still finds the student's o
 import difflib
 import hashlib
 import os
+import shutil
 import stat
 import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from autograder import student_ids
+from autograder import notebook_files, student_ids, zip_directory
 from autograder.curriculum import NOTEBOOKS
 from autograder.escaping import terminal as printable
 
@@ -42,7 +43,7 @@ GENERAL = "*"  # key of messages about the whole submission, not one notebook
 # Caps: an upload is a handful of notebooks. Anything far past that is a mistake or an attack.
 MAX_FILES = 5_000  # files looked at in one student's tree
 MAX_DEPTH = 8  # folder depth below the student's folder
-MAX_NOTEBOOK_BYTES = 100 * 2**20  # per notebook (the sandbox's copy has the same cap)
+MAX_NOTEBOOK_BYTES = notebook_files.MAX_NOTEBOOK_BYTES  # per notebook, as grading reads it
 MAX_ZIP_MEMBERS = 2_000
 MAX_ZIP_BYTES = 300 * 2**20  # uncompressed notebooks read from one zip, counted as read
 MAX_COMPARED_BYTES = 300 * 2**20  # copies of one notebook read to see whether they are the same
@@ -67,12 +68,35 @@ class _Found:
 
     stem: str
     shown: str  # how the student knows it: a path relative to their folder, or zip!member
-    data: bytes | None = None  # from a zip
-    path: Path | None = None  # on disk
+    path: Path | None = None  # on disk: the student's file, or a zip member unpacked by us
     group: str = ""  # nbgrader assignment (first folder under the student), if any
+    unpacked: bool = False  # path is ours (a zip member), moved into the student's folder
 
-    def read(self):
-        return self.data if self.data is not None else self.path.read_bytes()
+    def place(self, target):
+        if self.unpacked:
+            os.replace(self.path, target)
+        else:
+            shutil.copyfile(self.path, target, follow_symlinks=False)
+
+
+class _Unpacked:
+    """Files for one student's zip members, named by us, in a folder made on first use: a zip's
+    notebooks are streamed to disk, never held in memory (up to MAX_ZIP_BYTES a zip)."""
+
+    def __init__(self, staging, student):
+        self.staging, self.student, self.folder, self.count = Path(staging), student, None, 0
+
+    def new_file(self):
+        if self.folder is None:
+            self.staging.mkdir(parents=True, exist_ok=True)
+            prefix = f".unpacked-{_safe(self.student)}-"
+            self.folder = Path(tempfile.mkdtemp(prefix=prefix, dir=self.staging))
+        self.count += 1
+        return self.folder / f"{self.count}.ipynb"
+
+    def remove(self):
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
 
 
 # -- the whole thing -----------------------------------------------------------------------------
@@ -222,11 +246,19 @@ def gather(student, source, staging, graded_groups=None):
     """The Submission of one student whose files are at `source` (a folder or a .zip)."""
     source = Path(source)
     sub = Submission(student, source, source)
+    unpacked = _Unpacked(staging, student)
+    try:
+        return _gather(sub, source, staging, graded_groups, unpacked)
+    finally:
+        unpacked.remove()
+
+
+def _gather(sub, source, staging, graded_groups, unpacked):
     found = []
     if source.is_file():
-        found += _from_zip(source, source.name, sub)
+        found += _from_zip(source, source.name, sub, unpacked)
     else:
-        found += _walk(source, sub)
+        found += _walk(source, sub, unpacked)
     by_stem = {}
     for item in found:
         by_stem.setdefault(item.stem, []).append(item)
@@ -242,17 +274,18 @@ def gather(student, source, staging, graded_groups=None):
             chosen[stem] = item
 
     loose = all(i.path is not None and i.path.parent == source for i in chosen.values())
-    if source.is_dir() and loose and not support and not sub.messages and not _has_zip(found):
+    zipped = any(i.unpacked for i in found)
+    if source.is_dir() and loose and not support and not sub.messages and not zipped:
         return sub  # graded from the folder itself, as it is
     # a folder of its own for each student: two names that look alike once made safe for a path
     # ("john smith", "john_smith") must never share one, or one is graded with the other's work
     Path(staging).mkdir(parents=True, exist_ok=True)
-    folder = Path(tempfile.mkdtemp(prefix=f"{_safe(student)}-", dir=staging))
+    folder = Path(tempfile.mkdtemp(prefix=f"{_safe(sub.student)}-", dir=staging))
     for stem, item in chosen.items():
-        (folder / f"{stem}.ipynb").write_bytes(item.read())
+        item.place(folder / f"{stem}.ipynb")
     for stem, item in support.items():  # readable by later notebooks, not graded
         (folder / stem).mkdir()
-        (folder / stem / f"{stem}.ipynb").write_bytes(item.read())
+        item.place(folder / stem / f"{stem}.ipynb")
     sub.folder = folder
     return sub
 
@@ -267,10 +300,6 @@ def _not_a_file(path):
     if stat.S_ISDIR(mode):
         return "is a folder, not a notebook file"
     return "is a device or a socket, not a notebook file"
-
-
-def _has_zip(found):
-    return any(i.data is not None for i in found)
 
 
 def _choose(stem, items, sub):
@@ -297,14 +326,12 @@ def _choose(stem, items, sub):
 
 
 def _size(item):
-    return len(item.data) if item.data is not None else item.path.stat().st_size
+    return item.path.stat().st_size
 
 
 def _digest(item):
     """A hash of a found notebook's bytes, read from disk in chunks (a student's tree may hold
     thousands of copies of a notebook of up to MAX_NOTEBOOK_BYTES each, sparse on disk)."""
-    if item.data is not None:
-        return hashlib.sha256(item.data).digest()
     digest = hashlib.sha256()
     with open(item.path, "rb") as handle:
         while chunk := handle.read(1 << 20):
@@ -312,12 +339,22 @@ def _digest(item):
     return digest.digest()
 
 
-def _walk(root, sub):
-    """Notebook files under `root` (not following links), zips opened; messages for the rest."""
+def _walk(root, sub, unpacked):
+    """Notebook files under `root` (not following links), zips opened; messages for the rest.
+    Depth first, names sorted; every folder is listed through _listing, so a folder of a
+    million files costs no more than MAX_FILES entries."""
     found, seen = [], 0
-    for folder, dirs, files in os.walk(root, followlinks=False):
-        here = Path(folder)
+    stack = [Path(root)]
+    while stack:
+        here = stack.pop()
         depth = len(here.relative_to(root).parts)
+        listed = _listing(here, MAX_FILES - seen)
+        if listed is None:
+            sub.add(GENERAL, f"more than {MAX_FILES} files: the rest were not searched.")
+            return found
+        seen += len(listed)
+        dirs = [e.name for e in listed if e.is_dir()]  # links to folders too, as os.walk
+        files = [e.name for e in listed if not e.is_dir()]
         keep = []
         for d in sorted(dirs):
             p = here / d
@@ -329,13 +366,9 @@ def _walk(root, sub):
             if depth + 1 > MAX_DEPTH:
                 sub.add(GENERAL, f"{_rel(p, root)} is nested too deep; it was not searched.")
                 continue
-            keep.append(d)
-        dirs[:] = keep
+            keep.append(here / d)
+        stack.extend(reversed(keep))
         for name in sorted(files):
-            seen += 1
-            if seen > MAX_FILES:
-                sub.add(GENERAL, f"more than {MAX_FILES} files: the rest were not searched.")
-                return found
             p = here / name
             suffix = p.suffix.lower()
             if suffix not in (".ipynb", ".zip") or name.startswith("."):
@@ -347,17 +380,35 @@ def _walk(root, sub):
                 continue
             group = Path(shown).parts[0] if len(Path(shown).parts) > 1 else ""
             if suffix == ".zip":
-                for item in _from_zip(p, shown, sub):
+                for item in _from_zip(p, shown, sub, unpacked):
                     item.group = item.group or group
                     found.append(item)
                 continue
             item = _notebook(name, shown, sub, path=p, group=group)
             if item is not None:
                 if p.stat().st_size > MAX_NOTEBOOK_BYTES:
-                    sub.add(item.stem, f"{shown} is larger than 100 MB; it was not graded.")
+                    sub.add(
+                        item.stem,
+                        f"{shown} is larger than {_mb(MAX_NOTEBOOK_BYTES)}; it was not graded.",
+                    )
                     continue
                 found.append(item)
     return found
+
+
+def _listing(folder, limit):
+    """The entries of `folder` (os.DirEntry), or None when it holds more than `limit`: a
+    listing is never read past the limit. [] for a folder that cannot be read."""
+    entries = []
+    try:
+        with os.scandir(folder) as scan:
+            for entry in scan:
+                if len(entries) >= limit:
+                    return None
+                entries.append(entry)
+    except OSError:
+        return []
+    return entries
 
 
 def _notebook(name, shown, sub, **where):
@@ -376,31 +427,27 @@ def _notebook(name, shown, sub, **where):
     return _Found(stem, shown, **where)
 
 
-def _from_zip(path, shown, sub):
-    """Notebook files inside the zip at `path`, read into memory with caps; never extracted."""
+def _from_zip(path, shown, sub, unpacked):
+    """Notebook files inside the zip at `path`, streamed to files of ours (`unpacked`) under
+    caps; a member's own path is never used to write. The central directory is checked from the
+    zip's end record (autograder/zip_directory.py) before zipfile reads any of it."""
     try:
-        archive = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError) as exc:
-        sub.add(
-            GENERAL, f"{shown} could not be opened as a zip file ({exc}); nothing in it was graded."
-        )
+        with open(path, "rb") as handle:
+            refused = zip_directory.problem(handle, MAX_ZIP_MEMBERS)
+        archive = None if refused else zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+        refused = f"it could not be opened as a zip file ({printable(exc)})"
+    if refused:
+        sub.add(GENERAL, f"{shown} was not read: {refused}; nothing in it was graded.")
         return []
     found, total = [], 0
     with archive:
-        members = archive.infolist()
-        if len(members) > MAX_ZIP_MEMBERS:
-            sub.add(
-                GENERAL,
-                f"{shown} holds {len(members)} files (at most {MAX_ZIP_MEMBERS} are read); "
-                "nothing in it was graded.",
-            )
-            return []
-        for info in members:
+        for info in archive.infolist():
             name = info.filename
             parts = PurePosixPath(name.replace("\\", "/")).parts
             if info.is_dir() or not name.lower().endswith((".ipynb", ".zip")):
                 continue
-            where = f"{shown}!{name}"
+            where = f"{shown}!{printable(name)}"
             if name.startswith(("/", "\\")) or ".." in parts or (parts and ":" in parts[0]):
                 sub.add(GENERAL, f"{where} has an unsafe path; it was not graded.")
                 continue
@@ -420,35 +467,51 @@ def _from_zip(path, shown, sub):
             item = _notebook(parts[-1], where, sub, group=parts[0] if len(parts) > 1 else "")
             if item is None:
                 continue
-            try:
-                data = _read_capped(archive, info, MAX_NOTEBOOK_BYTES)
-            except (zipfile.BadZipFile, OSError, RuntimeError, ValueError) as exc:
-                sub.add(item.stem, f"{where} could not be read from the zip ({exc}).")
-                continue
-            if data is None:
-                sub.add(item.stem, f"{where} is larger than 100 MB unpacked; it was not graded.")
-                continue
-            total += len(data)
-            if total > MAX_ZIP_BYTES:
-                sub.add(GENERAL, f"{shown} unpacks to more than 300 MB; the rest was not read.")
+            if total >= MAX_ZIP_BYTES:
+                sub.add(
+                    GENERAL,
+                    f"{shown} unpacks to more than {_mb(MAX_ZIP_BYTES)}; the rest was not read.",
+                )
                 break
-            item.data = data
+            target = unpacked.new_file()
+            try:
+                size = _unpack_capped(
+                    archive, info, min(MAX_NOTEBOOK_BYTES, MAX_ZIP_BYTES - total), target
+                )
+            except (zipfile.BadZipFile, OSError, RuntimeError, ValueError, EOFError) as exc:
+                sub.add(item.stem, f"{where} could not be read from the zip ({printable(exc)}).")
+                continue
+            if size is None:
+                sub.add(
+                    item.stem,
+                    f"{where} is larger than {_mb(MAX_NOTEBOOK_BYTES)} unpacked (or than what is left of {_mb(MAX_ZIP_BYTES)} for the zip); it was not graded.",
+                )
+                total += MAX_NOTEBOOK_BYTES
+                continue
+            total += size
+            item.path, item.unpacked = target, True
             found.append(item)
     return found
 
 
-def _read_capped(archive, info, limit):
-    """The member's bytes, or None past `limit` (counted as read: headers can lie)."""
-    chunks, size = [], 0
-    with archive.open(info) as handle:
-        while True:
-            chunk = handle.read(1 << 20)
-            if not chunk:
-                return b"".join(chunks)
+def _unpack_capped(archive, info, limit, target):
+    """Stream the member into `target`; its size, or None past `limit` (counted as read:
+    headers can lie), the file then removed."""
+    size = 0
+    with archive.open(info) as member, open(target, "wb") as out:
+        while chunk := member.read(1 << 20):
             size += len(chunk)
             if size > limit:
-                return None
-            chunks.append(chunk)
+                break
+            out.write(chunk)
+    if size > limit:
+        target.unlink()
+        return None
+    return size
+
+
+def _mb(n):
+    return f"{n / 2**20:g} MB"
 
 
 def _rel(path, root):

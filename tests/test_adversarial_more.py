@@ -281,13 +281,16 @@ def test_two_students_whose_names_look_alike_keep_their_own_notebooks(tmp_path):
 
 def test_many_large_copies_of_a_notebook_are_not_held_in_memory(tmp_path):
     """Copies of one notebook in sub-folders were all read into a set to compare them: 40
-    sparse 100 MB copies that differ in their last byte held 4 GB in the grading parent."""
+    sparse 100 MB copies that differ in their last byte held 4 GB in the grading parent. (Now
+    20 MB is the largest notebook read: 40 copies just under it.)"""
+    from autograder.submissions import MAX_NOTEBOOK_BYTES
+
     student = tmp_path / "class" / "ann"
     for k in range(40):
         folder = student / f"copy{k}"
         folder.mkdir(parents=True)
         with open(folder / NB1, "wb") as handle:
-            handle.truncate(100 * 2**20 - 1)
+            handle.truncate(MAX_NOTEBOOK_BYTES - 1)
             handle.write(bytes([k]))
     code = (
         "import resource, sys\n"

@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import textwrap
 import time
 import tomllib
@@ -480,6 +481,52 @@ def test_the_build_refuses_a_checker_that_would_import_what_it_lacks(handout, tm
     )
     with pytest.raises(RuntimeError, match=r"sneaky.py imports autograder.probes.base$"):
         check_self_contained(checker)
+
+
+def test_the_handouts_check_fails_under_nbgrader_validate_and_only_prints_in_jupyter(handout):
+    """The students' Validate button runs the notebook with NBGRADER_EXECUTION=validate: the
+    handout's checker (not the full package) then raises on a failing or unfinished exercise."""
+    code = """
+import os, numpy as np
+import autograder.checks as checks
+assert "checker" in checks.__file__, checks.__file__
+def unnormalised(scores):
+    return np.exp(scores)
+def unfinished(scores):
+    raise NotImplementedError
+def right(scores):
+    e = np.exp(scores - scores.max())
+    return e / e.sum()
+for fn in (unnormalised, unfinished, right):
+    checks.check("percentages", fn)  # in Jupyter: prints, never raises
+os.environ["NBGRADER_EXECUTION"] = "validate"
+for fn in (unnormalised, unfinished):
+    try:
+        checks.check("percentages", fn)
+    except checks.ChecksFailed as exc:
+        print("RAISED", fn.__name__, str(exc).splitlines()[0])
+checks.check("percentages", right)
+"""
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "NBGRADER_EXECUTION")}
+    # -S: no site, so no .pth finder of this repository's editable install shadows the checker
+    env["PYTHONPATH"] = os.pathsep.join([str(handout / "checker"), sysconfig.get_path("purelib")])
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd="/",  # not the repository, whose autograder/ would come first
+    )
+    assert done.returncode == 0, done.stderr
+    raised = [line for line in done.stdout.splitlines() if line.startswith("RAISED")]
+    assert len(raised) == 2
+    assert raised[0].startswith("RAISED unnormalised ✗ percentages: ")  # "k of n checks pass"
+    assert raised[1] == (
+        "RAISED unfinished … percentages is not implemented yet: fill in the exercise, then run "
+        "this cell again."
+    )
+    assert done.stdout.count("✓ percentages passes all") == 2
 
 
 # -- the checker's Jupyter configuration -------------------------------------------------------

@@ -24,6 +24,8 @@ REPO = Path(__file__).resolve().parent.parent
 SECRET = "nbgrader-test-secret"
 NB01, NB02, NB03 = "01_soft_lookup", "02_dot_product_softmax", "03_matrix_attention"
 TIMESTAMP = "2026-03-01 12:00:00.000000 UTC"
+PLANTED = "<img src=x onerror=alert(1)><b id=planted>bold</b>"  # a student's exception text
+SUBMISSION_SECRET = "5ec7e7" * 20  # what `nbgrader submit` writes (the cheater's only)
 
 
 def build_class_module():
@@ -39,10 +41,70 @@ def max_points(stem):
     return sum(case.points for case in build_cases(stem, seed="points"))
 
 
-def run(args, cwd=None, timeout=900):
-    env = {k: v for k, v in os.environ.items() if k != "COURSE_SECRET"}
+def run(args, cwd=None, timeout=900, env=None):
+    env = env or {k: v for k, v in os.environ.items() if k != "COURSE_SECRET"}
     done = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
     return done
+
+
+def without_venv_on_path():
+    """The environment of a shell where the venv is not activated: its python is called by
+    path, and nothing of the venv is on PATH (nbgrader's gradebook runs `alembic` from PATH)."""
+    scripts = str(Path(sys.executable).parent)
+    env = {k: v for k, v in os.environ.items() if k not in ("COURSE_SECRET", "VIRTUAL_ENV")}
+    path = [p for p in env.get("PATH", "").split(os.pathsep) if p and p != scripts]
+    env["PATH"] = os.pathsep.join(p for p in path if not (Path(p) / "alembic").exists())
+    return env
+
+
+# Students whose files or ids must cost only themselves: (folder name as bytes, what they hold).
+# Each submits 01_soft_lookup with no notebook (graded in no time) and a timestamp.txt.
+DATE = TIMESTAMP.encode()
+
+
+def plant_bad_students(course, elsewhere):
+    """The bad inputs of issue 18 (our own instances); returns {label: (shown id, reason)}."""
+    submitted = os.fsencode(course / "submitted")
+
+    def folder(name, assignment=NB01):
+        path = os.path.join(submitted, name, assignment.encode())
+        os.makedirs(path)
+        return path
+
+    # a timestamp.txt that is not a date nbgrader can read
+    open(os.path.join(folder(b"words_for_a_date"), b"timestamp.txt"), "wb").write(
+        b"last Tuesday, honest"
+    )
+    # a link to a device (the read would never end) and a link to a valid date elsewhere
+    os.symlink("/dev/zero", os.path.join(folder(b"zero_link"), b"timestamp.txt"))
+    ok = os.path.join(folder(b"zero_link", NB02), b"timestamp.txt")
+    open(ok, "wb").write(DATE)  # the same student's other assignment is fine
+    (elsewhere / "date.txt").write_bytes(DATE)
+    os.symlink(elsewhere / "date.txt", os.path.join(folder(b"linked_date"), b"timestamp.txt"))
+    # a FIFO: opening it would block until a writer comes
+    os.mkfifo(os.path.join(folder(b"pipe_stamp"), b"timestamp.txt"))
+    # a huge file (sparse: 3 GB on paper)
+    with open(os.path.join(folder(b"huge_stamp"), b"timestamp.txt"), "wb") as handle:
+        handle.truncate(3 * 2**30)
+    # a student "folder" that is a FIFO, and one that is a link to a folder elsewhere
+    os.mkfifo(os.path.join(submitted, b"fifo_folder"))
+    (elsewhere / "theirs" / NB01).mkdir(parents=True)
+    (elsewhere / "theirs" / NB01 / "timestamp.txt").write_bytes(DATE)
+    os.symlink(elsewhere / "theirs", os.path.join(submitted, b"linked_folder"))
+    # ids: not UTF-8, control characters, formulas and separators for `nbgrader export`
+    for name in (
+        b"caf\xe9_latin1",
+        b"title\x1b]0;pwned\x07",
+        b"two\nlines",
+        b"=2+5",
+        b"+SUM(1)",
+        b"-1",
+        b"@cmd",
+        b"x,=1+2",
+        b'"quoted"',
+        b"<b>tag",
+    ):
+        open(os.path.join(folder(name), b"timestamp.txt"), "wb").write(DATE)
 
 
 def submit(course, student, assignment, stem, nb):
@@ -70,9 +132,10 @@ def course(tmp_path_factory):
     header = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# HEADER")])
     nbformat.write(header, course / "source" / "header.ipynb")
     for layout in ("per-notebook", "single"):
-        done = run(
+        done = run(  # the venv's python by path, the venv not activated
             [sys.executable, "-m", "autograder", "nbgrader", "init", str(course)]
-            + ["--layout", layout]
+            + ["--layout", layout],
+            env=without_venv_on_path(),
         )
         assert done.returncode == 0, done.stdout + done.stderr
 
@@ -101,21 +164,50 @@ def course(tmp_path_factory):
         )
     cheater = bc.BY_NAME["cheater"]
     submit(course, "cheater", NB03, NB03, bc.student_notebook(solution[NB03], cheater, NB03))
+    (course / "submitted" / "cheater" / NB03 / "submission_secret.txt").write_text(
+        SUBMISSION_SECRET
+    )
     submit(course, "single", "attention", NB01, solution[NB01])  # the six-in-one assignment
     submit(course, "single", "attention", NB02, released[NB02])
+    plant_bad_students(course, tmp_path_factory.mktemp("elsewhere"))
+    raiser = read(course / "release" / NB01 / f"{NB01}.ipynb")
+    raiser.cells.append(nbformat.v4.new_code_cell(f"raise ValueError({PLANTED!r})"))
+    submit(course, "html_raiser", NB01, NB01, raiser)
+    # the six-in-one assignment was due before "single" submitted it; nbgrader's "zero" method
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "attention_course") as gb:
+        gb.update_or_create_assignment("attention", duedate="2026-02-01 00:00:00 UTC")
+    with open(course / "nbgrader_config.py", "a") as config:
+        config.write('\nc.LateSubmissionPlugin.penalty_method = "zero"\n')
 
     graded = run(
         [sys.executable, "-m", "autograder", "nbgrader", "grade", str(course)]
-        + ["--secret", SECRET, "--workers", "2", "--quiet"]
+        + ["--secret", SECRET, "--workers", "2", "--quiet"],
+        env=without_venv_on_path(),
     )
-    assert graded.returncode == 0, graded.stdout + graded.stderr
+    assert graded.returncode == 1, graded.stdout + graded.stderr  # the bad students, named
     exported = run(["nbgrader", "export", "--to", "grades.csv"], cwd=course)
     assert exported.returncode == 0, exported.stdout + exported.stderr
     with open(course / "grades.csv") as handle:
         rows = list(csv.DictReader(handle))
-    scores = {(r["student_id"], r["assignment"]): float(r["score"]) for r in rows}
+    scores = {(r["student_id"], r["assignment"]): float(r["raw_score"]) for r in rows}
+    penalties = {
+        (r["student_id"], r["assignment"]): float(r["late_submission_penalty"]) for r in rows
+    }
     maxima = {r["assignment"]: float(r["max_score"]) for r in rows}
-    return {"path": course, "scores": scores, "maxima": maxima, "bc": bc, "log": graded.stdout}
+    with open(course / "grades.csv", newline="") as handle:
+        raw_rows = list(csv.reader(handle))
+    return {
+        "path": course,
+        "scores": scores,
+        "maxima": maxima,
+        "bc": bc,
+        "log": graded.stdout,
+        "errors": graded.stderr,
+        "raw_rows": raw_rows,
+        "penalties": penalties,
+    }
 
 
 def test_init_generates_the_student_notebooks_exactly(course):
@@ -231,3 +323,369 @@ def test_results_and_feedback_are_kept_in_the_course(course):
     payload = json.loads(results.read_text())
     assert {t["notebook"] for t in payload["tests"] if t["score"] > 0} == {NB02, NB03}
     assert (results.parent / "feedback.html").exists()
+
+
+# -- one student's bad files or id never stop the class (issue 18) -------------------------------
+WRITTEN = {  # (student, assignment) the fixture's good students submitted
+    ("solutions", NB01),
+    ("solutions", NB02),
+    ("solutions", NB03),
+    ("stubs", NB01),
+    ("stubs", NB03),
+    ("two_mistakes", NB02),
+    ("two_mistakes", NB03),
+    ("cheater", NB03),
+    ("single", "attention"),
+    ("zero_link", NB02),  # a bad student's other, good, assignment
+    ("html_raiser", NB01),
+}
+BAD = [  # (student id, as the terminal shows it, the reason given, not in the gradebook at all)
+    pytest.param("words_for_a_date", "words_for_a_date", "not a date", id="timestamp-not-a-date"),
+    pytest.param("zero_link", "zero_link", "symbolic link", id="timestamp-link-to-dev-zero"),
+    pytest.param("linked_date", "linked_date", "symbolic link", id="timestamp-link-elsewhere"),
+    pytest.param("pipe_stamp", "pipe_stamp", "named pipe (FIFO)", id="timestamp-fifo"),
+    pytest.param("huge_stamp", "huge_stamp", "3.0 GB, more than", id="timestamp-huge"),
+    pytest.param("caf\udce9_latin1", "caf\\udce9_latin1", "not UTF-8", id="id-not-utf8"),
+    pytest.param("title\x1b]0;pwned\x07", "title\\x1b]0;pwned\\x07", "U+001B", id="id-escape"),
+    pytest.param("two\nlines", "two\\x0alines", "U+000A", id="id-newline"),
+    pytest.param("=2+5", "=2+5", "starts with '='", id="id-formula-equals"),
+    pytest.param("+SUM(1)", "+SUM(1)", "starts with '+'", id="id-formula-plus"),
+    pytest.param("-1", "-1", "starts with '-'", id="id-formula-minus"),
+    pytest.param("@cmd", "@cmd", "starts with '@'", id="id-formula-at"),
+    pytest.param("x,=1+2", "x,=1+2", "holds ','", id="id-csv-separator"),
+    pytest.param('"quoted"', '"quoted"', "holds '\"'", id="id-csv-quote"),
+    pytest.param("<b>tag", "<b>tag", "holds '<'", id="id-html"),
+]
+
+
+def gradebook(course):
+    from nbgrader.api import Gradebook
+
+    return Gradebook(f"sqlite:///{course['path'] / 'gradebook.db'}", "attention_course")
+
+
+def test_every_good_submission_is_in_the_gradebook_and_autograded(course):
+    from nbgrader.api import MissingEntry
+
+    with gradebook(course) as gb:
+        for student, assignment in WRITTEN:
+            try:
+                gb.find_submission(assignment, student)
+            except MissingEntry:
+                pytest.fail(f"{student}/{assignment} is not in the gradebook")
+            assert (course["path"] / "autograded" / student / assignment).is_dir()
+        students = {s.id for s in gb.students} - {"canary"}  # `nbgrader autograde` adds it
+        assert students == {s for s, _ in WRITTEN}
+
+
+@pytest.mark.parametrize("student,shown,why", BAD)
+def test_a_bad_file_or_id_is_named_and_costs_only_that_student(course, student, shown, why):
+
+    lines = [
+        line
+        for line in course["errors"].splitlines()
+        if line.startswith(f"NOT IN THE GRADEBOOK {shown}")
+    ]
+    assert len(lines) == 1 and why in lines[0], course["errors"]
+    assert shown in course["errors"].splitlines()[-1]  # the closing line names them all
+    with gradebook(course) as gb:
+        assert student not in {s.student.id for s in gb.find_assignment(NB01).submissions}
+    assert not os.path.lexists(
+        os.path.join(
+            os.fsencode(course["path"]), b"autograded", os.fsencode(student), NB01.encode()
+        )
+    )
+    test_every_good_submission_is_in_the_gradebook_and_autograded(course)
+
+
+def test_no_student_text_reaches_the_terminal_raw(course):
+    out = course["log"] + course["errors"]
+    assert "\x1b" not in out and "\x07" not in out
+    assert not any(line.startswith("lines") for line in out.splitlines())
+
+
+def test_nbgrader_export_has_one_row_per_student_and_assignment_and_no_formula(course):
+    header, *rows = course["raw_rows"]
+    assert all(len(row) == len(header) for row in rows)
+    ids = {row[header.index("student_id")] for row in rows}
+    assert ids == {s for s, _ in WRITTEN}
+    assert not any(i[:1] in "=+-@" for i in ids)
+
+
+# -- what formgrader and the feedback route see (issue 17) --------------------------------------
+def test_autograded_notebooks_hold_our_verdicts_in_the_grade_cells(course):
+    nb = read(course["path"] / "autograded" / "cheater" / NB03 / f"{NB03}.ipynb")
+    outputs = {}
+    for cell in nb.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", "")
+        if grade_id.startswith("test_"):
+            outputs[grade_id] = cell.outputs
+            assert "BEGIN HIDDEN TESTS" not in cell.source  # nbgrader's own hidden tests never ran
+    assert set(outputs) == {f"test_{n}" for n in BY_STEM[NB03].graded}
+    [attacked] = outputs["test_scaled_dot_product_attention"]
+    assert attacked.name == "stderr" and "✗" in attacked.text
+    [honest] = outputs["test_attention_scores"]
+    assert honest.name == "stdout" and "✗" not in honest.text
+    assert "Graded by the course's autograder" in nb.cells[0].source
+
+
+def test_report_files_are_readable_by_the_course_group_only(course):
+    import stat as st
+
+    folder = course["path"] / "autograder_grades" / "all" / "cheater"
+    for name in ("results.json", "feedback.html"):
+        mode = (folder / name).stat().st_mode
+        assert mode & st.S_IRGRP and not mode & st.S_IROTH, oct(mode)
+
+
+def test_generate_and_release_feedback_pair_each_page_with_the_students_secret(course, tmp_path):
+    from nbgrader.utils import notebook_hash
+
+    path = course["path"]
+    exchange = tmp_path / "exchange"
+    exchange.mkdir()
+    done = run(["nbgrader", "generate_feedback", NB03], cwd=path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    page = (path / "feedback" / "cheater" / NB03 / f"{NB03}.html").read_text()
+    assert "points from the course's hidden tests" in page and "✗" in page
+    done = run(["nbgrader", "release_feedback", NB03, f"--Exchange.root={exchange}"], cwd=path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    secret = (path / "autograded" / "cheater" / NB03 / "submission_secret.txt").read_text()
+    assert secret == SUBMISSION_SECRET  # the one the student's own submission holds
+    released = exchange / "attention_course" / "feedback"
+    # the name `nbgrader fetch_feedback` computes on the student's side, from their secret
+    assert (released / f"{notebook_hash(secret=secret, notebook_id=NB03)}.html").read_text() == page
+
+
+# -- formgrader, served by Jupyter and read by a real browser ------------------------------------
+@pytest.fixture(scope="module")
+def formgrader(course, tmp_path_factory):
+    """A Jupyter server with nbgrader's formgrader in the course folder: (base url, token)."""
+    import secrets
+    import socket
+    import time
+    import urllib.request
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    token = secrets.token_hex(16)
+    home = tmp_path_factory.mktemp("formgrader-home")
+    env = {**os.environ, "HOME": str(home), "JUPYTER_RUNTIME_DIR": str(home / "runtime")}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jupyter", "server", "--no-browser", "--ip=127.0.0.1"]
+        + [
+            f"--port={port}",
+            f"--IdentityProvider.token={token}",
+            "--ServerApp.port_retries=0",
+            "--allow-root",
+        ],
+        cwd=course["path"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(240):  # a bound for a server that never comes up, not a timing check
+            try:
+                urllib.request.urlopen(f"{base}/formgrader/api/status?token={token}", timeout=5)
+                break
+            except OSError:
+                assert server.poll() is None, "the Jupyter server stopped"
+                time.sleep(0.5)
+        else:
+            pytest.fail("formgrader did not answer")
+        yield base, token
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+
+def formgrader_api(formgrader, route):
+    import urllib.request
+
+    base, token = formgrader
+    with urllib.request.urlopen(f"{base}/formgrader/api/{route}?token={token}", timeout=60) as r:
+        return json.loads(r.read())
+
+
+def test_formgrader_lists_the_graded_submissions_with_failed_tests(course, formgrader):
+    submissions = {s["student"]: s for s in formgrader_api(formgrader, f"submissions/{NB03}")}
+    for student in ("solutions", "stubs", "two_mistakes", "cheater"):
+        assert submissions[student]["autograded"], submissions[student]
+        assert submissions[student]["score"] == pytest.approx(course["scores"][(student, NB03)])
+    notebooks = {
+        nb["student"]: nb for nb in formgrader_api(formgrader, f"submitted_notebooks/{NB03}/{NB03}")
+    }
+    assert set(notebooks) == {"solutions", "stubs", "two_mistakes", "cheater"}
+    assert {s for s, nb in notebooks.items() if nb["failed_tests"]} == {
+        "stubs",
+        "two_mistakes",
+        "cheater",
+    }
+    assert not any(nb["needs_manual_grade"] for nb in notebooks.values())
+
+
+def test_formgrader_shows_each_grade_cells_score_in_a_browser(course, formgrader, tmp_path):
+    """The page a TA grades on (/formgrader/submissions/<id>), rendered by Chromium: each grade
+    cell's score box shows our score (formgrader's script puts it in the box's placeholder)."""
+    from html.parser import HTMLParser
+
+    from test_feedback_browser import run_chromium
+
+    [cheater_nb] = [
+        nb
+        for nb in formgrader_api(formgrader, f"submitted_notebooks/{NB03}/{NB03}")
+        if nb["student"] == "cheater"
+    ]
+    base, token = formgrader
+    dom = run_chromium(
+        ["--virtual-time-budget=30000", "--dump-dom"]
+        # logged in by Jupyter's login page (it sets the cookie formgrader's own requests need)
+        + [f"{base}/login?token={token}&next=/formgrader/submissions/{cheater_nb['id']}/"],
+        tmp_path,
+    )
+
+    class Scores(HTMLParser):
+        shown = {}
+
+        def handle_starttag(self, tag, attrs):
+            attrs = dict(attrs)
+            if tag == "input" and "score" in (attrs.get("class") or "").split():
+                self.shown[attrs["id"]] = attrs.get("placeholder")
+
+    Scores().feed(dom)
+    with gradebook(course) as gb:
+        expected = {
+            g.name: g.auto_score for g in gb.find_submission_notebook(NB03, NB03, "cheater").grades
+        }
+    assert set(Scores.shown) == set(expected)
+    assert {k: float(v) for k, v in Scores.shown.items()} == pytest.approx(expected)
+    assert expected["test_scaled_dot_product_attention"] == 0
+    assert expected["test_attention_scores"] > 0
+    assert "points from the course's hidden tests" in dom  # our verdicts, in the cells
+
+
+# -- the students' Validate button (issue 17) ----------------------------------------------------
+def released_with(stem, bodies):
+    """notebooks/<stem> as a student hands it in: each solution cell named in `bodies` holds that
+    code ("solution": the model solution's cell)."""
+    released = read(REPO / "notebooks" / f"{stem}.ipynb")
+    solved = {
+        c.metadata["nbgrader"]["grade_id"]: c.source
+        for c in read(REPO / "solutions" / f"{stem}.ipynb").cells
+        if c.metadata.get("nbgrader", {}).get("solution")
+    }
+    for cell in released.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if grade_id in bodies:
+            body = bodies[grade_id]
+            cell.source = solved[grade_id] if body == "solution" else body
+    return released
+
+
+def validate(nb, tmp_path, name):
+    from nbgrader.validator import Validator
+
+    path = tmp_path / name / f"{NB01}.ipynb"
+    path.parent.mkdir()
+    nbformat.write(nb, path)
+    return Validator().validate(str(path))
+
+
+UNNORMALISED = "def percentages(scores):\n    return np.exp(scores)\n"
+
+
+def test_validate_fails_a_blank_notebook_and_a_wrong_one_and_passes_a_solved_one(tmp_path):
+    solved = {name: "solution" for name in BY_STEM[NB01].graded}
+    failed = validate(released_with(NB01, {}), tmp_path, "blank")["failed"]
+    assert len(failed) == len(BY_STEM[NB01].graded)
+    assert all("not implemented yet" in f["raw_error"] for f in failed)
+
+    wrong = validate(released_with(NB01, {**solved, "percentages": UNNORMALISED}), tmp_path, "x")
+    failing = {f["source"] for f in wrong["failed"]}
+    assert 'check("percentages", percentages)' in failing
+    assert 'check("lookup", lookup)' not in failing
+    assert validate(released_with(NB01, solved), tmp_path, "solved") == {}
+
+
+def test_in_jupyter_a_failing_check_only_prints(tmp_path):
+    from nbclient import NotebookClient
+
+    nb = released_with(NB01, {"percentages": UNNORMALISED})
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NBGRADER")}
+    NotebookClient(nb, timeout=300, allow_errors=True).execute(env=env)
+    for cell in nb.cells:
+        assert not any(o.output_type == "error" for o in cell.get("outputs", [])), cell.source
+    [check_cell] = [c for c in nb.cells if c.source == 'check("percentages", percentages)']
+    assert "✗ percentages" in check_cell.outputs[0].text
+
+
+def test_nbgrader_late_penalty_applies_to_our_scores(course):
+    """nbgrader's LateSubmissionPlugin, as the course configures it ("zero": a late submission
+    scores 0), on the score we wrote; on time, no penalty."""
+    late = ("single", "attention")
+    assert course["scores"][late] > 0
+    assert course["penalties"][late] == pytest.approx(course["scores"][late])
+    assert course["penalties"][("solutions", NB01)] == 0
+
+
+def test_a_students_text_in_formgraders_notebook_and_feedback_stays_text(course):
+    """An exception message of the student's, shown under the cell that raised it while graded,
+    is escaped in the HTML nbgrader makes from the autograded notebook (formgrader's and the
+    feedback page's templates render outputs alike)."""
+    path = course["path"]
+    nb = read(path / "autograded" / "html_raiser" / NB01 / f"{NB01}.ipynb")
+    [raised] = [c for c in nb.cells if c.source.startswith("raise ValueError")]
+    assert PLANTED in raised.outputs[0].text and raised.outputs[0].name == "stderr"
+    done = run(["nbgrader", "generate_feedback", NB01, "--student", "html_raiser"], cwd=path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    page = (path / "feedback" / "html_raiser" / NB01 / f"{NB01}.html").read_text()
+    assert "&lt;b id=planted&gt;" in page
+    assert "<b id=planted>" not in page and "<img src=x" not in page
+
+
+@pytest.mark.parametrize("entry", ["fifo_folder", "linked_folder"])
+def test_a_student_entry_that_is_not_a_folder_is_named_and_skipped(course, entry):
+    lines = [line for line in course["errors"].splitlines() if line.startswith("skipped entry")]
+    assert any(line.startswith(f"skipped entry {entry}: ") for line in lines), lines
+    with gradebook(course) as gb:
+        assert entry not in {s.id for s in gb.students}
+
+
+def test_a_notebook_with_altered_nbgrader_metadata_is_still_shown_with_its_code(course, tmp_path):
+    """A cell added with made-up grade metadata (100 points), a test cell copied with its
+    grade id, an old schema: nbgrader's sanitisers refuse such a notebook; the autograded copy
+    then takes each cell's metadata from the released notebook and still shows the student's
+    code, with one verdict per real grade cell."""
+    from autograder.platforms.nbgrader import autograded_notebook, load_course
+
+    nb = read(course["path"] / "submitted" / "cheater" / NB03 / f"{NB03}.ipynb")
+    fake = nbformat.v4.new_code_cell("print('a test cell of my own')")
+    fake.metadata["nbgrader"] = {"grade": True, "grade_id": "test_mine", "points": 100}
+    copied = nbformat.v4.new_code_cell("print('a copy of a test cell')")
+    copied.metadata["nbgrader"] = {"grade": True, "grade_id": "test_causal_mask", "points": 9}
+    nb.cells += [fake, copied]
+    for cell in nb.cells:
+        if "nbgrader" in cell.metadata:
+            cell.metadata["nbgrader"]["schema_version"] = 1
+    folder = tmp_path / "cheater"
+    folder.mkdir()
+    nbformat.write(nb, folder / f"{NB03}.ipynb")
+    payload = json.loads(
+        (course["path"] / "autograder_grades" / "all" / "cheater" / "results.json").read_text()
+    )
+    config, coursedir = load_course(course["path"])
+    shown = autograded_notebook(
+        coursedir, config, "cheater", NB03, NB03, payload, folder, 20 * 2**20
+    )
+    sources = [c.source for c in shown.cells]
+    assert "print('a test cell of my own')" in sources  # the student's code, shown
+    assert "not be shown here" not in shown.cells[0].source
+    grade_ids = [
+        c.metadata["nbgrader"]["grade_id"]
+        for c in shown.cells
+        if c.metadata.get("nbgrader", {}).get("grade")
+    ]
+    assert sorted(grade_ids) == sorted(f"test_{n}" for n in BY_STEM[NB03].graded)

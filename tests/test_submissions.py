@@ -174,14 +174,14 @@ def test_zip_caps_count_bytes_as_read(tmp_path, staging, monkeypatch):
     many = write_zip(tmp_path / "many.zip", {f"{i}.txt": "x" for i in range(5)} | {B: "{}"})
     [sub] = discover(many, staging=staging)
     assert graded(sub) == {}
-    assert "many.zip holds 6 files" in all_messages(sub)
+    assert "many.zip was not read: it holds 6 files" in all_messages(sub)
 
 
 def test_bad_zip_is_named(tmp_path, staging):
     (tmp_path / "ada").mkdir()
     (tmp_path / "ada/work.zip").write_bytes(b"not a zip at all")
     [sub] = discover(tmp_path / "ada", staging=staging)
-    assert "work.zip could not be opened as a zip file" in all_messages(sub)
+    assert "work.zip was not read: it has no zip end record (not a zip file" in all_messages(sub)
 
 
 def test_unknown_names_and_conflicting_copies_are_named(tmp_path, staging):

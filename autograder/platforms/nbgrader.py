@@ -11,8 +11,24 @@ like the notebook, or one assignment holding all six), and the student versions
 `grade` grades nbgrader's submitted/<student>/<assignment>/ tree with `python -m autograder
 grade` (student code runs in the sandbox only: no reference answers, no network) and writes each
 grade cell's score, `test_<name>` = the sum of the hidden tests of <name>, into nbgrader's
-gradebook through `nbgrader.api.Gradebook`, exactly where `nbgrader autograde` writes its own.
-formgrader and `nbgrader export` then show our partial-credit verdicts.
+gradebook through `nbgrader.api.Gradebook`, exactly where `nbgrader autograde` writes its own,
+and writes what autograde leaves in autograded/<student>/<assignment>/: each notebook as
+submitted (put through nbgrader's own sanitising preprocessors; its code never run here) with
+our verdicts as the outputs of its grade cells, and the submission's timestamp.txt and
+submission_secret.txt. formgrader then lists the submission with its per-cell scores and
+"tests failed", `nbgrader export` has our partial credit, and `nbgrader generate_feedback`,
+`release_feedback` and `fetch_feedback` give each student nbgrader's feedback page per notebook,
+carrying our verdicts (see write_autograded for why not our own feedback page). The late
+penalty is nbgrader's own (nbgrader_late.py, with the course's LateSubmissionPlugin). A
+submission without a submission_secret.txt (put in submitted/ by hand) gets a fresh random one,
+so that release_feedback, which needs one beside every page, works for the class. Our results
+and feedback pages in COURSE/autograder_grades/ are made readable by the course folder's group
+(group-writable with CourseDirectory.groupshared), never by others.
+
+One student's bad files never stop the run: every file of a submission is read through
+autograder.safe_files (no link followed, no FIFO or device opened, bounded size), each
+(student, assignment) is written in its own step, and the run ends non-zero naming each student
+not written and why. Student ids enter the gradebook only when gradebook_id_problem accepts them.
 
 `nbgrader autograde` would run students' code in the instructor's environment, where
 `autograder.reference` (the model answers) can be imported, and judge in the student's own
@@ -21,13 +37,23 @@ kernel; the configuration written by `init` makes it refuse (refuse_kernel_gradi
 
 import contextlib
 import os
+import secrets
 import shutil
+import stat
 import sys
+import sysconfig
+import tempfile
+import unicodedata
+import warnings
 from pathlib import Path
 
+from autograder import student_ids
 from autograder.curriculum import BY_STEM, NOTEBOOKS
+from autograder.escaping import terminal
+from autograder.safe_files import UnsafeFile, read_bytes, remove_tree, walk
 
 SOLUTIONS = Path(__file__).resolve().parent.parent.parent / "solutions"
+RELEASED = SOLUTIONS.parent / "notebooks"  # the student versions (`python -m autograder release`)
 
 CONFIG_BEGIN = "# BEGIN attention-course: written by `python -m autograder nbgrader init`"
 CONFIG_END = "# END attention-course"
@@ -147,13 +173,13 @@ def course_assignments(coursedir):
 
 
 def grade_course(course, settings, assignments=None, progress=True):
-    """Grade COURSE's submitted/ tree with our grader and fill nbgrader's gradebook.
+    """Grade COURSE's submitted/ tree with our grader, fill nbgrader's gradebook and autograded/.
 
-    Returns (StudentResults, {(student, assignment): score written}).
+    Returns (StudentResults, summary, {(student, assignment): score written}, [NotWritten]).
     """
     from autograder.grade import grade_class
 
-    _config, coursedir = load_course(course)
+    config, coursedir = load_course(course)
     known = course_assignments(coursedir)
     if not known:
         raise SystemExit(
@@ -163,7 +189,7 @@ def grade_course(course, settings, assignments=None, progress=True):
     selected = list(assignments or sorted(known))
     unknown = [a for a in selected if a not in known]
     if unknown:
-        raise SystemExit(f"error: no assignment {', '.join(unknown)} in the gradebook")
+        raise SystemExit(f"error: no assignment {terminal(', '.join(unknown))} in the gradebook")
     for assignment in selected:
         foreign = [nb for nb in known[assignment] if nb not in BY_STEM]
         if foreign:
@@ -174,55 +200,455 @@ def grade_course(course, settings, assignments=None, progress=True):
             )
     submitted = Path(coursedir.root) / coursedir.submitted_directory
     if not submitted.is_dir():
-        raise SystemExit(f"error: {submitted} does not exist: nothing was collected yet")
+        raise SystemExit(f"error: {terminal(submitted)} does not exist: nothing was collected yet")
     done, summary = grade_class(
         submitted, settings, progress=progress, layout="class", graded_groups=set(selected)
     )
-    written = write_gradebook(coursedir, done, selected, known, submitted)
-    return done, summary, written
+    share_reports(settings.out, coursedir.groupshared)
+    written, failed = write_gradebook(
+        coursedir, config, done, selected, known, submitted, settings.max_notebook_bytes
+    )
+    return done, summary, written, failed
 
 
-def write_gradebook(coursedir, done, selected, known, submitted):
-    """Each grade cell test_<name> of each submitted notebook gets our score for <name>."""
+# -- who enters the gradebook --------------------------------------------------------------------
+GRADEBOOK_ID_MARKS = "._-+@~ "  # besides letters, combining marks and digits
+FORMULA_STARTS = "=+-@"
+
+
+def gradebook_id_problem(student):
+    """None when `student` may be a student id in nbgrader's gradebook; otherwise why not.
+
+    The rule: student_ids' (UTF-8, visible, no control character, ...), and then only letters,
+    combining marks, digits, spaces inside and `. _ - + @ ~`, not starting with `= + - @`.
+    Refused, never rewritten (an id must match the roster and the student's JupyterHub name).
+    Why so narrow: nbgrader takes ids as they are into places that give characters a meaning.
+    `nbgrader export` writes grades.csv unquoted (a `,` or `"` forges a column or a row, a
+    leading `=` `+` `-` `@` is a formula in a spreadsheet), formgrader puts ids into its pages'
+    HTML and JavaScript and into links without escaping (`<` `"` `'` `&` `\\` `?` `#` `%`), and
+    nbgrader's converters match file patterns built from ids (`*` `?` `[`)."""
+    why = student_ids.problem(student)
+    if why:
+        return why
+    if student[0] in FORMULA_STARTS:
+        return (
+            f"it starts with {student[0]!r}: `nbgrader export` writes ids unquoted, so a "
+            "spreadsheet would read a formula; rename the folder to the student's id"
+        )
+    for ch in student:
+        if unicodedata.category(ch)[0] not in "LMN" and ch not in GRADEBOOK_ID_MARKS:
+            return (
+                f"it holds {terminal(ch)!r}: nbgrader ids are letters, digits, spaces and "
+                f"{' '.join(GRADEBOOK_ID_MARKS.strip())} (nbgrader's export, formgrader's pages "
+                "and its file patterns use ids unescaped); rename the folder"
+            )
+    return None
+
+
+# -- a student's files, read safely --------------------------------------------------------------
+TIMESTAMP_BYTES = 256  # nbgrader writes "2026-03-01 12:00:00.000000 UTC"
+SECRET_BYTES = 1024  # nbgrader writes 128 hex digits
+
+
+class NotWritten(Exception):
+    """One (student, assignment) left out of the gradebook; str() says why, for the instructor."""
+
+    def __init__(self, student, assignment, why):
+        super().__init__(why)
+        self.student, self.assignment, self.why = student, assignment, why
+
+
+def _small_text(submitted, parts, limit, student, assignment):
+    """The text of submitted/<parts...> (a small file the student's exchange wrote), or None if
+    it does not exist; NotWritten if it is a link, a FIFO, a device, too large or not UTF-8."""
+    name = parts[-1]
+    try:
+        data = read_bytes(submitted, parts, limit, shown=name)
+    except UnsafeFile as exc:
+        if exc.kind == "missing":
+            return None
+        raise NotWritten(student, assignment, f"{terminal(exc.message)}; replace it") from None
+    try:
+        return data.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise NotWritten(student, assignment, f"{name} is not UTF-8 text; replace it") from None
+
+
+def read_timestamp(submitted, student, assignment):
+    """(datetime, text) of submitted/<student>/<assignment>/timestamp.txt, (None, None) without
+    one; NotWritten unless nbgrader's own parser reads it as a date (formgrader parses this file
+    again on every page of the assignment: a file it cannot read would break them all)."""
+    from nbgrader.utils import parse_utc
+
+    text = _small_text(
+        submitted, [student, assignment, "timestamp.txt"], TIMESTAMP_BYTES, student, assignment
+    )
+    if text is None:
+        return None, None
+    try:
+        return parse_utc(text), text
+    except Exception:  # noqa: BLE001 - dateutil raises ParserError, OverflowError, ...
+        raise NotWritten(
+            student,
+            assignment,
+            f"timestamp.txt holds {terminal(text[:60])!r}, not a date nbgrader can read; "
+            "fix or remove it",
+        ) from None
+
+
+def read_secret(submitted, student, assignment):
+    """submitted/<student>/<assignment>/submission_secret.txt (nbgrader pairs feedback with the
+    student's submission by it), or None; NotWritten if it is not plain letters and digits."""
+    text = _small_text(
+        submitted,
+        [student, assignment, "submission_secret.txt"],
+        SECRET_BYTES,
+        student,
+        assignment,
+    )
+    if text is not None and not (text.isascii() and text.isalnum()):
+        raise NotWritten(
+            student, assignment, "submission_secret.txt is not letters and digits; replace it"
+        )
+    return text
+
+
+def assignment_folder(submitted, student, assignment):
+    """submitted/<student>/<assignment> if it is a real folder, None if absent; NotWritten if it
+    is a link or not a folder (never followed)."""
+    try:
+        info = os.lstat(submitted / student / assignment)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISDIR(info.st_mode):
+        return submitted / student / assignment
+    what = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a folder"
+    raise NotWritten(
+        student, assignment, f"submitted/…/{terminal(assignment)} is {what}; not followed"
+    )
+
+
+# -- autograded/: what formgrader and generate_feedback read -------------------------------------
+SANITISERS = (  # nbgrader autograde's own, before it would execute (we never do)
+    "ClearOutput",
+    "DeduplicateIds",
+    "OverwriteKernelspec",
+    "OverwriteCells",  # the test cells as the source has them, whatever the student did
+    "CheckCellMetadata",
+    "ClearHiddenTests",  # nbgrader's hidden tests never ran: our verdicts are their output
+)
+
+
+def _verdict_output(tests, name):
+    """A grade cell's output: one line per hidden test of `name` (stdout when every point was
+    earned, stderr otherwise, which formgrader and the feedback page show in red)."""
+    import nbformat
+
+    from autograder.misconceptions import CATALOGUE
+
+    earned = sum(float(t.get("score", 0)) for t in tests)
+    worth = sum(float(t.get("max_score", 0)) for t in tests)
+    lines = [f"{name}: {earned:g} / {worth:g} points from the course's hidden tests"]
+    for t in tests:
+        mark = "✓" if t.get("status") == "passed" else "✗"
+        test = str(t.get("name", "")).split(": ", 1)[-1]
+        lines.append(
+            f"{mark} {test} ({float(t.get('score', 0)):g}/{float(t.get('max_score', 0)):g})"
+        )
+        if t.get("status") != "passed":
+            lines += [f"    {line}" for line in str(t.get("output", "")).splitlines()[:12]]
+            for mid in t.get("misconceptions") or []:
+                known = CATALOGUE.get(mid)
+                if known is not None:
+                    lines.append(f"    likely: {known.mistake}. Hint: {known.hint}")
+    text = "\n".join(terminal(line) for line in lines) + "\n"
+    full = worth > 0 and earned >= worth - 1e-9
+    return nbformat.v4.new_output("stream", name="stdout" if full else "stderr", text=text)
+
+
+def _resources(db_url, student, assignment, stem):
+    """What nbgrader's preprocessors read to find a submitted notebook in the gradebook."""
+    return {
+        "nbgrader": {
+            "db_url": db_url,
+            "assignment": assignment,
+            "notebook": stem,
+            "student": student,
+        }
+    }
+
+
+def _sanitise(nb, config, db_url, student, assignment, stem):
+    from nbgrader import preprocessors
+
+    resources = _resources(db_url, student, assignment, stem)
+    for name in SANITISERS:
+        nb, resources = getattr(preprocessors, name)(config=config).preprocess(nb, resources)
+    return nb
+
+
+def _sanitised_or_none(nb, config, coursedir, student, assignment, stem):
+    """The student's notebook through nbgrader's sanitisers; if they refuse its nbgrader metadata
+    (altered, duplicated, an old schema), again with each cell's metadata taken from the released
+    notebook by grade id (once each, none elsewhere); None if even that fails."""
+    import copy
+
+    try:
+        return _sanitise(copy.deepcopy(nb), config, coursedir.db_url, student, assignment, stem)
+    except Exception:  # noqa: BLE001 - nbgrader raises many kinds on bad metadata
+        pass
+    released = {}
+    for cell in _released(coursedir, assignment, BY_STEM[stem].filename).cells:
+        meta = cell.get("metadata", {}).get("nbgrader")
+        if isinstance(meta, dict) and meta.get("grade_id"):
+            released.setdefault(meta["grade_id"], meta)
+    for cell in nb.cells:
+        meta = cell.get("metadata", {}).pop("nbgrader", None)
+        grade_id = meta.get("grade_id") if isinstance(meta, dict) else None
+        if isinstance(grade_id, str) and grade_id in released:
+            cell.metadata["nbgrader"] = copy.deepcopy(released.pop(grade_id))
+    try:
+        return _sanitise(nb, config, coursedir.db_url, student, assignment, stem)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _released(coursedir, assignment, filename):
+    import nbformat
+
+    for candidate in (
+        Path(coursedir.root) / coursedir.release_directory / assignment / filename,
+        RELEASED / filename,
+    ):
+        if candidate.is_file() and not candidate.is_symlink():
+            return nbformat.read(candidate, as_version=4)
+    raise FileNotFoundError(f"no released {filename}")
+
+
+def autograded_notebook(coursedir, config, student, assignment, stem, payload, folder, limit):
+    """The notebook formgrader shows: the student's (read as the grader reads it: bounded, no
+    link, outputs dropped), sanitised by nbgrader's preprocessors, with our verdicts as each
+    grade cell's output, the errors its cells raised while graded, and a first cell saying how it
+    was graded. A notebook that cannot be read or sanitised is shown as released, and says so."""
+    import nbformat
+
+    from autograder.notebook_files import load_notebook
+
+    filename = BY_STEM[stem].filename
+    info = (payload.get("notebooks") or {}).get(stem, {})
+    nb, shown_as_released = None, False
+    if folder is not None:
+        nb, _message = load_notebook(folder, filename, limit, nbgrader_metadata=True)
+    if nb is not None:
+        nb = _sanitised_or_none(nb, config, coursedir, student, assignment, stem)
+    if nb is None:
+        nb, shown_as_released = _released(coursedir, assignment, filename), True
+        nb = _sanitise(nb, config, coursedir.db_url, student, assignment, stem)
+    else:
+        for err in info.get("cell_errors") or []:
+            index = err.get("cell")
+            if isinstance(index, int) and 0 <= index < len(nb.cells):
+                cell = nb.cells[index]
+                if cell.cell_type == "code":
+                    text = f"While graded, this cell raised {err.get('type')}: {err.get('message')}"
+                    cell.outputs.append(
+                        nbformat.v4.new_output("stream", name="stderr", text=terminal(text) + "\n")
+                    )
+    tests = [t for t in payload.get("tests", []) if t.get("notebook") == stem]
+    for cell in nb.cells:
+        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
+        name = grade_id.removeprefix("test_")
+        if (
+            cell.cell_type == "code"
+            and grade_id.startswith("test_")
+            and name in BY_STEM[stem].graded
+        ):
+            cell.outputs = [_verdict_output([t for t in tests if t.get("function") == name], name)]
+    about = (
+        f"**Graded by the course's autograder**: {float(info.get('score', 0)):g} / "
+        f"{float(info.get('max_score', 0)):g} points in this notebook. The hidden tests ran on "
+        "your code in a sandbox; each test cell below shows its verdicts, in red where points "
+        "were lost."
+    )
+    if shown_as_released:
+        about += (
+            " Your notebook could not be shown here (the test cells say why), so this is the "
+            "notebook as it was handed out."
+        )
+    summary = nbformat.v4.new_markdown_cell(about)
+    if nb.get("nbformat_minor", 0) < 5:
+        summary.pop("id", None)
+    nb.cells.insert(0, summary)
+    return nb
+
+
+def _file_modes(groupshared):
+    """(file mode, folder mode) of what nbgrader autograde writes: read-only for everyone, or
+    group-writable in a group-shared course (CourseDirectory.groupshared)."""
+    return (0o664, 0o2770) if groupshared else (0o444, 0o755)
+
+
+def write_autograded(target, notebooks, timestamp_text, secret, groupshared):
+    """autograded/<student>/<assignment>/ in one step: written beside it, then swapped in.
+
+    Why nbgrader's own feedback and not our feedback page: `release_feedback` releases one HTML
+    file per notebook, named after it and paired with the student's submission_secret.txt, and
+    `fetch_feedback` fetches only pages named after the notebooks the student submitted; a page
+    for the whole student has no slot, and formgrader's "generate feedback" button would write
+    over any page put there. Generated from these notebooks, nbgrader's page per notebook shows
+    the student's code, every grade cell's score and our verdicts with their hints; our page
+    stays in COURSE/autograder_grades/ for the instructor."""
+    import nbformat
+
+    file_mode, dir_mode = _file_modes(groupshared)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
+    try:
+        for stem, nb in notebooks.items():
+            nbformat.write(nb, staging / BY_STEM[stem].filename)
+        if timestamp_text is not None:
+            (staging / "timestamp.txt").write_text(timestamp_text)
+        (staging / "submission_secret.txt").write_text(secret)
+        for child in staging.iterdir():
+            os.chmod(child, file_mode)
+        os.chmod(staging, dir_mode)
+    except BaseException:
+        remove_tree(staging)
+        raise
+    return staging
+
+
+def _swap_in(staging, target):
+    old = None
+    if os.path.lexists(target):
+        old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
+        os.rename(target, old / "x")
+    os.rename(staging, target)
+    if old is not None:
+        remove_tree(old)
+
+
+def share_reports(out, groupshared):
+    """Our results and feedback pages in COURSE/autograder_grades/ readable by the course's
+    group (TAs grading in formgrader), group-writable too in a group-shared course; never by
+    others. Links are not followed."""
+    file_mode, dir_mode = (0o660, 0o2770) if groupshared else (0o640, 0o750)
+    out = Path(out)
+    with contextlib.suppress(OSError):
+        os.chmod(out, dir_mode)
+    for parts, name, info in walk(out, max_depth=4):
+        if name is None:
+            continue
+        mode = dir_mode if stat.S_ISDIR(info.st_mode) else file_mode
+        if stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode):
+            with contextlib.suppress(OSError):
+                os.chmod(out.joinpath(*parts, name), mode)
+
+
+# -- the gradebook -------------------------------------------------------------------------------
+def write_gradebook(coursedir, config, done, selected, known, submitted, limit):
+    """Each (student, assignment) submitted, in its own step: autograded/ and the gradebook.
+
+    Returns ({(student, assignment): score}, [NotWritten]): one student's bad files, refused id
+    or grading failure is theirs alone."""
     from nbgrader.api import Gradebook
+    from sqlalchemy.exc import SAWarning
 
+    written, failed = {}, []
+    with Gradebook(coursedir.db_url, coursedir.course_id) as gb, warnings.catch_warnings():
+        # nbgrader's add_submission makes SQLAlchemy warn about its own autoflush (harmless)
+        warnings.simplefilter("ignore", SAWarning)
+        for result in done:
+            student = result.student
+            if result.refused:
+                failed.append(NotWritten(student, "", result.refused))
+                continue
+            if result.error or not result.results:
+                failed.append(NotWritten(student, "", "the grader failed on this submission"))
+                continue
+            why = gradebook_id_problem(student)
+            if why:
+                failed.append(NotWritten(student, "", f"not written to the gradebook: {why}"))
+                continue
+            for assignment in selected:
+                try:
+                    folder = assignment_folder(submitted, student, assignment)
+                    if folder is None:
+                        continue  # nothing submitted for it: nbgrader shows no submission
+                    written[(student, assignment)] = _write_submission(
+                        gb,
+                        coursedir,
+                        config,
+                        result.results,
+                        student,
+                        assignment,
+                        known,
+                        submitted,
+                        folder,
+                        limit,
+                    )
+                except NotWritten as exc:
+                    failed.append(exc)
+                except Exception as exc:  # noqa: BLE001 - this student's, never the class's
+                    gb.db.rollback()
+                    failed.append(
+                        NotWritten(
+                            student,
+                            assignment,
+                            f"could not be written ({type(exc).__name__}: "
+                            f"{terminal(str(exc))[:300]})",
+                        )
+                    )
+    return written, failed
+
+
+def _write_submission(
+    gb, coursedir, config, payload, student, assignment, known, submitted, folder, limit
+):
+    """autograded/<student>/<assignment>/ and the gradebook's grades of one submission; every
+    step that reads the student's files comes before the first write. The late penalty is
+    nbgrader's own rule (autograder/platforms/nbgrader_late.py)."""
     from autograder.platforms.nbgrader_late import assign_late_penalties
 
-    written = {}
-    with Gradebook(coursedir.db_url, coursedir.course_id) as gb:
-        for result in done:
-            if result.error or not result.results:
-                continue  # an internal error of the grader: reported, nothing written
-            per_name = {}
-            for test in result.results.get("tests", []):
-                key = (test.get("notebook"), test.get("function"))
-                per_name[key] = per_name.get(key, 0.0) + float(test.get("score", 0.0))
-            for assignment in selected:
-                folder = submitted / result.student / assignment
-                if not folder.is_dir() or folder.is_symlink():
-                    continue  # nothing submitted for it: nbgrader shows no submission
-                gb.update_or_create_student(result.student)
-                timestamp = coursedir.get_existing_timestamp(str(folder))
-                extra = {"timestamp": timestamp} if timestamp else {}
-                gb.update_or_create_submission(assignment, result.student, **extra)
-                total = 0.0
-                for notebook in known[assignment]:
-                    if notebook not in BY_STEM:
-                        continue
-                    submitted_nb = gb.find_submission_notebook(notebook, assignment, result.student)
-                    for grade in submitted_nb.grades:
-                        name = grade.name.removeprefix("test_")
-                        if name not in BY_STEM[notebook].graded:
-                            continue  # not a cell of ours: left to nbgrader's manual grading
-                        score = per_name.get((notebook, name), 0.0)
-                        grade.auto_score = round(min(max(score, 0.0), grade.max_score), 4)
-                        grade.needs_manual_grade = False
-                        total += grade.auto_score
-                ours = [name for name in known[assignment] if name in BY_STEM]
-                late = assign_late_penalties(gb, coursedir.config, assignment, result.student, ours)
-                gb.db.commit()
-                written[(result.student, assignment)] = round(total - sum(late.values()), 4)
-    return written
+    timestamp, timestamp_text = read_timestamp(submitted, student, assignment)
+    secret = read_secret(submitted, student, assignment) or secrets.token_hex(64)
+    ours = [nb for nb in known[assignment] if nb in BY_STEM]
+    notebooks = {
+        stem: autograded_notebook(
+            coursedir, config, student, assignment, stem, payload, folder, limit
+        )
+        for stem in ours
+    }
+    per_name = {}
+    for test in payload.get("tests", []):
+        key = (test.get("notebook"), test.get("function"))
+        per_name[key] = per_name.get(key, 0.0) + float(test.get("score", 0.0))
+
+    target = Path(coursedir.format_path(coursedir.autograded_directory, student, assignment))
+    staging = write_autograded(target, notebooks, timestamp_text, secret, coursedir.groupshared)
+    try:
+        gb.update_or_create_student(student)
+        submission = gb.update_or_create_submission(assignment, student)
+        submission.timestamp = timestamp
+        total = 0.0
+        for stem in ours:
+            submitted_nb = gb.find_submission_notebook(stem, assignment, student)
+            for grade in submitted_nb.grades:
+                name = grade.name.removeprefix("test_")
+                if name not in BY_STEM[stem].graded:
+                    continue  # not a cell of ours: left to nbgrader's manual grading
+                score = per_name.get((stem, name), 0.0)
+                grade.auto_score = round(min(max(score, 0.0), grade.max_score), 4)
+                grade.needs_manual_grade = False
+                total += grade.auto_score
+        late = assign_late_penalties(gb, config, assignment, student, ours)
+        gb.db.commit()
+    except BaseException:
+        gb.db.rollback()
+        remove_tree(staging)
+        raise
+    _swap_in(staging, target)
+    return round(total - sum(late.values()), 4)
 
 
 # -- the command line ----------------------------------------------------------------------------
@@ -255,13 +681,38 @@ def add_arguments(commands, grade_options):
     grade_options(grade)
 
 
+@contextlib.contextmanager
+def scripts_first():
+    """This interpreter's scripts folder first on PATH: nbgrader's Gradebook runs `alembic` from
+    PATH, which holds the venv's only when the venv is activated."""
+    scripts = sysconfig.get_path("scripts")
+    before = os.environ.get("PATH")
+    os.environ["PATH"] = os.pathsep.join([scripts, *(before or os.defpath).split(os.pathsep)])
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("PATH", None)
+        else:
+            os.environ["PATH"] = before
+
+
 def run(args):
-    if args.nbgrader_command == "init":
-        plan = init_course(args.course, args.layout, args.assignment, generate=not args.no_generate)
-        for assignment, stems in plan.items():
-            print(f"{assignment}: {', '.join(stems)}")
-        print(f"nbgrader course ready in {Path(args.course).resolve()}")
-        return 0
+    with scripts_first():
+        if args.nbgrader_command == "init":
+            return run_init(args)
+        return run_grade(args)
+
+
+def run_init(args):
+    plan = init_course(args.course, args.layout, args.assignment, generate=not args.no_generate)
+    for assignment, stems in plan.items():
+        print(f"{assignment}: {', '.join(stems)}")
+    print(f"nbgrader course ready in {terminal(Path(args.course).resolve())}")
+    return 0
+
+
+def run_grade(args):
     from autograder.grade import settings_from_args
 
     if args.deadlines or args.handed_in:
@@ -275,14 +726,34 @@ def run(args):
     label = "+".join(sorted(args.assignment)) if args.assignment else "all"
     args.out = args.out or str(course / GRADES_DIR / label)
     settings = settings_from_args(args)
-    done, summary, written = grade_course(
+    done, summary, written, failed = grade_course(
         course, settings, args.assignment, progress=not args.quiet
     )
     print(summary["text"])
     for (student, assignment), score in sorted(written.items()):
-        print(f"gradebook: {student} {assignment} {score:g}")
-    failed = [r for r in done if r.error]
-    for r in failed:
-        print(f"INTERNAL ERROR grading {r.student}:\n{r.error}", file=sys.stderr)
-    print(f"wrote {len(written)} submission(s) into the gradebook; results in {settings.out}")
-    return 1 if failed else 0
+        print(f"gradebook: {terminal(student)} {terminal(assignment)} {score:g}")
+    for r in done:
+        if r.error:
+            shown = "\n".join(terminal(line) for line in r.error.splitlines())
+            print(f"INTERNAL ERROR grading {terminal(r.student)}:\n{shown}", file=sys.stderr)
+    for line in summary.get("skipped_entries", []):  # not a student's folder: named, skipped
+        print(f"skipped entry {terminal(line)}", file=sys.stderr)
+    for miss in failed:  # terminal() leaves text it already escaped as it is
+        where = f" {terminal(miss.assignment)}" if miss.assignment else ""
+        print(
+            f"NOT IN THE GRADEBOOK {terminal(miss.student)}{where}: {terminal(miss.why)}",
+            file=sys.stderr,
+        )
+    print(
+        f"wrote {len(written)} submission(s) into the gradebook and autograded/; our results "
+        f"and feedback pages in {terminal(settings.out)}"
+    )
+    if failed:
+        names = sorted({terminal(m.student) for m in failed})
+        print(
+            f"error: {len(names)} student(s) not (fully) written to the gradebook: "
+            f"{', '.join(names)}",
+            file=sys.stderr,
+        )
+        return 1
+    return 0

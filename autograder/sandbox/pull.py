@@ -67,7 +67,7 @@ class Folder:
             dir_fd, out, depth = stack.pop()
             try:
                 os.makedirs(out, exist_ok=True)
-                names = os.listdir(dir_fd)
+                names = _names(dir_fd, max_files + 1 - (files + skipped + folders))
             except OSError:
                 os.close(dir_fd)
                 continue
@@ -107,6 +107,18 @@ class Folder:
                     continue
             os.close(dir_fd)
         return files, total, skipped
+
+
+def _names(dir_fd, limit):
+    """At most `limit` names of the folder (a student can make a million empty files on a
+    tmpfs capped in bytes: they are never all listed, nor stat'ed one by one)."""
+    names = []
+    with os.scandir(dir_fd) as entries:
+        for entry in entries:
+            if len(names) >= max(limit, 0):
+                break
+            names.append(entry.name)
+    return names
 
 
 def _copy_file(dir_fd, name, destination, budget):
