@@ -37,7 +37,8 @@ import warnings
 import zipfile
 from pathlib import Path
 
-from autograder.sandbox import Sandbox
+from autograder import demo_cells
+from autograder.sandbox import Sandbox, _share_read_only
 
 HERE = Path(__file__).resolve().parent
 TEMPLATES = HERE / "templates"
@@ -115,7 +116,24 @@ def build_zip(out, secret=None, **settings):
                 if path.suffix in (".pyc", ".pyo"):
                     continue
                 archive.write(path, f"lib/{package}/{path.relative_to(folder)}")
+        # the released notebooks, where demo_cells looks for them (beside the package): their
+        # demonstration cells are skipped when a submission kept them unchanged, as standalone
+        for path in _released_notebooks():
+            archive.write(path, f"lib/{demo_cells.RELEASED.name}/{path.name}")
     return secret
+
+
+def _released_notebooks():
+    from autograder.curriculum import NOTEBOOKS
+
+    paths = [demo_cells.RELEASED / nb.filename for nb in NOTEBOOKS]
+    missing = [p.name for p in paths if not p.is_file()]
+    if missing:
+        raise RuntimeError(
+            f"the released notebooks are missing from {demo_cells.RELEASED} ({', '.join(missing)}):"
+            " run `python -m autograder release` first"
+        )
+    return paths
 
 
 def _coursedata_dir():
@@ -195,18 +213,6 @@ class StudentUserSandbox(Sandbox):
             file=sys.stderr,
         )
 
-    def _build_lib(self):
-        super()._build_lib()
-        # no bind mounts here: the course data package must be a real copy on the stub's path
-        if self.coursedata is not None:
-            shutil.copytree(
-                self.coursedata,
-                self.lib / "lib" / "coursedata",
-                ignore=shutil.ignore_patterns("__pycache__"),
-                dirs_exist_ok=True,
-            )
-        _readable_by_all(self.lib)
-
     def _launch(self, work, pending, log):
         self.hand_over(Path(work))
         try:
@@ -238,7 +244,7 @@ class StudentUserSandbox(Sandbox):
             for folder, dirs, files in os.walk(work / name, followlinks=False):
                 for entry in [folder, *(os.path.join(folder, n) for n in dirs + files)]:
                     os.chown(entry, self.uid, self.gid, follow_symlinks=False)
-        _readable_by_all(work / "requests")
+        _share_read_only(work / "requests")
         if (work / "job.json").exists():
             os.chmod(work / "job.json", 0o644)
         for folder in (work, work.parent):  # x only: no listing of the grader's temp folders
@@ -261,16 +267,6 @@ def _user(name):
         return pwd.getpwnam(name)
     except KeyError:
         return pwd.getpwnam("nobody")
-
-
-def _readable_by_all(root):
-    root = Path(root)
-    for path in [root, *root.rglob("*")]:
-        if path.is_symlink():
-            continue
-        mode = path.stat().st_mode
-        extra = 0o555 if path.is_dir() else 0o444
-        os.chmod(path, (mode | extra) & 0o7777)
 
 
 def lock_down(root):

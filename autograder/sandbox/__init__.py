@@ -303,9 +303,16 @@ class Sandbox:
         )
         shutil.copy2(HERE / "driver.py", self.lib / "driver.py")
         shutil.copy2(HERE / "zygote.py", self.lib / "zygote.py")
+        # a copy, not a bind mount: where the course lives may be closed to the sandbox's uid
+        # (Gradescope's setup.sh makes /autograder/source root's alone)
         self.coursedata = self._coursedata_dir()
         if self.coursedata is not None:
-            (lib / "coursedata").mkdir(exist_ok=True)
+            shutil.copytree(
+                self.coursedata,
+                lib / "coursedata",
+                ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+                dirs_exist_ok=True,
+            )
         self.extra_data = self._extra_data()
         self.mplconfig = self.lib / "mplconfig"
         self._warm_matplotlib()
@@ -516,8 +523,6 @@ class Sandbox:
         args += ["--ro-bind", str(self.lib / "driver.py"), f"{INSIDE_OPT}/driver.py"]
         args += ["--ro-bind", str(self.lib / "zygote.py"), f"{INSIDE_OPT}/zygote.py"]
         args += ["--ro-bind", str(self.mplconfig), f"{INSIDE_OPT}/mplconfig"]
-        if self.coursedata is not None:
-            args += ["--ro-bind", str(self.coursedata), f"{INSIDE_LIB}/coursedata"]
         for path in self.extra_data:
             args += ["--ro-bind", str(path), str(path)]
         room = lim.submission_bytes + _tree_bytes(work / "submission")
