@@ -165,7 +165,7 @@ def standalone_run(notebooks, cpu):
 
 # -- the table -----------------------------------------------------------------------------------
 def score_of(results):
-    """"88.5/88.5" from a results.json (either schema), "no results.json" without one."""
+    """The score as "88.5/88.5" from a results.json (either schema), "no results.json" without one."""
     if not results:
         return "no results.json"
     tests = results.get("tests", [])
@@ -211,7 +211,9 @@ def grade(args):
             if mode == "grade --workers 1":
                 results, cpu, wall, log, method = standalone_run(notebooks, args.cpu)
             else:
-                results, cpu, wall, log, method = gradescope_run(args.root, mode, notebooks, args.cpu)
+                results, cpu, wall, log, method = gradescope_run(
+                    args.root, mode, notebooks, args.cpu
+                )
             row["scores"][name] = score_of(results)
             row["cpu"][name] = round(cpu, 2)
             row["wall"][name] = round(wall, 1)
