@@ -27,7 +27,9 @@
 # default /opt/wheels, or the first find-links of `pip config list`) read-only at /opt/wheels in
 # the root and runs setup.sh with AUTOGRADER_TORCH_SOURCE="--find-links /opt/wheels" (setup.sh's
 # only knob; everything else comes from PyPI as on Gradescope). On a machine that reaches
-# download.pytorch.org, pass --wheels "" to install torch exactly as Gradescope does.
+# download.pytorch.org, pass --wheels "" to install torch exactly as Gradescope does. pip in the
+# root also gets this machine's certificate bundle (PIP_CERT; pip config's `cert`), since PyPI
+# may be reached through a proxy whose authority only this machine trusts.
 #
 # Ubuntu (Gradescope's usual base): --suite jammy --mirror http://archive.ubuntu.com/ubuntu
 # --components "main universe" --image "Ubuntu 22.04". debootstrap needs Ubuntu's archive key
@@ -100,8 +102,16 @@ chmod 755 "$ROOT/autograder/source/setup.sh" "$ROOT/autograder/source/run_autogr
 cp "$ROOT/autograder/source/run_autograder" "$ROOT/autograder/run_autograder"
 SETUP_ENV=()
 WHEEL_ARGS=()
+# pip trusts the certificates this machine trusts (its pip config's `cert`: a proxy may sign
+# PyPI's connections with a local authority that a fresh root does not know)
+CERT=$(pip config list 2>/dev/null | sed -n "s/^global.cert='\(.*\)'$/\1/p" | head -1)
+[ -n "$CERT" ] || CERT=/etc/ssl/certs/ca-certificates.crt
+if [ -f "$CERT" ]; then
+    cp "$CERT" "$ROOT/etc/field-test-ca.crt"
+    SETUP_ENV+=(--env PIP_CERT=/etc/field-test-ca.crt)
+fi
 if [ -n "$WHEELS" ]; then
-    SETUP_ENV=(--env "AUTOGRADER_TORCH_SOURCE=--find-links /opt/wheels")
+    SETUP_ENV+=(--env "AUTOGRADER_TORCH_SOURCE=--find-links /opt/wheels")
     WHEEL_ARGS=(--wheels "$WHEELS")
 fi
 started=$SECONDS
