@@ -3,7 +3,7 @@
 #
 #   sudo benchmarks/gradescope_field_test.sh [--suite bookworm] [--mirror URL] [--work DIR]
 #        [--image NAME] [--components "main"] [--wheels DIR] [--modes "userns no-userns ..."]
-#        [--no-check-gpg] [--keep]
+#        [--runs N] [--no-check-gpg] [--keep]
 #
 # 1. builds the autograder zip (`python -m autograder gradescope`, a fixed test secret);
 # 2. builds a fresh root with debootstrap (--variant=minbase; default Debian 12 "bookworm" from
@@ -16,7 +16,8 @@
 #    user namespaces refused; with no namespaces at all, Docker's defaults), each on one CPU
 #    (taskset), then the same three with the standalone `python -m autograder grade` on this
 #    machine, and prints the table: image, sandbox mode, the three scores, CPU-s per submission
-#    (benchmarks/gradescope_field.py; logs and results.json of every run in WORK/logs).
+#    (benchmarks/gradescope_field.py; medians of --runs runs; logs and results.json of every
+#    run in WORK/logs-SUITE).
 #
 # Needs: root, debootstrap, unshare/chroot/taskset (util-linux), the project's venv (.venv, or
 # $PYTHON), network access to the suite's mirror and to PyPI. Takes 15-30 minutes.
@@ -44,6 +45,7 @@ IMAGE=""
 WORK=/var/tmp/gradescope-field
 WHEELS=unset
 MODES="userns no-userns no-namespaces"
+RUNS=1
 GPG=()
 KEEP=0
 PYTHON="${PYTHON:-$REPO/.venv/bin/python}"
@@ -58,6 +60,7 @@ while [ $# -gt 0 ]; do
         --work) WORK="$2"; shift 2 ;;
         --wheels) WHEELS="$2"; shift 2 ;;
         --modes) MODES="$2"; shift 2 ;;
+        --runs) RUNS="$2"; shift 2 ;;
         --no-check-gpg) GPG=(--no-check-gpg); shift ;;
         --keep) KEEP=1; shift ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -126,4 +129,4 @@ echo "   setup.sh: $((SECONDS - started)) s; bubblewrap $(chroot "$ROOT" bwrap -
 
 echo "== grading: each sandbox mode, on one CPU, then standalone"
 # shellcheck disable=SC2086 # MODES is a list of words
-"${FIELD[@]}" grade --root "$ROOT" --image "$IMAGE" --modes $MODES --logs "$LOGS"
+"${FIELD[@]}" grade --root "$ROOT" --image "$IMAGE" --modes $MODES --runs "$RUNS" --logs "$LOGS"

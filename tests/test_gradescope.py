@@ -259,6 +259,9 @@ def test_solutions_full_marks_stubs_zero(graded):
     solutions, stubs = per_notebook(graded["solutions"]), per_notebook(graded["stubs"])
     assert solutions["01_soft_lookup"] == max_points("01_soft_lookup") > 0
     assert graded["solutions"]["score"] == max_points("01_soft_lookup")
+    # every cell ran, the import cell too: the course data (`from coursedata import
+    # load_fruit`) was readable in the sandbox although setup.sh leaves the course root-only
+    assert " raised " not in shown(graded["solutions"]["output"])
     assert stubs["01_soft_lookup"] == 0 and graded["stubs"]["score"] == 0
     stub_tests = [
         t for t in graded["stubs"]["tests"] if t["extra_data"]["notebook"] == "01_soft_lookup"
