@@ -24,13 +24,13 @@ from pathlib import Path
 from autograder import submissions
 from autograder.curriculum import GRADED_NAMES, NOTEBOOKS
 from autograder.judging.answers import judge_cases
+from autograder.notebook_files import MAX_NOTEBOOK_BYTES, load_notebook
 from autograder.probes.base import PROBES, build_cases, derive_seed, write_requests
 from autograder.safe_files import MB, UnsafeFile, printable, read_bytes, remove_tree, walk
 from autograder.sandbox import Limits, NotebookJob, Sandbox
 
 DEFAULT_SECRET = "course-default-secret"
 NOTEBOOK_FILES = {nb.filename for nb in NOTEBOOKS}
-MAX_NOTEBOOK_BYTES = 20 * MB  # a notebook larger than this is not read (with a message)
 LOCK_NAME = ".grading.lock"  # in OUT: one grading run at a time
 RUN_PREFIX = "autograder-run-"  # per-run work folder in the temp dir; stale ones are removed
 MEMORY_FS = Path("/dev/shm")  # preferred for the scratch files when it is a roomy tmpfs
@@ -55,20 +55,23 @@ class StudentResult:
     student: str
     results: dict  # the results.json payload
     skipped: bool = False
-    error: str = ""
+    error: str = ""  # the traceback of an internal error of the grader
     seconds: float = 0.0
+    refused: str = ""  # why this student was not graded (their id, two submissions)
     per_notebook: dict = field(default_factory=dict)
 
 
 # -- discovery: autograder.submissions turns PATH into students' folders -------------------------
 def output_folder(out, student):
-    """OUT/<student>, except for a student whose folder name is one of the class report's files
-    (grades.csv, summary.md, ...): OUT/_<student>. Student folders starting with "_" are never
-    graded, so the mapped name cannot collide with another student's."""
+    """OUT/<student>, except for a student whose name is one of the class report's files
+    (grades.csv, summary.md, ...) once its leading underscores are set aside: one more "_" in
+    front (grades.csv -> OUT/_grades.csv, _grades.csv -> OUT/__grades.csv), so no two students
+    share a folder and none overwrites the report."""
     from autograder.report import REPORT_FILES
 
     reserved = {name.casefold() for name in REPORT_FILES} | {LOCK_NAME}
-    return Path(out) / (f"_{student}" if student.casefold() in reserved else student)
+    bare = student.lstrip("_").casefold()
+    return Path(out) / (f"_{student}" if bare in reserved else student)
 
 
 def newest_mtime(folder):
@@ -93,90 +96,6 @@ def registered_probes():
 
     load_all()
     return {name for name in GRADED_NAMES if name in PROBES}
-
-
-# -- one notebook file ---------------------------------------------------------------------------
-def load_notebook(folder, filename, max_bytes=MAX_NOTEBOOK_BYTES):
-    """(NotebookNode or None, message for the student or ""). Never raises.
-
-    The file is read without following a link (a notebook that is a symbolic link, a FIFO or a
-    device scores 0 with a message), only when it is a regular file of at most max_bytes, and
-    its JSON may not nest deeper than safe_files.MAX_JSON_DEPTH.
-    """
-    try:
-        return _load_notebook(folder, filename, max_bytes)
-    except (RecursionError, MemoryError) as exc:
-        return (
-            None,
-            f"{filename} could not be read: it is too large or too deeply nested ({type(exc).__name__}).",
-        )
-    except Exception as exc:  # noqa: BLE001 - a file we cannot read is that student's message
-        return (
-            None,
-            f"{filename} could not be read as a notebook ({type(exc).__name__}: {str(exc)[:120]}).",
-        )
-
-
-def _load_notebook(folder, name, max_bytes):
-    import nbformat
-
-    from autograder.safe_files import parse_json
-
-    try:
-        raw = read_bytes(folder, [name], max_bytes)
-    except UnsafeFile as exc:
-        if exc.kind == "symlink":
-            return None, f"{name} is a symbolic link; upload the file itself."
-        if exc.kind == "too-large":
-            return None, (
-                f"{exc.message}: a notebook this large is not graded. Clear the outputs "
-                "(Kernel > Restart & Clear Output), save, and submit it again."
-            )
-        if exc.kind in ("special", "directory"):
-            return None, f"{exc.message}; upload the notebook file itself."
-        return None, f"{name} could not be read ({exc.message})."
-    if not raw.strip():
-        return None, f"{name} is empty (0 bytes): save the notebook in Jupyter and submit it again."
-    try:
-        data = parse_json(raw.decode("utf-8", errors="replace"), name)
-    except UnsafeFile as exc:
-        if exc.kind == "too-deep":
-            return None, f"{name} is not a notebook Jupyter saved: {exc.message}."
-        return None, (
-            f"{name} is not a valid notebook file ({exc.message}). "
-            "Was it saved from Jupyter, or renamed from another file?"
-        )
-    if not isinstance(data, dict) or "nbformat" not in data:
-        return None, f"{name} is JSON but not a Jupyter notebook (no nbformat field)."
-    message = ""
-    try:
-        version = int(data.get("nbformat", 0))
-        nb = nbformat.reads(json.dumps(data), as_version=4)
-        if version != 4:
-            message = f"{name} was saved in notebook format v{version}; it was converted to v4."
-    except Exception as exc:  # noqa: BLE001 - nbformat raises many kinds
-        return (
-            None,
-            f"{name} could not be read as a notebook ({type(exc).__name__}: {str(exc)[:120]}).",
-        )
-    try:
-        nbformat.validator.normalize(nb)
-    except Exception:  # noqa: BLE001
-        pass
-    cells = nb.get("cells")
-    if not isinstance(cells, list):
-        return None, f"{name} has no list of cells, so none of its functions are defined."
-    for cell in cells:
-        if not isinstance(cell, dict):
-            return None, f"{name} has a cell that is not a cell object; save it again in Jupyter."
-        if cell.get("cell_type") == "code":
-            cell.outputs = []
-            cell.execution_count = None
-            if not isinstance(cell.get("source", ""), str):
-                return None, f"{name} has a code cell whose source is not text."
-    if not any(c.get("cell_type") == "code" and c.get("source", "").strip() for c in cells):
-        return None, f"{name} has no code cells, so none of its functions are defined."
-    return nb, message
 
 
 # -- one student ---------------------------------------------------------------------------------
@@ -522,10 +441,18 @@ def grade_class(path, settings, progress=True, layout="auto", graded_groups=None
             settings.work_root = runs[0][0]
             staging = runs[-1][0] / "submissions"
             staging.mkdir()
+            notices = []
             found = submissions.discover(
-                path, settings.out, staging, layout=layout, graded_groups=graded_groups
+                path,
+                settings.out,
+                staging,
+                layout=layout,
+                graded_groups=graded_groups,
+                notices=notices,
             )
-            return _grade_class(found, settings, progress, write_class)
+            done, summary = _grade_class(found, settings, progress, write_class)
+            summary["skipped_entries"] = notices  # this run's, not written to summary.json
+            return done, summary
         finally:
             for folder, fd in runs:
                 os.close(fd)
@@ -541,6 +468,9 @@ def _grade_class(found, settings, progress, write_class):
     todo, done = [], []
     for sub in found:
         student = sub.student
+        if sub.refused:
+            done.append(StudentResult(student, {}, refused=sub.refused))
+            continue
         results = output_folder(settings.out, student) / "results.json"
         fresh = not settings.force and up_to_date(sub.source, results)
         saved = _read_saved(results) if fresh else None
@@ -623,15 +553,26 @@ def grade_command(args):
         layout=getattr(args, "layout", "auto"),
     )
     elapsed = time.monotonic() - started
-    graded = [r for r in done if not r.skipped and not r.error]
+    graded = [r for r in done if not r.skipped and not r.error and not r.refused]
     skipped = [r for r in done if r.skipped]
     failed = [r for r in done if r.error]
+    refused = [r for r in done if r.refused]
     print(summary["text"])
     print(
         f"graded {len(graded)} student(s), skipped {len(skipped)} up to date, "
-        f"{len(failed)} internal error(s) in {elapsed:.1f} s -> {printable(settings.out)}"
+        f"{len(refused)} not graded, {len(failed)} internal error(s) in {elapsed:.1f} s -> "
+        f"{printable(settings.out)}"
     )
+    for line in summary.get("skipped_entries", []):  # escaped where they were found
+        print(f"skipped entry {line}", file=sys.stderr)
     for r in failed:
         shown = "\n".join(printable(line) for line in r.error.splitlines())
         print(f"INTERNAL ERROR grading {printable(r.student)}:\n{shown}", file=sys.stderr)
-    return 1 if failed else 0
+    for r in refused:
+        print(f"NOT GRADED {printable(r.student)}: {r.refused}", file=sys.stderr)
+    if failed or refused:
+        names = ", ".join(printable(r.student) for r in failed + refused)
+        print(
+            f"error: {len(failed) + len(refused)} student(s) not graded: {names}", file=sys.stderr
+        )
+    return 1 if failed or refused else 0

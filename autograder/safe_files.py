@@ -21,10 +21,14 @@ import errno
 import io
 import json
 import os
+import re
 import stat
+
+from autograder.escaping import terminal
 
 KB, MB = 2**10, 2**20
 MAX_JSON_DEPTH = 64  # the harness never nests deeper than ~45; nbformat's JSON about 6
+MAX_JSON_VALUES = 1_000_000  # values in one JSON file: at most ~100 MB once decoded
 MAX_WALK_DEPTH = 32  # folders deeper than this in a submission are not looked into
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -44,6 +48,7 @@ class UnsafeFile(ValueError):
         "unreadable",
         "not-json",
         "too-deep",
+        "too-many",
     )
 
     def __init__(self, kind, message):
@@ -179,12 +184,33 @@ def json_depth(value):
     return deepest
 
 
-def parse_json(data, shown, max_depth=MAX_JSON_DEPTH):
-    """Decoded JSON of `data` (bytes or str); UnsafeFile('not-json' / 'too-deep') otherwise."""
+# a JSON string, escapes included (linear: no alternation inside the repetition)
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+
+
+def json_values_bound(data):
+    """An upper bound on the number of values (and keys) in the JSON text `data` (bytes), found
+    without decoding it: every value but the first opens a container or follows a comma.
+    Strings are cut out first (bytes: no UTF-8 sequence holds a quote or a backslash byte)."""
+    bare = _JSON_STRING.sub(b"", data)
+    return 1 + bare.count(b",") + bare.count(b"[") + bare.count(b"{")
+
+
+def parse_json(data, shown, max_depth=MAX_JSON_DEPTH, max_values=MAX_JSON_VALUES):
+    """Decoded JSON of `data` (bytes or str); UnsafeFile('not-json' / 'too-deep' / 'too-many')
+    otherwise. The number of values is bounded before anything is decoded: a file small in
+    bytes can hold millions of empty objects, each ~70 bytes once decoded (a 5 MB notebook
+    once made the parent peak at 2.4 GB)."""
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogatepass")
+    count = json_values_bound(data)
+    if count > max_values:
+        raise UnsafeFile(
+            "too-many",
+            f"{shown} holds about {count:,} JSON values, more than the {max_values:,} allowed",
+        )
     try:
-        if isinstance(data, bytes):
-            data = data.decode("utf-8")
-        value = json.loads(data)
+        value = json.loads(data.decode("utf-8"))
     except RecursionError:
         raise UnsafeFile("too-deep", f"{shown} is nested too deeply to be read") from None
     except UnicodeDecodeError as exc:
@@ -200,9 +226,10 @@ def parse_json(data, shown, max_depth=MAX_JSON_DEPTH):
     return value
 
 
-def read_json(root, relpath, limit, shown=None, max_depth=MAX_JSON_DEPTH):
+def read_json(root, relpath, limit, shown=None, max_depth=MAX_JSON_DEPTH, max_values=None):
     shown = shown or "/".join(_parts(relpath))
-    return parse_json(read_bytes(root, relpath, limit, shown), shown, max_depth)
+    data = read_bytes(root, relpath, limit, shown)
+    return parse_json(data, shown, max_depth, max_values or MAX_JSON_VALUES)
 
 
 def load_npy(root, relpath, limit, shown=None):
@@ -354,20 +381,7 @@ def _make_writable(fd):
 
 
 # -- text for people -----------------------------------------------------------------------------
-def printable(text):
-    """`text` with every control or invisible formatting character escaped (\\x1b, \\u202e, ...),
-    safe to print on a terminal or to put in a Markdown file."""
-    out = []
-    for ch in str(text):
-        if ch.isprintable() or ch == " ":
-            out.append(ch)
-        elif ord(ch) < 0x100:
-            out.append(f"\\x{ord(ch):02x}")
-        elif ord(ch) < 0x10000:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(f"\\U{ord(ch):08x}")
-    return "".join(out)
+printable = terminal  # the terminal's escaping (autograder/escaping.py), under its old name
 
 
 def _size(n):

@@ -4,6 +4,7 @@ expected kind) and never raises. Fast: no sandbox, except one small class at the
 few of these files sit next to an honest student who keeps full marks.
 """
 
+import csv
 import json
 import os
 import tempfile
@@ -331,8 +332,8 @@ def fuzzed_class(tmp_path_factory):
 def test_the_fuzzed_class_is_graded_and_the_honest_student_keeps_full_marks(fuzzed_class):
     out = fuzzed_class["out"]
     assert fuzzed_class["code"] == 0
-    rows = (out / "grades.csv").read_text().splitlines()[1:]
-    assert sorted(r.split(",")[0] for r in rows) == fuzzed_class["students"]
+    rows = list(csv.reader((out / "grades.csv").open()))[1:]
+    assert sorted(r[0] for r in rows) == fuzzed_class["students"]
     honest = json.loads((out / "honest" / "results.json").read_text())
     nb = honest["notebooks"]["01_soft_lookup"]
     assert nb["score"] == nb["max_score"] > 0

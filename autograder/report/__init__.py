@@ -7,9 +7,7 @@ Every file is written atomically (a temporary file renamed into place), so an in
 never leaves half a results.json behind, and a rerun can trust the files it finds.
 """
 
-import csv
 import functools
-import io
 import json
 import os
 import re
@@ -20,9 +18,9 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from autograder.curriculum import BY_STEM, NOTEBOOKS
+from autograder.escaping import csv_row
 from autograder.misconceptions import CATALOGUE
 from autograder.report.feedback import feedback_context
-from autograder.safe_files import printable
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -73,36 +71,16 @@ def write_student(folder, payload):
 
 
 # -- the class ----------------------------------------------------------------------------------
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
-def csv_cell(value):
-    """A cell a spreadsheet shows as text (OWASP's CSV-injection rule): a string starting with
-    = + - @, a tab or a carriage return gets a leading apostrophe. Numbers stay numbers."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        text = str(value)
-        if text.startswith(FORMULA_STARTS):
-            text = "'" + text
-        return printable(text)  # no raw escape sequence reaches a terminal that shows the file
-    return f"{value:g}"
-
-
 def grades_csv(students):
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["student", *(nb.stem for nb in NOTEBOOKS), "total"])
+    """grades.csv: one quoted, formula-free text cell per student id (autograder/escaping.py)."""
+    lines = [csv_row(["student", *(nb.stem for nb in NOTEBOOKS), "total"])]
     for s in students:
         per = defaultdict(float)
         for t in s.results.get("tests", []):
             per[t["notebook"]] += t["score"]
-        writer.writerow(
-            [
-                csv_cell(s.student),
-                *(csv_cell(per[nb.stem]) for nb in NOTEBOOKS),
-                csv_cell(s.results.get("score", 0.0)),
-            ]
-        )
-    return buffer.getvalue()
+        total = s.results.get("score", 0.0)
+        lines.append(csv_row([s.student, *(per[nb.stem] for nb in NOTEBOOKS), total]))
+    return "\n".join(lines) + "\n"
 
 
 def _same_test_for_everyone(name):

@@ -10,7 +10,6 @@ is now kept in the grader's own cache folder ($XDG_CACHE_HOME/autograder, else
 it. A kept file that is not a regular file, too large or not JSON is ignored and rebuilt.
 """
 
-import json
 import os
 import subprocess
 import sys
@@ -39,11 +38,11 @@ def kept_folder():
 
 def _read(path):
     """The bytes of a font cache file, or None (a link, not a regular file, too large, not JSON)."""
-    from autograder.safe_files import UnsafeFile, read_bytes
+    from autograder.safe_files import UnsafeFile, parse_json, read_bytes
 
     try:
         data = read_bytes(path.parent, [path.name], MAX_BYTES)
-        json.loads(data)
+        parse_json(data, path.name)  # a sandbox wrote it: values bounded too
     except (UnsafeFile, OSError, ValueError):
         return None
     return data

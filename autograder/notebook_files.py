@@ -1,0 +1,165 @@
+"""Reading a notebook a student controls, in the trusted parent, with bounded cost.
+
+    nb, message = load_notebook(folder, "01_soft_lookup.ipynb")   # (NotebookNode | None, text)
+
+Bytes, values and cells are all bounded before nbformat sees anything. The file is read through
+safe_files (no link followed, a regular file of at most MAX_NOTEBOOK_BYTES) and decoded under
+safe_files' bound on JSON values (a 5 MB file can hold 1.7 million empty objects). Then what
+grading never uses is dropped from the plain decoded dict: outputs, attachments, execution
+counts, and every metadata key but a cell's `tags` and the notebook's kernel and language
+names. nbformat's reader (version conversion, validation) sees only this slim notebook: its
+validation costs ~1 KB and ~30 us for every value it walks, so a metadata bomb within the value
+bound once cost 470 MB and 10 CPU-s.
+"""
+
+import json
+
+from autograder.safe_files import MB, UnsafeFile, parse_json, read_bytes
+
+MAX_NOTEBOOK_BYTES = 20 * MB  # a notebook larger than this is not read (with a message)
+MAX_CELLS = 5_000  # the course's notebooks have fewer than 100
+MAX_TAGS = 50
+_KEPT_NOTEBOOK_METADATA = ("kernelspec", "language_info")
+
+
+def load_notebook(folder, filename, max_bytes=MAX_NOTEBOOK_BYTES):
+    """(NotebookNode or None, message for the student or ""). Never raises.
+
+    The notebook returned has no outputs and only the metadata grading uses; it holds a code
+    cell with source (otherwise None and why)."""
+    try:
+        return _load_notebook(folder, filename, max_bytes)
+    except (RecursionError, MemoryError) as exc:
+        return (
+            None,
+            f"{filename} could not be read: it is too large or too deeply nested "
+            f"({type(exc).__name__}).",
+        )
+    except Exception as exc:  # noqa: BLE001 - a file we cannot read is that student's message
+        return (
+            None,
+            f"{filename} could not be read as a notebook ({type(exc).__name__}: {str(exc)[:120]}).",
+        )
+
+
+def _load_notebook(folder, name, max_bytes):
+    import nbformat
+
+    try:
+        raw = read_bytes(folder, [name], max_bytes)
+    except UnsafeFile as exc:
+        if exc.kind == "symlink":
+            return None, f"{name} is a symbolic link; upload the file itself."
+        if exc.kind == "too-large":
+            return None, (
+                f"{exc.message}: a notebook this large is not graded. Clear the outputs "
+                "(Kernel > Restart & Clear Output), save, and submit it again."
+            )
+        if exc.kind in ("special", "directory"):
+            return None, f"{exc.message}; upload the notebook file itself."
+        return None, f"{name} could not be read ({exc.message})."
+    if not raw.strip():
+        return None, f"{name} is empty (0 bytes): save the notebook in Jupyter and submit it again."
+    try:
+        data = parse_json(raw.decode("utf-8", errors="replace"), name)
+    except UnsafeFile as exc:
+        if exc.kind == "too-deep":
+            return None, f"{name} is not a notebook Jupyter saved: {exc.message}."
+        if exc.kind == "too-many":
+            return None, (
+                f"{exc.message}: it is not graded. A notebook Jupyter saves holds far fewer; if "
+                "it has long outputs, clear them (Kernel > Restart & Clear Output), save, and "
+                "submit it again."
+            )
+        return None, (
+            f"{name} is not a valid notebook file ({exc.message}). "
+            "Was it saved from Jupyter, or renamed from another file?"
+        )
+    del raw
+    if not isinstance(data, dict) or "nbformat" not in data:
+        return None, f"{name} is JSON but not a Jupyter notebook (no nbformat field)."
+    problem = _slim(data)
+    if problem:
+        return None, f"{name} {problem}"
+    message = ""
+    try:
+        version = int(data.get("nbformat", 0))
+        nb = nbformat.reads(json.dumps(data), as_version=4)
+        if version != 4:
+            message = f"{name} was saved in notebook format v{version}; it was converted to v4."
+    except Exception as exc:  # noqa: BLE001 - nbformat raises many kinds
+        return (
+            None,
+            f"{name} could not be read as a notebook ({type(exc).__name__}: {str(exc)[:120]}).",
+        )
+    try:
+        nbformat.validator.normalize(nb)
+    except Exception:  # noqa: BLE001
+        pass
+    cells = nb.get("cells")
+    if not isinstance(cells, list):
+        return None, f"{name} has no list of cells, so none of its functions are defined."
+    for cell in cells:
+        if not isinstance(cell, dict):
+            return None, f"{name} has a cell that is not a cell object; save it again in Jupyter."
+        if cell.get("cell_type") == "code":
+            cell.outputs = []
+            cell.execution_count = None
+            if not isinstance(cell.get("source", ""), str):
+                return None, f"{name} has a code cell whose source is not text."
+    if not any(c.get("cell_type") == "code" and c.get("source", "").strip() for c in cells):
+        return None, f"{name} has no code cells, so none of its functions are defined."
+    return nb, message
+
+
+def _slim(data):
+    """Drop, in place, what grading never reads; "" or why the notebook is refused."""
+    metadata = data.get("metadata")
+    data["metadata"] = {
+        key: value
+        for key, value in (metadata.items() if isinstance(metadata, dict) else ())
+        if key in _KEPT_NOTEBOOK_METADATA and _small_names(value)
+    }
+    cell_lists = []
+    if isinstance(data.get("cells"), list):  # v4
+        cell_lists.append(data["cells"])
+    for sheet in data.get("worksheets") or ():  # v3 and before
+        if isinstance(sheet, dict) and isinstance(sheet.get("cells"), list):
+            sheet.pop("metadata", None)
+            cell_lists.append(sheet["cells"])
+    if sum(len(cells) for cells in cell_lists) > MAX_CELLS:
+        return f"has more than {MAX_CELLS} cells; it is not graded."
+    for cells in cell_lists:
+        for cell in cells:
+            if not isinstance(cell, dict):
+                continue
+            metadata = cell.get("metadata")
+            tags = metadata.get("tags") if isinstance(metadata, dict) else None
+            cell["metadata"] = {"tags": tags} if _tags(tags) else {}
+            cell.pop("attachments", None)
+            if "outputs" in cell:
+                cell["outputs"] = []
+            for count in ("execution_count", "prompt_number"):
+                if count in cell:
+                    cell[count] = None
+    return ""
+
+
+def _tags(value):
+    return (
+        isinstance(value, list)
+        and len(value) <= MAX_TAGS
+        and all(isinstance(t, str) and len(t) <= 100 for t in value)
+    )
+
+
+def _small_names(value, nested=True):
+    """kernelspec / language_info as Jupyter writes them: a few short strings and numbers, one
+    level of nesting (language_info's codemirror_mode)."""
+    if not isinstance(value, dict) or len(value) > 20:
+        return False
+    return all(
+        (isinstance(v, str | int | float) and len(str(v)) <= 200)
+        or (nested and _small_names(v, nested=False))
+        for v in value.values()
+    )
