@@ -3,7 +3,7 @@
     subs = discover("submissions/", out="grades", staging=tmp)   # -> [Submission]
     subs[0].student, subs[0].folder, subs[0].messages
 
-Layouts read (see README, "For instructors"):
+Layouts read (see docs/instructors.md, "Grading"):
 - a folder of student folders (student id = folder name), each holding the notebooks;
 - one student's folder (PATH itself holds notebooks);
 - nbgrader's tree: COURSE/ or COURSE/submitted/, i.e. submitted/<student>/<assignment>/*.ipynb,
