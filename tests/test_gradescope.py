@@ -366,6 +366,16 @@ def test_the_summary_says_what_is_not_started_not_submitted_and_failing_without_
     assert "after the due date" in output
 
 
+def test_the_student_id_is_the_first_valid_one_of_gradescopes_metadata():
+    from autograder.platforms.gradescope import student_id
+
+    assert student_id({"users": [{"email": "a@example.edu", "id": 42}]}) == "a@example.edu"
+    forged = {"users": [{"email": "a@example.edu\n01_soft_lookup: 10 / 10", "id": 42}]}
+    assert student_id(forged) == "42"  # never an id with a line break in it
+    assert student_id({"users": [{"email": "\x1b[2J", "id": ""}]}) == "student"
+    assert student_id({"users": "not a list"}) == student_id([]) == "student"
+
+
 def test_a_submission_the_grader_fails_on_still_gets_a_valid_results_json(
     autograder_zip, tmp_path, monkeypatch, capsys
 ):

@@ -39,7 +39,7 @@ import zipfile
 from pathlib import Path
 
 from autograder import demo_cells
-from autograder.safe_files import printable
+from autograder.escaping import terminal
 from autograder.sandbox import Sandbox, _share_read_only
 
 HERE = Path(__file__).resolve().parent
@@ -146,12 +146,15 @@ def _coursedata_dir():
 
 # -- grading one submission ----------------------------------------------------------------------
 def student_id(metadata):
-    """users[0].email or .id from Gradescope's submission_metadata.json; 'student' if absent."""
+    """users[0].email or .id from Gradescope's submission_metadata.json, the first that is a
+    valid student id (autograder.student_ids); 'student' if neither is."""
+    from autograder import student_ids
+
     users = (metadata.get("users") or []) if isinstance(metadata, dict) else []
     first = users[0] if users and isinstance(users[0], dict) else {}
     for key in ("email", "id"):
         value = first.get(key)
-        if value not in (None, ""):
+        if value not in (None, "") and student_ids.problem(str(value)) is None:
             return str(value)
     return "student"
 
@@ -174,7 +177,7 @@ MAX_QUOTED = 600  # characters of one student-derived line (the sandbox already 
 def plain_line(text, limit=MAX_QUOTED):
     """`text` as one line of plain text: line breaks, control and invisible characters
     (bidirectional overrides, zero-width ...) shown escaped, at most `limit` characters."""
-    line = printable(text)
+    line = terminal(text)  # the terminal's rule (escaping.py): it leaves no line break either
     return line if len(line) <= limit else line[: limit - 4] + " ..."
 
 
@@ -449,6 +452,8 @@ def grade_submission(root):
         [sub] = submissions.discover(
             root / "submission", out, staging, layout="student", student=student
         )
+        if sub.refused:  # student_id() only hands over valid ids: the grader's own failure
+            raise RuntimeError(sub.refused)
         missing = {
             nb.stem for nb in NOTEBOOKS if _notebook_file(sub.folder, nb.filename) == "missing"
         }
@@ -492,7 +497,7 @@ def run_autograder(root):
     payload["execution_time"] = round(time.monotonic() - started, 2)
     results_dir.mkdir(parents=True, exist_ok=True)
     target = write_results(results_dir, payload)
-    print(f"{printable(student)}: {payload.get('score', 0):g} -> {target}")
+    print(f"{terminal(student)}: {payload.get('score', 0):g} -> {target}")
     return status
 
 
