@@ -398,6 +398,16 @@ def test_a_submission_the_grader_fails_on_still_gets_a_valid_results_json(
     assert "onerror" in capsys.readouterr().err
 
 
+def test_results_json_is_strict_json_even_for_a_score_that_is_not_a_number(tmp_path):
+    from autograder.platforms.gradescope import failure_results, write_results
+
+    target = write_results(tmp_path, {"score": float("nan"), "tests": []})
+    text = target.read_text()
+    results = json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} in JSON"))
+    assert results == failure_results()
+    assert not list(tmp_path.glob(".*"))  # no partial file left beside it
+
+
 def test_results_json_is_written_when_the_settings_are_malformed(autograder_zip, tmp_path):
     from autograder.platforms import gradescope
 
