@@ -3,21 +3,22 @@
 #
 #   sudo benchmarks/gradescope_field_test.sh [--suite bookworm] [--mirror URL] [--work DIR]
 #        [--image NAME] [--components "main"] [--wheels DIR] [--modes "userns no-userns ..."]
-#        [--runs N] [--no-check-gpg] [--keep]
+#        [--runs N] [--no-standalone] [--no-check-gpg] [--keep]
 #
 # 1. builds the autograder zip (`python -m autograder gradescope`, a fixed test secret);
 # 2. builds a fresh root with debootstrap (--variant=minbase; default Debian 12 "bookworm" from
 #    http://deb.debian.org/debian; the .debs are cached in WORK/debs for the next run);
+#    The suite's -updates is added to its apt sources, as on the images Gradescope builds on.
 # 3. lays out /autograder as Gradescope's documentation describes (source/ = the unpacked zip,
 #    run_autograder copied beside it, submission/ and results/) and runs the zip's setup.sh in
 #    it as root, as Gradescope does when it builds the image (log: WORK/setup.log);
 # 4. grades the solutions, a blank submission and one with a mistake through
 #    /autograder/run_autograder in each sandbox mode (with a user namespace per sandbox; with
 #    user namespaces refused; with no namespaces at all, Docker's defaults), each on one CPU
-#    (taskset), then the same three with the standalone `python -m autograder grade` on this
-#    machine, and prints the table: image, sandbox mode, the three scores, CPU-s per submission
-#    (benchmarks/gradescope_field.py; medians of --runs runs; logs and results.json of every
-#    run in WORK/logs-SUITE).
+#    (taskset), then (unless --no-standalone) the same three with the standalone
+#    `python -m autograder grade` on this machine, and prints the table: image, sandbox mode,
+#    the three scores, CPU-s per submission (benchmarks/gradescope_field.py; medians of --runs
+#    runs; logs and results.json of every run in WORK/logs-SUITE).
 #
 # Needs: root, debootstrap, unshare/chroot/taskset (util-linux), the project's venv (.venv, or
 # $PYTHON), network access to the suite's mirror and to PyPI. Takes 15-30 minutes.
@@ -46,6 +47,7 @@ WORK=/var/tmp/gradescope-field
 WHEELS=unset
 MODES="userns no-userns no-namespaces"
 RUNS=1
+STANDALONE=()
 GPG=()
 KEEP=0
 PYTHON="${PYTHON:-$REPO/.venv/bin/python}"
@@ -61,6 +63,7 @@ while [ $# -gt 0 ]; do
         --wheels) WHEELS="$2"; shift 2 ;;
         --modes) MODES="$2"; shift 2 ;;
         --runs) RUNS="$2"; shift 2 ;;
+        --no-standalone) STANDALONE=(--no-standalone); shift ;;
         --no-check-gpg) GPG=(--no-check-gpg); shift ;;
         --keep) KEEP=1; shift ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -97,6 +100,8 @@ debootstrap --variant=minbase --components="${COMPONENTS// /,}" "${GPG[@]}" \
     || { tail -20 "$WORK/debootstrap.log"; exit 1; }
 echo "   $((SECONDS - started)) s"
 cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
+# as the images Gradescope builds on: the suite's updates too (Ubuntu 22.04's python3.11 is there)
+echo "deb $MIRROR $SUITE-updates $COMPONENTS" >> "$ROOT/etc/apt/sources.list"
 
 echo "== /autograder as Gradescope lays it out, then setup.sh as root"
 mkdir -p "$ROOT/autograder/source" "$ROOT/autograder/submission" "$ROOT/autograder/results"
@@ -129,4 +134,5 @@ echo "   setup.sh: $((SECONDS - started)) s; bubblewrap $(chroot "$ROOT" bwrap -
 
 echo "== grading: each sandbox mode, on one CPU, then standalone"
 # shellcheck disable=SC2086 # MODES is a list of words
-"${FIELD[@]}" grade --root "$ROOT" --image "$IMAGE" --modes $MODES --runs "$RUNS" --logs "$LOGS"
+"${FIELD[@]}" grade --root "$ROOT" --image "$IMAGE" --modes $MODES --runs "$RUNS" \
+    --logs "$LOGS" "${STANDALONE[@]}"
