@@ -150,6 +150,10 @@ def test_zip_holds_what_gradescope_needs(autograder_zip):
     assert secret == SECRET and not modes["secret"] & 0o077
     assert "lib/autograder/reference/matrix_attention.py" in names  # the grader needs it...
     assert "lib/coursedata/__init__.py" in names
+    for nb in BY_STEM.values():  # the released notebooks, whose demo cells the grader skips
+        with zipfile.ZipFile(autograder_zip) as archive:
+            shipped = archive.read(f"lib/notebooks/{nb.filename}")
+        assert shipped == (REPO / "notebooks" / nb.filename).read_bytes()
     assert settings["test_visibility"] == "after_due_date"  # hidden tests: after the due date
     # ... and setup.sh makes the course root's alone, and never installs it where students run
     assert 'chmod -R go-rwx "$SOURCE"' in setup
