@@ -23,7 +23,8 @@ Sandbox modes (what the container allows; `confine` applies it before chroot):
 
 CPU-seconds are the whole process tree's user+sys time, read from a cgroup of its own
 (benchmarks/grade_vs_nbgrader.py's CpuMeter); with --runs N the table shows medians (every run
-is printed). The last line printed is the JSON of every row.
+is printed). Runs are interleaved (each mode and the standalone grader back to back, submission
+by submission), so a change in the machine's load touches every row alike. The last line printed is the JSON of every row.
 """
 
 import argparse
@@ -202,42 +203,46 @@ def table(rows, submissions=tuple(SUBMISSIONS)):
 
 
 def grade(args):
-    rows = []
+    """Every (mode, submission) `args.runs` times, interleaved: run r of each mode and of the
+    standalone grader back to back, so a change in the machine's load touches all alike."""
     plans = [(args.image, mode) for mode in args.modes]
     if not args.no_standalone:
         plans.append(("this machine, standalone", "grade --workers 1"))
-    for image, mode in plans:
-        row = {"image": image, "mode": mode, "scores": {}, "cpu": {}, "wall": {}}
-        for name in args.submissions:
-            notebooks = sorted(SUBMISSIONS[name].glob("*.ipynb"))
-            scores, cpus, walls = set(), [], []
-            for _ in range(args.runs):
+    seen = {plan: {} for plan in plans}  # plan -> submission -> [(score, cpu, wall)]
+    for name in args.submissions:
+        notebooks = sorted(SUBMISSIONS[name].glob("*.ipynb"))
+        for _ in range(args.runs):
+            for image, mode in plans:
                 if mode == "grade --workers 1":
                     results, cpu, wall, log, method = standalone_run(notebooks, args.cpu)
                 else:
                     results, cpu, wall, log, method = gradescope_run(
                         args.root, mode, notebooks, args.cpu
                     )
-                scores.add(score_of(results))
-                cpus.append(round(cpu, 2))
-                walls.append(round(wall, 1))
+                seen[(image, mode)].setdefault(name, []).append(
+                    (score_of(results), round(cpu, 2), round(wall, 1), method)
+                )
                 print(
                     f"{image} | {mode} | {name}: {score_of(results)}, {cpu:.1f} CPU-s, "
                     f"{wall:.0f} s wall ({method})",
                     flush=True,
                 )
+                if args.logs:
+                    folder = Path(args.logs)
+                    folder.mkdir(parents=True, exist_ok=True)
+                    safe = f"{mode}-{name}".replace(" ", "_")
+                    (folder / f"{safe}.log").write_text(log)
+                    (folder / f"{safe}.results.json").write_text(json.dumps(results, indent=1))
+    rows = []
+    for (image, mode), runs in seen.items():
+        row = {"image": image, "mode": mode, "scores": {}, "cpu": {}, "wall": {}, "cpu_runs": {}}
+        for name, done in runs.items():
             # a score that differs between runs is a finding: the table shows every one
-            row["scores"][name] = " or ".join(sorted(scores))
-            row["cpu"][name] = statistics.median(cpus)
-            row["cpu_runs"] = {**row.get("cpu_runs", {}), name: cpus}
-            row["wall"][name] = statistics.median(walls)
-            row["cpu_method"] = method
-            if args.logs:
-                folder = Path(args.logs)
-                folder.mkdir(parents=True, exist_ok=True)
-                safe = f"{mode}-{name}".replace(" ", "_")
-                (folder / f"{safe}.log").write_text(log)
-                (folder / f"{safe}.results.json").write_text(json.dumps(results, indent=1))
+            row["scores"][name] = " or ".join(sorted({score for score, *_ in done}))
+            row["cpu_runs"][name] = [cpu for _, cpu, _, _ in done]
+            row["cpu"][name] = statistics.median(row["cpu_runs"][name])
+            row["wall"][name] = statistics.median(wall for _, _, wall, _ in done)
+            row["cpu_method"] = done[-1][3]
         rows.append(row)
     print()
     print(table(rows, tuple(args.submissions)))
