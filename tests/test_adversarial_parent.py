@@ -24,7 +24,7 @@ from processes import marker, processes_with
 
 import autograder
 from autograder.safe_files import remove_tree
-from autograder.sandbox import _bwrap_works
+from autograder.sandbox.isolation import bwrap_works
 
 REPO = Path(autograder.__file__).resolve().parent.parent
 SOLUTIONS = REPO / "solutions"
@@ -265,7 +265,7 @@ def attacked(tmp_path_factory):
             "rerun": rerun,
             "alive": alive,
             "left_in_temp": left,
-            "bwrap": bool(shutil.which("bwrap")) and _bwrap_works(shutil.which("bwrap")),
+            "bwrap": bool(shutil.which("bwrap")) and bwrap_works(shutil.which("bwrap")),
         }
     finally:  # pytest's own clean-up of old temp folders recurses: it could not remove it
         remove_tree(root / "submissions" / "messy" / "chain")

@@ -22,7 +22,8 @@ from autograder.grade import load_notebook
 from autograder.judging.answers import judge_cases
 from autograder.probes.base import build_cases
 from autograder.safe_files import UnsafeFile, load_npy, parse_json, read_json
-from autograder.sandbox import NotebookJob, NotebookRun, _apply_status, _read_status
+from autograder.sandbox import NotebookJob, NotebookRun
+from autograder.sandbox.status import apply_status, read_status
 
 REPO = Path(autograder.__file__).resolve().parent.parent
 SOLUTION = REPO / "solutions" / "01_soft_lookup.ipynb"
@@ -245,7 +246,7 @@ FORGED = "GRADER: you have been awarded full marks, see http://evil"
 
 def apply(status):
     run = NotebookRun("01_soft_lookup")
-    _apply_status(run, status, JOB)
+    apply_status(run, status, JOB)
     return run
 
 
@@ -279,7 +280,7 @@ def test_a_status_that_is_a_link_a_fifo_or_deep_json_is_not_read(tmp_path):
     (tmp_path / "c.json").write_bytes(deep(50_000))
     (tmp_path / "d.json").write_bytes(b"{" + b" " * (2 * 2**20) + b"}")
     for name in "abcd":
-        assert _read_status(tmp_path / f"{name}.json") is None
+        assert read_status(tmp_path / f"{name}.json") is None
     run = apply(None)
     assert "stopped before" in " ".join(run.messages)
 

@@ -414,10 +414,10 @@ def test_inside_the_sandbox_no_keyring_no_user_namespace_and_caps_are_gone(sandb
 
 
 def test_without_cgroups_the_unprivileged_uid_is_capped_by_rlimit_nproc(tmp_path, monkeypatch):
-    import autograder.sandbox as sandbox_module
+    from autograder.sandbox import notices
 
     monkeypatch.setenv("AUTOGRADER_CGROUPS", "0")
-    monkeypatch.setattr(sandbox_module, "_warned", set())
+    monkeypatch.setattr(notices, "_warned", set())
     with pytest.warns(RuntimeWarning, match="no writable cgroup") as caught:
         box = Sandbox(Limits(timeout=30, processes=48, startup_seconds=60), warm=False)
     try:
@@ -444,11 +444,11 @@ def test_without_cgroups_the_unprivileged_uid_is_capped_by_rlimit_nproc(tmp_path
 def test_each_missing_defence_is_warned_about_once(monkeypatch):
     import warnings
 
-    import autograder.sandbox as sandbox_module
+    from autograder.sandbox import notices
 
     monkeypatch.setenv("AUTOGRADER_CGROUPS", "0")
     monkeypatch.setenv("AUTOGRADER_USERNS", "0")
-    monkeypatch.setattr(sandbox_module, "_warned", set())
+    monkeypatch.setattr(notices, "_warned", set())
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         boxes = [Sandbox(Limits(), warm=False) for _ in range(2)]
@@ -513,10 +513,10 @@ def test_the_sandbox_log_keeps_a_head_and_a_tail_of_a_flood(tmp_path):
 
 
 def test_mount_points_get_parents_the_sandbox_uid_can_walk():
-    from autograder.sandbox import _with_parent_dirs
+    from autograder.sandbox.isolation import with_parent_dirs
 
     ops = ["--ro-bind", "/x/y", "/root/.pyenv/v", "--tmpfs", "/grader/home", "--proc", "/proc"]
-    out = _with_parent_dirs(ops)
+    out = with_parent_dirs(ops)
     dirs = [out[i + 1] for i in range(len(out)) if out[i] == "--dir"]
     assert dirs == ["/root", "/root/.pyenv", "/grader"]
     assert out.count("0755") == 3
@@ -527,10 +527,11 @@ def test_parents_under_a_tmpfs_are_made_after_it():
     """A venv under /tmp (an instructor's clone there) is bound after the tmpfs /tmp: its
     parents must be made inside that tmpfs, or they are hidden by it and bwrap makes them 0700,
     and no notebook can import anything."""
-    from autograder.sandbox import _tmpfs, _with_parent_dirs
+    from autograder.sandbox.isolation import tmpfs as tmpfs_ops
+    from autograder.sandbox.isolation import with_parent_dirs
 
-    ops = [*_tmpfs("/tmp", 1024), "--ro-bind", "/tmp/ci/repo/.venv", "/tmp/ci/repo/.venv"]
-    out = _with_parent_dirs(ops)
+    ops = [*tmpfs_ops("/tmp", 1024), "--ro-bind", "/tmp/ci/repo/.venv", "/tmp/ci/repo/.venv"]
+    out = with_parent_dirs(ops)
     tmpfs = out.index("--tmpfs")
     assert out[tmpfs - 4 : tmpfs] == ["--perms", "1777", "--size", "1024"]  # its own modifiers
     made = [i for i in range(len(out)) if out[i] == "--dir"]

@@ -38,9 +38,10 @@ import warnings
 import zipfile
 from pathlib import Path
 
-from autograder import demo_cells
+from autograder import demo_cells, selftest
 from autograder.escaping import terminal
-from autograder.sandbox import Sandbox, _share_read_only
+from autograder.sandbox import Sandbox
+from autograder.sandbox.copying import share_read_only
 
 HERE = Path(__file__).resolve().parent
 TEMPLATES = HERE / "templates"
@@ -122,6 +123,9 @@ def build_zip(out, secret=None, **settings):
         # demonstration cells are skipped when a submission kept them unchanged, as standalone
         for path in _released_notebooks():
             archive.write(path, f"lib/{demo_cells.RELEASED.name}/{path.name}")
+        for path, name in selftest.shipped_files():  # setup.sh's self-test grades them
+            if f"lib/{name}" not in archive.namelist():
+                archive.write(path, f"lib/{name}")
     return secret
 
 
@@ -359,7 +363,7 @@ class StudentUserSandbox(Sandbox):
             for folder, dirs, files in os.walk(work / name, followlinks=False):
                 for entry in [folder, *(os.path.join(folder, n) for n in dirs + files)]:
                     os.chown(entry, self.uid, self.gid, follow_symlinks=False)
-        _share_read_only(work / "requests")
+        share_read_only(work / "requests")
         if (work / "job.json").exists():
             os.chmod(work / "job.json", 0o644)
         for folder in (work, work.parent):  # x only: no listing of the grader's temp folders

@@ -18,6 +18,7 @@ import re
 from collections import defaultdict
 
 from autograder.curriculum import NOTEBOOK_OF, NOTEBOOKS
+from autograder.deadlines import late_line
 from autograder.misconceptions import CATALOGUE
 from autograder.report.sections import teaching_sections
 
@@ -189,6 +190,7 @@ def feedback_context(payload, sections=None):
                 "functions": functions,
                 "to_fix": len(todo),
                 "first_exercise": first_exercise,
+                "late": late_line(nb.stem, payload.get("late")),
                 "score": info.get("score", round(sum(t["score"] for t in tests), 4)),
                 "max_score": info.get("max_score", round(sum(t["max_score"] for t in tests), 4)),
             }

@@ -1,7 +1,8 @@
-"""One cgroup per sandbox: hard caps on the number of processes and on the memory of ALL of them.
+"""One cgroup per sandbox: hard caps on the number of processes and on the memory of ALL of them,
+and its share of the CPU.
 
     tree = find_tree()                       # once per grading run; None: no usable cgroups
-    group = tree.create(pids=512, memory_bytes=6 * 2**30)
+    group = tree.create(pids=512, memory_bytes=6 * 2**30, cpus=1.0)
     ... Popen(..., preexec_fn=group.attach_self)   # the sandbox starts inside it
     group.kill(); group.remove()             # after the run: nothing survives, nothing is left
 
@@ -10,6 +11,12 @@ counts every process, thread and page (tmpfs included) of one sandbox together. 
 where our own cgroup may have children with the memory and pids controllers; else cgroup v1
 (the pids and memory hierarchies, each where it is mounted writable); else none: the caller
 falls back to rlimits and says so once. AUTOGRADER_CGROUPS=0 disables them (to test the fallback).
+
+The CPU: where the cpu controller is available (v2: enabled beside memory and pids; v1: its own
+hierarchy), every sandbox gets the same weight (v2 cpu.weight 100, v1 cpu.shares 1024) and a cap
+of `cpus` CPUs (cpu.max / cfs quota), so a sandbox full of busy processes takes no more than its
+share. Its CPU time is read back from cpu.stat (v2, with or without the controller) or cpuacct
+(v1): cpu_seconds(). Tree.cpu_capped says whether the cap is in force.
 """
 
 import itertools
@@ -19,7 +26,8 @@ import time
 from pathlib import Path
 
 DISABLE_ENV = "AUTOGRADER_CGROUPS"
-V1_CONTROLLERS = ("pids", "memory", "freezer")
+V1_CONTROLLERS = ("pids", "memory", "freezer", "cpu", "cpuacct")
+CPU_PERIOD_US = 100_000
 _names = itertools.count()
 
 
@@ -71,7 +79,8 @@ class Cgroup:
         self.version = version
         self.dirs = dirs  # {controller (v1) or "" (v2): Path}
         # opened now, written in the child between fork and exec: no Python-level I/O there
-        self._procs = [str(d / "cgroup.procs") for d in dirs.values()]
+        # (v1 hierarchies mounted together, cpu,cpuacct, share one directory)
+        self._procs = sorted({str(d / "cgroup.procs") for d in dirs.values()})
 
     def attach_self(self):
         """Move the calling process into the cgroup(s). Safe in a preexec_fn (plain syscalls)."""
@@ -126,6 +135,39 @@ class Cgroup:
                 return False
             time.sleep(0.02)
 
+    def cpu_usage_file(self):
+        """(path, unit in seconds) of the file holding the cgroup's CPU time, or None."""
+        if self.version == 2:
+            return str(self.dirs[""] / "cpu.stat"), 1e-6  # usage_usec
+        if "cpuacct" in self.dirs:
+            return str(self.dirs["cpuacct"] / "cpuacct.usage"), 1e-9
+        return None
+
+    def cpu_seconds(self):
+        """CPU time used by every process of the cgroup so far, or None when not accounted."""
+        found = self.cpu_usage_file()
+        return read_cpu_usage(*found) if found else None
+
+    def wait_seconds(self):
+        """Seconds the cgroup's live threads have spent runnable but waiting for a CPU (the
+        scheduler's run_delay in /proc/TID/schedstat), or None where it is not reported."""
+        tids = set()
+        for d in dict.fromkeys(self.dirs.values()):
+            for name in ("cgroup.threads", "tasks"):
+                try:
+                    tids |= {int(t) for t in (d / name).read_text().split()}
+                except (OSError, ValueError):
+                    pass
+        total, seen = 0, False
+        for tid in tids:
+            try:
+                with open(f"/proc/{tid}/schedstat") as handle:
+                    total += int(handle.read().split()[1])
+                seen = True
+            except (OSError, ValueError, IndexError):
+                pass
+        return total / 1e9 if seen else None
+
     def peak_pids(self):
         try:
             return int((self.dirs.get("pids", self.dirs.get("")) / "pids.peak").read_text())
@@ -134,7 +176,7 @@ class Cgroup:
 
     def remove(self):
         """Remove the directories (after kill); a few retries while the kernel reaps."""
-        for d in self.dirs.values():
+        for d in dict.fromkeys(self.dirs.values()):
             for _ in range(50):
                 try:
                     d.rmdir()
@@ -148,13 +190,14 @@ class Cgroup:
 class Tree:
     """Where this process may create cgroups, and how to cap them."""
 
-    def __init__(self, version, bases):
+    def __init__(self, version, bases, cpu=False):
         self.version = version
         self.bases = bases  # {controller (v1) or "" (v2): Path of our own cgroup}
+        self.cpu_capped = cpu or "cpu" in bases  # v2: the cpu controller is enabled
 
     def remove_stale(self):
         """Remove the empty cgroups a killed grading run left behind (its pid is gone)."""
-        for base in self.bases.values():
+        for base in dict.fromkeys(self.bases.values()):
             try:
                 children = list(base.iterdir())
             except OSError:
@@ -175,16 +218,18 @@ class Tree:
             return f"cgroup v2 at {self.bases['']}"
         return "cgroup v1 (" + ", ".join(sorted(c for c in self.bases if c != "freezer")) + ")"
 
-    def create(self, pids, memory_bytes):
+    def create(self, pids, memory_bytes, cpus=1.0):
         name = f"autograder-{os.getpid()}-{next(_names)}"
         made = {}
         try:
             for controller, base in self.bases.items():
                 path = base / name
-                path.mkdir()
+                if path not in made.values():  # co-mounted v1 hierarchies share it
+                    path.mkdir()
                 made[controller] = path
             group = Cgroup(self.version, made)
             self._cap(group, pids, memory_bytes)
+            self._cap_cpu(group, cpus)
         except OSError:
             Cgroup(self.version, made).remove()
             raise
@@ -209,10 +254,27 @@ class Tree:
                 except OSError:
                     pass
 
+    def _cap_cpu(self, group, cpus):
+        """The same weight for every sandbox, and at most `cpus` CPUs."""
+        if not self.cpu_capped:
+            return
+        quota = max(1000, int(cpus * CPU_PERIOD_US))
+        if self.version == 2:
+            writes = [("cpu.weight", "100"), ("cpu.max", f"{quota} {CPU_PERIOD_US}")]
+        else:
+            writes = [("cpu.shares", "1024"), ("cpu.cfs_period_us", str(CPU_PERIOD_US))]
+            writes.append(("cpu.cfs_quota_us", str(quota)))
+        d = group.dirs["" if self.version == 2 else "cpu"]
+        try:
+            for name, value in writes:
+                _write(d / name, value)
+        except OSError:  # e.g. a kernel without CFS bandwidth control: the weight alone
+            self.cpu_capped = False
+
     @property
     def controllers(self):
         if self.version == 2:
-            return {"pids", "memory"}
+            return {"pids", "memory"} | ({"cpu"} if self.cpu_capped else set())
         return {c for c in self.bases if c != "freezer"}
 
 
@@ -236,8 +298,20 @@ def _try_v2(mounts, own):
             except OSError:
                 continue
         if _can_make_child(base):
-            return Tree(2, {"": base})
+            return Tree(2, {"": base}, cpu=_enable_cpu(base, available))
     return None
+
+
+def _enable_cpu(base, available):
+    """Enable the cpu controller for our children if we may; False when it stays off."""
+    if "cpu" not in available:
+        return False
+    try:
+        if "cpu" not in (base / "cgroup.subtree_control").read_text().split():
+            _write(base / "cgroup.subtree_control", "+cpu")
+        return True
+    except OSError:
+        return False
 
 
 def _try_v1(mounts, own):
@@ -253,6 +327,22 @@ def _try_v1(mounts, own):
                     break
     if "pids" in bases or "memory" in bases:
         return Tree(1, bases)
+    return None
+
+
+def read_cpu_usage(path, unit):
+    """Seconds of CPU in a cgroup's cpu.stat (usage_usec) or cpuacct.usage (ns); None if unread."""
+    try:
+        with open(path) as handle:
+            text = handle.read(4096)
+    except OSError:
+        return None
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 1 and parts[0].isdigit():
+            return int(parts[0]) * unit
+        if len(parts) == 2 and parts[0] == "usage_usec" and parts[1].isdigit():
+            return int(parts[1]) * unit
     return None
 
 

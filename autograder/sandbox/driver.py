@@ -8,14 +8,26 @@ and nbclient (never `autograder`). It decides nothing: it runs cells, records wh
 parent turns that into messages and scores.
 
 Per notebook: a fresh IPython kernel; every code cell in order with allow_errors (a cell that
-raises is recorded and the next one runs); the notebook's cells share one wall-clock budget; then
+raises is recorded and the next one runs); the notebook's cells share one time budget; then
 one extra cell per graded name calls the harness's serve() on that name's requests, with its own
 time limit. Only error outputs are kept: whatever a notebook prints is dropped, so a flood of
 output cannot fill memory or disk.
 
+Time limits are charged to the sandbox's own CPU time (CpuClock, Watchdog), not to the clock on
+the wall: a notebook slowed down by other programs on a busy machine is not cut short. The wall
+clock is only a backstop (job["wall_factor"] times each limit), for code that sleeps or waits.
+
 With --as, the driver starts as root of the sandbox's own user namespace holding only
 CAP_SETUID/CAP_SETGID (see userns.py) and, before importing anything else, becomes UID:GID with
 no supplementary groups, which clears every capability: nothing it starts can get them back.
+
+With --cap-tmpfs PATH=BYTES (repeated; only where bubblewrap is older than 0.7.0 and has no
+--size, bubblewrap.py), the driver first remounts each of those tmpfs mounts with that size,
+holding CAP_SYS_ADMIN and CAP_SETPCAP of the sandbox for that alone, checks the new size, and
+then drops every capability (the bounding set, then, after --as if given, the ambient,
+effective, permitted and inheritable sets, checked in /proc/self/status) before anything else
+runs. A mount it cannot cap ends the sandbox:
+nothing runs on an uncapped tmpfs.
 """
 
 import hashlib
@@ -34,14 +46,76 @@ def _drop_to(spec):
         raise SystemExit("driver: could not drop to the sandbox's uid")
 
 
-if __name__ == "__main__" and sys.argv[1:2] == ["--as"]:
-    _drop_to(sys.argv[2])
-    del sys.argv[1:3]
+MS_NOSUID, MS_NODEV, MS_REMOUNT = 0x2, 0x4, 0x20  # bubblewrap mounts its tmpfs nosuid, nodev
+PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
+CAPABILITY_V3 = 0x20080522
+
+
+def _cap_tmpfs(specs):
+    """Remount each PATH=BYTES tmpfs with size=BYTES (bubblewrap < 0.7.0 has no --size)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    for spec in specs:
+        path, _, size = spec.rpartition("=")
+        size = int(size)
+        flags = MS_REMOUNT | MS_NOSUID | MS_NODEV
+        if libc.mount(b"tmpfs", path.encode(), b"tmpfs", flags, f"size={size}".encode()) != 0:
+            error = os.strerror(ctypes.get_errno())
+            raise SystemExit(f"driver: could not cap the size of the tmpfs {path}: {error}")
+        info = os.statvfs(path)
+        if info.f_blocks * info.f_frsize > size + info.f_frsize:  # size is rounded up to a page
+            raise SystemExit(f"driver: the tmpfs {path} is still larger than {size} bytes")
+
+
+def _drop_bounding_set():
+    """No capability can come back through an exec (CAP_SETPCAP, held for this, is needed)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in range(64):
+        libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)  # past the last capability: EINVAL, ignored
+
+
+def _clear_capabilities():
+    """Ambient, effective, permitted and inheritable sets emptied."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    header = (ctypes.c_uint32 * 2)(CAPABILITY_V3, 0)
+    if libc.capset(header, (ctypes.c_uint32 * 6)()) != 0:
+        raise SystemExit("driver: could not drop its capabilities")
+
+
+def _capabilities_left():
+    """The capability sets of this process that are not empty (from /proc/self/status)."""
+    with open("/proc/self/status") as status:
+        fields = dict(line.split(":", 1) for line in status if line.startswith("Cap"))
+    return [k for k in ("CapInh", "CapPrm", "CapEff", "CapAmb") if int(fields.get(k, "0"), 16)]
+
+
+if __name__ == "__main__":
+    _capped = []
+    while sys.argv[1:2] == ["--cap-tmpfs"]:
+        _capped.append(sys.argv[2])
+        del sys.argv[1:3]
+    if _capped:
+        _cap_tmpfs(_capped)
+        _drop_bounding_set()
+    if sys.argv[1:2] == ["--as"]:
+        _drop_to(sys.argv[2])
+        del sys.argv[1:3]
+    if _capped:
+        _clear_capabilities()
+        if _capabilities_left():
+            raise SystemExit(f"driver: capabilities left after capping: {_capabilities_left()}")
 
 import shutil  # noqa: E402
 import signal  # noqa: E402
 import socket  # noqa: E402
 import tempfile  # noqa: E402
+import threading  # noqa: E402
 import time  # noqa: E402
 import traceback  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -86,7 +160,126 @@ del __autograder_load_harness
 
 SERVE_CELL = "__autograder_serve__(globals(), {requests!r}, {responses!r})"
 
+# the harness's watch.py, loaded on its own (no numpy import) before the notebook's first cell,
+# and asked after its last one what it saw (autograder/integrity.py): hints for a human only
+WATCH_CELL = """\
+def __autograder_watch(path):
+    import importlib.util, sys
+    spec = importlib.util.spec_from_file_location("__autograder_watch__", path + "/watch.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["__autograder_watch__"] = module
+    spec.loader.exec_module(module)
+    module.install()
+__autograder_watch({harness!r})
+del __autograder_watch
+"""
+FACTS_CELL = "__import__('sys').modules['__autograder_watch__'].facts()"
+INTEGRITY_TOKENS = ("answers-looked-up", "comparison-patched")  # autograder/integrity.py
+
 MAX_MESSAGE = 400
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+class CpuClock:
+    """CPU seconds used so far by the sandbox (a running total: callers take differences).
+
+    "namespace": every process of the sandbox's own pid namespace, each one's own time plus the
+    time of the children it has reaped (so processes that have ended still count); "cgroup": the
+    sandbox's cgroup's accounting file (without a pid namespace); "process": the kernel process
+    and its reaped children only (neither is available). An unreadable clock reads 0 (the wall
+    backstop still applies)."""
+
+    def __init__(self, spec):
+        spec = spec or {}
+        self.kind = spec.get("kind", "process")
+        self.path, self.unit = spec.get("path"), float(spec.get("unit", 1e-6))
+
+    def __call__(self, pid=0):
+        if self.kind == "namespace":
+            return sum(_proc_cpu(entry) for entry in os.listdir("/proc") if entry.isdigit())
+        if self.kind == "cgroup":
+            return _file_cpu(self.path, self.unit)
+        return _proc_cpu(pid) if pid else 0.0
+
+
+def _proc_cpu(pid):
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return 0.0
+    fields = data[data.rfind(b")") + 2 :].split()  # after the command name, which may hold spaces
+    try:
+        return sum(int(x) for x in fields[11:15]) / TICKS  # utime stime cutime cstime
+    except ValueError:
+        return 0.0
+
+
+def _file_cpu(path, unit):
+    try:
+        with open(path) as handle:
+            text = handle.read(4096)
+    except OSError:
+        return 0.0
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 1 and parts[0].isdigit():
+            return int(parts[0]) * unit
+        if len(parts) == 2 and parts[0] == "usage_usec" and parts[1].isdigit():
+            return int(parts[1]) * unit
+    return 0.0
+
+
+class Watchdog:
+    """Ends a cell that has used up its CPU seconds: SIGINT to the kernel, as an interrupt does;
+    SIGKILL when it does not stop within GRACE seconds (nbclient then sees a dead kernel)."""
+
+    GRACE = 10.0
+    TICK = 0.25
+
+    def __init__(self, clock):
+        self.clock = clock
+        self.lock = threading.Lock()
+        self.armed = None  # (kernel pid, CPU reading at which it fires)
+        self.fired_at = None
+        threading.Thread(target=self._watch, daemon=True).start()
+
+    def arm(self, pid, cpu_seconds):
+        with self.lock:
+            self.fired_at = None
+            self.armed = (pid, self.clock(pid) + cpu_seconds)
+
+    def disarm(self):
+        """Stop watching; True if the limit was reached."""
+        with self.lock:
+            self.armed = None
+            return self.fired_at is not None
+
+    def _watch(self):
+        while True:
+            time.sleep(self.TICK)
+            with self.lock:
+                if self.armed is None:
+                    continue
+                pid, limit = self.armed
+                if self.fired_at is None and self.clock(pid) >= limit:
+                    self.fired_at = time.monotonic()
+                    _signal_kernel(pid, signal.SIGINT)
+                elif self.fired_at is not None and time.monotonic() > self.fired_at + self.GRACE:
+                    _signal_kernel(pid, signal.SIGKILL)
+                    self.armed = None
+
+
+def _signal_kernel(pid, signum):
+    """Like jupyter_client's provisioner: the kernel's process group if it has its own."""
+    try:
+        group = os.getpgid(pid)
+        if group != os.getpgid(0):
+            os.killpg(group, signum)
+            return
+        os.kill(pid, signum)
+    except OSError:
+        pass
 
 
 def _short(text, limit=MAX_MESSAGE):
@@ -109,11 +302,17 @@ def _released_demo(cell, index, spec):
 
 
 class QuietClient(NotebookClient):
-    """Keeps only error outputs (truncated); counts the rest."""
+    """Keeps only error outputs (truncated); counts the rest. While `captured` is a list, the
+    plain-text results of the cells the driver itself runs are appended to it."""
 
     printed = 0
+    captured = None
 
     def output(self, outs, msg, display_id, cell_index):
+        if msg["msg_type"] == "execute_result" and self.captured is not None:
+            data = msg.get("content", {}).get("data", {})
+            self.captured.append(str(data.get("text/plain", ""))[:2000])
+            return None
         if msg["msg_type"] != "error":
             content = msg.get("content", {})
             self.printed += len(str(content.get("text", ""))) + len(str(content.get("data", "")))
@@ -233,9 +432,11 @@ class WarmKernelManager(AsyncKernelManager):
 
 
 class Run:
-    def __init__(self, job, spec):
+    def __init__(self, job, spec, watchdog):
         self.job = job
         self.spec = spec
+        self.watchdog = watchdog
+        self.wall_factor = float(job.get("wall_factor", 1.0))
         self.status = {
             "stem": spec["stem"],
             "started": True,
@@ -247,6 +448,7 @@ class Run:
             "timed_out": False,
             "kernel_died": False,
             "seconds": 0.0,
+            "started_at": time.monotonic(),  # the clock the parent measures starvation on
         }
         self.path = Path(job["status_dir"]) / f"{spec['stem']}.json"
         self.save()
@@ -262,6 +464,25 @@ class Run:
     def note_all(self, names, text):
         for name in names:
             self.status["notes"].setdefault(name, text)
+
+    def run_cell(self, client, cell, index, cpu_seconds, wall_seconds):
+        """execute_cell with its time charged to CPU seconds and `wall_seconds` as a backstop;
+        CellTimeoutError when either runs out."""
+        client.timeout = max(1, int(wall_seconds + 0.999))
+        pid = getattr(getattr(client.km, "provisioner", None), "pid", 0) or 0
+        self.watchdog.arm(pid, cpu_seconds)
+        try:
+            client.execute_cell(cell, index)
+        except DeadKernelError:
+            if self.watchdog.disarm():  # killed by the watchdog: it would not stop
+                raise CellTimeoutError("out of CPU time; the kernel did not stop") from None
+            raise
+        except CellTimeoutError:
+            self.watchdog.disarm()
+            self.status["wall_backstop"] = True
+            raise
+        if self.watchdog.disarm():
+            raise CellTimeoutError("out of CPU time")
 
     def interrupt_and_probe(self, client):
         """After a timeout: interrupt the kernel; True if it answers again within a few seconds."""
@@ -307,8 +528,14 @@ class Run:
             kernel_manager_class=WarmKernelManager if Zygote.alive() else AsyncKernelManager,
         )
         alive = True
+        self.status["kernel_starting"] = True
         with client.setup_kernel():
-            deadline = time.monotonic() + float(job["timeout"])  # kernel start not counted
+            self.status["kernel_started"] = True
+            self.run_quietly(client, WATCH_CELL.format(harness=job["harness"]))  # not charged
+            # the cells share `timeout` CPU seconds (kernel start not counted), and a backstop
+            pid = getattr(getattr(client.km, "provisioner", None), "pid", 0) or 0
+            cpu_end = self.watchdog.clock(pid) + float(job["timeout"])
+            deadline = time.monotonic() + float(job["timeout"]) * self.wall_factor
             for index, cell in enumerate(nb.cells):
                 if cell.cell_type != "code" or not cell.source.strip():
                     continue
@@ -316,11 +543,11 @@ class Run:
                     self.status["skipped_cells"] = self.status.get("skipped_cells", 0) + 1
                     continue
                 remaining = deadline - time.monotonic()
-                if remaining <= 0:
+                cpu_left = cpu_end - self.watchdog.clock(pid)
+                if remaining <= 0 or cpu_left <= 0:
                     break
-                client.timeout = max(1, int(remaining + 0.999))
                 try:
-                    client.execute_cell(cell, index)
+                    self.run_cell(client, cell, index, cpu_left, remaining)
                 except CellTimeoutError:
                     self.status["timed_out"] = True
                     self.status["cell_errors"].append(
@@ -391,19 +618,50 @@ class Run:
             self.status["executed_ok"] = alive and not self.status["cell_errors"]
             self.status["printed_chars"] = client.printed
             self.status["cells_seconds"] = time.monotonic() - started
+            if alive:
+                self.status["integrity"] = self.integrity(client)
             self.save()
             if alive and graded:
                 self.serve(client, graded)
         self.status["seconds"] = time.monotonic() - started
+        self.status["ended_at"] = time.monotonic()
         self.status["finished"] = True
         self.save()
+
+    def run_quietly(self, client, source, seconds=10):
+        """Run one cell of the driver's own in the kernel; its text result, or None. The cell is
+        appended to the notebook while it runs (nbclient stores a cell at its index: index -1
+        would overwrite the notebook's last cell before it has run)."""
+        cell = nbformat.v4.new_code_cell(source)
+        client.nb.cells.append(cell)
+        client.timeout, client.captured = seconds, []
+        try:
+            client.execute_cell(cell, len(client.nb.cells) - 1)
+        except Exception:  # noqa: BLE001 - a hint lost, nothing more
+            return None
+        finally:
+            captured, client.captured = client.captured, None
+            client.nb.cells.pop()
+        return captured[0] if captured else None
+
+    def integrity(self, client):
+        """The watch's tokens (autograder/integrity.py); [] when it cannot say."""
+        import ast
+
+        text = self.run_quietly(client, FACTS_CELL)
+        try:
+            tokens = json.loads(ast.literal_eval(text)) if text else []
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            return []
+        return (
+            sorted({t for t in tokens if t in INTEGRITY_TOKENS}) if isinstance(tokens, list) else []
+        )
 
     def serve(self, client, graded):
         spec, job = self.spec, self.job
         prelude = nbformat.v4.new_code_cell(SERVE_PRELUDE.format(harness=job["harness"]))
-        client.timeout = 30
         try:
-            client.execute_cell(prelude, -1)
+            self.run_cell(client, prelude, -1, 30, 30 * self.wall_factor)
         except Exception as exc:  # noqa: BLE001
             self.note_all(graded, f"the test harness could not start ({type(exc).__name__}).")
             return
@@ -422,9 +680,8 @@ class Run:
                     requests=f"{spec['requests']}/{name}", responses=f"{spec['responses']}/{name}"
                 )
             )
-            client.timeout = max(1, int(seconds + 0.999))
             try:
-                client.execute_cell(cell, -1)
+                self.run_cell(client, cell, -1, seconds, seconds * self.wall_factor)
             except CellTimeoutError:
                 self.status["notes"][name] = (
                     f"the tests of {name} took more than {seconds:g} s in total (look for an "
@@ -527,14 +784,19 @@ def main(job_path):
 
 
 def run_all(job):
+    watchdog = Watchdog(CpuClock(job.get("cpu_clock")))
     for index, spec in enumerate(job["notebooks"]):
         if index and job.get("own_pid_namespace"):
             kill_strays({Zygote.pid} if Zygote.alive() else set())
-        run = Run(job, spec)
+        run = Run(job, spec, watchdog)
         try:
             run.execute()
         except Exception as exc:  # noqa: BLE001 - a notebook's failure must not stop the next one
             traceback.print_exc()
+            # before any of the notebook's code ran: the parent decides whose fault it was
+            starting = run.status.get("kernel_starting") and not run.status.get("kernel_started")
+            run.status["kernel_start_failed"] = bool(starting)
+            run.status["ended_at"] = time.monotonic()
             run.status["messages"].append(
                 f"The notebook could not be run: {type(exc).__name__}: {_short(exc, 200)}"
             )

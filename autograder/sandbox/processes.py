@@ -1,5 +1,7 @@
 """Ending the grader's own child processes: wait a while, then SIGKILL and wait for good."""
 
+import os
+import signal
 import subprocess
 
 
@@ -10,3 +12,12 @@ def reap(proc, timeout=10.0):
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+def kill_group(proc):
+    """SIGKILL `proc`'s whole process group (it was started in a session of its own); reap it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    reap(proc)
