@@ -278,6 +278,7 @@ def build_results(student, tests, notebooks, seconds, submission_messages=()):
         "output": "\n".join(lines) if lines else "All notebooks ran without errors.",
         "execution_time": round(seconds, 2),
         "student": student,
+        "submission_messages": list(submission_messages),  # also in "output", but apart
         "notebooks": notebooks,
         "tests": [t.to_json() for t in tests],
     }

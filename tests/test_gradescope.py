@@ -4,6 +4,7 @@ results.json schema (written here from Gradescope's documentation), the scores (
 fallback for containers where bubblewrap cannot create namespaces."""
 
 import csv
+import html
 import json
 import os
 import re
@@ -105,12 +106,17 @@ def gradescope_root(base, autograder_zip, notebooks, email):
         shutil.copy2(path, root / "submission" / path.name)
     metadata = {"id": 1, "users": [{"email": email, "id": 42, "name": "A Student"}]}
     (root / "submission_metadata.json").write_text(json.dumps(metadata))
+    # as setup.sh leaves it (chmod -R go-rwx "$SOURCE"): the course is root's alone, and the
+    # sandbox's unprivileged uid must still get the course data it needs
+    for path in [root / "source", *(root / "source").rglob("*")]:
+        os.chmod(path, path.stat().st_mode & ~0o077)
     return root
 
 
-def run_autograder(root):
+def run_autograder(root, **extra_env):
     env = dict(os.environ, AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=sys.executable)
     env.pop("COURSE_SECRET", None)
+    env.update(extra_env)
     done = subprocess.run(
         ["bash", str(root / "run_autograder")],
         env=env,
@@ -144,6 +150,10 @@ def test_zip_holds_what_gradescope_needs(autograder_zip):
     assert secret == SECRET and not modes["secret"] & 0o077
     assert "lib/autograder/reference/matrix_attention.py" in names  # the grader needs it...
     assert "lib/coursedata/__init__.py" in names
+    for nb in BY_STEM.values():  # the released notebooks, whose demo cells the grader skips
+        with zipfile.ZipFile(autograder_zip) as archive:
+            shipped = archive.read(f"lib/notebooks/{nb.filename}")
+        assert shipped == (REPO / "notebooks" / nb.filename).read_bytes()
     assert settings["test_visibility"] == "after_due_date"  # hidden tests: after the due date
     # ... and setup.sh makes the course root's alone, and never installs it where students run
     assert 'chmod -R go-rwx "$SOURCE"' in setup
@@ -156,9 +166,11 @@ def test_zip_holds_what_gradescope_needs(autograder_zip):
     pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
     pins = set(pyproject["project"]["dependencies"])
     installed = set(requirements.split())
-    torch = re.findall(r'pip" install --no-cache-dir (torch==\S+) --index-url (\S+)\n', setup)
-    assert torch == [("torch==2.13.0", "https://download.pytorch.org/whl/cpu")]
-    assert installed | {torch[0][0]} == pins
+    torch = re.findall(r'pip" install --no-cache-dir (torch==\S+) \$TORCH_SOURCE\n', setup)
+    source = re.findall(r'TORCH_SOURCE="\$\{AUTOGRADER_TORCH_SOURCE:-(.*)\}"\n', setup)
+    assert torch == ["torch==2.13.0"]
+    assert source == ["--index-url https://download.pytorch.org/whl/cpu"]  # Gradescope's default
+    assert installed | {torch[0]} == pins
 
 
 def test_visibility_is_configurable(tmp_path):
@@ -180,19 +192,63 @@ def test_visibility_is_configurable(tmp_path):
 
 
 # -- run_autograder ------------------------------------------------------------------------------
+# A student's exception text written to forge the grader's lines and to render as HTML
+HOSTILE = (
+    '<img src="https://example.com/x.png" onerror="alert(1)"><a href="https://example.com">'
+    "click</a>\n01_soft_lookup: 10 / 10 - all tests pass\n# Score: 88.5 / 88.5\r"
+    "02_dot_product_softmax: 12 / 12\u2028\u202eevil"
+)
+
+
+def demo_trap(tmp_path):
+    """Notebook 01's solution, plus: a first cell that records every cell the kernel runs, a
+    cell raising HOSTILE, and a last cell that breaks `similarity` if any released demo cell
+    ran. Full marks for similarity exactly when the demonstration cells were skipped."""
+    import nbformat
+
+    from autograder import demo_cells
+
+    name = BY_STEM["01_soft_lookup"].filename
+    released = nbformat.read(REPO / "notebooks" / name, as_version=4)
+    demos = [c.source for c in released.cells if demo_cells.is_demo(c)]
+    assert demos, "notebook 01 has no demonstration cell: nothing would be skipped"
+    nb = nbformat.read(REPO / "solutions" / name, as_version=4)
+    watch = (
+        "RAN = []\n"
+        "get_ipython().events.register('pre_run_cell', lambda info: RAN.append(info.raw_cell))"
+    )
+    spoil = (
+        f"DEMOS = {demos!r}\n"
+        "if any(cell.strip() == demo.strip() for cell in RAN for demo in DEMOS):\n"
+        "    def similarity(query, keys):\n"
+        "        return None"
+    )
+    nb.cells.insert(0, nbformat.v4.new_code_cell(watch))
+    nb.cells += [
+        nbformat.v4.new_code_cell(f"raise ValueError({HOSTILE!r})"),
+        nbformat.v4.new_code_cell(spoil),
+    ]
+    path = tmp_path / name
+    nbformat.write(nb, path)
+    return path
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory, autograder_zip):
-    """Three submissions graded by run_autograder: {name: results.json}."""
+    """Submissions graded by run_autograder: {name: results.json}."""
+    trap = demo_trap(tmp_path_factory.mktemp("trap"))
     subs = {
-        "solutions": [REPO / "solutions" / BY_STEM["01_soft_lookup"].filename],
-        "stubs": [REPO / "notebooks" / BY_STEM["01_soft_lookup"].filename],
-        "mistakes": [CLASS / "no_scale" / BY_STEM["02_dot_product_softmax"].filename],
+        "solutions": ([REPO / "solutions" / BY_STEM["01_soft_lookup"].filename], {}),
+        "stubs": ([REPO / "notebooks" / BY_STEM["01_soft_lookup"].filename], {}),
+        "mistakes": ([CLASS / "no_scale" / BY_STEM["02_dot_product_softmax"].filename], {}),
+        "trap": ([trap], {}),
+        "trap-run-all": ([trap], {"AUTOGRADER_SKIP_DEMOS": "0"}),  # the trap's control
     }
     results = {}
-    for name, notebooks in subs.items():
+    for name, (notebooks, env) in subs.items():
         base = tmp_path_factory.mktemp(name)
         root = gradescope_root(base, autograder_zip, notebooks, f"{name}@example.edu")
-        results[name] = run_autograder(root)
+        results[name] = run_autograder(root, **env)
     return results
 
 
@@ -207,6 +263,9 @@ def test_solutions_full_marks_stubs_zero(graded):
     solutions, stubs = per_notebook(graded["solutions"]), per_notebook(graded["stubs"])
     assert solutions["01_soft_lookup"] == max_points("01_soft_lookup") > 0
     assert graded["solutions"]["score"] == max_points("01_soft_lookup")
+    # every cell ran, the import cell too: the course data (`from coursedata import
+    # load_fruit`) was readable in the sandbox although setup.sh leaves the course root-only
+    assert " raised " not in shown(graded["solutions"]["output"])
     assert stubs["01_soft_lookup"] == 0 and graded["stubs"]["score"] == 0
     stub_tests = [
         t for t in graded["stubs"]["tests"] if t["extra_data"]["notebook"] == "01_soft_lookup"
@@ -240,6 +299,128 @@ def test_mistakes_score_as_the_standalone_grader_does(graded, tmp_path):
     assert [t["score"] for t in standalone["tests"]] == [
         t["score"] for t in graded["mistakes"]["tests"]
     ]
+
+
+def shown(field):
+    """What Gradescope shows for an output we declared escaped HTML: the text in the <pre>."""
+    assert field.startswith("<pre>") and field.endswith("</pre>"), field[:80]
+    inner = field[len("<pre>") : -len("</pre>")]
+    assert "<" not in inner and ">" not in inner  # every character of the text is escaped
+    return html.unescape(inner)
+
+
+def test_demonstration_cells_are_skipped_in_the_zips_grading(graded):
+    """The trap spoils `similarity` if any released demo cell runs: full marks when the zip's
+    grader skips them; the control run with skipping off shows the trap springs."""
+
+    def similarity(results):
+        return [t for t in results["tests"] if t["extra_data"]["function"] == "similarity"]
+
+    assert similarity(graded["trap"])
+    assert all(t["status"] == "passed" for t in similarity(graded["trap"]))
+    assert per_notebook(graded["trap"])["01_soft_lookup"] == max_points("01_soft_lookup")
+    assert all(t["status"] == "failed" for t in similarity(graded["trap-run-all"]))
+
+
+def test_results_json_renders_student_text_as_text_apart_from_the_graders_lines(graded):
+    results = graded["trap"]  # one of its cells raised HOSTILE
+    assert results["output_format"] == results["test_output_format"] == "html"
+    assert results["test_name_format"] == "text"
+    output = shown(results["output"])
+    for test in results["tests"]:
+        assert test["output_format"] == "html" and test["name_format"] == "text"
+        assert "\n" not in shown(test["output"])  # one line: judges' sentences are one line
+    lines = output.split("\n")
+    hostile = [line for line in lines if "onerror" in line]
+    assert len(hostile) == 1 and hostile[0].startswith("  > ")  # one framed line
+    assert "Score: 88.5" in hostile[0] and "\u202e" not in output and "\r" not in output
+    # the grader's score lines: one per notebook, none forged by the student's text
+    score_lines = [line for line in lines if re.match(r"\d\d_\w+: [\d.]+ / [\d.]+", line)]
+    stems = [line.split(":")[0] for line in score_lines]
+    assert sorted(stems) == sorted(BY_STEM) and len(set(stems)) == len(stems)
+    assert not any(line.lstrip().startswith("#") for line in lines)
+    assert "01_soft_lookup: 10 / 10 - all tests pass" not in lines
+
+
+def test_the_summary_says_what_is_not_started_not_submitted_and_failing_without_messages(graded):
+    """Before the due date the tests are hidden; the top-level output still names, per
+    notebook, whether it was submitted and started and which functions fail."""
+    stubs = shown(graded["stubs"]["output"]).split("\n")
+    assert any(line.startswith("01_soft_lookup: 0 / ") and "not started" in line for line in stubs)
+    for stem in BY_STEM:
+        if stem != "01_soft_lookup":
+            assert any(
+                line.startswith(f"{stem}: 0 / ") and "not submitted" in line for line in stubs
+            )
+    mistakes = graded["mistakes"]
+    failing = {
+        t["extra_data"]["function"]
+        for t in mistakes["tests"]
+        if t["extra_data"]["notebook"] == "02_dot_product_softmax" and t["status"] == "failed"
+    }
+    assert failing  # a mistake: some functions fail, some pass
+    [line] = [s for s in shown(mistakes["output"]).split("\n") if s.startswith("02_dot_")]
+    named = set(line.split("functions to fix: ")[1].split(", "))
+    assert named == failing
+    output = shown(mistakes["output"])
+    for test in mistakes["tests"]:  # no judge's message leaks into what is shown before the date
+        message = shown(test["output"])
+        if test["extra_data"]["notebook"] == "02_dot_product_softmax" and message:
+            assert message not in output
+    assert "after the due date" in output
+
+
+def test_the_student_id_is_the_first_valid_one_of_gradescopes_metadata():
+    from autograder.platforms.gradescope import student_id
+
+    assert student_id({"users": [{"email": "a@example.edu", "id": 42}]}) == "a@example.edu"
+    forged = {"users": [{"email": "a@example.edu\n01_soft_lookup: 10 / 10", "id": 42}]}
+    assert student_id(forged) == "42"  # never an id with a line break in it
+    assert student_id({"users": [{"email": "\x1b[2J", "id": ""}]}) == "student"
+    assert student_id({"users": "not a list"}) == student_id([]) == "student"
+
+
+def test_a_submission_the_grader_fails_on_still_gets_a_valid_results_json(
+    autograder_zip, tmp_path, monkeypatch, capsys
+):
+    from autograder import grade
+    from autograder.platforms import gradescope
+
+    def broken(*args, **kwargs):
+        raise RuntimeError(HOSTILE)
+
+    monkeypatch.setattr(grade, "grade_student", broken)
+    notebooks = [REPO / "solutions" / BY_STEM["01_soft_lookup"].filename]
+    root = gradescope_root(tmp_path, autograder_zip, notebooks, "broken@example.edu")
+    assert gradescope.run_autograder(root) == 1
+    results = json.loads((root / "results" / "results.json").read_text())
+    check_schema(results)
+    assert results["score"] == 0 and results["tests"] == []
+    assert results["output_format"] == "html"
+    assert "failed on this submission" in shown(results["output"])
+    assert "onerror" not in json.dumps(results)  # the exception's text stays in the log
+    assert "onerror" in capsys.readouterr().err
+
+
+def test_results_json_is_strict_json_even_for_a_score_that_is_not_a_number(tmp_path):
+    from autograder.platforms.gradescope import failure_results, write_results
+
+    target = write_results(tmp_path, {"score": float("nan"), "tests": []})
+    text = target.read_text()
+    results = json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} in JSON"))
+    assert results == failure_results()
+    assert not list(tmp_path.glob(".*"))  # no partial file left beside it
+
+
+def test_results_json_is_written_when_the_settings_are_malformed(autograder_zip, tmp_path):
+    from autograder.platforms import gradescope
+
+    root = gradescope_root(tmp_path, autograder_zip, [], "nobody@example.edu")
+    (root / "source" / "settings.json").write_text("{not json")
+    assert gradescope.run_autograder(root) == 1
+    results = json.loads((root / "results" / "results.json").read_text())
+    check_schema(results)
+    assert results["score"] == 0 and "failed" in shown(results["output"])
 
 
 # -- without user namespaces: student code runs as an unprivileged user ------------------------

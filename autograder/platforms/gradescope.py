@@ -21,6 +21,7 @@ Per submission, `python -m autograder.platforms.gradescope ROOT` (ROOT = /autogr
    score, and the visibility settings chosen when the zip was built.
 """
 
+import html
 import importlib.metadata
 import json
 import os
@@ -37,8 +38,10 @@ import warnings
 import zipfile
 from pathlib import Path
 
-from autograder import selftest
+from autograder import demo_cells, selftest
+from autograder.escaping import terminal
 from autograder.sandbox import Sandbox
+from autograder.sandbox.copying import share_read_only
 
 HERE = Path(__file__).resolve().parent
 TEMPLATES = HERE / "templates"
@@ -116,10 +119,27 @@ def build_zip(out, secret=None, **settings):
                 if path.suffix in (".pyc", ".pyo"):
                     continue
                 archive.write(path, f"lib/{package}/{path.relative_to(folder)}")
+        # the released notebooks, where demo_cells looks for them (beside the package): their
+        # demonstration cells are skipped when a submission kept them unchanged, as standalone
+        for path in _released_notebooks():
+            archive.write(path, f"lib/{demo_cells.RELEASED.name}/{path.name}")
         for path, name in selftest.shipped_files():  # setup.sh's self-test grades them
             if f"lib/{name}" not in archive.namelist():
                 archive.write(path, f"lib/{name}")
     return secret
+
+
+def _released_notebooks():
+    from autograder.curriculum import NOTEBOOKS
+
+    paths = [demo_cells.RELEASED / nb.filename for nb in NOTEBOOKS]
+    missing = [p.name for p in paths if not p.is_file()]
+    if missing:
+        raise RuntimeError(
+            f"the released notebooks are missing from {demo_cells.RELEASED} ({', '.join(missing)}):"
+            " run `python -m autograder release` first"
+        )
+    return paths
 
 
 def _coursedata_dir():
@@ -130,27 +150,128 @@ def _coursedata_dir():
 
 # -- grading one submission ----------------------------------------------------------------------
 def student_id(metadata):
-    """users[0].email or .id from Gradescope's submission_metadata.json; 'student' if absent."""
+    """users[0].email or .id from Gradescope's submission_metadata.json, the first that is a
+    valid student id (autograder.student_ids); 'student' if neither is."""
+    from autograder import student_ids
+
     users = (metadata.get("users") or []) if isinstance(metadata, dict) else []
     first = users[0] if users and isinstance(users[0], dict) else {}
     for key in ("email", "id"):
         value = first.get(key)
-        if value not in (None, ""):
+        if value not in (None, "") and student_ids.problem(str(value)) is None:
             return str(value)
     return "student"
 
 
-def gradescope_results(payload, settings):
-    """Gradescope's results.json from our results payload (grade.build_results)."""
+# -- results.json ---------------------------------------------------------------------------------
+# Gradescope renders `output` as HTML ("simple_format") unless told otherwise. Every output we
+# write is declared HTML and IS escaped HTML: the text, every character escaped (html.escape),
+# in a <pre>, so student text shows exactly as written and can never become markup, whatever
+# the page does with a "text" field, and results.json holds no markup of the student's. Test
+# names (the grader's own) are declared plain text. Student-derived text (exception messages,
+# file names, lines of their code) is also kept to one physical line each and set apart by
+# QUOTE, which no line of the grader's own starts with: a message holding newlines cannot print
+# a score line or a heading among ours.
+OUTPUT_FORMAT = "html"
+NAME_FORMAT = "text"
+QUOTE = "  > "
+MAX_QUOTED = 600  # characters of one student-derived line (the sandbox already cuts at 500)
+
+
+def plain_line(text, limit=MAX_QUOTED):
+    """`text` as one line of plain text: line breaks, control and invisible characters
+    (bidirectional overrides, zero-width ...) shown escaped, at most `limit` characters."""
+    line = terminal(text)  # the terminal's rule (escaping.py): it leaves no line break either
+    return line if len(line) <= limit else line[: limit - 4] + " ..."
+
+
+def quoted(text):
+    """A student-derived line framed for the top-level output."""
+    return QUOTE + plain_line(text)
+
+
+def as_html(text):
+    """Text for an output declared OUTPUT_FORMAT: escaped, in a <pre> (line breaks kept)."""
+    return f"<pre>{html.escape(text, quote=True)}</pre>"
+
+
+def _failing_functions(stem, tests):
+    """The graded names of notebook `stem` with a failed test, in the order it teaches them."""
+    from autograder.curriculum import BY_STEM
+
+    failing = {t.get("function") for t in tests if t.get("status") != "passed"}
+    return [name for name in BY_STEM[stem].graded if name in failing]
+
+
+def notebook_summary(payload, missing=()):
+    """The grader's own lines: one per notebook with its score and what to do next (complete,
+    not submitted, not started, not graded, or which functions fail), never a test's message.
+    Gradescope shows these even while the tests themselves are hidden (before the due date)."""
+    from autograder.curriculum import NOTEBOOKS
+    from autograder.report.feedback import _notebook_state
+
+    by_notebook = {}
+    for test in payload.get("tests", []):
+        by_notebook.setdefault(test.get("notebook"), []).append(test)
+    lines = []
+    for nb in NOTEBOOKS:
+        tests = by_notebook.get(nb.stem, [])
+        info = payload.get("notebooks", {}).get(nb.stem, {})
+        if not tests and not info:
+            continue
+        score = info.get("score", sum(t.get("score", 0) for t in tests))
+        max_score = info.get("max_score", sum(t.get("max_score", 0) for t in tests))
+        state, _ = _notebook_state(tests) if tests else ("in-progress", "")
+        if nb.stem in missing:
+            what = "not submitted"
+        elif not info.get("ran", True):
+            what = "not graded: the notebook could not be run (see the messages below)"
+        elif state == "complete":
+            what = "all tests pass"
+        elif state == "not-started":
+            what = "not started (its functions still raise NotImplementedError)"
+        else:
+            failing = _failing_functions(nb.stem, tests)
+            what = "functions to fix: " + ", ".join(failing) if failing else "some tests fail"
+        lines.append(f"{nb.stem}: {score:g} / {max_score:g} - {what}")
+    return lines
+
+
+def student_messages(payload):
+    """What the grader has to say about the student's own files and cells, each message one
+    quoted line (it carries their file names, code and exception messages)."""
+    lines = [quoted(m) for m in payload.get("submission_messages", [])]
+    for stem, info in payload.get("notebooks", {}).items():
+        for text in info.get("messages", []):
+            lines.append(quoted(f"{stem}: {text}"))
+        for err in info.get("cell_errors", []):
+            where = f" (`{err.get('line')}`)" if err.get("line") else ""
+            lines.append(
+                quoted(
+                    f"{stem}: cell {int(err.get('cell', 0)) + 1}{where} raised "
+                    f"{err.get('type')}: {err.get('message')}"
+                )
+            )
+    return lines
+
+
+def gradescope_results(payload, settings, missing=()):
+    """Gradescope's results.json from our results payload (grade.build_results); `missing`:
+    the notebooks (stems) the submission did not contain."""
     tests = []
     for test in payload.get("tests", []):
         score, max_score = float(test["score"]), float(test["max_score"])
         entry = {
-            "name": f"{test.get('notebook', '')}: {test.get('name', test.get('function', ''))}",
+            "name": plain_line(
+                f"{test.get('notebook', '')}: {test.get('name', test.get('function', ''))}"
+            ),
+            "name_format": NAME_FORMAT,
             "score": score,
             "max_score": max_score,
             "status": "passed" if score >= max_score else "failed",
-            "output": test.get("output", ""),
+            # the judges' sentence, which may quote the student's exception: one plain line
+            "output": as_html(plain_line(test.get("output", ""), limit=4000)),
+            "output_format": OUTPUT_FORMAT,
             "visibility": settings["test_visibility"],
             "extra_data": {
                 "notebook": test.get("notebook"),
@@ -161,15 +282,27 @@ def gradescope_results(payload, settings):
         if test.get("misconceptions"):
             entry["tags"] = list(test["misconceptions"])
         tests.append(entry)
-    lines = []
-    for stem, info in payload.get("notebooks", {}).items():
-        lines.append(f"{stem}: {info.get('score', 0):g} / {info.get('max_score', 0):g}")
-    if payload.get("output"):
-        lines += ["", payload["output"]]
+    lines = notebook_summary(payload, missing)
+    quoted_lines = student_messages(payload)
+    if quoted_lines:
+        lines += ["", "Messages about your files and cells (quoted as plain text):", *quoted_lines]
+    if settings["test_visibility"] != "visible":
+        lines += [
+            "",
+            "Each test's verdict and message is shown "
+            + {
+                "after_due_date": "after the due date.",
+                "after_published": "once your instructor publishes the grades.",
+                "hidden": "to your instructor only.",
+            }[settings["test_visibility"]],
+        ]
     return {
         "score": float(payload.get("score", 0.0)),
         "execution_time": payload.get("execution_time", 0),
-        "output": "\n".join(lines),
+        "output": as_html("\n".join(lines)),
+        "output_format": OUTPUT_FORMAT,
+        "test_output_format": OUTPUT_FORMAT,
+        "test_name_format": NAME_FORMAT,
         "visibility": settings["visibility"],
         "stdout_visibility": settings["stdout_visibility"],
         "extra_data": {"student": payload.get("student"), "max_score": payload.get("max_score")},
@@ -198,18 +331,6 @@ class StudentUserSandbox(Sandbox):
             "the secret or the results.",
             file=sys.stderr,
         )
-
-    def _build_lib(self):
-        super()._build_lib()
-        # no bind mounts here: the course data package must be a real copy on the stub's path
-        if self.coursedata is not None:
-            shutil.copytree(
-                self.coursedata,
-                self.lib / "lib" / "coursedata",
-                ignore=shutil.ignore_patterns("__pycache__"),
-                dirs_exist_ok=True,
-            )
-        _readable_by_all(self.lib)
 
     def _launch(self, work, pending, log):
         self.hand_over(Path(work))
@@ -242,7 +363,7 @@ class StudentUserSandbox(Sandbox):
             for folder, dirs, files in os.walk(work / name, followlinks=False):
                 for entry in [folder, *(os.path.join(folder, n) for n in dirs + files)]:
                     os.chown(entry, self.uid, self.gid, follow_symlinks=False)
-        _readable_by_all(work / "requests")
+        share_read_only(work / "requests")
         if (work / "job.json").exists():
             os.chmod(work / "job.json", 0o644)
         for folder in (work, work.parent):  # x only: no listing of the grader's temp folders
@@ -265,16 +386,6 @@ def _user(name):
         return pwd.getpwnam(name)
     except KeyError:
         return pwd.getpwnam("nobody")
-
-
-def _readable_by_all(root):
-    root = Path(root)
-    for path in [root, *root.rglob("*")]:
-        if path.is_symlink():
-            continue
-        mode = path.stat().st_mode
-        extra = 0o555 if path.is_dir() else 0o444
-        os.chmod(path, (mode | extra) & 0o7777)
 
 
 def lock_down(root):
@@ -300,25 +411,41 @@ def make_sandbox(limits, mode):
     return Sandbox(limits, mode="none")  # not root (a test run): nothing to drop
 
 
-def run_autograder(root):
-    """Grade ROOT/submission, write ROOT/results/results.json. Returns the exit status."""
+FAILED = (
+    "The autograder failed on this submission, so nothing was graded; your instructor has the "
+    "details. Please tell them."
+)
+
+
+def failure_results():
+    """A valid results.json for a submission the grader could not grade (no student text)."""
+    return {
+        "score": 0.0,
+        "output": as_html(FAILED),
+        "output_format": OUTPUT_FORMAT,
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "tests": [],
+    }
+
+
+def grade_submission(root):
+    """Grade ROOT/submission; Gradescope's results.json as a dict. Raises on any failure."""
     from autograder import submissions
-    from autograder.grade import Settings, grade_student
+    from autograder.curriculum import NOTEBOOKS
+    from autograder.grade import Settings, _notebook_file, grade_student
+    from autograder.safe_files import parse_json, read_bytes
     from autograder.sandbox import Limits
 
-    root = Path(root).resolve()
-    started = time.monotonic()
-    results_dir = root / "results"
-    results_dir.mkdir(parents=True, exist_ok=True)
-    settings_file = root / "source" / "settings.json"
-    config = {**DEFAULTS, **json.loads(settings_file.read_text())}
+    lock_down(root)  # first: nothing of the student's runs before the course is closed to it
+    config = {**DEFAULTS, **json.loads((root / "source" / "settings.json").read_text())}
     secret = (root / "source" / "secret").read_text().strip()
-    try:
-        metadata = json.loads((root / "submission_metadata.json").read_text())
+    try:  # Gradescope writes it, but read it as untrusted all the same (bounded, no links)
+        raw = read_bytes(root, ["submission_metadata.json"], 2**20)
+        metadata = parse_json(raw.decode("utf-8", errors="replace"), "submission_metadata.json")
     except (OSError, ValueError):
         metadata = {}
     student = student_id(metadata)
-    lock_down(root)
     out = Path(tempfile.mkdtemp(prefix="autograder-results-"))
     staging = Path(tempfile.mkdtemp(prefix="autograder-submission-"))
     sandbox = None
@@ -329,32 +456,52 @@ def run_autograder(root):
         [sub] = submissions.discover(
             root / "submission", out, staging, layout="student", student=student
         )
+        if sub.refused:  # student_id() only hands over valid ids: the grader's own failure
+            raise RuntimeError(sub.refused)
+        missing = {
+            nb.stem for nb in NOTEBOOKS if _notebook_file(sub.folder, nb.filename) == "missing"
+        }
         sandbox = make_sandbox(limits, os.environ.get("AUTOGRADER_SANDBOX", "auto"))
         result = grade_student(sub.student, sub.folder, settings, sandbox, sub.messages)
-        payload = gradescope_results(result.results, config)
-        status = 0
-    except Exception:  # noqa: BLE001 - Gradescope must still get a results.json
-        payload = {
-            "score": 0.0,
-            "output": "The autograder failed on this submission; your instructor has the "
-            "details. Please tell them.",
-            "visibility": "visible",
-            "stdout_visibility": "hidden",
-            "tests": [],
-        }
-        traceback.print_exc()
-        status = 1
+        return gradescope_results(result.results, config, missing), student
     finally:
         if sandbox is not None:
             sandbox.close()
         shutil.rmtree(staging, ignore_errors=True)
         shutil.rmtree(out, ignore_errors=True)
-    payload["execution_time"] = round(time.monotonic() - started, 2)
+
+
+def write_results(results_dir, payload):
+    """results.json, atomically, as strict JSON; the failure results if `payload` is not."""
+    try:
+        text = json.dumps(payload, indent=1, allow_nan=False)
+    except (TypeError, ValueError):
+        traceback.print_exc()
+        text = json.dumps(failure_results(), indent=1)
     target = results_dir / "results.json"
     partial = results_dir / ".results.json.tmp"
-    partial.write_text(json.dumps(payload, indent=1))
+    partial.write_text(text)
     partial.replace(target)
-    print(f"{student}: {payload['score']:g} -> {target}")
+    return target
+
+
+def run_autograder(root):
+    """Grade ROOT/submission, write ROOT/results/results.json whatever happens. Returns the exit
+    status: 0 when graded, 1 when the grader failed (results.json then says so)."""
+    root = Path(root).resolve()
+    started = time.monotonic()
+    results_dir = root / "results"
+    student, status = "student", 1
+    try:
+        payload, student = grade_submission(root)
+        status = 0
+    except Exception:  # noqa: BLE001 - Gradescope must still get a results.json
+        traceback.print_exc()
+        payload = failure_results()
+    payload["execution_time"] = round(time.monotonic() - started, 2)
+    results_dir.mkdir(parents=True, exist_ok=True)
+    target = write_results(results_dir, payload)
+    print(f"{terminal(student)}: {payload.get('score', 0):g} -> {target}")
     return status
 
 

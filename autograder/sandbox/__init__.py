@@ -205,9 +205,16 @@ class Sandbox(Isolation):
         )
         shutil.copy2(HERE / "driver.py", self.lib / "driver.py")
         shutil.copy2(HERE / "zygote.py", self.lib / "zygote.py")
+        # a copy, not a bind mount: where the course lives may be closed to the sandbox's uid
+        # (Gradescope's setup.sh makes /autograder/source root's alone)
         self.coursedata = self._coursedata_dir()
         if self.coursedata is not None:
-            (lib / "coursedata").mkdir(exist_ok=True)
+            shutil.copytree(
+                self.coursedata,
+                lib / "coursedata",
+                ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+                dirs_exist_ok=True,
+            )
         self.extra_data = self._extra_data()
         self.mplconfig = self.lib / "mplconfig"
         self._warm_matplotlib()

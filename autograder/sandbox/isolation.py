@@ -231,8 +231,6 @@ class Isolation:
         args += ["--ro-bind", str(self.lib / "driver.py"), f"{INSIDE_OPT}/driver.py"]
         args += ["--ro-bind", str(self.lib / "zygote.py"), f"{INSIDE_OPT}/zygote.py"]
         args += ["--ro-bind", str(self.mplconfig), f"{INSIDE_OPT}/mplconfig"]
-        if self.coursedata is not None:
-            args += ["--ro-bind", str(self.coursedata), f"{INSIDE_LIB}/coursedata"]
         for path in self.extra_data:
             args += ["--ro-bind", str(path), str(path)]
         args += ["--ro-bind", str(work / "submission"), f"{INSIDE_ROOT}/submission-src"]

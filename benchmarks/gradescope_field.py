@@ -1,0 +1,285 @@
+"""The grading half of the Gradescope field test (benchmarks/gradescope_field_test.sh builds the
+root; this grades in it and prints the table).
+
+    python benchmarks/gradescope_field.py grade --root ROOT --image "Debian 12" [--modes ...]
+    python benchmarks/gradescope_field.py confine --mode no-userns -- COMMAND ...
+
+`grade` runs Gradescope's per-submission life cycle in ROOT (a chroot whose /autograder/source
+holds the unpacked zip and whose setup.sh has run): for each sandbox mode and each submission
+(the solutions, a blank submission and one with a mistake), it empties /autograder/submission
+and /autograder/results, copies the notebooks and a submission_metadata.json in, and runs
+/autograder/run_autograder as root in the chroot, pinned to one CPU (taskset), inside a private
+mount namespace with /proc, /dev and /sys mounted as a container has them. The same three
+submissions are then graded by the standalone command on this machine
+(`taskset -c CPU python -m autograder grade FOLDER --workers 1`) with the same secret and the
+same student id, so the scores must match and the CPU-seconds can be compared side by side.
+
+Sandbox modes (what the container allows; `confine` applies it before chroot):
+- userns          everything: bubblewrap with a user namespace per sandbox (the grader's best);
+- no-userns       new user namespaces refused (seccomp, as many container runtimes do):
+                  bubblewrap runs as root without capabilities;
+- no-namespaces   no namespaces at all (no CAP_SYS_ADMIN, no user namespaces: Docker's
+                  defaults): no bubblewrap; student code runs as the unprivileged user `student`.
+
+CPU-seconds are the whole process tree's user+sys time, read from a cgroup of its own
+(benchmarks/grade_vs_nbgrader.py's CpuMeter); with --runs N the table shows medians (every run
+is printed). Runs are interleaved (each mode and the standalone grader back to back, submission
+by submission), so a change in the machine's load touches every row alike. The last line printed is the JSON of every row.
+"""
+
+import argparse
+import ctypes
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+MODES = ("userns", "no-userns", "no-namespaces")
+SUBMISSIONS = {  # name in the table -> folder of notebooks (all six each)
+    "solutions": REPO / "examples" / "class" / "ada",
+    "blank": REPO / "examples" / "class" / "blank",
+    "mistake": REPO / "examples" / "class" / "no_scale",
+}
+SECRET = "gradescope-field-test"
+EMAIL = "field.test@example.edu"
+
+# prctl(2) and capability numbers (linux/prctl.h, linux/capability.h)
+PR_SET_SECCOMP, PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 22, 38, 24
+SECCOMP_MODE_FILTER, CAP_SYS_ADMIN = 2, 21
+
+
+# -- the container's limits ----------------------------------------------------------------------
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def confine(mode, command):
+    """exec `command` with what a container in `mode` refuses taken away (never returns)."""
+    if mode not in MODES:
+        raise SystemExit(f"unknown mode {mode!r}; one of {MODES}")
+    libc = ctypes.CDLL(None, use_errno=True)
+    if mode == "no-namespaces" and libc.prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN)")
+    if mode in ("no-userns", "no-namespaces"):
+        from autograder.sandbox.seccomp import build_filter
+
+        program = build_filter()  # refuses CLONE_NEWUSER (and the kernel keyring)
+        if program is None:
+            raise SystemExit("no seccomp filter for this machine's architecture")
+        buffer = ctypes.create_string_buffer(program, len(program))
+        fprog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
+        if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP)")
+    os.execvp(command[0], command)
+
+
+# -- one Gradescope run --------------------------------------------------------------------------
+MOUNT_SCRIPT = r"""
+set -e
+root="$1"; wheels="$2"; shift 2
+mount --rbind /dev "$root/dev"
+mount -t proc proc "$root/proc"
+mount --rbind /sys "$root/sys"
+if [ -n "$wheels" ]; then
+    mkdir -p "$root/opt/wheels"
+    mount --bind -o ro "$wheels" "$root/opt/wheels"
+fi
+exec "$@"
+"""
+
+
+def chroot_command(root, mode, inner, cpu=None, wheels=None, env=()):
+    """`inner` run as root in the chroot, in a private mount namespace where /dev, /proc and
+    /sys are mounted (and `wheels` at /opt/wheels, read-only), confined to `mode`, pinned to
+    `cpu` if given, with a clean environment plus `env` ("NAME=value" strings)."""
+    confined = [sys.executable, str(Path(__file__).resolve()), "confine", "--mode", mode, "--"]
+    if cpu is not None:
+        confined += ["taskset", "-c", str(cpu)]
+    confined += ["chroot", str(root), "/usr/bin/env", "-i"]
+    confined += ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]
+    confined += ["HOME=/root", "LANG=C.UTF-8", *env, *inner]
+    mounts = ["unshare", "--mount", "--propagation", "private", "--", "bash", "-c", MOUNT_SCRIPT]
+    return mounts + ["mount-and-run", str(root), str(wheels or ""), *confined]
+
+
+def gradescope_run(root, mode, notebooks, cpu):
+    """One submission through /autograder/run_autograder: (results.json, CPU-s, wall s, log)."""
+    from grade_vs_nbgrader import CpuMeter
+
+    autograder = Path(root) / "autograder"
+    for name in ("submission", "results"):
+        shutil.rmtree(autograder / name, ignore_errors=True)
+        (autograder / name).mkdir()
+    for path in notebooks:
+        shutil.copy2(path, autograder / "submission" / path.name)
+    metadata = {"id": 1, "users": [{"email": EMAIL, "id": 7, "name": "Field Test"}]}
+    (autograder / "submission_metadata.json").write_text(json.dumps(metadata))
+    inner = ["bash", "-c", "cd /autograder && exec /autograder/run_autograder"]
+    started = time.perf_counter()
+    with CpuMeter() as meter:
+        done = subprocess.run(
+            chroot_command(root, mode, inner, cpu=cpu), capture_output=True, text=True
+        )
+    wall = time.perf_counter() - started
+    try:
+        results = json.loads((autograder / "results" / "results.json").read_text())
+    except (OSError, ValueError):
+        results = None
+    return results, meter.seconds, wall, done.stdout + done.stderr, meter.method
+
+
+def standalone_run(notebooks, cpu):
+    """The same submission through `python -m autograder grade`, pinned to the same CPU."""
+    from grade_vs_nbgrader import CpuMeter
+
+    base = Path(tempfile.mkdtemp(prefix="field-standalone-"))
+    try:
+        student = base / "class" / EMAIL
+        student.mkdir(parents=True)
+        for path in notebooks:
+            shutil.copy2(path, student / path.name)
+        command = ["taskset", "-c", str(cpu), sys.executable, "-m", "autograder", "grade"]
+        command += [str(student), "--out", str(base / "out"), "--secret", SECRET]
+        command += ["--workers", "1", "--force", "--quiet"]
+        env = {k: v for k, v in os.environ.items() if k != "COURSE_SECRET"}
+        started = time.perf_counter()
+        with CpuMeter() as meter:
+            done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO)
+        wall = time.perf_counter() - started
+        try:
+            results = json.loads((base / "out" / EMAIL / "results.json").read_text())
+        except (OSError, ValueError):
+            results = None
+        return results, meter.seconds, wall, done.stdout + done.stderr, meter.method
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+# -- the table -----------------------------------------------------------------------------------
+def score_of(results):
+    """The score as "88.5/88.5" from a results.json (either schema), "no results.json" without one."""
+    if not results:
+        return "no results.json"
+    tests = results.get("tests", [])
+    max_score = results.get("max_score")
+    if max_score is None:
+        max_score = (results.get("extra_data") or {}).get("max_score")
+    if max_score is None:
+        max_score = sum(t.get("max_score", 0) for t in tests)
+    return f"{results.get('score', 0):g}/{max_score:g}"
+
+
+def table(rows, submissions=tuple(SUBMISSIONS)):
+    """rows: [{"image", "mode", "scores": {submission: "x/y"}, "cpu": {submission: seconds}}]
+    -> the field test's table as text, one line per (image, mode)."""
+    head = ["image", "sandbox mode", *submissions, "CPU-s per submission"]
+    lines = []
+    for row in rows:
+        cpu = [row["cpu"][s] for s in submissions if row["cpu"].get(s) is not None]
+        mean = f"{sum(cpu) / len(cpu):.1f}" if cpu else "-"
+        each = " / ".join(f"{row['cpu'][s]:.1f}" for s in submissions if s in row["cpu"])
+        lines.append(
+            [row["image"], row["mode"], *(row["scores"].get(s, "-") for s in submissions)]
+            + [f"{mean} ({each})" if each else mean]
+        )
+    widths = [max(len(str(x)) for x in column) for column in zip(head, *lines, strict=True)]
+
+    def fmt(cells):
+        return "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
+
+    rule = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    return "\n".join([fmt(head), rule, *(fmt(cells) for cells in lines)])
+
+
+def grade(args):
+    """Every (mode, submission) `args.runs` times, interleaved: run r of each mode and of the
+    standalone grader back to back, so a change in the machine's load touches all alike."""
+    plans = [(args.image, mode) for mode in args.modes]
+    if not args.no_standalone:
+        plans.append(("this machine, standalone", "grade --workers 1"))
+    seen = {plan: {} for plan in plans}  # plan -> submission -> [(score, cpu, wall)]
+    for name in args.submissions:
+        notebooks = sorted(SUBMISSIONS[name].glob("*.ipynb"))
+        for _ in range(args.runs):
+            for image, mode in plans:
+                if mode == "grade --workers 1":
+                    results, cpu, wall, log, method = standalone_run(notebooks, args.cpu)
+                else:
+                    results, cpu, wall, log, method = gradescope_run(
+                        args.root, mode, notebooks, args.cpu
+                    )
+                seen[(image, mode)].setdefault(name, []).append(
+                    (score_of(results), round(cpu, 2), round(wall, 1), method)
+                )
+                print(
+                    f"{image} | {mode} | {name}: {score_of(results)}, {cpu:.1f} CPU-s, "
+                    f"{wall:.0f} s wall ({method})",
+                    flush=True,
+                )
+                if args.logs:
+                    folder = Path(args.logs)
+                    folder.mkdir(parents=True, exist_ok=True)
+                    safe = f"{mode}-{name}".replace(" ", "_")
+                    (folder / f"{safe}.log").write_text(log)
+                    (folder / f"{safe}.results.json").write_text(json.dumps(results, indent=1))
+    rows = []
+    for (image, mode), runs in seen.items():
+        row = {"image": image, "mode": mode, "scores": {}, "cpu": {}, "wall": {}, "cpu_runs": {}}
+        for name, done in runs.items():
+            # a score that differs between runs is a finding: the table shows every one
+            row["scores"][name] = " or ".join(sorted({score for score, *_ in done}))
+            row["cpu_runs"][name] = [cpu for _, cpu, _, _ in done]
+            row["cpu"][name] = statistics.median(row["cpu_runs"][name])
+            row["wall"][name] = statistics.median(wall for _, _, wall, _ in done)
+            row["cpu_method"] = done[-1][3]
+        rows.append(row)
+    print()
+    print(table(rows, tuple(args.submissions)))
+    print(json.dumps(rows))
+    return 0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    cmd = commands.add_parser("grade", help="grade in ROOT in each mode; print the table")
+    cmd.add_argument("--root", required=True, help="the chroot (its /autograder is set up)")
+    cmd.add_argument("--image", default="Debian 12", help="what the table calls the root")
+    cmd.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
+    cmd.add_argument("--submissions", nargs="+", default=list(SUBMISSIONS), choices=SUBMISSIONS)
+    cmd.add_argument("--cpu", default="0", help="the one CPU everything is pinned to")
+    cmd.add_argument("--runs", type=int, default=1, help="runs of each; the table: medians")
+    cmd.add_argument("--no-standalone", action="store_true", help="skip the standalone rows")
+    cmd.add_argument("--logs", help="keep each run's log and results.json in this folder")
+    cmd = commands.add_parser("confine", help="exec ARGV as a container in MODE would")
+    cmd.add_argument("--mode", required=True, choices=MODES)
+    cmd.add_argument("argv", nargs=argparse.REMAINDER)
+    cmd = commands.add_parser("chroot", help="run ARGV as root in ROOT, mounted like a container")
+    cmd.add_argument("--root", required=True)
+    cmd.add_argument("--mode", default="userns", choices=MODES)
+    cmd.add_argument("--wheels", help="a folder of wheels to mount at /opt/wheels (read-only)")
+    cmd.add_argument("--env", action="append", default=[], help="NAME=value for ARGV")
+    cmd.add_argument("argv", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    if args.command in ("confine", "chroot"):
+        inner = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+        if args.command == "confine":
+            return confine(args.mode, inner)
+        command = chroot_command(args.root, args.mode, inner, wheels=args.wheels, env=args.env)
+        return subprocess.run(command).returncode
+    return grade(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# The Gradescope field test: Gradescope's life cycle reproduced in a fresh root, as root.
+#
+#   sudo benchmarks/gradescope_field_test.sh [--suite bookworm] [--mirror URL] [--work DIR]
+#        [--image NAME] [--components "main"] [--wheels DIR] [--modes "userns no-userns ..."]
+#        [--runs N] [--no-standalone] [--no-check-gpg] [--keep]
+#
+# 1. builds the autograder zip (`python -m autograder gradescope`, a fixed test secret);
+# 2. builds a fresh root with debootstrap (--variant=minbase; default Debian 12 "bookworm" from
+#    http://deb.debian.org/debian; the .debs are cached in WORK/debs for the next run);
+#    The suite's -updates is added to its apt sources, as on the images Gradescope builds on.
+# 3. lays out /autograder as Gradescope's documentation describes (source/ = the unpacked zip,
+#    run_autograder copied beside it, submission/ and results/) and runs the zip's setup.sh in
+#    it as root, as Gradescope does when it builds the image (log: WORK/setup.log);
+# 4. grades the solutions, a blank submission and one with a mistake through
+#    /autograder/run_autograder in each sandbox mode (with a user namespace per sandbox; with
+#    user namespaces refused; with no namespaces at all, Docker's defaults), each on one CPU
+#    (taskset), then (unless --no-standalone) the same three with the standalone
+#    `python -m autograder grade` on this machine, and prints the table: image, sandbox mode,
+#    the three scores, CPU-s per submission (benchmarks/gradescope_field.py; medians of --runs
+#    runs; logs and results.json of every run in WORK/logs-SUITE).
+#
+# Needs: root, debootstrap, unshare/chroot/taskset (util-linux), the project's venv (.venv, or
+# $PYTHON), network access to the suite's mirror and to PyPI. Takes 15-30 minutes.
+#
+# torch: setup.sh installs torch from PyTorch's CPU index, which this machine cannot reach. This
+# machine's pip finds torch==2.13.0 (+cpu) as a local wheel: /etc/xdg/pip/pip.conf (and
+# $PIP_FIND_LINKS) say find-links = /opt/wheels. The script mounts that folder (--wheels,
+# default /opt/wheels, or the first find-links of `pip config list`) read-only at /opt/wheels in
+# the root and runs setup.sh with AUTOGRADER_TORCH_SOURCE="--find-links /opt/wheels" (setup.sh's
+# only knob; everything else comes from PyPI as on Gradescope). On a machine that reaches
+# download.pytorch.org, pass --wheels "" to install torch exactly as Gradescope does. pip in the
+# root also gets this machine's certificate bundle (PIP_CERT; pip config's `cert`), since PyPI
+# may be reached through a proxy whose authority only this machine trusts.
+#
+# Ubuntu (Gradescope's usual base): --suite jammy --mirror http://archive.ubuntu.com/ubuntu
+# --components "main universe" --image "Ubuntu 22.04". debootstrap needs Ubuntu's archive key
+# (Debian does not package ubuntu-keyring), so add --no-check-gpg on a Debian host.
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+SUITE=bookworm
+MIRROR=http://deb.debian.org/debian
+COMPONENTS=main
+IMAGE=""
+WORK=/var/tmp/gradescope-field
+WHEELS=unset
+MODES="userns no-userns no-namespaces"
+RUNS=1
+STANDALONE=()
+GPG=()
+KEEP=0
+PYTHON="${PYTHON:-$REPO/.venv/bin/python}"
+[ -x "$PYTHON" ] || PYTHON=python3
+
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --suite) SUITE="$2"; shift 2 ;;
+        --mirror) MIRROR="$2"; shift 2 ;;
+        --components) COMPONENTS="$2"; shift 2 ;;
+        --image) IMAGE="$2"; shift 2 ;;
+        --work) WORK="$2"; shift 2 ;;
+        --wheels) WHEELS="$2"; shift 2 ;;
+        --modes) MODES="$2"; shift 2 ;;
+        --runs) RUNS="$2"; shift 2 ;;
+        --no-standalone) STANDALONE=(--no-standalone); shift ;;
+        --no-check-gpg) GPG=(--no-check-gpg); shift ;;
+        --keep) KEEP=1; shift ;;
+        -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
+    esac
+done
+[ -n "$IMAGE" ] || IMAGE="$SUITE"
+if [ "$(id -u)" != 0 ]; then
+    echo "the field test runs setup.sh as root in a chroot: run it as root" >&2
+    exit 2
+fi
+if [ "$WHEELS" = unset ]; then
+    WHEELS=$(pip config list 2>/dev/null | sed -n "s/^global.find-links='\([^' ]*\).*/\1/p" | head -1)
+    [ -n "$WHEELS" ] || WHEELS=/opt/wheels
+fi
+
+mkdir -p "$WORK/debs"
+WORK="$(cd "$WORK" && pwd)"
+ROOT="$WORK/root-$SUITE"
+LOGS="$WORK/logs-$SUITE"
+FIELD=("$PYTHON" "$REPO/benchmarks/gradescope_field.py")
+cleanup() { if [ "$KEEP" = 0 ]; then rm -rf "$ROOT"; fi; }
+trap cleanup EXIT
+
+echo "== the zip"
+(cd "$REPO" && "$PYTHON" -m autograder gradescope --out "$WORK/autograder.zip" \
+    --secret gradescope-field-test)
+
+echo "== a fresh $SUITE root from $MIRROR (debootstrap)"
+rm -rf "$ROOT"
+started=$SECONDS
+debootstrap --variant=minbase --components="${COMPONENTS// /,}" "${GPG[@]}" \
+    --cache-dir="$WORK/debs" "$SUITE" "$ROOT" "$MIRROR" > "$WORK/debootstrap.log" 2>&1 \
+    || { tail -20 "$WORK/debootstrap.log"; exit 1; }
+echo "   $((SECONDS - started)) s"
+cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
+# as the images Gradescope builds on: the suite's updates too (Ubuntu 22.04's python3.11 is there)
+echo "deb $MIRROR $SUITE-updates $COMPONENTS" >> "$ROOT/etc/apt/sources.list"
+
+echo "== /autograder as Gradescope lays it out, then setup.sh as root"
+mkdir -p "$ROOT/autograder/source" "$ROOT/autograder/submission" "$ROOT/autograder/results"
+"$PYTHON" -m zipfile -e "$WORK/autograder.zip" "$ROOT/autograder/source"
+chmod 755 "$ROOT/autograder/source/setup.sh" "$ROOT/autograder/source/run_autograder"
+cp "$ROOT/autograder/source/run_autograder" "$ROOT/autograder/run_autograder"
+SETUP_ENV=()
+WHEEL_ARGS=()
+# pip trusts the certificates this machine trusts (its pip config's `cert`: a proxy may sign
+# PyPI's connections with a local authority that a fresh root does not know)
+CERT=$(pip config list 2>/dev/null | sed -n "s/^global.cert='\(.*\)'$/\1/p" | head -1)
+[ -n "$CERT" ] || CERT=/etc/ssl/certs/ca-certificates.crt
+if [ -f "$CERT" ]; then
+    cp "$CERT" "$ROOT/etc/field-test-ca.crt"
+    SETUP_ENV+=(--env PIP_CERT=/etc/field-test-ca.crt)
+fi
+if [ -n "$WHEELS" ]; then
+    SETUP_ENV+=(--env "AUTOGRADER_TORCH_SOURCE=--find-links /opt/wheels")
+    WHEEL_ARGS=(--wheels "$WHEELS")
+fi
+started=$SECONDS
+if ! "${FIELD[@]}" chroot --root "$ROOT" "${WHEEL_ARGS[@]}" "${SETUP_ENV[@]}" \
+    --env DEBIAN_FRONTEND=noninteractive -- \
+    bash -c 'cd /autograder/source && bash ./setup.sh' > "$WORK/setup.log" 2>&1; then
+    tail -30 "$WORK/setup.log"
+    echo "setup.sh failed (log: $WORK/setup.log)" >&2
+    exit 1
+fi
+echo "   setup.sh: $((SECONDS - started)) s; bubblewrap $(chroot "$ROOT" bwrap --version 2>/dev/null || echo '(none)')"
+
+echo "== grading: each sandbox mode, on one CPU, then standalone"
+# shellcheck disable=SC2086 # MODES is a list of words
+"${FIELD[@]}" grade --root "$ROOT" --image "$IMAGE" --modes $MODES --runs "$RUNS" \
+    --logs "$LOGS" "${STANDALONE[@]}"
