@@ -1,7 +1,10 @@
 """An honest student's score and time (a) alone, (b) next to a CPU-burning neighbour, (c) under
 an external load of 4x the cores: verdicts must not depend on the machine's load.
 
-    python benchmarks/load_fairness.py [--notebooks 02,04] [--timeout 300] [--json]
+    python benchmarks/load_fairness.py [--tree DIR ...] [--notebooks 02,04] [--timeout 300] [--json]
+
+Each --tree is a checkout of this project with its .venv (default: this one), graded by its own
+grader (the neighbour too), so a version can be compared with an earlier one side by side.
 
 (b) grades the honest student (the solutions) while another grading run, started first, grades a
 neighbour whose every notebook starts 200 busy processes, each in its own process session, and
@@ -9,8 +12,9 @@ then loops (Neighbour; stopped when the honest student is done, so the table doe
 the neighbour's own time limits). tests/test_load_fairness.py grades the two in one run with
 --workers 2. (c) grades the honest student alone while this script runs 4 x cores busy
 processes of its own (LoadGenerator). Prints one table row per case: the honest student's score,
-the wall seconds of its grading (results.json execution_time) and of the whole run. Scores must
-be full in every row; times are the machine's.
+the wall seconds of its grading (results.json execution_time) and of the whole run, and how many
+busy processes were running when its grading started. Scores must be full in every row; times
+are the machine's.
 """
 
 import argparse
@@ -61,20 +65,20 @@ class LoadGenerator:
 class Neighbour:
     """Another grading run, of one student whose notebooks burn the CPU; killed on exit."""
 
-    def __init__(self, root, notebooks):
-        self.root, self.notebooks = Path(root), notebooks
+    def __init__(self, root, notebooks, tree=REPO):
+        self.root, self.notebooks, self.tree = Path(root), notebooks, Path(tree)
         self.proc = None
 
     def __enter__(self):
         class_dir = self.root / "neighbour-class"
         make_class(class_dir, self.notebooks, neighbour=True)
         shutil.rmtree(class_dir / "honest")
-        argv = [sys.executable, "-m", "autograder", "grade", str(class_dir)]
+        argv = [python(self.tree), "-m", "autograder", "grade", str(class_dir)]
         argv += ["--out", str(self.root / "neighbour-out"), "--workers", "1", "--quiet"]
         argv += ["--secret", "load-fairness", "--memory", "2"]
         self.proc = subprocess.Popen(
             argv,
-            cwd=REPO,
+            cwd=self.tree,
             start_new_session=True,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -121,15 +125,24 @@ def make_class(root, notebooks, neighbour=False):
     return root
 
 
-def grade(class_dir, out, workers, timeout):
+def python(tree):
+    venv = Path(tree) / ".venv" / "bin" / "python"
+    return str(venv) if venv.exists() else sys.executable
+
+
+def grade(class_dir, out, workers, timeout, tree=REPO):
     """(the honest student's results.json, the run's wall seconds, the run's exit status)."""
-    argv = [sys.executable, "-m", "autograder", "grade", str(class_dir), "--out", str(out)]
+    argv = [python(tree), "-m", "autograder", "grade", str(class_dir), "--out", str(out)]
     argv += ["--workers", str(workers), "--timeout", str(timeout), "--quiet"]
     argv += ["--secret", "load-fairness", "--memory", "2"]
     started = time.monotonic()
-    done = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, timeout=7200)
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=tree, timeout=7200)
     seconds = time.monotonic() - started
-    payload = json.loads((out / "honest" / "results.json").read_text())
+    try:
+        payload = json.loads((out / "honest" / "results.json").read_text())
+    except FileNotFoundError:  # the run failed before writing it: no score, and why
+        print(f"grading failed ({done.returncode}): {done.stderr[-1500:]}", file=sys.stderr)
+        payload = {"notebooks": {}, "internal_error": True}
     return payload, seconds, done
 
 
@@ -139,12 +152,16 @@ def honest_score(payload, notebooks):
     return sum(i["score"] for i in wanted), sum(i["max_score"] for i in wanted)
 
 
-def run_case(name, notebooks, timeout, load=0, neighbour=False):
+def run_case(name, notebooks, timeout, load=0, neighbour=False, tree=REPO):
     root = Path(tempfile.mkdtemp(prefix="load-fairness-"))
     try:
         class_dir = make_class(root / "class", notebooks)
-        with LoadGenerator(load), Neighbour(root, notebooks) if neighbour else LoadGenerator(0):
-            payload, seconds, done = grade(class_dir, root / "out", 1, timeout)
+        with (
+            LoadGenerator(load),
+            Neighbour(root, notebooks, tree) if neighbour else LoadGenerator(0),
+        ):
+            busy = busy_processes()
+            payload, seconds, done = grade(class_dir, root / "out", 1, timeout, tree)
         score, max_score = honest_score(payload, notebooks)
         return {
             "case": name,
@@ -154,6 +171,7 @@ def run_case(name, notebooks, timeout, load=0, neighbour=False):
             "run_seconds": round(seconds, 1),
             "exit": done.returncode,
             "not_graded": bool(payload.get("internal_error")),
+            "busy_processes": busy,
         }
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -161,29 +179,37 @@ def run_case(name, notebooks, timeout, load=0, neighbour=False):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tree", action="append", type=Path, help="a checkout (default: this)")
     parser.add_argument("--notebooks", default="01,02,03,04,05,06")
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--json", action="store_true", help="one JSON line per case as well")
     args = parser.parse_args(argv)
+    trees = [t.resolve() for t in args.tree or [REPO]]
     notebooks = {n.strip()[:2] for n in args.notebooks.split(",")}
     cores = os.cpu_count() or 1
     cases = [
         ("(a) alone", 0, False),
         ("(b) next to a CPU-burning neighbour", 0, True),
-        (f"(c) external load of {4 * cores} busy processes (4x cores)", 4 * cores, False),
+        (f"(c) external load: {4 * cores} busy processes (4x cores)", 4 * cores, False),
     ]
     print(
         f"machine: {cores} cores; notebooks {','.join(sorted(notebooks))}; --timeout {args.timeout:g}"
     )
-    print(f"{'case':<58} {'score':>13} {'honest s':>9} {'run s':>7}")
+    print(f"{'tree':<24} {'case':<46} {'score':>11} {'honest s':>9} {'run s':>7} {'busy':>5}")
     rows = []
     for name, load, neighbour in cases:
-        row = run_case(name, notebooks, args.timeout, load, neighbour)
-        rows.append(row)
-        score = f"{row['score']:g}/{row['max_score']:g}"
-        print(f"{name:<58} {score:>13} {row['honest_seconds']:>9} {row['run_seconds']:>7}")
-        if args.json:
-            print(json.dumps(row))
+        for tree in trees:  # the trees take turns: a busy machine weighs on all of them alike
+            row = run_case(name, notebooks, args.timeout, load, neighbour, tree)
+            row["tree"] = str(tree)
+            rows.append(row)
+            score = f"{row['score']:g}/{row['max_score']:g}"
+            print(
+                f"{tree.name[-24:]:<24} {name:<46} {score:>11} {row['honest_seconds']!s:>9} "
+                f"{row['run_seconds']:>7} {row['busy_processes']:>5}",
+                flush=True,
+            )
+            if args.json:
+                print(json.dumps(row), flush=True)
     return 0 if all(r["score"] == r["max_score"] and not r["not_graded"] for r in rows) else 1
 
 

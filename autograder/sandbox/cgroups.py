@@ -166,7 +166,7 @@ class Cgroup:
                 seen = True
             except (OSError, ValueError, IndexError):
                 pass
-        return total / 1e9 if seen else None
+        return total / 1e9 if seen or not tids else None
 
     def peak_pids(self):
         try:
