@@ -1,19 +1,18 @@
 """The command line: `python -m autograder release`, `grade PATH`, `handout --out DIR`,
-`nbgrader init|grade COURSE` and `gradescope --out autograder.zip`."""
+`nbgrader init|grade COURSE`, `gradescope --out autograder.zip`, `classroom gather REPOS`,
+`export --roster ROSTER --format canvas|moodle --grades OUT` and `selftest`."""
 
 import argparse
 import os
 import sys
 
+from autograder.curriculum import NOTEBOOKS
 
-def grade_options(cmd):
-    """The grading options `grade` shares with `nbgrader grade`."""
+
+def sandbox_options(cmd):
+    """The options of the sandbox itself (`grade`, `nbgrader grade`, `selftest`)."""
     cmd.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     cmd.add_argument("--timeout", type=float, default=300.0, help="wall-clock seconds per notebook")
-    cmd.add_argument("--force", action="store_true", help="regrade up-to-date students")
-    cmd.add_argument(
-        "--secret", help="course secret seeding the hidden tests (default: $COURSE_SECRET)"
-    )
     cmd.add_argument(
         "--memory", type=float, default=6.0, help="address-space limit per process, in GB"
     )
@@ -22,6 +21,29 @@ def grade_options(cmd):
         choices=("auto", "bwrap", "none"),
         default="auto",
         help="auto: bubblewrap when it works, else rlimits only (with a warning)",
+    )
+
+
+def grade_options(cmd):
+    """The grading options `grade` shares with `nbgrader grade`."""
+    sandbox_options(cmd)
+    cmd.add_argument("--force", action="store_true", help="regrade up-to-date students")
+    cmd.add_argument(
+        "--secret", help="course secret seeding the hidden tests (default: $COURSE_SECRET)"
+    )
+    cmd.add_argument(
+        "--deadlines",
+        help="a TOML file of due dates and a late penalty (see autograder/deadlines.py)",
+    )
+    cmd.add_argument(
+        "--handed-in",
+        help="a CSV of student,notebook,handed_in times (else the files' own times)",
+    )
+    cmd.add_argument(
+        "--skip-selftest",
+        action="store_true",
+        help="EMERGENCIES ONLY: grade without first checking that this machine's sandbox gives "
+        "the solutions full marks and a blank 0 (a loud warning is printed)",
     )
     cmd.add_argument("--keep-work", action="store_true", help="keep the sandbox folders")
     cmd.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -50,12 +72,25 @@ def main(argv=None):
         help="auto: guess; class: PATH holds one folder or zip per student; student: PATH is "
         "one student's upload (notebooks loose, in sub-folders or zips)",
     )
+    grade_cmd.add_argument(
+        "--notebook",
+        action="append",
+        choices=[nb.stem for nb in NOTEBOOKS],
+        help="regrade only this notebook (repeatable); the others keep their last verdicts",
+    )
     grade_options(grade_cmd)
 
-    from autograder.platforms import gradescope, nbgrader
+    from autograder import selftest
+    from autograder.platforms import classroom, gradescope, nbgrader
 
     nbgrader.add_arguments(commands, grade_options)
     gradescope.add_arguments(commands)
+    classroom.add_arguments(commands)
+    selftest.add_arguments(commands, sandbox_options)
+
+    from autograder import export
+
+    export.add_arguments(commands)
 
     handout_cmd = commands.add_parser(
         "handout", help="build what students get: notebooks, data and a checker without answers"
@@ -84,10 +119,22 @@ def main(argv=None):
         from autograder.platforms import nbgrader
 
         return nbgrader.run(args)
+    if args.command == "classroom":
+        from autograder.platforms import classroom
+
+        return classroom.run(args)
     if args.command == "gradescope":
         from autograder.platforms import gradescope
 
         return gradescope.run(args)
+    if args.command == "selftest":
+        from autograder import selftest
+
+        return selftest.command(args)
+    if args.command == "export":
+        from autograder import export
+
+        return export.run(args)
     if args.command == "handout":
         from autograder.handout import build_handout, describe
 

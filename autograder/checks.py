@@ -15,10 +15,11 @@ this process and the same judges decide, so both say the same thing.
 """
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 
-from autograder.curriculum import NOTEBOOK_OF
+from autograder.curriculum import NOTEBOOK_OF, NOTEBOOKS
 from autograder.harness import serve
 from autograder.judging.answers import judge_cases
 
@@ -85,8 +86,16 @@ def report(function, results):
     return "\n".join(lines)
 
 
+def _graded_names_of(frame_globals):
+    """The graded functions a notebook has defined or imported (its globals), so that a check can
+    ask, as the grader does, what the student's own earlier functions make of an input."""
+    names = {name for notebook in NOTEBOOKS for name in notebook.graded}
+    return {name: frame_globals[name] for name in names if name in frame_globals}
+
+
 def check(function, obj, **namespace):
     """Run the visible checks of one graded name on your `obj` and print what they found."""
+    namespace = _graded_names_of(sys._getframe(1).f_globals) | namespace
     try:
         results = run_in_process(function, obj, namespace=namespace)
     except Exception as exc:  # noqa: BLE001 - a check must never crash the student's notebook
@@ -97,6 +106,7 @@ def check(function, obj, **namespace):
 
 def assert_passes(function, obj, seed="nbgrader-hidden", **namespace):
     """Raise AssertionError unless every case passes (nbgrader's hidden test cells)."""
+    namespace = _graded_names_of(sys._getframe(1).f_globals) | namespace
     results = run_in_process(function, obj, seed=seed, namespace=namespace)
     failed = [r for r in results if r.status == "failed"]
     assert not failed, report(function, results)

@@ -21,12 +21,14 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import submissions
+from autograder import selftest, submissions
 from autograder.curriculum import GRADED_NAMES, NOTEBOOKS
 from autograder.judging.answers import judge_cases
 from autograder.probes.base import PROBES, build_cases, derive_seed, write_requests
+from autograder.results import TestResult
 from autograder.safe_files import MB, UnsafeFile, printable, read_bytes, remove_tree, walk
 from autograder.sandbox import Limits, NotebookJob, Sandbox, SandboxFailure
+from autograder.sandbox.bubblewrap import BubblewrapUnsupported
 from autograder.sandbox.limits import bound_workers
 
 DEFAULT_SECRET = "course-default-secret"
@@ -49,6 +51,10 @@ class Settings:
     keep_work: bool = False
     max_notebook_bytes: int = MAX_NOTEBOOK_BYTES
     work_root: Path | None = None  # this run's work folder (made by grade_class)
+    notebooks: tuple = ()  # --notebook: regrade only these stems, keep the others' verdicts
+    deadlines: object = None  # autograder.deadlines.LatePolicy, or None: no late penalties
+    handed_in: dict = field(default_factory=dict)  # student -> {stem: time} (--handed-in)
+    skip_selftest: bool = False  # emergencies only (autograder/selftest.py): loudly warned
 
 
 @dataclass
@@ -56,20 +62,23 @@ class StudentResult:
     student: str
     results: dict  # the results.json payload
     skipped: bool = False
-    error: str = ""
+    error: str = ""  # the traceback of an internal error of the grader
     seconds: float = 0.0
+    refused: str = ""  # why this student was not graded (their id, two submissions)
     per_notebook: dict = field(default_factory=dict)
 
 
 # -- discovery: autograder.submissions turns PATH into students' folders -------------------------
 def output_folder(out, student):
-    """OUT/<student>, except for a student whose folder name is one of the class report's files
-    (grades.csv, summary.md, ...): OUT/_<student>. Student folders starting with "_" are never
-    graded, so the mapped name cannot collide with another student's."""
+    """OUT/<student>, except for a student whose name is one of the class report's files
+    (grades.csv, summary.md, ...) once its leading underscores are set aside: one more "_" in
+    front (grades.csv -> OUT/_grades.csv, _grades.csv -> OUT/__grades.csv), so no two students
+    share a folder and none overwrites the report."""
     from autograder.report import REPORT_FILES
 
     reserved = {name.casefold() for name in REPORT_FILES} | {LOCK_NAME}
-    return Path(out) / (f"_{student}" if student.casefold() in reserved else student)
+    bare = student.lstrip("_").casefold()
+    return Path(out) / (f"_{student}" if bare in reserved else student)
 
 
 def newest_mtime(folder):
@@ -181,12 +190,15 @@ def _load_notebook(folder, name, max_bytes):
 
 
 # -- one student ---------------------------------------------------------------------------------
-def grade_student(student, folder, settings, sandbox, placement=None):
-    """placement: messages about files that could not be placed (submissions.Submission)."""
+def grade_student(student, folder, settings, sandbox, placement=None, kept=None):
+    """placement: messages about files that could not be placed (submissions.Submission);
+    kept: {stem: (tests as JSON, notebook info)} of notebooks not to grade again (--notebook)."""
     started = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix=f"student-{_safe(student)}-", dir=settings.work_root))
     try:
-        return _grade_student(student, folder, settings, sandbox, work, started, placement or {})
+        return _grade_student(
+            student, folder, settings, sandbox, work, started, placement or {}, kept or {}
+        )
     finally:
         if not settings.keep_work:
             _remove_quietly(work)
@@ -210,7 +222,7 @@ def _notebook_file(folder, filename):
     return "present"
 
 
-def _grade_student(student, folder, settings, sandbox, work, started, placement):
+def _grade_student(student, folder, settings, sandbox, work, started, placement, kept):
     import nbformat
 
     from autograder.report import write_student
@@ -218,7 +230,10 @@ def _grade_student(student, folder, settings, sandbox, work, started, placement)
     plan = []  # (notebook, cases, job or None, note for all tests or None, file message)
     prepared = work / "prepared"
     prepared.mkdir()
+    not_submitted = set()  # stems whose file is not in the submission (the class page counts them)
     for nb in NOTEBOOKS:
+        if nb.stem in kept:
+            continue  # --notebook: its verdicts of the last run stand
         seed = derive_seed(settings.secret, _encodable(student), nb.stem)
         cases = build_cases(nb.stem, seed, functions=registered_probes())
         placed = " ".join(placement.get(nb.stem, []))
@@ -227,6 +242,7 @@ def _grade_student(student, folder, settings, sandbox, work, started, placement)
                 placed or f"{nb.filename} was not found in your submission, so its tests score 0."
             )
             plan.append((nb, cases, None, note, note))
+            not_submitted.add(nb.stem)
             continue
         notebook, message = load_notebook(folder, nb.filename, settings.max_notebook_bytes)
         message = " ".join(m for m in (placed, message) if m)
@@ -279,6 +295,9 @@ def _grade_student(student, folder, settings, sandbox, work, started, placement)
             raise SandboxFailure("; ".join(broken))
 
     tests, notebooks = [], {}
+    for stem, (kept_tests, kept_info) in kept.items():
+        tests += [TestResult.from_json(t) for t in kept_tests]
+        notebooks[stem] = kept_info
     for nb, cases, job, note, message in plan:
         run = runs.get(nb.stem)
         if job is None:
@@ -298,9 +317,12 @@ def _grade_student(student, folder, settings, sandbox, work, started, placement)
                 "messages": ([message] if message else []) + run.messages,
                 "seconds": round(run.seconds, 2),
             }
+            if run.integrity:
+                info["integrity"] = list(run.integrity)
         info["score"] = round(sum(r.score for r in results), 4)
         info["max_score"] = round(sum(r.max_score for r in results), 4)
         info["title"] = nb.title
+        info["submitted"] = nb.stem not in not_submitted
         notebooks[nb.stem] = info
         tests += results
 
@@ -308,6 +330,9 @@ def _grade_student(student, folder, settings, sandbox, work, started, placement)
         more = len(submission_messages) - 19
         submission_messages[19:] = [f"... and {more} more files were not copied."]
     general = list(placement.get(submissions.GENERAL, [])) + submission_messages
+    order = {nb.stem: i for i, nb in enumerate(NOTEBOOKS)}
+    tests.sort(key=lambda t: order[t.notebook])  # stable: each notebook's tests keep their order
+    notebooks = {stem: notebooks[stem] for stem in sorted(notebooks, key=order.get)}
     payload = build_results(student, tests, notebooks, time.monotonic() - started, general)
     target = output_folder(settings.out, student)
     write_student(target, payload)
@@ -338,6 +363,24 @@ def build_results(student, tests, notebooks, seconds, submission_messages=()):
         "notebooks": notebooks,
         "tests": [t.to_json() for t in tests],
     }
+
+
+def _apply_deadlines(done, sources, settings):
+    """Late penalties (autograder/deadlines.py) on every student's results, graded by this run or
+    before: recomputed from the raw verdicts, so a changed policy needs no regrading."""
+    from autograder.deadlines import apply_late_policy, handed_in_from_files
+    from autograder.report import write_student
+
+    for result in done:
+        if result.error or not result.results.get("tests"):
+            continue  # an internal error: nothing was graded
+        if settings.deadlines is None and "late" not in result.results:
+            continue  # no policy now, none before
+        handed_in = settings.handed_in.get(result.student)
+        if handed_in is None and settings.deadlines is not None:
+            handed_in = handed_in_from_files(sources[result.student])
+        if apply_late_policy(result.results, settings.deadlines, handed_in or {}):
+            write_student(output_folder(settings.out, result.student), result.results)
 
 
 def _copy_tail(source, target, limit=20_000):
@@ -508,6 +551,23 @@ def preflight(mode):
     return None
 
 
+def kept_verdicts(saved, regrade):
+    """{stem: (tests, info)} of the notebooks `--notebook` does not name, from the last results;
+    {} (grade everything) when there are none, or when they lack a notebook."""
+    if not regrade or not saved:
+        return {}
+    kept = {}
+    for nb in NOTEBOOKS:
+        if nb.stem in regrade:
+            continue
+        tests = [t for t in saved.get("tests", []) if t.get("notebook") == nb.stem]
+        info = saved.get("notebooks", {}).get(nb.stem)
+        if not tests or not isinstance(info, dict):
+            return {}
+        kept[nb.stem] = (tests, info)
+    return kept
+
+
 def _read_saved(results):
     try:
         payload = json.loads(read_bytes(results.parent, [results.name], 64 * MB))
@@ -536,10 +596,18 @@ def grade_class(path, settings, progress=True, layout="auto", graded_groups=None
             settings.work_root = runs[0][0]
             staging = runs[-1][0] / "submissions"
             staging.mkdir()
+            notices = []
             found = submissions.discover(
-                path, settings.out, staging, layout=layout, graded_groups=graded_groups
+                path,
+                settings.out,
+                staging,
+                layout=layout,
+                graded_groups=graded_groups,
+                notices=notices,
             )
-            return _grade_class(found, settings, progress, write_class)
+            done, summary = _grade_class(found, settings, progress, write_class)
+            summary["skipped_entries"] = notices  # this run's, not written to summary.json
+            return done, summary
         finally:
             for folder, fd in runs:
                 os.close(fd)
@@ -552,16 +620,20 @@ def grade_class(path, settings, progress=True, layout="auto", graded_groups=None
 def _grade_class(found, settings, progress, write_class):
     from tqdm import tqdm
 
-    todo, done = [], []
+    todo, done, kept = [], [], {}
     for sub in found:
         student = sub.student
+        if sub.refused:
+            done.append(StudentResult(student, {}, refused=sub.refused))
+            continue
         results = output_folder(settings.out, student) / "results.json"
         fresh = not settings.force and up_to_date(sub.source, results)
-        saved = _read_saved(results) if fresh else None
-        if saved is not None:
+        saved = _read_saved(results) if fresh or settings.notebooks else None
+        if saved is not None and not settings.notebooks:
             done.append(StudentResult(student, saved, skipped=True))
         else:
             todo.append(sub)
+            kept[student] = kept_verdicts(saved, settings.notebooks)
 
     untested = [name for name in GRADED_NAMES if name not in registered_probes()]
     if untested:
@@ -575,6 +647,8 @@ def _grade_class(found, settings, progress, write_class):
             sandbox = Sandbox(
                 settings.limits, mode=settings.sandbox_mode, lib_root=settings.work_root / "lib"
             )
+        except BubblewrapUnsupported as exc:  # too old for the sandbox: never silently none
+            raise SystemExit(f"error: {exc}.") from None
         except RuntimeError as exc:  # --sandbox bwrap where bubblewrap cannot run
             raise SystemExit(
                 f"error: {exc}. Install bubblewrap (apt-get install bubblewrap) and allow user "
@@ -582,11 +656,21 @@ def _grade_class(found, settings, progress, write_class):
             ) from None
     try:
         if todo:
+            try:  # the solutions score full marks here and a blank 0, or nobody is graded
+                selftest.guard(sandbox, workers, settings.work_root, skip=settings.skip_selftest)
+            except selftest.SelfTestFailed as exc:
+                raise SystemExit(f"error: {exc}") from None
             with ThreadPoolExecutor(max_workers=workers) as pool:
                 futures = {
                     pool.submit(
-                        grade_student, s.student, s.folder, settings, sandbox, s.messages
-                    ): (s.student)
+                        grade_student,
+                        s.student,
+                        s.folder,
+                        settings,
+                        sandbox,
+                        s.messages,
+                        kept[s.student],
+                    ): (s.student)  # fmt: skip
                     for s in todo
                 }
                 bar = tqdm(total=len(futures), desc="grading", unit="student", disable=not progress)
@@ -602,6 +686,7 @@ def _grade_class(found, settings, progress, write_class):
         if sandbox is not None:
             sandbox.close()
     done.sort(key=lambda r: r.student)
+    _apply_deadlines(done, {s.student: s.source for s in found}, settings)
     summary = write_class(settings.out)  # every student graded into OUT, by this run or before
     return done, summary
 
@@ -616,18 +701,39 @@ def settings_from_args(args):
             "predict the hidden tests' inputs. Set COURSE_SECRET (or --secret) for real grading.",
             file=sys.stderr,
         )
-    limits = Limits(timeout=float(args.timeout))
-    if getattr(args, "memory", None):
-        limits.memory_bytes = int(float(args.memory) * 2**30)
+    deadlines, handed_in = None, {}
+    if getattr(args, "deadlines", None):
+        from autograder.deadlines import PolicyError, load_handed_in, load_policy
+
+        try:
+            deadlines = load_policy(args.deadlines)
+            if getattr(args, "handed_in", None):
+                handed_in = load_handed_in(args.handed_in)
+        except PolicyError as exc:
+            raise SystemExit(f"error: {exc}") from None
+    elif getattr(args, "handed_in", None):
+        raise SystemExit("error: --handed-in needs --deadlines (the due dates and the penalty)")
     return Settings(
         out=Path(args.out).resolve(),
         secret=secret,
-        limits=limits,
+        limits=limits_from_args(args),
         workers=int(args.workers),
         force=bool(args.force),
         sandbox_mode=getattr(args, "sandbox", None) or "auto",
         keep_work=bool(getattr(args, "keep_work", False)),
+        notebooks=tuple(getattr(args, "notebook", None) or ()),
+        deadlines=deadlines,
+        handed_in=handed_in,
+        skip_selftest=bool(getattr(args, "skip_selftest", False)),
     )
+
+
+def limits_from_args(args):
+    """The sandbox's Limits from the --timeout and --memory options."""
+    limits = Limits(timeout=float(args.timeout))
+    if getattr(args, "memory", None):
+        limits.memory_bytes = int(float(args.memory) * 2**30)
+    return limits
 
 
 def grade_command(args):
@@ -640,18 +746,29 @@ def grade_command(args):
         layout=getattr(args, "layout", "auto"),
     )
     elapsed = time.monotonic() - started
-    graded = [r for r in done if not r.skipped and not r.error]
+    graded = [r for r in done if not r.skipped and not r.error and not r.refused]
     skipped = [r for r in done if r.skipped]
     failed = [r for r in done if r.error]
+    refused = [r for r in done if r.refused]
     print(summary["text"])
     print(
         f"graded {len(graded)} student(s), skipped {len(skipped)} up to date, "
-        f"{len(failed)} internal error(s) in {elapsed:.1f} s -> {printable(settings.out)}"
+        f"{len(refused)} not graded, {len(failed)} internal error(s) in {elapsed:.1f} s -> "
+        f"{printable(settings.out)}"
     )
-    if failed:
-        names = ", ".join(printable(r.student) for r in failed)
-        print(f"NOT GRADED (internal errors; the next run grades them again): {names}")
+    for line in summary.get("skipped_entries", []):  # escaped where they were found
+        print(f"skipped entry {line}", file=sys.stderr)
     for r in failed:
         shown = "\n".join(printable(line) for line in r.error.splitlines())
         print(f"INTERNAL ERROR grading {printable(r.student)}:\n{shown}", file=sys.stderr)
-    return 1 if failed else 0
+    for r in refused:
+        print(f"NOT GRADED {printable(r.student)}: {r.refused}", file=sys.stderr)
+    if failed or refused:
+        names = ", ".join(printable(r.student) for r in failed + refused)
+        print(f"NOT GRADED (the next run grades them again): {names}")
+        print(
+            f"error: {len(failed) + len(refused)} student(s) not graded: {names}", file=sys.stderr
+        )
+    if settings.skip_selftest or selftest.skipped_by_env():
+        print(selftest.skip_banner("these grades were made without it"), file=sys.stderr)
+    return 1 if failed or refused else 0

@@ -8,7 +8,8 @@ writes
     out_dir/requirements.txt    the course's pins for what students need, plus ./checker
     out_dir/notebooks/          the released student notebooks (01..K for a weekly stage)
     out_dir/checker/            an installable package: `autograder` (the visible checks only)
-                                and `coursedata` (the small data and the loaders)
+                                and `coursedata` (the small data and the loaders), and
+                                the venv's Jupyter configuration (encrypted kernel connections)
 
 The checker's `autograder` holds the modules that run and judge a visible check (checks,
 curriculum, results, harness/, judging/), the misconception catalogue, and the visible seed's
@@ -40,6 +41,7 @@ SHIPPED = (
     "curriculum.py",
     "results.py",
     "safe_files.py",  # how answers are read: never through a link, never past a size cap
+    "escaping.py",  # safe_files shows names through its terminal escaping
     "harness/*.py",
     "judging/*.py",
     "misconceptions/__init__.py",  # the catalogue's text; the *_variants.py modules stay here
@@ -92,6 +94,21 @@ package-dir = {{ "autograder" = "autograder", "coursedata" = "coursedata" }}
 [tool.setuptools.package-data]
 autograder = ["visible/**/*"]
 coursedata = ["*.json"]
+
+[tool.setuptools.data-files]
+# Read by `jupyter lab` from the venv's etc/jupyter (see jupyter_server_config.py there).
+"etc/jupyter" = ["jupyter/jupyter_server_config.py"]
+"""
+
+# Installed into the student's venv (sys.prefix/etc/jupyter), where `jupyter lab` reads it.
+JUPYTER_SERVER_CONFIG = """\
+# The attention course's checker: encrypt the connections between JupyterLab and its kernels
+# (CurveZMQ keys the kernel manager makes for each kernel) where this pyzmq supports it. Without
+# it every kernel start warns "Kernel is running over TCP without encryption".
+import zmq
+
+if zmq.has("curve"):
+    c.KernelManager.transport_encryption = "auto"  # noqa: F821 (`c` is Jupyter's config object)
 """
 
 GITIGNORE = """\
@@ -123,7 +140,15 @@ python -m venv .venv && . .venv/bin/activate && pip install ./checker
 ```
 
 (or `pip install -r requirements.txt`: the same packages, pinned). On Windows activate with
-`.venv\\Scripts\\activate`. Then:
+`.venv\\Scripts\\activate`. On Linux, pip's default PyTorch brings gigabytes of CUDA libraries
+that a laptop does not use: install the CPU build first, then the checker:
+
+```bash
+pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
+pip install ./checker
+```
+
+(macOS's and Windows' PyTorch wheels are CPU builds already.) Then:
 
 ```bash
 jupyter lab notebooks/
@@ -141,6 +166,17 @@ jupyter lab notebooks/
   other inputs.
 - Notebook 06 can train on tiny Shakespeare (1 MB): `coursedata.load_tinyshakespeare()` downloads
   it once into `~/.cache/attention-course/`, or reads the file named by `TINYSHAKESPEARE_PATH`.
+
+## Handing in
+
+As your course says; in every case hand in the notebooks under the names they have here
+(`01_soft_lookup.ipynb`, ...), with your answers saved:
+
+- GitHub Classroom: commit and push (`git add notebooks && git commit -m "..." && git push`);
+  what is pushed by the deadline is what is graded.
+- nbgrader on a JupyterHub: in the Assignments tab, *Validate* (it runs the checks), then
+  *Submit*.
+- Gradescope: upload the notebooks, or one zip of them.
 
 `checker/` holds the checks (the package `autograder`) and the course's data and loaders (the
 package `coursedata`). It contains no solutions.
@@ -251,6 +287,8 @@ def _write_checker(checker, notebooks):
             raise FileNotFoundError(f"autograder/{sub}/__init__.py is missing")
     _copy(SHIPPED_DATA, COURSEDATA, checker / "coursedata")
     check_self_contained(checker)
+    (checker / "jupyter").mkdir()
+    (checker / "jupyter" / "jupyter_server_config.py").write_text(JUPYTER_SERVER_CONFIG)
 
     cases = [case for nb in notebooks for case in build_cases(nb.stem, VISIBLE_SEED)]
     save_cases(cases, package / "visible")

@@ -1,6 +1,6 @@
 """What grading produces for one test: the Gradescope test entry plus SPEC's own fields."""
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 
 @dataclass
@@ -19,3 +19,8 @@ class TestResult:
 
     def to_json(self):
         return {**asdict(self), "status": self.status}
+
+    @classmethod
+    def from_json(cls, data):
+        """A test of an earlier results.json (written by to_json)."""
+        return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})

@@ -23,6 +23,8 @@ import json
 import os
 import stat
 
+from autograder.escaping import terminal
+
 KB, MB = 2**10, 2**20
 MAX_JSON_DEPTH = 64  # the harness never nests deeper than ~45; nbformat's JSON about 6
 MAX_WALK_DEPTH = 32  # folders deeper than this in a submission are not looked into
@@ -354,20 +356,7 @@ def _make_writable(fd):
 
 
 # -- text for people -----------------------------------------------------------------------------
-def printable(text):
-    """`text` with every control or invisible formatting character escaped (\\x1b, \\u202e, ...),
-    safe to print on a terminal or to put in a Markdown file."""
-    out = []
-    for ch in str(text):
-        if ch.isprintable() or ch == " ":
-            out.append(ch)
-        elif ord(ch) < 0x100:
-            out.append(f"\\x{ord(ch):02x}")
-        elif ord(ch) < 0x10000:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(f"\\U{ord(ch):08x}")
-    return "".join(out)
+printable = terminal  # the terminal's escaping (autograder/escaping.py), under its old name
 
 
 def _size(n):

@@ -3,7 +3,7 @@
     subs = discover("submissions/", out="grades", staging=tmp)   # -> [Submission]
     subs[0].student, subs[0].folder, subs[0].messages
 
-Layouts read (see README, "For instructors"):
+Layouts read (see docs/instructors.md, "Grading"):
 - a folder of student folders (student id = folder name), each holding the notebooks;
 - one student's folder (PATH itself holds notebooks);
 - nbgrader's tree: COURSE/ or COURSE/submitted/, i.e. submitted/<student>/<assignment>/*.ipynb,
@@ -32,7 +32,9 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from autograder import student_ids
 from autograder.curriculum import NOTEBOOKS
+from autograder.escaping import terminal as printable
 
 NOTEBOOK_FILES = {nb.filename: nb.stem for nb in NOTEBOOKS}
 GENERAL = "*"  # key of messages about the whole submission, not one notebook
@@ -53,6 +55,7 @@ class Submission:
     folder: Path  # holds the notebooks to grade, by SPEC file name, at its top level
     source: Path  # what the instructor gave us for this student (for "is it up to date?")
     messages: dict = field(default_factory=dict)  # notebook stem or GENERAL -> [text]
+    refused: str = ""  # why this student is not graded at all (their id, a duplicate)
 
     def add(self, key, text):
         self.messages.setdefault(key, []).append(text)
@@ -73,65 +76,119 @@ class _Found:
 
 
 # -- the whole thing -----------------------------------------------------------------------------
-def discover(path, out=None, staging=None, layout="auto", student=None, graded_groups=None):
+def discover(
+    path,
+    out=None,
+    staging=None,
+    layout="auto",
+    student=None,
+    graded_groups=None,
+    notices=None,
+):
     """[Submission] for PATH. layout: auto | class (a folder of students) | student (one).
 
     `staging` is a folder for the students whose notebooks must be gathered (zips, sub-folders,
     nbgrader's tree); without it a temporary folder is made (the caller removes it).
     `graded_groups`: only these nbgrader assignments (first-level folders) are graded.
+    A student who cannot be graded (an id student_ids refuses, two submissions) is a Submission
+    whose `refused` says why, with nothing gathered. `notices` (a list), when given, receives
+    one line per entry of a class folder that is not a submission and was skipped.
     """
     path = Path(os.path.abspath(path))
     if path.is_symlink():
-        raise SystemExit(f"error: {path} is a symbolic link; point at the folder itself")
+        raise SystemExit(f"error: {printable(path)} is a symbolic link; point at the folder itself")
     if not path.exists():
-        raise SystemExit(f"error: {path} does not exist")
+        raise SystemExit(f"error: {printable(path)} does not exist")
     if staging is None:
         staging = tempfile.mkdtemp(prefix="autograder-submissions-")
     staging = Path(staging)
     if path.is_file():
         if path.suffix.lower() != ".zip":
-            raise SystemExit(f"error: {path} is a file; point at a folder or a .zip upload")
-        return [gather(student or path.stem, path, staging, graded_groups)]
+            raise SystemExit(
+                f"error: {printable(path)} is a file; point at a folder or a .zip upload"
+            )
+        return [_gather_checked(student or path.stem, path, staging, graded_groups)]
     if layout == "auto" and (path / "submitted").is_dir() and not _holds_notebooks(path):
         path = path / "submitted"  # an nbgrader course root
     if layout == "student" or (layout == "auto" and _is_one_student(path)):
-        return [gather(student or path.name, path, staging, graded_groups)]
+        return [_gather_checked(student or path.name, path, staging, graded_groups)]
     out = Path(os.path.abspath(out)) if out else None
-    found = []
+    entries = []  # (student id, path)
     for child in sorted(path.iterdir()):
-        if child.name.startswith((".", "_")) or child.name in SKIPPED_DIRS:
+        why = _not_a_submission(child, out)
+        if why:
+            if notices is not None:
+                notices.append(f"{printable(child.name)}: {why}")
             continue
-        if child.is_symlink() or not (child.is_dir() or child.suffix.lower() == ".zip"):
-            continue
-        if out is not None and (child == out or out.is_relative_to(child)):
-            continue
-        name = child.stem if child.is_file() else child.name
-        found.append(gather(name, child, staging, graded_groups))
-    _refuse_duplicate_students(found)
-    if not found:  # an empty folder: one student with nothing (every notebook missing)
-        return [gather(student or path.name, path, staging, graded_groups)]
+        entries.append((child.stem if child.is_file() else child.name, child))
+    if not entries:  # an empty folder: one student with nothing (every notebook missing)
+        return [_gather_checked(student or path.name, path, staging, graded_groups)]
+    by_student = {}
+    for name, child in entries:
+        by_student.setdefault(student_ids.key(name), []).append(child)
+    found = []
+    for name, child in entries:
+        same = by_student[student_ids.key(name)]
+        if len(same) > 1:
+            found.append(_duplicate(name, child, same))
+        else:
+            found.append(_gather_checked(name, child, staging, graded_groups))
     return found
 
 
-def _refuse_duplicate_students(found):
-    """Two submissions with one student id (a folder `bob/` and a zip `bob.zip`) would be graded
-    into the same OUT/bob and seeded alike, one overwriting the other: the run stops and names
-    them, for the instructor to keep one."""
-    by_student = {}
-    for sub in found:
-        by_student.setdefault(sub.student, []).append(sub.source.name)
-    twice = {student: names for student, names in by_student.items() if len(names) > 1}
-    if twice:
-        from autograder.safe_files import printable
+def _not_a_submission(child, out):
+    """Why an entry of a class folder is not a student's submission, or "" when it is one.
+    A name starting with "_" is a student's (e-mail addresses can); only the folders tools
+    make (__MACOSX, __pycache__, .git, ...) and hidden entries are not."""
+    if child.name in SKIPPED_DIRS:
+        return "a folder that tools make (not a student's); skipped"
+    if child.name.startswith("."):
+        return "a hidden entry (its name starts with '.'); skipped"
+    if child.is_symlink():
+        return "a symbolic link; not followed, skipped (put the folder or .zip itself here)"
+    if out is not None and (child == out or out.is_relative_to(child)):
+        return "this run's output folder; skipped"
+    if child.is_dir():
+        return ""
+    if child.is_file() and child.suffix.lower() == ".zip":
+        return ""
+    if child.is_file():
+        return "a file that is not a submission (a student's folder or .zip); skipped"
+    return "not a folder or a regular file; skipped"
 
-        listed = "; ".join(
-            f"{printable(student)}: {', '.join(printable(n) for n in names)}"
-            for student, names in sorted(twice.items())
+
+def _gather_checked(student, source, staging, graded_groups):
+    """gather(), for a student whose id student_ids accepts; a refused Submission otherwise."""
+    why = student_ids.problem(student)
+    if why:
+        return Submission(student, Path(source), Path(source), refused=f"not graded: {why}.")
+    try:
+        return gather(student, source, staging, graded_groups)
+    except Exception as exc:  # noqa: BLE001 - one unreadable upload never stops the class
+        return Submission(
+            student,
+            Path(source),
+            Path(source),
+            refused=(
+                f"not graded: their files could not be read ({type(exc).__name__}: "
+                f"{printable(str(exc))[:200]})."
+            ),
         )
-        raise SystemExit(
-            f"error: more than one submission for the same student ({listed}); keep one of "
-            "each and grade again."
-        )
+
+
+def _duplicate(student, source, same):
+    """Two submissions for one student id (`bob/` and `bob.zip`, or `Bob/` and `bob.zip`):
+    neither is graded (which one the student meant is theirs to say), and both are named."""
+    names = ", ".join(printable(p.name) + ("/" if p.is_dir() else "") for p in same)
+    return Submission(
+        student,
+        Path(source),
+        Path(source),
+        refused=(
+            f"not graded: {len(same)} submissions for one student ({names}); keep one and "
+            "grade again."
+        ),
+    )
 
 
 def _holds_notebooks(folder):
@@ -146,7 +203,9 @@ def _is_one_student(folder):
     sub-folders named like the notebooks (nbgrader's one assignment per notebook, for one
     student), or a folder of nbgrader's submitted/. Otherwise: a folder of students (folders
     or zips)."""
-    entries = [e for e in folder.iterdir() if not e.name.startswith((".", "_"))]
+    entries = [
+        e for e in folder.iterdir() if not e.name.startswith(".") and e.name not in SKIPPED_DIRS
+    ]
     files = [e for e in entries if e.is_file() and not e.is_symlink()]
     folders = [e for e in entries if e.is_dir() and not e.is_symlink()]
     zips = [e for e in files if e.suffix.lower() == ".zip"]

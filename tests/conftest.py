@@ -1,12 +1,19 @@
 """Fixtures shared by the torch probe tests (test_probes_torch, test_checks_gaps,
 test_diagnosis_torch)."""
 
+import os
+
 import numpy as np
 import pytest
 import torch
 
 from autograder.probes import autoregressive_lm as lm_probes
 from autograder.probes.base import Case
+
+# The grader's self-test (autograder/selftest.py) guards real runs, once per environment; every
+# small run of the tests, with limits of its own, would be an environment of its own (two
+# students graded each time). tests/test_selftest.py tests the self-test itself.
+os.environ.setdefault("AUTOGRADER_SKIP_SELFTEST", "1")
 
 TRAIN_CASE = lm_probes._train_case  # the real one, before any test swaps it
 
@@ -15,7 +22,8 @@ def cheap_training(rng):
     """GPT's training case (10-20 s of training in the student's code) swapped for a free one
     worth the same points, for GPTs judged on their other cases."""
     points = TRAIN_CASE(np.random.default_rng(0)).points  # building it costs ~1 ms
-    idx = torch.zeros(1, 2, dtype=torch.long)
+    # drawn: a hidden request never equals a visible one (probes.torch_tools redraws them)
+    idx = torch.from_numpy(rng.integers(0, lm_probes.GPT_INIT["vocab_size"], size=(1, 4))).long()
     request = {"op": "module", "init": lm_probes.GPT_INIT, "args": [idx]}
     return Case("GPT", "training (skipped in this test)", points, [request], lambda rs: None)
 

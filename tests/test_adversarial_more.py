@@ -279,16 +279,6 @@ def test_two_students_whose_names_look_alike_keep_their_own_notebooks(tmp_path):
     assert len({s.folder for s in found}) == len(names)
 
 
-def test_two_submissions_of_one_student_are_refused_with_their_names(tmp_path):
-    (tmp_path / "class" / "bob").mkdir(parents=True)
-    (tmp_path / "class" / "bob" / NB1).write_bytes(_notebook_bytes("folder"))
-    with zipfile.ZipFile(tmp_path / "class" / "bob.zip", "w") as archive:
-        archive.writestr(NB1, _notebook_bytes("zip"))
-    (tmp_path / "class" / "ann").mkdir()
-    with pytest.raises(SystemExit, match=r"more than one submission.*bob: bob, bob\.zip"):
-        discover(tmp_path / "class", tmp_path / "out", tmp_path / "staging")
-
-
 def test_many_large_copies_of_a_notebook_are_not_held_in_memory(tmp_path):
     """Copies of one notebook in sub-folders were all read into a set to compare them: 40
     sparse 100 MB copies that differ in their last byte held 4 GB in the grading parent."""

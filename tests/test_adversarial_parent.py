@@ -294,15 +294,25 @@ def peak_rss_mb(run):
 
 # -- the run as a whole --------------------------------------------------------------------------
 def test_the_run_completes_and_grades_csv_has_every_student(attacked):
+    """Every student is in grades.csv except those whose id student_ids refuses (not UTF-8, an
+    escape sequence): the run grades the others, ends non-zero and names those two."""
     first = attacked["first"]
-    assert first.returncode == 0, first.stderr[-3000:]
+    assert first.returncode == 1, first.stderr[-3000:]
+    refused = [line for line in first.stderr.splitlines() if line.startswith("NOT GRADED")]
+    assert len(refused) == 2, first.stderr[-3000:]
+    assert any(
+        r.startswith("NOT GRADED caf\\udcff: not graded: its name is not UTF-8") for r in refused
+    )
+    assert any(r.startswith("NOT GRADED \\x1b[31mred\\x1b[0m: not graded:") for r in refused)
     rows = list(csv.reader((attacked["out"] / "grades.csv").open()))
     shown = {r[0] for r in rows[1:]}
     expected = set()
     for student in os.listdir(attacked["subs"]):
+        if student in (NON_UTF8_NAME, ESCAPE_NAME):
+            continue
         if student.startswith(("=", "+", "-", "@")):
             student = "'" + student
-        expected.add(student.replace("\x1b", "\\x1b").replace(NON_UTF8_NAME, "caf\\udcff"))
+        expected.add(student)
     assert shown == expected
     for name in ("grades.csv", "summary.json", "summary.md"):
         assert (attacked["out"] / name).is_file()  # the class files were not clobbered
@@ -340,9 +350,9 @@ def test_no_work_folder_is_left(attacked):
 
 def test_a_rerun_without_force_skips_everyone_despite_deep_folders(attacked):
     rerun = attacked["rerun"]
-    assert rerun.returncode == 0, rerun.stderr[-3000:]
-    total = len(os.listdir(attacked["subs"]))
-    assert f"graded 0 student(s), skipped {total} up to date" in rerun.stdout
+    assert rerun.returncode == 1, rerun.stderr[-3000:]  # the two refused ids, again
+    total = len(os.listdir(attacked["subs"])) - 2  # the two refused ids are never graded
+    assert f"graded 0 student(s), skipped {total} up to date, 2 not graded" in rerun.stdout
 
 
 # -- answers and status files replaced inside the sandbox ----------------------------------------
@@ -439,7 +449,7 @@ def test_escape_sequences_are_never_printed_raw(attacked):
         assert "\x1b" not in run.stdout and "\x1b" not in run.stderr
     for name in ("grades.csv", "summary.md"):
         assert "\x1b" not in (attacked["out"] / name).read_text()
-    assert (attacked["out"] / ESCAPE_NAME / "results.json").is_file()  # graded as named
+    assert not (attacked["out"] / ESCAPE_NAME).exists()  # refused: no folder under its name
 
 
 def test_feedback_html_is_autoescaped(attacked):

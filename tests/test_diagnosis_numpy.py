@@ -446,8 +446,8 @@ def mha_first_head_everywhere(X, W_q, W_k, W_v, W_o, mask=None):
 # (graded name, the one id its results must name or None, the answer)
 MUTANTS = [
     # notebook 01
-    ("lookup", None, lookup_get),
-    ("lookup", None, lookup_value_error),
+    ("lookup", "unknown-key-answered", lookup_get),
+    ("lookup", "unknown-key-wrong-error", lookup_value_error),
     ("similarity", "cosine-instead-of-dot", similarity_cosine_loop),
     ("similarity", "similarity-scaled", similarity_scaled),
     ("similarity", None, similarity_total),

@@ -474,7 +474,7 @@ def gpt_with_mask(build):
             B, T = idx.shape
             if T > self.block_size:
                 raise ValueError(f"T={T} > block_size={self.block_size}")
-            x = self.tok(idx) + self.pos(torch.arange(T))
+            x = self.drop(self.tok(idx) + self.pos(torch.arange(T)))
             mask = build(T)
             for block in self.blocks:
                 x = block(x, mask)
@@ -485,7 +485,7 @@ def gpt_with_mask(build):
 
 class GPTIndexError(make_gpt()):
     def forward(self, idx):
-        x = self.tok(idx) + self.pos(torch.arange(idx.shape[1]))
+        x = self.drop(self.tok(idx) + self.pos(torch.arange(idx.shape[1])))
         mask = torch.tril(torch.ones(idx.shape[1], idx.shape[1], dtype=torch.bool))
         for block in self.blocks:
             x = block(x, mask)
@@ -508,7 +508,7 @@ class GPTNoBlockSize(make_gpt()):
         if idx.shape[1] > self.T:
             raise ValueError("too long")
         mask = torch.ones(idx.shape[1], idx.shape[1], dtype=torch.bool).tril()
-        x = self.tok(idx) + self.pos(torch.arange(idx.shape[1]))
+        x = self.drop(self.tok(idx) + self.pos(torch.arange(idx.shape[1])))
         for block in self.blocks:
             x = block(x, mask)
         return self.lm_head(self.ln(x))
@@ -525,7 +525,7 @@ class GPTFullMask(make_gpt()):
         T = idx.shape[1]
         if T > self.block_size:
             raise ValueError(f"T={T} > block_size={self.block_size}")
-        x = self.tok(idx) + self.pos(torch.arange(T))
+        x = self.drop(self.tok(idx) + self.pos(torch.arange(T)))
         for block in self.blocks:
             x = block(x, self.mask)
         return self.lm_head(self.ln(x))
@@ -536,7 +536,7 @@ class GPTNoHead(make_gpt()):
         T = idx.shape[1]
         if T > self.block_size:
             raise ValueError(f"T={T} > block_size={self.block_size}")
-        x = self.tok(idx) + self.pos(torch.arange(T))
+        x = self.drop(self.tok(idx) + self.pos(torch.arange(T)))
         mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
         for block in self.blocks:
             x = block(x, mask)
@@ -564,7 +564,7 @@ class GPTBlocksSkipped(make_gpt()):
         T = idx.shape[1]
         if T > self.block_size:
             raise ValueError(f"T={T} > block_size={self.block_size}")
-        x = self.tok(idx) + self.pos(torch.arange(T))
+        x = self.drop(self.tok(idx) + self.pos(torch.arange(T)))
         mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
         for block in self.blocks:
             block(x, mask)

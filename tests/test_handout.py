@@ -480,3 +480,78 @@ def test_the_build_refuses_a_checker_that_would_import_what_it_lacks(handout, tm
     )
     with pytest.raises(RuntimeError, match=r"sneaky.py imports autograder.probes.base$"):
         check_self_contained(checker)
+
+
+# -- the checker's Jupyter configuration -------------------------------------------------------
+def _kernel_start_log(tmp_path, *server_args):
+    """Start a Jupyter server with `server_args`, start one kernel through its REST API (the
+    installed python3 kernel, logging at INFO), and return what the server printed once the
+    kernel has said whether its connections are encrypted."""
+    import socket
+    import urllib.request
+
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    spec = KernelSpecManager().get_kernel_spec("python3").to_dict()
+    spec["argv"] = [sys.executable, *spec["argv"][1:], "--IPKernelApp.log_level=INFO"]
+    (tmp_path / "kernels" / "probe").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "kernels" / "probe" / "kernel.json").write_text(json.dumps(spec))
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = tmp_path / f"server-{port}.log"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JUPYTER")}
+    env["JUPYTER_CONFIG_DIR"] = str(tmp_path / "no-user-config")  # no ~/.jupyter of the tester
+    env["JUPYTER_PATH"] = str(tmp_path)  # the probe kernel
+    token, base = "t0ken", f"http://127.0.0.1:{port}/api"
+    with open(log, "w") as out:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "jupyter_server", "--no-browser", f"--port={port}",
+             f"--IdentityProvider.token={token}", "--allow-root", f"--ServerApp.root_dir={tmp_path}",
+             *server_args],
+            stdout=out, stderr=subprocess.STDOUT, env=env,
+        )  # fmt: skip
+    try:
+
+        def call(method, path, body=None):
+            request = urllib.request.Request(
+                base + path, data=body, method=method, headers={"Authorization": f"token {token}"}
+            )
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return json.loads(response.read() or b"null")
+
+        for _ in range(120):
+            try:
+                call("GET", "")
+                break
+            except OSError:
+                time.sleep(0.5)
+        call("POST", "/kernels", json.dumps({"name": "probe"}).encode())
+        said = ("without encryption", "using transport encryption")
+        for _ in range(240):
+            if any(words in log.read_text() for words in said):
+                break
+            time.sleep(0.5)
+        else:
+            raise AssertionError("the kernel never started:\n" + log.read_text()[-3000:])
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+    return log.read_text()
+
+
+@pytest.mark.slow
+def test_the_checker_encrypts_kernel_connections_so_jupyter_does_not_warn(
+    handout, installed, tmp_path
+):
+    config = handout / "checker" / "jupyter" / "jupyter_server_config.py"
+    checker = tomllib.loads((handout / "checker" / "pyproject.toml").read_text())
+    data_files = checker["tool"]["setuptools"]["data-files"]
+    assert data_files["etc/jupyter"] == ["jupyter/jupyter_server_config.py"]
+    assert (installed[0] / "etc" / "jupyter" / "jupyter_server_config.py").read_text() == (
+        config.read_text()
+    )  # pip put it where `jupyter lab` in the student's venv reads its configuration
+    warning = "Kernel is running over TCP without encryption"
+    assert warning in _kernel_start_log(tmp_path)  # without the checker's configuration
+    assert warning not in _kernel_start_log(tmp_path, f"--config={config}")

@@ -39,6 +39,10 @@ NEW_IDS = [
     "softmax-missing-keepdims", "causal-flag-ignored", "batch-dims-unsupported", "mask-not-boolean",
     "mask-fills-zero", "mask-ignored", "heads-strided-columns", "modifies-input",
     "softmax-global-max", "token-sees-later-tokens", "token-range-off-by-one", "token-range-reversed",
+    "shape-not-tuple", "list-input-unsupported", "softmax-neginf-weight", "log-softmax",
+    "heads-count-as-width", "weights-averaged-over-heads", "weights-of-one-head",
+    "unknown-key-answered", "unknown-key-wrong-error", "unknown-key-unnamed", "products-not-summed",
+    "earlier-exercise-wrong",
 ]  # fmt: skip
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the mutants overflow on purpose
 
@@ -132,6 +136,15 @@ def _sdpa_scales_Q_in_place(Q, K, V, mask=None):
     if mask is not None:
         S = np.where(mask, S, -np.inf)
     A = stable_softmax(S)
+    return A @ V, A
+
+
+def _sdpa_global_max(Q, K, V, mask=None):
+    S = Q @ swap(K) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    e = np.exp(S - S.max())  # the whole array's maximum
+    A = e / e.sum(-1, keepdims=True)
     return A @ V, A
 
 
@@ -252,9 +265,7 @@ MUTANTS = [
     ("token-range-reversed", "attention_for_token", _token_from_itself_on),
     ("token-range-reversed", "attention_for_token", _token_after_itself),
     ("softmax-global-max", "softmax", lambda x, axis=-1: (lambda e: e / e.sum(axis=axis, keepdims=True))(np.exp(x - np.max(x)))),
-    ("softmax-global-max", "scaled_dot_product_attention",
-     lambda Q, K, V, mask=None: (lambda A: (A @ V, A))(
-         (lambda e: e / e.sum(-1, keepdims=True))(np.exp((Q @ swap(K) / np.sqrt(Q.shape[-1])) - (Q @ swap(K) / np.sqrt(Q.shape[-1])).max())))),
+    ("softmax-global-max", "scaled_dot_product_attention", _sdpa_global_max),
     # notebook 03
     ("missing-scale", "attention_scores", lambda Q, K: Q @ swap(K)),
     ("missing-scale", "scaled_dot_product_attention", lambda Q, K, V, mask=None: sdpa_with(Q, K, V, mask, scale=1)),
@@ -270,6 +281,8 @@ MUTANTS = [
     ("batch-dims-unsupported", "attention_scores", lambda Q, K: Q @ K.T / np.sqrt(Q.shape[-1])),
     ("batch-dims-unsupported", "split_heads", _split_2d_only),
     ("batch-dims-unsupported", "merge_heads", _merge_2d_only),
+    ("shape-not-tuple", "mha_shapes",
+     lambda n, d, d_k, H: {k: list(v) for k, v in R.mha_shapes(n, d, d_k, H).items()}),
     ("mask-inverted", "causal_mask", lambda n: np.triu(np.ones((n, n), dtype=bool), k=1)),
     ("mask-inverted", "causal_mask", lambda n: ~np.tril(np.ones((n, n), dtype=bool))),
     ("mask-inverted", "scaled_dot_product_attention",
@@ -311,7 +324,7 @@ MUTANTS = [
     ("missing-output-projection", "multi_head_attention", lambda *a, mask=None: mha_with(*a, mask=mask, project=False)),
     ("missing-output-projection", "multi_head_attention", _mha_loop_no_projection),
     ("heads-averaged", "multi_head_attention", lambda *a, mask=None: mha_with(*a, mask=mask, average="Y")),
-    ("heads-averaged", "multi_head_attention", lambda *a, mask=None: mha_with(*a, mask=mask, average="A")),
+    ("weights-averaged-over-heads", "multi_head_attention", lambda *a, mask=None: mha_with(*a, mask=mask, average="A")),
     ("missing-scale", "multi_head_attention", lambda *a, mask=None: mha_with(*a, mask=mask, scale=1)),
     ("mask-after-softmax", "multi_head_attention", lambda *a, mask=None: mha_with(*a, mask=mask, mode="after")),
     ("softmax-over-queries", "multi_head_attention", lambda *a, mask=None: mha_with(*a, mask=mask, axis=-2)),
@@ -328,7 +341,9 @@ def test_mutant_loses_marks_and_is_named(misconception, name, fn):
 
 
 def test_every_owned_id_has_two_mutants():
-    counts = Counter(m for m, _, _ in MUTANTS)
+    from numpy_mutants import NEW_MUTANTS
+
+    counts = Counter(m for m, _, _ in MUTANTS) + Counter(m for _, m, _, _ in NEW_MUTANTS)
     assert set(OWNED_IDS) <= set(CATALOGUE)
     thin = {i: counts[i] for i in OWNED_IDS if counts[i] < 2}
     assert not thin, f"ids with fewer than two mutants: {thin}"
@@ -465,10 +480,19 @@ def _merge_concat(X):
     return np.concatenate([X[..., h, :, :] for h in range(X.shape[-3])], axis=-1)
 
 
+def _head_mask(mask, X, H, h):
+    """Head h's slice of a mask broadcastable to (..., H, n, n) (one per head, or shared)."""
+    if mask is None:
+        return None
+    n = X.shape[-2]
+    return np.broadcast_to(mask, (*X.shape[:-2], H, n, n))[..., h, :, :]
+
+
 def _mha_loop(X, W_q, W_k, W_v, W_o, mask=None):
     outs, weights = [], []
     for h in range(W_q.shape[0]):
-        Z, A = _sdpa_additive(X @ W_q[h], X @ W_k[h], X @ W_v[h], mask)
+        m = _head_mask(mask, X, W_q.shape[0], h)
+        Z, A = _sdpa_additive(X @ W_q[h], X @ W_k[h], X @ W_v[h], m)
         outs.append(Z)
         weights.append(A)
     return np.concatenate(outs, axis=-1) @ W_o, np.stack(weights, axis=-3)
@@ -478,14 +502,10 @@ def _mha_sum_of_blocks(X, W_q, W_k, W_v, W_o, mask=None):
     H, _, d_k = W_q.shape
     Y, weights = 0.0, []
     for h in range(H):
-        Z, A = _sdpa_renormalised(X @ W_q[h], X @ W_k[h], X @ W_v[h], mask)
+        Z, A = _sdpa_renormalised(X @ W_q[h], X @ W_k[h], X @ W_v[h], _head_mask(mask, X, H, h))
         Y = Y + Z @ W_o[h * d_k : (h + 1) * d_k]
         weights.append(A)
     return Y, np.stack(weights, axis=-3)
-
-
-def _mha_shapes_lists(n, d, d_k, H):
-    return {k: list(v) for k, v in R.mha_shapes(n, d, d_k, H).items()}
 
 
 def _mha_shapes_numpy_ints(n, d, d_k, H):
@@ -529,8 +549,8 @@ CORRECT = [
     ("scaled_dot_product_attention", _sdpa_torch),
     ("self_attention", _self_attention_loop),
     ("self_attention", lambda X, Wq, Wk, Wv, mask=None: _sdpa_additive(X @ Wq, X @ Wk, X @ Wv, mask)),
-    ("mha_shapes", _mha_shapes_lists),
     ("mha_shapes", _mha_shapes_numpy_ints),
+    ("mha_shapes", lambda n, d, d_k, H: {k: tuple(int(x) for x in v) for k, v in R.mha_shapes(n, d, d_k, H).items()}),
     ("split_heads", _split_stack),
     ("split_heads", _split_moveaxis),
     ("merge_heads", _merge_concat),

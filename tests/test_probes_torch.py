@@ -212,12 +212,12 @@ def pe_loop(n_positions, d_model, base=10000.0, swap=False, exponent="pair", spl
 
 
 def pe_vector(n_positions, d_model, base=10000.0, swap=False, exponent="pair", split=False):
-    pos = torch.arange(n_positions).unsqueeze(1).float()
+    pos = torch.arange(n_positions).unsqueeze(1).double()  # angles in float64, as asked
     if exponent == "pair":
-        div = torch.exp(torch.arange(0, d_model, 2).float() * (-math.log(base) / d_model))
+        div = torch.exp(torch.arange(0, d_model, 2).double() * (-math.log(base) / d_model))
     else:  # i / d_model: the 2 dropped
-        div = 1.0 / base ** (torch.arange((d_model + 1) // 2).float() / d_model)
-    s, c = torch.sin(pos * div), torch.cos(pos * div)
+        div = 1.0 / base ** (torch.arange((d_model + 1) // 2).double() / d_model)
+    s, c = torch.sin(pos * div).float(), torch.cos(pos * div).float()
     if split:
         return torch.cat([s, c[:, : d_model // 2]], dim=1)
     if swap:
@@ -879,6 +879,7 @@ def make_gpt(bug=None, tie=False, buffer=False):
             self.block_size = block_size
             self.tok = nn.Embedding(vocab_size, d_model)
             self.pos = nn.Embedding(block_size, d_model)
+            self.drop = nn.Dropout(dropout)
             self.blocks = nn.ModuleList(
                 R.TransformerBlock(d_model, n_heads, d_ff or 4 * d_model, dropout=dropout)
                 for _ in range(n_layers)
@@ -899,7 +900,7 @@ def make_gpt(bug=None, tie=False, buffer=False):
             B, T = idx.shape
             if T > self.block_size:
                 raise ValueError(f"T={T} > block_size={self.block_size}")
-            x = self.tok(idx) + self.pos(torch.arange(T))
+            x = self.drop(self.tok(idx) + self.pos(torch.arange(T)))
             if bug == "no-mask":
                 mask = None
             elif bug == "ones-mask":
@@ -916,7 +917,9 @@ def make_gpt(bug=None, tie=False, buffer=False):
 
 
 class GPTTorchLayers(nn.Module):
-    """nn.TransformerEncoder with PyTorch's default initialisation and a float causal mask."""
+    """nn.TransformerEncoder (nn.MultiheadAttention inside, a fused in_proj_weight) with
+    PyTorch's default initialisation, a position table as a bare parameter, a float causal
+    mask."""
 
     def __init__(
         self, vocab_size, block_size, d_model=128, n_heads=4, n_layers=4, d_ff=None, dropout=0.0
@@ -929,15 +932,16 @@ class GPTTorchLayers(nn.Module):
             d_model, n_heads, d_ff or 4 * d_model, dropout, batch_first=True, norm_first=True
         )
         self.encoder = nn.TransformerEncoder(layer, n_layers, enable_nested_tensor=False)
+        self.drop = nn.Dropout(dropout)
         self.norm = nn.LayerNorm(d_model)
-        self.head = nn.Linear(d_model, vocab_size)
+        self.head = nn.Linear(d_model, vocab_size, bias=False)
 
     def forward(self, idx):
         T = idx.size(1)
         if T > self.block_size:
             raise ValueError("sequence longer than block_size")
         mask = nn.Transformer.generate_square_subsequent_mask(T)
-        h = self.encoder(self.emb(idx) * 0.1 + self.pos[:T], mask=mask, is_causal=True)
+        h = self.encoder(self.drop(self.emb(idx) + self.pos[:T]), mask=mask, is_causal=True)
         return self.head(self.norm(h))
 
 
@@ -953,7 +957,9 @@ def test_gpt_no_causal_mask(bug, no_training):
 
 class GPTIndexError(make_gpt()):
     def forward(self, idx):
-        x = self.tok(idx) + self.pos(torch.arange(idx.shape[1]))  # IndexError when T > block_size
+        x = self.drop(
+            self.tok(idx) + self.pos(torch.arange(idx.shape[1]))
+        )  # IndexError when T > block_size
         mask = torch.ones(idx.shape[1], idx.shape[1], dtype=torch.bool).tril()
         for block in self.blocks:
             x = block(x, mask)
@@ -995,7 +1001,11 @@ class GPTUnusedLayer(make_gpt()):
 def test_gpt_with_a_parameter_that_gets_no_gradient(no_training):
     results = run("GPT", GPTUnusedLayer)
     failed = [r for r in results if r.status == "failed"]
-    assert len(failed) == 1 and "extra.weight" in failed[0].output, show(results)
+    assert len(failed) == 2 and all("extra.weight" in r.output for r in failed), show(results)
+    assert {r.name for r in failed} == {
+        "GPT: gradients reach every parameter",
+        "GPT: the notebook's architecture: the same logits as its GPT with the same weights",
+    }
 
 
 # ================================================================ GPT: a verdict the student cannot report

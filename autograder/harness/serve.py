@@ -11,7 +11,9 @@ Ops (request.json's "op"):
           weight initialised to zero, such as a position table, takes part), then
           run "method" (default forward) in "mode" (eval/train), optionally backpropagate a
           cotangent through output "backward_output" and answer gradients of the inputs and of
-          the parameters, plus the module's own state_dict names and shapes.
+          the parameters, plus the module's own state_dict names and shapes. With "roles"
+          instead of "state", weights by role whatever the parameters' names (roles.py), and
+          with "parts" ({"x", "mask"}) also its own blocks' and final norm's outputs on x.
   train   train a language model class target(**init), one AdamW step per batch of "windows"
           (the parent's batches of token windows); answers the model's logits on
           "eval_idx" before and after training (never a loss: the parent computes that).
@@ -230,6 +232,16 @@ class Session:
             for name, tensor in module.state_dict().items():
                 if name in state:
                     tensor.copy_(state[name].to(tensor.dtype))
+        placed = None
+        if request.get("roles") is not None:  # weights by role, whatever the names (roles.py)
+            from .roles import RoleMismatch, load_roles
+
+            try:
+                placed = load_roles(module, self.value(request["roles"]))
+            except RoleMismatch as exc:
+                answer["role_mismatch"] = self.encode(exc.facts)
+                return answer
+            answer["tied"] = placed["tied"]
         jitter = request.get("jitter")
         if jitter:
             noise = torch.Generator().manual_seed(int(jitter["seed"]))
@@ -256,6 +268,8 @@ class Session:
             answer["error"] = _error(exc)
             return answer
         answer["value"] = self.encode(out)
+        if placed is not None and request.get("parts") is not None:
+            answer["parts"] = self._parts(placed, self.value(request["parts"]))
         cotangent = request.get("backward")
         if cotangent is not None:
             index = request.get("backward_output")
@@ -276,6 +290,25 @@ class Session:
             # the trainable parameters by name: the parent sees which got no gradient tensor
             answer["params"] = [n for n, p in module.named_parameters() if p.requires_grad]
         return answer
+
+    def _parts(self, placed, parts):
+        """The outputs of a model's own blocks and final norm (as load_roles found them) on
+        parts["x"], in eval mode: evidence of which part of notebook 05 is wrong. Only for
+        the course's own classes (TransformerBlock, LayerNorm), which take our mask convention."""
+        import torch
+
+        out = {"blocks": [], "norm_first": [], "ln_f": None}
+        with torch.no_grad():
+            for block in placed["blocks"]:
+                if type(block).__name__ != "TransformerBlock":
+                    return out
+                flag = getattr(block, "norm_first", None)
+                out["norm_first"].append(flag if isinstance(flag, bool) else None)
+                out["blocks"].append(self._call(block.eval(), [parts["x"], parts["mask"]], {}))
+            ln_f = placed["ln_f"]
+            if ln_f is not None and type(ln_f).__name__ == "LayerNorm":
+                out["ln_f"] = self._call(ln_f.eval(), [parts["x"]], {})
+        return out
 
     def op_train(self, request):
         from .toy import train_lm

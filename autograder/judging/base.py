@@ -67,8 +67,14 @@ def request_folder(case_index, request_index):
 
 
 def verdict(case, responses):
-    """(fraction of points, message, misconception ids) for one case."""
-    for r in responses:
+    """(fraction of points, message, misconception ids) for one case.
+
+    Responses the judge lists as optional (its "optional" indices: a question the judge may use,
+    such as asking an earlier exercise's function, never one the case needs) do not fail the
+    case when they are missing, lost, raise or time out: the judge decides what they mean.
+    """
+    optional = set(getattr(case.judge, "params", {}).get("optional", ()))
+    for r in (r for i, r in enumerate(responses) if i not in optional):
         if r.lost:
             return 0.0, r.lost, []
         if r.missing:

@@ -14,6 +14,8 @@ It is framework-neutral: torch probes pass framework="torch" to `returned` (tens
 to arrays in the parent) and float32 tolerances (FLOAT32) to assert_close.
 """
 
+import re
+
 import numpy as np
 
 from autograder.harness.wire import Opaque
@@ -125,7 +127,34 @@ def error_message(response, what):
     err = response.error
     where = err.get("where") or []
     at = f" ({where[-1]})" if where else ""
-    return f"{what} raised {err['type']}: {err['message']}{at}"
+    return f"{what} raised {err['type']}: {plain_error_text(err['message'])}{at}"
+
+
+_MATMUL = re.compile(
+    r"matmul: Input operand (\d) has a mismatch in its core dimension (\d), with gufunc "
+    r"signature \S+ \(size (\d+) is different from (\d+)\)"
+)
+
+
+def plain_error_text(message):
+    """A library's error message in the words the notebooks use (NumPy's matmul speaks of
+    gufunc signatures and core dimensions, which no notebook teaches); others unchanged."""
+    found = _MATMUL.search(message)
+    if found:
+        operand, _, size, other = found.groups()
+        ours, theirs = (
+            ("B's second-to-last", "A's last")
+            if operand == "1"
+            else (
+                "A's last",
+                "B's second-to-last",
+            )
+        )
+        return (
+            f"in a matrix product A @ B, A's last axis and B's second-to-last axis must have "
+            f"the same size; here {ours} axis has size {size} and {theirs} axis {other}"
+        )
+    return message
 
 
 def returned(response, what="the result", framework="numpy", count=None, names=None):
@@ -181,11 +210,14 @@ def shape_hint(got, expected):
         if got == expected[:-2] + expected[-2:][::-1]:
             return "did you transpose?"
         if sorted(got) == sorted(expected):
-            return "the right sizes in the wrong order: check which axis is which."
+            return "the same sizes in another order."
     if 2 <= len(got) < len(expected) and got == expected[len(expected) - len(got) :]:
-        return "the leading batch dimensions are missing."
+        lead = expected[: len(expected) - len(got)]
+        return f"the leading {_axes(lead)} of {_sizes(lead)} missing."
     if len(got) > len(expected) and got[len(got) - len(expected) :] == expected:
-        return "there are extra leading dimensions."
+        lead = got[: len(got) - len(expected)]
+        extra = "is an extra leading axis" if len(lead) == 1 else "are extra leading axes"
+        return f"there {extra} of {_sizes(lead).rsplit(' ', 1)[0]}."
     if len(got) == len(expected) - 1 and got == expected[:-1]:
         return "the last axis is missing: was something summed or averaged over it?"
     if len(got) == len(expected) + 1 and got[:-1] == expected:
@@ -193,6 +225,17 @@ def shape_hint(got, expected):
     if int(np.prod(got, dtype=np.int64)) == int(np.prod(expected, dtype=np.int64)):
         return "the same number of entries arranged differently: check your reshape."
     return ""
+
+
+def _axes(sizes):
+    return "axis" if len(sizes) == 1 else "axes"
+
+
+def _sizes(sizes):
+    """'size 2 is' / 'sizes 2, 3 are'."""
+    if len(sizes) == 1:
+        return f"size {sizes[0]} is"
+    return f"sizes {', '.join(map(str, sizes))} are"
 
 
 def assert_shape(got, shape, what="the result"):
@@ -249,10 +292,15 @@ def assert_finite_like(got, expected, what="the result"):
             f"{what}: {int(nan.sum())} of {total} values are NaN: did you compute exp of a "
             "huge number (inf / inf), or 0 * inf, or divide 0 by 0?"
         )
-    if inf.any():
+    if (inf & (got > 0)).any():
         raise Fail(
             f"{what}: {int(inf.sum())} of {total} values are infinite: did exp overflow "
             "(exp(710) is already inf in float64)?"
+        )
+    if inf.any():  # -inf only: nothing overflowed (log(0) is -inf, so is a -inf passed along)
+        raise Fail(
+            f"{what}: {int(inf.sum())} of {total} values are -inf, where the expected values "
+            "are finite numbers."
         )
     # expected non-finite entries must be matched exactly (e.g. -inf scores)
     bad = ~finite_expected & ~(

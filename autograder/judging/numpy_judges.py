@@ -226,16 +226,20 @@ def same_outputs(a, b, what, tol=1e-9):
 
 
 @judge
-def value(responses, *, function, calls, large=False, single=None):
+def value(
+    responses, *, function, calls, large=False, single=None, helpers=(), optional=(), lists=()
+):
     """Every call's outputs match the expected ones.
 
     A failure names at most one misconception, and only one that every call of the case bears
-    out (`_confirmed`). single: the call on the first element of a batch (its response comes
-    last); when the batched call's failure names no other mistake, that one is right, and the
-    batched call answers it differently (`_batch_is_the_trouble`), the failure is named
-    batch-dims-unsupported.
+    out (`_confirmed`). single: the call on the first element of a batch (its response follows
+    the calls'); when the batched call's failure names no other mistake, that one is right, and
+    the batched call answers it differently (`_batch_is_the_trouble`), the failure is named
+    batch-dims-unsupported. lists: [[k, j], ...], call k is call j's kind with Python lists: when
+    only k fails, the failure is named list-input-unsupported. helpers: the student's earlier
+    functions asked on what the first call hands them (optional responses, see `blame`).
     """
-    for response, call in zip(responses, calls, strict=False):
+    for k, (response, call) in enumerate(zip(responses, calls, strict=False)):
         try:
             check_call(response, function, call, large=large)
         except Mismatch as mismatch:
@@ -244,20 +248,108 @@ def value(responses, *, function, calls, large=False, single=None):
             failure = error
         else:
             continue
+        if k == 0:
+            blame(failure, responses, function, call, helpers)
+        for as_list, as_array in lists:
+            if k == as_list and _right(responses[as_array], function, calls[as_array], large):
+                _named(failure, "list-input-unsupported", "The same kind of call with a NumPy "
+                       "array is right, so the Python list is the trouble.")  # fmt: skip
+        alone = responses[len(calls)] if single is not None else None
         if (
             single is None
             or failure.misconceptions
-            or not _batch_is_the_trouble(response, responses[-1], function, call, single, large)
+            or not _batch_is_the_trouble(response, alone, function, call, single, large)
         ):
             raise failure
-        ids = ["batch-dims-unsupported"]
-        observed = failure.observed if isinstance(failure, Mismatch) else failure.message
+        _named(failure, "batch-dims-unsupported", "The same call on one element of the batch is "
+               "right, so the leading batch dimensions are the trouble.")  # fmt: skip
+
+
+def _named(failure, id_, because):
+    """Raise the failure again, named id_ for the reason `because` (what was observed)."""
+    observed = failure.observed if isinstance(failure, Mismatch) else failure.message
+    raise Fail(f"{observed} {because}" + explain([id_]), [id_], failure.fraction) from None
+
+
+def _right(response, function, call, large):
+    try:
+        check_call(response, function, call, large=large)
+    except Fail:
+        return False
+    return True
+
+
+def blame(failure, responses, function, call, helpers):
+    """Raise a Fail naming the student's earlier function when it explains the failure.
+
+    Evidence specific to it: the earlier function (asked on exactly what a right answer hands
+    it) is wrong there, and the answer's outputs are exactly what that wrong result gives
+    (`links`), or the answer raised the very error the earlier function raises. A helper
+    without links (one whose result the answer transforms further: the scores of an attention)
+    is named beside the failure only when it shows the very mistake the failure names.
+    Otherwise return, and the failure stands as it is.
+    """
+    for helper in helpers:
+        name = helper["function"]
+        if helper["index"] >= len(responses):
+            continue
+        answer = responses[helper["index"]]
+        if answer.missing or answer.lost or (answer.error or {}).get("type") == "Timeout":
+            continue
+        try:
+            check_call(answer, name, helper["call"])
+        except Fail as wrong:
+            fault = wrong
+        else:
+            continue  # that function is right on these inputs: not the cause
+        text = fault.observed if isinstance(fault, Mismatch) else fault.message
+        sentence = getattr(fault, "sentence", "")
+        if helper["links"] is None:  # no output to compare: the same named mistake, or nothing
+            ids = one_id(fault.misconceptions)
+            if ids and ids == failure.misconceptions:
+                raise Fail(
+                    f"{str(failure)} Your {name} ({helper['origin']}) shows the same mistake on "
+                    f"the inputs this call hands it: {text} If {function} calls it, fix {name} "
+                    "first.",
+                    ids,
+                    failure.fraction,
+                ) from None
+            continue
+        if not _explains(responses[0], answer, function, call, helper):
+            continue
+        ids = one_id(fault.misconceptions) or ["earlier-exercise-wrong"]
         raise Fail(
-            f"{observed} The same call on one element of the batch is right, so "
-            "the leading batch dimensions are the trouble." + explain(ids),
+            f"{failure.observed if isinstance(failure, Mismatch) else failure.message} "
+            f"The cause is your {name} ({helper['origin']}): {function} returns exactly what "
+            f"your {name} gives it, and your {name} is wrong on these inputs: {text}"
+            + (f" {sentence[0].upper()}{sentence[1:]}" if sentence else "")
+            + f" Fix {name} there and run this check again: {function} itself may well be right."
+            + explain(ids if ids != ["earlier-exercise-wrong"] else []),
             ids,
             failure.fraction,
         ) from None
+
+
+def _explains(main, answer, function, call, helper):
+    """True when the student's answer is what the wrong earlier function makes of this call."""
+    if main.error:
+        return bool(answer.error) and (
+            answer.error.get("type"),
+            answer.error.get("message"),
+        ) == (main.error.get("type"), main.error.get("message"))
+    if answer.error:
+        return False
+    try:
+        got = got_of(main, function, call["where"])
+        mine = got_of(answer, helper["function"], helper["call"]["where"])
+    except Fail:
+        return False
+    for out, own in helper["links"]:
+        a = got if out is None else (got[out] if isinstance(got, tuple) else None)
+        b = mine if own is None else (mine[own] if isinstance(mine, tuple) else None)
+        if a is None or b is None or not is_close(a, b, **MATCH):
+            return False
+    return True
 
 
 def _batch_is_the_trouble(batched, alone, function, call, single, large):
@@ -371,25 +463,34 @@ def lookup_present(responses, *, lookups):
 
 
 @judge
-def lookup_absent(responses, *, absent):
-    """Looking up a key the table does not hold raises KeyError naming it."""
+def lookup_absent(responses, *, absent, present=None):
+    """Looking up a key the table does not hold raises KeyError naming it; and (present: one
+    lookup_present entry, answered by the second response) a key it holds returns its value, so
+    that an answer raising KeyError for every key earns nothing here."""
     response = responses[0]
+    if present is not None:
+        lookup_present(responses[1:2], lookups=[present])
     error = response.error
     if not error:
         got = response.decode(response.raw.get("value"))
+        ids = ["unknown-key-answered"]
         raise Fail(
             f"lookup(table, {absent!r}) returned {_short(got)} for a key the table does not "
-            "hold; a dictionary raises KeyError there (do not use .get with a default)."
+            "hold." + explain(ids),
+            ids,
         )
     if error["type"] != "KeyError":
+        ids = ["unknown-key-wrong-error"]
         raise Fail(
-            f"lookup(table, {absent!r}) raised {error['type']}; an unknown key should raise "
-            "KeyError, like a dictionary does."
+            f"lookup(table, {absent!r}) raised {error['type']}." + explain(ids),
+            ids,
         )
     if absent not in error["message"]:
+        ids = ["unknown-key-unnamed"]
         raise Fail(
             f"lookup(table, {absent!r}) raised KeyError, but its message "
-            f"({error['message'][:80]!r}) does not name the key {absent!r}."
+            f"({error['message'][:80]!r}) does not name the key {absent!r}." + explain(ids),
+            ids,
         )
     after = response.decode(response.raw["args_after"][0])
     if not isinstance(after, dict) or absent in after:
@@ -461,15 +562,29 @@ def mask_values(response, mask):
             hint = " The diagonal is False: may a token attend to itself?"
         elif got[above].any() and not got[below].any():
             hint = " True above the diagonal lets a query see later keys (the future)."
-        raise Fail(failure.message + hint + explain(ids), ids) from None
+        raise Mismatch(failure.message + hint, "", ids, failure.fraction) from None
     return got
 
 
 @judge
 def causal_masks(responses, *, masks):
-    """Each response is the right causal mask (one mask dict per response, see mask_values)."""
+    """Each response is the right causal mask (one mask dict per response, see mask_values).
+
+    A failure names a mistake only when every wrong mask of the case shows the same one (for
+    n = 2, say, a mask shifted up by one diagonal is all True, as a mask of all True is)."""
+    failures = []
     for response, mask in zip(responses, masks, strict=False):
-        mask_values(response, mask)
+        try:
+            mask_values(response, mask)
+        except Fail as failure:
+            failures.append(failure)
+    if failures:
+        first = failures[0]
+        if isinstance(first, Mismatch) and any(
+            f.misconceptions != first.misconceptions for f in failures
+        ):
+            raise first.without_id()
+        raise first
 
 
 @judge
@@ -501,6 +616,36 @@ def attends_to_every_allowed_key(A, mask, what):
         )
 
 
+def real_attention(Z, A, call, mask, what):
+    """Fail unless (Z, A) is a real answer: right for this call, or at least depending on the
+    inputs (the weights of a query are not the same for every key it may attend to, and the rows
+    of Z differ). Zeros, uniform weights or no computation at all have the properties the
+    property cases check (permutation, causality) without any attention, and earn nothing."""
+    expected = call["expected"]
+    if is_close(Z, expected[0]) and is_close(A, expected[1]):
+        return
+    A = np.asarray(A, dtype=float)
+    allowed = np.ones(A.shape[-2:], dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+    allowed = np.broadcast_to(allowed, A.shape)
+    several = allowed.sum(axis=-1) >= 2
+    with np.errstate(invalid="ignore"):
+        top = np.where(allowed, A, -np.inf).max(axis=-1)
+        low = np.where(allowed, A, np.inf).min(axis=-1)
+        uniform = np.abs(top - low) <= 1e-12
+    if several.any() and np.all(uniform[several]):
+        raise Fail(
+            f"{what}: each query gives the same weight to every key it may attend to, whatever "
+            "the queries and keys are: the weights must come from the scores (softmax of "
+            "Q K^T / sqrt(d_k)), so this property cannot be checked yet."
+        )
+    Z = np.asarray(Z, dtype=float)
+    if Z.ndim >= 2 and Z.shape[-2] > 1 and np.all(np.abs(Z - Z[..., :1, :]) <= 1e-12):
+        raise Fail(
+            f"{what}: every row of Z is the same, so the outputs do not depend on the tokens: "
+            "this property cannot be checked yet."
+        )
+
+
 @judge
 def permutation_equivariant(responses, *, function, call, permuted_where, perm):
     """Permuting the tokens permutes the rows of Z and the rows and columns of A the same way."""
@@ -509,6 +654,7 @@ def permutation_equivariant(responses, *, function, call, permuted_where, perm):
     for k, out in enumerate((Z, A)):
         well_formed(out, function, call, output=k)
     attends_to_every_allowed_key(A, None, f"A returned by {call['where']}")
+    real_attention(Z, A, call, None, f"(Z, A) returned by {call['where']}")
     same_outputs(Zp, Z[perm], "permuting the tokens should permute the rows of Z the same way")
     same_outputs(
         Ap,
@@ -525,6 +671,12 @@ def causal_prefix(responses, *, function, call, t, mask):
     for k, out in enumerate((Z, A, Z2, A2)):
         well_formed(out, function, call, output=k % 2)
     attends_to_every_allowed_key(A, mask, f"A returned by {call['where']}")
+    real_attention(Z, A, call, mask, f"(Z, A) returned by {call['where']}")
+    if not compare.difference_summary(Z2[t + 1 :], Z[t + 1 :], rtol=1e-7, atol=1e-9):
+        raise Fail(
+            f"changing tokens {t + 1}.. did not change their own outputs: the outputs should "
+            "depend on the tokens, so this property cannot be checked yet."
+        )
     try:
         same_outputs(
             Z2[: t + 1],
@@ -542,7 +694,7 @@ SHAPE_KEYS = ("W_q", "W_k", "W_v", "W_o", "input", "q", "k", "v", "A", "z", "con
 
 
 def _as_shape(value):
-    """A tuple of ints from a tuple/list of integers, else None."""
+    """A tuple of ints from a tuple or list of integers, else None."""
     if not isinstance(value, tuple | list):
         return None
     out = []
@@ -567,14 +719,16 @@ def mha_shapes(responses, *, n, d, d_k, H, expected):
     missing = [k for k in SHAPE_KEYS if k not in got]
     if missing:
         raise Fail(f"{where} has no entry for {', '.join(map(repr, missing))}.")
-    wrong, notes, ids = [], [], []
+    wrong, notes, ids, lists = [], [], [], []
     for key in SHAPE_KEYS:
         shape = _as_shape(got[key])
         want = tuple(expected[key])
         if shape is None:
             wrong.append(key)
-            notes.append(f"{key!r} is {got[key]!r}, not a tuple of integers")
+            notes.append(f"{key!r} is {_short(got[key])}, not a tuple of integers")
             continue
+        if isinstance(got[key], list):
+            lists.append(key)
         if shape == want:
             continue
         wrong.append(key)
@@ -589,6 +743,13 @@ def mha_shapes(responses, *, n, d, d_k, H, expected):
             ids.append("heads-averaged")
         if key == "output" and shape == (n, H * d_k) and H * d_k != d:
             ids.append("missing-output-projection")
+    if lists and not wrong:
+        ids = ["shape-not-tuple"]
+        raise Fail(
+            f"{where}: the sizes are right, but {len(lists)} of {len(SHAPE_KEYS)} shapes are "
+            f"lists (the first: {lists[0]!r})." + explain(ids),
+            ids,
+        )
     if wrong:
         ids = one_id(ids)
         raise Fail(

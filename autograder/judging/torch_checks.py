@@ -119,6 +119,35 @@ NON_CATALOGUE_HINTS = {
         "This is the loss of probabilities instead of log-probabilities: F.nll_loss expects "
         "log_softmax(logits), and F.cross_entropy takes the raw logits."
     ),
+    "layernorm-sqrt-of-std": (
+        "This is the lecture's misprint, dividing by the square root of the standard "
+        "deviation: that leaves a standard deviation of sqrt(sigma). Divide by "
+        "sqrt(var + eps), the standard deviation itself."
+    ),
+    "layernorm-affine-missing": (
+        "This is the normalised x without the gain and the shift: multiply by weight, then "
+        "add bias."
+    ),
+    "softmax-over-heads": (
+        "This is a softmax over the heads axis (dim=1): each query's weights over the keys, "
+        "the last axis, sum to 1."
+    ),
+    "activation-after-output": (
+        "This is the activation applied after fc2: it goes between the two layers, "
+        "fc2(act(fc1(x)))."
+    ),
+    "gpt-final-norm-unused": (
+        "This is what the notebook's GPT gives without its final layer norm: apply ln_f to the "
+        "last block's output, then the head."
+    ),
+    "gpt-positions-unused": (
+        "This is what the notebook's GPT gives without the position embeddings: add "
+        "pos_emb(positions) to the token embeddings before the blocks."
+    ),
+    "gpt-embeddings-scaled": (
+        "This is what the notebook's GPT gives with the embeddings multiplied by "
+        "sqrt(d_model): the notebook's GPT adds them as they are."
+    ),
     "shifted-again": (
         "This is the loss with the targets shifted once more inside lm_loss: get_batch already "
         "paired position t with the token at t + 1, so compare logits[:, t] with targets[:, t]."
@@ -281,9 +310,10 @@ def assert_differentiable(response, what):
     data = response.raw.get("value")
     if isinstance(data, dict) and "$tensor" in data and not data.get("has_grad_fn"):
         raise Fail(
-            f"{what} is not connected to the autograd graph (the input required grad, the "
-            "result has no grad_fn): keep every step in torch operations, without .detach(), "
-            ".numpy(), .item(), torch.tensor(...) around a result, or torch.no_grad()."
+            f"{what} is not connected to the autograd graph: the input requires a gradient, "
+            "but none can flow back to it from the result. Keep every step in torch "
+            "operations, without .detach(), .numpy(), .item(), torch.tensor(...) around a "
+            "result, or torch.no_grad()."
         )
 
 
@@ -393,10 +423,29 @@ def chi_square_limit(dof):
     return dof * (1 - a + 4.75 * math.sqrt(a)) ** 3
 
 
+NOTEBOOK_05 = ("TransformerBlock", "MultiHeadAttention", "FeedForward", "LayerNorm", "layer_norm")
+
+
+def gpt_error(r, what):
+    """The error a GPT raised, blamed on notebook 05 when it was raised inside one of its
+    classes or functions (the innermost of the student's own frames says where)."""
+    message = compare.error_message(r, what)
+    where = r.error.get("where") or []
+    inner = where[-1].split(" in ", 1)[-1] if where else ""
+    owner = inner.split(".")[0]
+    if owner in NOTEBOOK_05 and len(where) > 1:
+        message = (
+            message.rstrip(".") + f". The error comes from your {owner} of notebook 05, which "
+            "GPT uses: fix it there (its checks in notebook 05 say how), then run this "
+            "notebook again."
+        )
+    return Fail(message)
+
+
 def gpt_logits(r, what, shape):
     """A GPT's logits of the given shape as float64, or a Fail that says what is wrong with them."""
     if r.error:
-        raise Fail(compare.error_message(r, what))
+        raise gpt_error(r, what)
     got = compare.returned(r, what, framework="torch")
     if got.ndim == 3 and got.shape[:2] == tuple(shape[:2]) and got.shape[2] != shape[2]:
         raise Fail(

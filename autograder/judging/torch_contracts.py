@@ -33,7 +33,8 @@ import numpy as np
 from autograder.judging import compare, judge
 from autograder.judging.base import Fail
 from autograder.judging.compare import FLOAT32, describe_encoded, fmt
-from autograder.judging.torch_checks import gpt_logits, module_answer
+from autograder.judging.torch_checks import explain, gpt_logits, module_answer
+from autograder.judging.torch_judges import known_sample_encodes, reads_its_input
 
 PE_TOL = {"rtol": 1e-4, "atol": 5e-5}  # sin of angles up to ~30 rad computed in float32
 DROP_TOL = 0.01
@@ -233,9 +234,12 @@ def _object_steps(r, label="CharTokenizer"):
 
 
 @judge
-def tokenizer_value_error(responses, *, bad, unknown):
-    """encode(bad) raises ValueError: the exception the notebook's cells catch."""
-    (step,) = _object_steps(responses[0])
+def tokenizer_value_error(responses, *, bad, unknown, sample=None, sample_ids=None):
+    """encode(bad) raises ValueError: the exception the notebook's cells catch (and, for the
+    points, encode works on known characters)."""
+    step, *rest = _object_steps(responses[0])
+    if sample is not None and rest:
+        known_sample_encodes(responses[0], sample, sample_ids)
     if step.get("missing"):
         raise Fail(f"{step['missing']} does not exist.")
     err = step.get("error")
@@ -265,6 +269,13 @@ def tokenizer_chars(responses, *, chars):
                 "read it."
             )
         got = r.decode(step["value"])
+        if isinstance(got, list | tuple | str) and list(got) == sorted(want, key=str.lower) != list(
+            want
+        ):
+            raise Fail(
+                f"chars is {''.join(got)!r}: " + explain(["tokenizer-case-insensitive"]),
+                ["tokenizer-case-insensitive"],
+            )
         if not isinstance(got, list | tuple | str) or list(got) != list(want):
             raise Fail(
                 f"chars is {describe_encoded(step['value'])}: {got!r:.60}; expected the "
@@ -334,11 +345,12 @@ def generate_reproducible(responses, *, what, shape, vocab_size):
 
 
 @judge
-def gpt_dropout(responses, *, p, shape):
+def gpt_dropout(responses, *, p, shape, in_eval=()):
     """GPT(dropout=0) and GPT(dropout=p) built with one seed, in eval mode, agree; in train mode
     GPT(dropout=p) gives two identical sequences of one batch different logits."""
     shape = tuple(shape)
     without = gpt_logits(responses[0], "GPT(..., dropout=0) in eval mode", shape)
+    reads_its_input(without, "GPT(..., dropout=0) in eval mode")
     what = f"GPT(..., dropout={p:g})"
     with_p = gpt_logits(responses[1], f"{what} in eval mode", shape)
     if not compare.is_close(with_p, without, **FLOAT32):
@@ -354,6 +366,35 @@ def gpt_dropout(responses, *, p, shape):
             "dropout is not applied. Pass dropout to every TransformerBlock, and apply "
             "nn.Dropout(dropout) to the sum of the two embeddings."
         )
+    where = [  # responses[3:]: blocks passing their input through; embeddings all zero
+        (
+            "embedding-dropout-missing",
+            "with every block passing its input through (the last layers of attention and of "
+            "the feed-forward network zero), two identical sequences get the same logits: "
+            "nothing drops entries of the embeddings",
+        ),
+        (
+            "block-dropout-not-passed",
+            "with the embeddings of every token and position zero (so dropout on the "
+            "embeddings has nothing to drop), two identical sequences get the same logits: "
+            "the blocks drop nothing",
+        ),
+    ]
+    evals = responses[3 + len(where) :]
+    for k, (r, (id_, seen)) in enumerate(zip(responses[3:], where, strict=False)):
+        if "role_mismatch" in r.raw or r.error or k >= len(in_eval) or k >= len(evals):
+            continue  # the architecture case says why the weights could not be placed
+        try:
+            right = compare.is_close(
+                gpt_logits(evals[k], what, (2, *shape[1:])), in_eval[k], **FLOAT32
+            )
+        except Fail:
+            right = False
+        if not right:
+            continue  # wrong even in eval mode: the architecture case says how
+        logits = gpt_logits(r, f"{what} in train mode", (2, *shape[1:]))
+        if np.array_equal(logits[0], logits[1]):
+            raise Fail(f"in train mode, {what}: {seen}. " + explain([id_]), [id_])
 
 
 ORDER_TOL = 1e-3  # of the logits' spread: no positions gives ~1e-6, the reference >= 6e-2

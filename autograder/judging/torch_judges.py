@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from autograder.judging import compare, judge
-from autograder.judging.base import Fail
+from autograder.judging.base import Fail, Response
 from autograder.judging.compare import FLOAT32, describe_encoded, fmt
 from autograder.judging.torch_checks import (
     args_after,
@@ -25,15 +25,21 @@ from autograder.judging.torch_checks import (
     cross_entropy,
     diagnose,
     explain,
+    gpt_error,
     gpt_logits,
     grads_match,
+    hint_for,
     input_grads_flow,
     input_grads_match,
     module_answer,
     one_diagnosis,
 )
+from autograder.misconceptions import CATALOGUE
 
 PE_TOL = {"rtol": 1e-4, "atol": 5e-5}  # sin of angles up to ~30 rad computed in float32
+# Angles of thousands of radians computed in float64, then rounded to float32: within 6e-8.
+# The same angles computed in float32 are off by 1e-4 (half an ulp of 2000).
+FAR_TOL = {"rtol": 1e-6, "atol": 2e-6}
 
 
 # ================================================================ 05: layer_norm
@@ -86,12 +92,31 @@ def positional_encoding(responses, *, what, expected, variants, d_model, lecture
             hint = "column 0 should be sin(k): 0 at position 0, 0.84 at position 1"
         elif not compare.is_close(got[:, 1], expected[:, 1], **PE_TOL):
             hint = "column 1 should be cos(k): 1 at position 0, 0.54 at position 1"
-    if got.shape == (4, 4) and lecture_table:
+    if got.ndim == 2 and got.shape[1] == 4 and lecture_table:
         hint = (hint + "; " if hint else "") + (
-            "the lecture's table has P[1] = [0.84, 0.54, 0.10, 1.00] and "
+            "the lecture's table (its first 4 rows) has P[1] = [0.84, 0.54, 0.10, 1.00] and "
             "P[3] = [0.14, -0.99, 0.30, 0.96]"
         )
     close_or_diagnose(got, expected, variants, what, tol=PE_TOL, hint=hint)
+
+
+@judge
+def positional_encoding_far(responses, *, what, expected):
+    """Many positions: the first rows right and the far ones drifting is float32 angles."""
+    got = compare.returned(responses[0], what, framework="torch")
+    compare.assert_shape(got, np.shape(expected), what)
+    near = min(100, len(expected))
+    if compare.is_close(got, expected, **FAR_TOL):
+        return
+    if compare.is_close(got[:near], expected[:near], **PE_TOL):
+        worst = int(np.argmax(np.abs(got.astype(np.float64) - expected).max(axis=1)))
+        raise Fail(
+            f"{what}: the first {near} positions are right, but the far ones drift (the worst "
+            f"is position {worst}, off by {fmt(float(np.abs(got[worst] - expected[worst]).max()))}). "
+            + explain(["pe-float32-angles"]),
+            ["pe-float32-angles"],
+        )
+    compare.assert_close(got, expected, what, hint="the shorter cases above say more", **FAR_TOL)
 
 
 # ================================================================ 05: modules
@@ -116,6 +141,15 @@ def attention_module(responses, *, call, expected, variants, no_bias=False):
                 f"with bias=False your MultiHeadAttention still has {biased[0]}: pass "
                 "bias=bias to each nn.Linear."
             )
+    want = np.shape(expected[1])
+    if attn.shape == want[:1] + want[2:]:  # (B, n, n_k): one pattern, the heads' axis gone
+        y_right = compare.is_close(y, expected[0], **FLOAT32)
+        raise Fail(
+            f"attn of {what} has shape {tuple(attn.shape)}, without the heads' axis"
+            + (" (y itself is right)" if y_right else "")
+            + f": return the weights of every head, shape {tuple(want)} (B, H, n, n_k), not "
+            "their mean over the heads."
+        )
     close_or_diagnose(
         (y, attn),
         tuple(expected),
@@ -151,11 +185,11 @@ def feed_forward(responses, *, shown, activation, expected, variants):
     r = module_answer(responses[0], "FeedForward", f"FeedForward({shown})")
     got = compare.returned(r, "FeedForward.forward(x)", framework="torch")
     gelu = activation == "gelu"
-    gelu_tanh = diagnose(got, variants[2:], **FLOAT32) and gelu
+    gelu_tanh = diagnose(got, variants[2:3], **FLOAT32) and gelu
     close_or_diagnose(
         got,
         expected,
-        variants if gelu else variants[:2],
+        variants if gelu else variants[:2] + variants[3:],
         f"FeedForward({shown}).forward(x)",
         fraction=0.5 if gelu_tanh else 0.0,
     )
@@ -337,12 +371,21 @@ def tokenizer_vocab_size(responses, *, sizes):
 
 
 @judge
-def tokenizer_ids(responses, *, sizes, sample, sample_ids):
+def tokenizer_ids(responses, *, sizes, sample, sample_ids, folded=None):
     """encode(sorted distinct characters) is 0..size-1 for each text; encode(sample) is
-    sample_ids for the first."""
-    for r, size, label in zip(responses, sizes, ("a text", "a second text"), strict=True):
+    sample_ids for the first. `folded`: per text, what a tokenizer sorting without regard to
+    case gives (the second text always mixes a lowercase letter and a later capital)."""
+    folded = folded or [None, None]
+    for r, size, label, fold in zip(
+        responses, sizes, ("a text", "a second text"), folded, strict=True
+    ):
         what = f"encode(sorted distinct characters) for {label}"
         got = _ids(_step(r, 0, what), what)
+        if fold is not None and got == list(fold) and got != list(range(size)):
+            raise Fail(
+                f"{what} gave {got}: " + explain(["tokenizer-case-insensitive"]),
+                ["tokenizer-case-insensitive"],
+            )
         if got != list(range(size)):
             if sorted(got) == list(range(size)):
                 raise Fail(
@@ -376,11 +419,32 @@ def tokenizer_decode(responses, *, sample, vocabulary):
         )
 
 
+def known_sample_encodes(r, sample, sample_ids):
+    """Property points need a working tokenizer: encode(sample), every character known, must
+    give the right ids (a tokenizer that always raises would otherwise earn them)."""
+    step = r.raw["steps"][1]
+    _not_implemented(step, "encode")
+    if step.get("error"):
+        err = step["error"]
+        raise Fail(
+            f"encode({sample!r}), every character known, raised {err['type']}: this test's "
+            "points also need encode to work on known characters (the tests above say how)."
+        )
+    got = _ids(_step(r, 1, f"encode({sample!r})"), f"encode({sample!r})")
+    if got != list(sample_ids):
+        raise Fail(
+            f"encode({sample!r}), every character known, gave {got!r:.80}: this test's points "
+            "also need encode to work on known characters (the tests above say how)."
+        )
+
+
 @judge
-def tokenizer_unknown(responses, *, bad, unknown):
+def tokenizer_unknown(responses, *, bad, unknown, sample=None, sample_ids=None):
     r = responses[0]
     if r.error:
         raise Fail(compare.error_message(r, "CharTokenizer(text)"))
+    if sample is not None and len(r.raw.get("steps", [])) > 1:
+        known_sample_encodes(r, sample, sample_ids)
     step = r.raw["steps"][0]
     _not_implemented(step, "encode")
     if step.get("missing"):
@@ -431,6 +495,12 @@ def _window_check(data, x, y, what):
                 ["targets-not-shifted"],
             )
         if not any(s + T < N and np.array_equal(data[s + 1 : s + T + 1], y[b]) for s in starts):
+            if any(s > 0 and np.array_equal(data[s - 1 : s - 1 + T], y[b]) for s in starts):
+                raise Fail(
+                    f"{what}: row {b} of y is x's window shifted one token BACK (y starts one "
+                    "token before x): x and y are swapped. x = data[s : s + block_size] and "
+                    "y = data[s + 1 : s + 1 + block_size], the tokens that follow."
+                )
             if tuple(y[b]) in windows:
                 raise Fail(
                     f"{what}: row {b} of y is a window of data, but not x's window shifted by one: "
@@ -598,9 +668,27 @@ def _mask_diagnosis(r):
     return None
 
 
+def reads_its_input(logits, what):
+    """Property points need a real model: rows of different tokens get different logits."""
+    if np.array_equal(logits[0], logits[-1]):
+        raise Fail(
+            f"{what}: two sequences of different tokens get exactly the same logits, so the "
+            "model does not read its input yet; this test's points need a GPT whose logits "
+            "come from the tokens (the tests above say what is missing)."
+        )
+
+
 @judge
-def gpt_too_long(responses, *, block_size):
+def gpt_too_long(responses, *, block_size, vocab_size=None):
     r, T = responses[0], block_size
+    if len(responses) > 1:
+        what = f"GPT(...)(idx of shape (1, {T}))"
+        logits = gpt_logits(responses[1], what, (1, T, vocab_size))
+        if np.ptp(logits) == 0.0:
+            raise Fail(
+                f"{what} gives the same number for every logit: this test's points need a GPT "
+                "whose logits come from the tokens (the tests above say what is missing)."
+            )
     if r.error:
         if r.error["type"] == "ValueError":
             return
@@ -616,7 +704,7 @@ def gpt_too_long(responses, *, block_size):
 
 
 @judge
-def gpt_block_size(responses, *, block_sizes):
+def gpt_block_size(responses, *, block_sizes, vocab_size=None):
     for r, want in zip(responses, block_sizes, strict=True):
         if r.error:
             raise Fail(compare.error_message(r, "building GPT(...)"))
@@ -631,12 +719,19 @@ def gpt_block_size(responses, *, block_sizes):
         got = _plain(r.decode(step["value"]))
         if got != want:
             raise Fail(f"GPT(..., block_size={want}).block_size is {got!r:.40}.")
+    first = responses[0]
+    if vocab_size is not None and not first.error and len(first.raw["steps"]) > 1:
+        step = first.raw["steps"][1]
+        if not step.get("error") and "value" in step:
+            shown = "GPT(vocab_size, block_size)(idx of shape (2, 3))"
+            fake = Response({"value": step["value"]}, first.reader)
+            reads_its_input(gpt_logits(fake, shown, (2, 3, vocab_size)), shown)
 
 
 @judge
 def gpt_gradients(responses, *, shape):
     r = responses[0]
-    gpt_logits(r, "GPT(...)(idx)", tuple(shape))
+    reads_its_input(gpt_logits(r, "GPT(...)(idx)", tuple(shape)), "GPT(...)(idx)")
     if "backward_error" in r.raw:
         err = r.raw["backward_error"]
         raise Fail(f"backpropagating through your GPT raised {err['type']}: {err['message']}.")
@@ -666,6 +761,7 @@ def _without_gradient(r):
 def gpt_initial_loss(responses, *, shape, targets, ln_vocab):
     """The untrained model's cross-entropy, computed here from its logits, near ln(V)."""
     logits = gpt_logits(responses[0], "GPT(...)(idx)", tuple(shape))
+    reads_its_input(logits, "GPT(...)(idx)")
     V = shape[-1]
     loss = cross_entropy(logits, targets)
     if abs(loss - ln_vocab) > 1.5:
@@ -790,11 +886,18 @@ def generated_tokens(responses, *, what, shape, vocab_size, prompt, check_unchan
 
 
 @judge
-def generate_greedy(responses, *, what, shape, vocab_size, prompt, want, most_likely):
+def generate_greedy(responses, *, what, shape, vocab_size, prompt, want, most_likely, oldest=None):
     """top_k=1: `want` is the greedy chain under the toy model, most_likely[t] its argmax
-    after token t."""
+    after token t; `oldest` the chain of a context cut to its first block_size tokens."""
     got = _generated(responses[0], what, tuple(shape), vocab_size, prompt)
     want = np.asarray(want)
+    if oldest is not None and np.array_equal(got, oldest) and not np.array_equal(got, want):
+        raise Fail(
+            f"{what}: after the first few tokens every row repeats one token, the model's "
+            "prediction after the token at position block_size - 1: the context keeps the "
+            "first tokens. " + explain(["generate-crop-oldest"]),
+            ["generate-crop-oldest"],
+        )
     if not np.array_equal(got, want):
         b, t = np.argwhere(got != want)[0]
         prev = int(got[b, t - 1])
@@ -864,5 +967,179 @@ def generate_distribution(
     raise Fail(
         f"{what}: the {B} samples do not follow softmax(logits / temperature)"
         + (" restricted to the top k" if top_k else "")
-        + f" (Pearson's statistic {fmt(stat)}, far above {fmt(chi_square_limit(dof))}): {seen}."
+        + f", by far more than chance explains: {seen}."
     )
+
+
+# ================================================================ 06: GPT by values
+
+
+@judge
+def gpt_values(responses, *, what, expected, expected_tied, variants, blocks, final_norm, sizes):
+    """The logits of the student's GPT with the reference's weights placed by role
+    (harness/roles.py) against the reference's (`expected_tied` for a model whose head reuses
+    the token table). Parameters that do not fit the notebook's architecture are said from the
+    facts the harness answered; wrong logits are blamed on notebook 05's block or layer norm
+    when the model's own blocks or final norm, run alone on one input (`blocks`,
+    `final_norm`: their expected outputs and variants), are wrong; else on GPT's wiring."""
+    r = responses[0]
+    if r.error:
+        raise gpt_error(r, what)
+    if "role_mismatch" in r.raw:
+        if not r.decode(r.raw.get("state_names")):
+            raise Fail("GPT is not implemented yet: it creates no parameters.")
+        facts = r.decode(r.raw["role_mismatch"])
+        message, ids = _architecture_message(facts if isinstance(facts, dict) else {}, sizes)
+        raise Fail(message, ids)
+    logits = gpt_logits(r, what, tuple(np.shape(expected)))
+    want = np.asarray(expected_tied if r.raw.get("tied") is True else expected)
+    if compare.is_close(logits, want, **FLOAT32):
+        return
+    seen = compare.difference_summary(logits, want, **FLOAT32)
+    lead = f"with the notebook's GPT's weights, your GPT's logits differ ({seen})"
+    blamed = _blame_notebook_05(r, blocks, final_norm)
+    if blamed:
+        raise Fail(f"{lead}. {blamed[0]}", blamed[1])
+    label = one_diagnosis(logits, variants, **FLOAT32)
+    if label is not None:
+        raise Fail(f"{lead}. {hint_for(label)}", [label] if label in CATALOGUE else [])
+    raise Fail(
+        f"{lead}. Its blocks and final layer norm are right on their own, so look at how GPT "
+        "puts them together: tok_emb(idx) + pos_emb(positions), every block in order with the "
+        "causal mask, then ln_f, then head."
+    )
+
+
+def _blame_notebook_05(r, blocks, final_norm):
+    """(sentence, ids) when the model's own blocks or final norm give wrong values alone."""
+    parts = r.decode(r.raw.get("parts")) if isinstance(r.raw.get("parts"), dict) else None
+    if not isinstance(parts, dict):
+        return None
+    ln_f = _norm_at_fault(r, parts, final_norm)
+    if ln_f and ln_f[1]:  # a known layer-norm mistake: the blocks' norms have it too
+        return ln_f
+    outs = parts.get("blocks") or []
+    flags = parts.get("norm_first") or []
+    for i, (out, want) in enumerate(zip(outs, blocks, strict=False)):
+        got = _part_value(r, out)
+        if got is None or compare.is_close(got, want["expected"], **FLOAT32):
+            continue
+        if compare.is_close(got, want["post_norm"], **FLOAT32):
+            if i < len(flags) and flags[i] is False:
+                return (
+                    "Your GPT builds its blocks as post-norm (norm_first=False); the notebook's "
+                    "GPT stacks pre-norm blocks: TransformerBlock(..., norm_first=True).",
+                    ["norm-order-swapped"],
+                )
+            return (
+                "Block "
+                f"{i} computes post-norm although it was built with norm_first=True: your "
+                "TransformerBlock from notebook 05 mixes up the two orders. Fix it there "
+                "(its checks in notebook 05 say more), then run this notebook again.",
+                ["norm-order-swapped"],
+            )
+        label = one_diagnosis(got, want["variants"], **FLOAT32)
+        return (
+            f"Run alone on one input, block {i} of your GPT already gives other values than the "
+            "notebook's block with the same weights: your TransformerBlock from notebook 05 is "
+            "wrong, and GPT inherits it. Fix it there (its checks in notebook 05 say more), "
+            "then run this notebook again." + (" " + hint_for(label) if label else ""),
+            [label] if label in CATALOGUE else [],
+        )
+    return ln_f
+
+
+def _norm_at_fault(r, parts, final_norm):
+    """(sentence, ids) when the model's final norm, run alone, is not layer norm."""
+    got = _part_value(r, parts.get("ln_f"))
+    if got is None or compare.is_close(got, final_norm["expected"], **FLOAT32):
+        return None
+    label = one_diagnosis(got, final_norm["variants"], **FLOAT32)
+    return (
+        "Run alone on one input, its final LayerNorm gives other values than layer norm: "
+        "your layer_norm (or LayerNorm) from notebook 05 is wrong, and GPT inherits it. Fix "
+        "it there (its checks in notebook 05 say more), then run this notebook again."
+        + (" " + hint_for(label) if label else ""),
+        [label] if label in CATALOGUE else [],
+    )
+
+
+def _part_value(r, part):
+    if not isinstance(part, dict) or "value" not in part:
+        return None
+    try:
+        return compare.as_array(part["value"]).astype(np.float64)
+    except (Fail, TypeError, ValueError):
+        return None
+
+
+def _architecture_message(facts, sizes):
+    """What does not fit the notebook's GPT, from the harness's plain facts."""
+    V, d, d_ff = sizes["vocab_size"], sizes["d_model"], sizes["d_ff"]
+    if "no_blocks" in facts:
+        return (
+            f"the grader could not find your GPT's {facts['no_blocks']} blocks: keep them in "
+            "one nn.ModuleList, blocks = nn.ModuleList(TransformerBlock(...) for _ in "
+            "range(n_layers)).",
+            [],
+        )
+    if "block" in facts:
+        mine = _shapes(facts.get("block"))
+        theirs = _shapes(facts.get("reference"))
+        if (d, d) in mine and (d_ff, d) not in mine and (d_ff, d) in theirs:
+            return (
+                f"the feed-forward layers of your GPT's blocks have shapes ({d}, {d}): with "
+                f"d_ff=None, d_ff should default to 4 * d_model = {d_ff}, so fc1 is "
+                f"({d_ff}, {d}) and fc2 ({d}, {d_ff}).",
+                ["gpt-d-ff-default"],
+            )
+        extra = sorted(set(mine) - set(theirs))
+        return (
+            "a block of your GPT has parameters of shapes the notebook's block does not "
+            f"({', '.join(map(str, extra[:4])) or 'a different layout'}): the notebook's block "
+            "has attn (four d x d projections), ff (fc1, fc2) and two layer norms.",
+            [],
+        )
+    extra = [e for e in facts.get("extra") or [] if isinstance(e, list) and len(e) == 2]
+    missing = facts.get("missing") or []
+    bias = [name for name, shape in extra if list(shape) == [V]]
+    if bias:
+        return (
+            f"your GPT has a parameter {str(bias[0])[:60]} of shape ({V},) that the notebook's "
+            "GPT does not have: its output layer has no bias, head = nn.Linear(d_model, "
+            "vocab_size, bias=False).",
+            ["gpt-head-bias"],
+        )
+    if "ln_f" in missing and not extra:
+        return (
+            "your GPT has no final layer norm: the notebook's GPT applies ln_f = "
+            "LayerNorm(d_model) after the last block, before the head.",
+            [],
+        )
+    if "pos" in missing:
+        return (
+            "your GPT has no position embedding, a table of block_size rows of width d_model "
+            "(pos_emb = nn.Embedding(block_size, d_model)).",
+            [],
+        )
+    if "head" in missing or "tok" in missing:
+        return (
+            f"your GPT needs a token embedding (vocab_size, d_model) and an output layer "
+            f"nn.Linear(d_model, vocab_size, bias=False); the grader found {len(missing)} of "
+            "them missing.",
+            [],
+        )
+    shown = ", ".join(f"{str(n)[:40]} {tuple(s)}" for n, s in extra[:3])
+    return (
+        f"your GPT has parameters the notebook's GPT does not have: {shown}. Is every layer "
+        "you build used, and does it follow the notebook's list (embeddings, blocks, ln_f, head)?",
+        [],
+    )
+
+
+def _shapes(named):
+    out = []
+    for item in named or []:
+        if isinstance(item, list) and len(item) == 2 and isinstance(item[1], list):
+            out.append(tuple(int(s) for s in item[1]))
+    return out

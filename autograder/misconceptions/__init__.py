@@ -84,6 +84,15 @@ def describe(id_):
 
 # Ids recognised by the NumPy probes (notebooks 01-04) beyond SPEC's list.
 _NUMPY_ENTRIES = [
+    ("unknown-key-answered", "answering an unknown key with a value (None, a default) instead of raising KeyError",
+     "a dictionary raises KeyError for a key it does not hold: index it, table[query], rather than "
+     "table.get(query) or a loop that returns None."),
+    ("unknown-key-wrong-error", "raising another exception than KeyError for an unknown key",
+     "an unknown key raises KeyError, as a dictionary does: table[query] raises it for you."),
+    ("unknown-key-unnamed", "a KeyError whose message does not name the key",
+     "let the dictionary raise (table[query] raises KeyError(query)), or raise KeyError(query) yourself."),
+    ("products-not-summed", "multiplying the query and each key entry by entry without adding up",
+     "a dot product adds up the entry-by-entry products: one number per key, shape (m,)."),
     ("cosine-instead-of-dot", "normalising the vectors (cosine similarity) instead of the plain dot product",
      "the similarity here is the dot product query . key, lengths included."),
     ("similarity-scaled", "dividing notebook 01's similarity by sqrt(d)",
@@ -116,8 +125,50 @@ _NUMPY_ENTRIES = [
      "when a mask is given, blocked keys (False) must get weight 0."),
     ("heads-strided-columns", "giving head h every H-th column instead of a block of d_k columns",
      "head h owns the contiguous columns h*d_k .. (h+1)*d_k - 1: reshape to (..., n, H, d_k)."),
+    ("shape-not-tuple", "shapes given as lists instead of tuples",
+     "a shape is a tuple, as X.shape is: (n, d). A list never equals a tuple, so [n, d] == (n, d) is False."),
+    ("list-input-unsupported", "code that works on NumPy arrays only, not on a Python list",
+     "the exercise asks for lists too: start with x = np.asarray(x, dtype=float), and compute on that."),
+    ("softmax-neginf-weight", "giving -inf entries a weight other than 0 (replacing -inf by 0 or a finite number)",
+     "exp(-inf) is 0, so a -inf entry gets weight exactly 0: leave -inf as it is, and subtract the "
+     "maximum of the finite entries (np.max ignores -inf unless a whole row is -inf)."),
+    ("log-softmax", "returning the logarithm of the weights (the final exp forgotten)",
+     "softmax returns the weights themselves, exp(x - max) / sum(exp(x - max)): numbers between 0 "
+     "and 1 that sum to 1, not x - max - log(sum(exp(x - max)))."),
+    ("heads-count-as-width", "reading n_heads as the width d_k of each head",
+     "n_heads is the number of heads H; each head's width is d_k = width // n_heads."),
+    ("weights-averaged-over-heads", "returning the attention weights averaged over the heads",
+     "A keeps one (n, n) table per head: shape (..., H, n, n). Only the outputs are combined "
+     "(laid side by side, then W_o)."),
+    ("weights-of-one-head", "returning the attention weights of one head only",
+     "A keeps every head's table, stacked along a head axis: shape (..., H, n, n)."),
+    ("earlier-exercise-wrong", "an earlier exercise's function that is wrong on the inputs this one hands it",
+     "fix that function first (its own checks say how); this one may then be right as it is."),
     ("modifies-input", "changing an input array in place",
      "a graded function must leave its arguments as they were: avoid `x -= ...` and `x[...] = ...` on inputs."),
 ]  # fmt: skip
 
 CATALOGUE.update({i: Misconception(i, mistake, hint) for i, mistake, hint in _NUMPY_ENTRIES})
+
+
+# Ids recognised by the PyTorch probes (notebooks 05-06) beyond SPEC's list.
+_TORCH_ENTRIES = [
+    ("pe-float32-angles", "the angles k / base^(2i/d) computed in float32",
+     "a float32 angle keeps about 7 digits, so at thousands of radians its sine is off in the "
+     "fourth decimal: compute the angles in float64 (dtype=torch.float64), then .float()."),
+    ("gpt-head-bias", "an output layer (head) with a bias",
+     "the notebook's GPT ends with head = nn.Linear(d_model, vocab_size, bias=False)."),
+    ("gpt-d-ff-default", "d_ff defaulting to something other than 4 * d_model",
+     "with d_ff=None, each block's feed-forward network is 4 * d_model wide: d_ff or 4 * d_model."),
+    ("embedding-dropout-missing", "no dropout on the sum of the token and position embeddings",
+     "apply self.dropout (an nn.Dropout(dropout)) to tok_emb(idx) + pos_emb(positions)."),
+    ("block-dropout-not-passed", "the blocks built without the GPT's dropout",
+     "pass dropout on to every block: TransformerBlock(..., dropout=dropout)."),
+    ("generate-crop-oldest", "keeping the OLDEST block_size tokens as the context",
+     "the next token follows the latest tokens: crop with idx[:, -block_size:]."),
+    ("tokenizer-case-insensitive", "sorting the characters ignoring case",
+     "the ids follow sorted(set(text)), Python's own order: every capital letter comes before "
+     "every lowercase one ('Z' < 'a')."),
+]  # fmt: skip
+
+CATALOGUE.update({i: Misconception(i, mistake, hint) for i, mistake, hint in _TORCH_ENTRIES})

@@ -83,6 +83,7 @@ def _similarity_variants():
             lambda q, K: K @ q / (np.linalg.norm(K, axis=-1) * np.linalg.norm(q)),
         ),
         ("similarity-scaled", lambda q, K: K @ q / np.sqrt(q.shape[-1])),
+        ("products-not-summed", lambda q, K: K * q),
     ]
 
 
@@ -92,6 +93,7 @@ def _percentages_variants():
         ("normalised-without-exp", lambda s: np.abs(s) / np.abs(s).sum()),
         ("percent-not-fraction", lambda s: 100 * ref.percentages(s)),
         ("softmax-unstable", lambda s: _softmax_unstable(s)),
+        ("log-softmax", lambda s: np.log(ref.percentages(s))),
     ]
 
 
@@ -101,7 +103,8 @@ def _soft_lookup_variants():
 
     out = []
     for id_, f in _percentages_variants():
-        out.append((id_, from_weights(lambda q, K, f=f: f(K @ q))))
+        if id_ != "log-softmax":  # log weights make no merged value worth comparing
+            out.append((id_, from_weights(lambda q, K, f=f: f(K @ q))))
     for id_, f in _similarity_variants():
         out.append((id_, from_weights(lambda q, K, f=f: ref.percentages(f(q, K)))))
     return out
@@ -126,11 +129,23 @@ def _softmax_variants():
         e = np.exp(x - x.max())
         return e / e.sum()
 
+    def log_softmax(x, axis=-1):
+        x = np.asarray(x, dtype=float)
+        shifted = x - np.max(x, axis=axis, keepdims=True)
+        return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+
+    def neginf_to_zero(x, axis=-1):
+        x = np.asarray(x, dtype=float)
+        return ref.softmax(np.where(np.isinf(x), 0.0, x), axis=axis)
+
     return [
         ("softmax-unstable", _softmax_unstable),
         ("softmax-global-max", _softmax_global_max),
+        ("log-softmax", log_softmax),
+        ("softmax-neginf-weight", neginf_to_zero),
         ("softmax-wrong-axis", lambda x, axis=-1: _softmax_axis(x, 0)),
         ("softmax-wrong-axis", lambda x, axis=-1: _softmax_axis(x, -1)),
+        ("softmax-wrong-axis", lambda x, axis=-1: _softmax_axis(x, 1 if np.ndim(x) > 1 else 0)),
         ("softmax-wrong-axis", whole_array),
         ("softmax-missing-keepdims", no_keepdims_sum),
         ("softmax-missing-keepdims", no_keepdims_max),
@@ -275,9 +290,14 @@ def _split_variants():
         *lead, n, w = X.shape
         return np.moveaxis(X.reshape(*lead, n, w // n_heads, n_heads), -1, -3)
 
+    def count_as_width(X, n_heads):
+        *lead, n, w = X.shape
+        return np.swapaxes(X.reshape(*lead, n, w // n_heads, n_heads), -3, -2)
+
     return [
         ("heads-reshape-without-transpose", without_transpose),
         ("heads-strided-columns", strided),
+        ("heads-count-as-width", count_as_width),
     ]
 
 
@@ -331,7 +351,15 @@ def _mha_variants():
     return [
         ("missing-output-projection", lambda *a, mask=None: _mha(*a, mask=mask, project=False)),
         ("heads-averaged", averaged),
-        ("heads-averaged", averaged_A),
+        ("weights-averaged-over-heads", averaged_A),
+        (
+            "weights-of-one-head",
+            lambda *a, mask=None: (lambda Y, A: (Y, A[..., -1, :, :]))(*_mha(*a, mask=mask)),
+        ),
+        (
+            "weights-of-one-head",
+            lambda *a, mask=None: (lambda Y, A: (Y, A[..., 0, :, :]))(*_mha(*a, mask=mask)),
+        ),
         ("heads-averaged", averaged_Z),
         ("heads-averaged", averaged_Z_tiled),
         (
@@ -352,6 +380,7 @@ def _mha_variants():
         ("mask-inverted", lambda *a, mask=None: _mha(*a, mask=mask, mask_mode="inverted")),
         ("mask-fills-zero", lambda *a, mask=None: _mha(*a, mask=mask, mask_mode="zero")),
         ("mask-ignored", lambda *a, mask=None: _mha(*a, mask=None)),
+        ("softmax-unstable", lambda *a, mask=None: _mha(*a, mask=mask, softmax="unstable")),
     ]
 
 

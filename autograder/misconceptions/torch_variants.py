@@ -47,6 +47,10 @@ def layer_norm_variants(x, weight, bias, eps=1e-5):
     # no eps at all: not the same mistake (a constant token divides 0 by 0); told apart from
     # eps-outside-sqrt on tokens with a tiny spread, where the two differ
     out.append(("layernorm-no-eps", (x - mean) / torch.sqrt(var) * w + b))
+    std = torch.sqrt(var)
+    # the lecture's misprint: divide by the square root of the standard deviation
+    out.append(("layernorm-sqrt-of-std", (x - mean) / torch.sqrt(std + eps) * w + b))
+    out.append(("layernorm-affine-missing", (x - mean) / torch.sqrt(var + eps)))
     if eps != 1e-5:  # the eps argument ignored: a fixed 1e-5 instead
         out.append(("layernorm-eps-ignored", (x - mean) / torch.sqrt(var + 1e-5) * w + b))
     # wrong axis: normalise over the first axis, the second-to-last, or every entry
@@ -154,9 +158,12 @@ def mha_forward(state, x, n_heads, mask=None, context=None, variant=None, prefix
         m = torch.as_tensor(mask, dtype=torch.bool)
         if variant == "mask-inverted":
             m = ~m
-        if variant != "mask-after-softmax":
+        if variant == "mask-fills-zero":
+            scores = scores.masked_fill(~m, 0.0)
+        elif variant != "mask-after-softmax":
             scores = scores.masked_fill(~m, float("-inf"))
-    attn = scores.softmax(dim=-2 if variant == "softmax-over-queries" else -1)
+    dim = {"softmax-over-queries": -2, "softmax-over-heads": 1}.get(variant, -1)
+    attn = scores.softmax(dim=dim)
     if mask is not None and variant == "mask-after-softmax":
         attn = attn.masked_fill(~torch.as_tensor(mask, dtype=torch.bool), 0.0)
     z = attn @ v  # (B, H, n, d_k)
@@ -186,6 +193,8 @@ MHA_VARIANTS = {
     "missing-output-projection": "missing-output-projection",
     "heads-averaged": "heads-averaged",
     "mask-ignored": "mask-ignored",
+    "mask-fills-zero": "mask-fills-zero",
+    "softmax-over-heads": "softmax-over-heads",
     # one projection used in place of another: said by what the numbers show, no catalogue id
     "query-from-k_proj": "query-from-k_proj",
     "key-from-q_proj": "key-from-q_proj",
@@ -219,6 +228,9 @@ def ff_forward(state, x, activation="relu", variant=None, prefix=""):
         h = F.gelu(h) if activation == "relu" else F.relu(h)
     elif variant == "gelu-tanh":
         h = F.gelu(h, approximate="tanh")
+    elif variant == "activation-after-output":
+        out = _linear(s, f"{prefix}fc2", h)
+        return F.relu(out) if activation == "relu" else F.gelu(out)
     else:
         h = F.relu(h) if activation == "relu" else F.gelu(h)
     return _linear(s, f"{prefix}fc2", h)
@@ -228,7 +240,7 @@ def _ln(state, prefix, x):
     return F.layer_norm(x, x.shape[-1:], state[f"{prefix}.weight"], state[f"{prefix}.bias"], 1e-5)
 
 
-def block_forward(state, x, n_heads, norm_first=True, mask=None, variant=None):
+def block_forward(state, x, n_heads, norm_first=True, mask=None, variant=None, attn_variant=None):
     """TransformerBlock from a state dict, right or with one mistake.
 
     Variants: no-attn-residual, no-ff-residual, no-residual, swapped (the other norm order),
@@ -250,7 +262,7 @@ def block_forward(state, x, n_heads, norm_first=True, mask=None, variant=None):
     attn_mask = None if variant == "mask-not-passed" else mask
 
     def attn(t):
-        return mha_forward(s, t, n_heads, attn_mask, prefix="attn.")[0]
+        return mha_forward(s, t, n_heads, attn_mask, variant=attn_variant, prefix="attn.")[0]
 
     def ff(t):
         return ff_forward(s, t, prefix="ff.")
@@ -282,7 +294,7 @@ def ff_variants(state, x, activation):
     """(id, output) for the feed-forward mistakes; gelu-tanh last (only a gelu network has it)."""
     return [
         (v, np64(ff_forward(state, x, activation, v)))
-        for v in ("missing-activation", "other-activation", "gelu-tanh")
+        for v in ("missing-activation", "other-activation", "gelu-tanh", "activation-after-output")
     ]
 
 
@@ -292,6 +304,17 @@ def block_variants(state, x, n_heads, norm_first=True, mask=None):
         for variant, id_ in BLOCK_VARIANTS.items()
         if mask is not None or variant != "mask-not-passed"
     ]
+
+
+def mha_block_variants(state, x, n_heads, mask):
+    """(id, output) of a right block around a MultiHeadAttention with one mistake."""
+    out = []
+    for variant, id_ in MHA_VARIANTS.items():
+        if variant == "transposed-scores" or (variant.startswith("mask") and mask is None):
+            continue
+        r = block_forward(state, x, n_heads, True, mask, attn_variant=variant)
+        out.append((id_, np64(r)))
+    return out
 
 
 # ---------------------------------------------------------------- 06: the loss
@@ -336,3 +359,43 @@ def sampling_distribution(logits_row, temperature=1.0, top_k=None):
 def temperature_multiplied_distribution(logits_row, temperature, top_k=None):
     """What sampling gives when the logits are multiplied by the temperature (the mistake)."""
     return sampling_distribution(np.asarray(logits_row, dtype=float) * temperature, 1.0, top_k)
+
+
+# ---------------------------------------------------------------- 06: the GPT's wiring
+
+
+def gpt_forward(roles, idx, n_heads, variant=None):
+    """The notebook's GPT from weights by role (harness/roles.py's layout), right or with one
+    wiring mistake of the GPT itself (its blocks right). float64 logits.
+
+    Variants: post-norm (blocks built with norm_first=False), no-final-norm (ln_f built but not
+    applied), no-positions (the position table not added), no-mask (blocks without the causal
+    mask), embeddings-scaled (the sum multiplied by sqrt(d_model), as the 2017 paper does).
+    """
+    T = idx.shape[-1]
+    tok, pos = roles["tok"].to(torch.float64), roles["pos"].to(torch.float64)
+    x = tok[idx] + (0.0 if variant == "no-positions" else pos[:T])
+    if variant == "embeddings-scaled":
+        x = x * math.sqrt(tok.shape[-1])
+    mask = None if variant == "no-mask" else torch.ones(T, T, dtype=torch.bool).tril()
+    for state in roles["blocks"]:
+        x = block_forward(state, x, n_heads, variant != "post-norm", mask)
+    if variant != "no-final-norm":
+        x = F.layer_norm(
+            x, x.shape[-1:], roles["ln_f.weight"].double(), roles["ln_f.bias"].double(), 1e-5
+        )
+    return x @ roles["head"].to(torch.float64).T
+
+
+GPT_VARIANTS = {
+    "post-norm": "norm-order-swapped",
+    "no-mask": "no-causal-mask",
+    "no-final-norm": "gpt-final-norm-unused",
+    "no-positions": "gpt-positions-unused",
+    "embeddings-scaled": "gpt-embeddings-scaled",
+}
+
+
+def gpt_variants(roles, idx, n_heads):
+    """(label, logits) for the GPT wiring mistakes."""
+    return [(label, np64(gpt_forward(roles, idx, n_heads, v))) for v, label in GPT_VARIANTS.items()]

@@ -186,6 +186,8 @@ def write_gradebook(coursedir, done, selected, known, submitted):
     """Each grade cell test_<name> of each submitted notebook gets our score for <name>."""
     from nbgrader.api import Gradebook
 
+    from autograder.platforms.nbgrader_late import assign_late_penalties
+
     written = {}
     with Gradebook(coursedir.db_url, coursedir.course_id) as gb:
         for result in done:
@@ -216,8 +218,10 @@ def write_gradebook(coursedir, done, selected, known, submitted):
                         grade.auto_score = round(min(max(score, 0.0), grade.max_score), 4)
                         grade.needs_manual_grade = False
                         total += grade.auto_score
+                ours = [name for name in known[assignment] if name in BY_STEM]
+                late = assign_late_penalties(gb, coursedir.config, assignment, result.student, ours)
                 gb.db.commit()
-                written[(result.student, assignment)] = round(total, 4)
+                written[(result.student, assignment)] = round(total - sum(late.values()), 4)
     return written
 
 
@@ -260,6 +264,13 @@ def run(args):
         return 0
     from autograder.grade import settings_from_args
 
+    if args.deadlines or args.handed_in:
+        raise SystemExit(
+            "error: in an nbgrader course the due dates and the late penalty are nbgrader's own "
+            "(the assignment's duedate, c.AssignLatePenalties.plugin_class; see "
+            "autograder/platforms/nbgrader_late.py): `nbgrader grade` applies them as "
+            "`nbgrader autograde` would. --deadlines and --handed-in are for `grade`."
+        )
     course = Path(args.course).resolve()
     label = "+".join(sorted(args.assignment)) if args.assignment else "all"
     args.out = args.out or str(course / GRADES_DIR / label)

@@ -22,7 +22,15 @@ import torch.nn.functional as F
 from autograder.judging import Judgement
 from autograder.misconceptions import torch_variants as tv
 from autograder.probes.base import Case
-from autograder.probes.torch_tools import np_, reference_input_grads, tensor, torch_probe
+from autograder.probes.torch_tools import (
+    load,
+    norm_state,
+    np_,
+    reference_input_grads,
+    tensor,
+    torch_probe,
+)
+from autograder.probes.transformer_block import _zeroed, block_state
 from autograder.reference import autoregressive_lm as ref
 
 # ---------------------------------------------------------------- make_examples
@@ -96,7 +104,7 @@ def make_examples_cases(rng):
     c = int(rng.integers(3, 5))
     return [
         _make_examples_case("words, context_size=3", 1.0, sentence, 3),
-        _make_examples_case(f"token ids, context_size={c}", 1.0, ints, c),
+        _make_examples_case("token ids, context_size=3 or 4", 1.0, ints, c),
         _make_examples_case("context_size longer than the list", 0.5, ints[:5], 8),
         _make_examples_case("context_size=1: bigram pairs", 0.5, ints[:6], 1),
     ]
@@ -113,8 +121,14 @@ def _random_text(rng, alphabet, n):
 @torch_probe("CharTokenizer")
 def tokenizer_cases(rng):
     alpha1 = "".join(sorted(set(rng.choice(list("abcdefghijklmnop"), size=9)))) + " .\n"
-    alpha2 = "".join(rng.choice(list("QRSTUVWXYZ!?"), size=5, replace=False)) + "xyz"
+    alpha2 = "".join(rng.choice(list("QRSTUVW!?"), size=5, replace=False)) + "xyz"
     text1, text2 = _random_text(rng, alpha1, 80), _random_text(rng, alpha2, 40)
+    # a lowercase letter and a later capital: sorted() puts the capital first, a sort that
+    # ignores case the letter; both always occur
+    pair = [str(rng.choice(list("abcdef"))), str(rng.choice(list("GHIJKLMNOP")))]
+    for ch in pair:
+        at = int(rng.integers(0, len(text2) + 1))
+        text2 = text2[:at] + ch + text2[at:]
     chars1, chars2 = sorted(set(text1)), sorted(set(text2))
     sample = _random_text(rng, "".join(chars1), 12)
     unknown = next(ch for ch in "#@%&Z" if ch not in text1)
@@ -155,6 +169,7 @@ def tokenizer_cases(rng):
                     "sizes": sizes,
                     "sample": sample,
                     "sample_ids": [chars1.index(ch) for ch in sample],
+                    "folded": [_folded_ids(chars1), _folded_ids(chars2)],
                 },
             ),
         )
@@ -189,11 +204,25 @@ def tokenizer_cases(rng):
             "CharTokenizer",
             "an unknown character raises an error naming it",
             0.5,
-            [obj(text1, [{"method": "encode", "args": [bad]}])],
-            Judgement("torch_judges.tokenizer_unknown", {"bad": bad, "unknown": unknown}),
+            [
+                obj(
+                    text1,
+                    [{"method": "encode", "args": [bad]}, {"method": "encode", "args": [sample]}],
+                )
+            ],
+            Judgement(
+                "torch_judges.tokenizer_unknown",
+                {"bad": bad, "unknown": unknown, "sample": sample, "sample_ids": ids},
+            ),
         )
     )
-    return cases + tokenizer_contract_cases(text1, text2, bad, unknown)
+    return cases + tokenizer_contract_cases(text1, text2, bad, unknown, sample, ids)
+
+
+def _folded_ids(chars):
+    """The ids a tokenizer that sorts ignoring case gives to the sorted characters."""
+    folded = sorted(chars, key=str.lower)
+    return [folded.index(ch) for ch in chars]
 
 
 # ---------------------------------------------------------------- get_batch
@@ -289,6 +318,13 @@ def _batch_judge(name, what, data, batch_size, block_size, **more):
 GPT_INIT = {"vocab_size": 11, "block_size": 8, "d_model": 32, "n_heads": 4, "n_layers": 2}
 
 
+def _distinct_rows(rng, V, T):
+    """Two rows of T token ids that differ in every position (a model that reads its input
+    gives them different logits)."""
+    first = rng.integers(0, V, size=T)
+    return torch.from_numpy(np.stack([first, (first + rng.integers(1, V, size=T)) % V])).long()
+
+
 def _dependency_request(rng, V, T):
     """Evidence for the causal case's diagnosis: a one-block GPT (where position s sees exactly
     the keys its mask allows) on a row and T copies of it, copy j with only token j changed.
@@ -323,7 +359,7 @@ def gpt_cases(rng):
         Case(
             "GPT",
             "logits of shape (B, T, vocab_size), also for T < block_size",
-            1.0,
+            0.75,
             [
                 {"op": "module", "init": GPT_INIT, "args": [idx]},
                 {"op": "module", "init": GPT_INIT, "args": [short]},
@@ -347,7 +383,7 @@ def gpt_cases(rng):
         Case(
             "GPT",
             "causal: the logits at position t ignore the tokens after t",
-            1.5,
+            1.25,
             [
                 {"op": "module", "init": GPT_INIT, "args": [causal_idx]},
                 _dependency_request(rng, V, T),
@@ -363,11 +399,15 @@ def gpt_cases(rng):
             "GPT",
             "a sequence longer than block_size raises ValueError",
             0.5,
-            [{"op": "module", "init": GPT_INIT, "args": [too_long]}],
-            Judgement("torch_judges.gpt_too_long", {"block_size": T}),
+            [
+                {"op": "module", "init": GPT_INIT, "args": [too_long]},
+                {"op": "module", "init": GPT_INIT, "args": [too_long[:, :T]]},
+            ],
+            Judgement("torch_judges.gpt_too_long", {"block_size": T, "vocab_size": V}),
         )
     )
 
+    other = int(rng.integers(3, 8))
     cases.append(
         Case(
             "GPT",
@@ -379,16 +419,16 @@ def gpt_cases(rng):
                     "init": {"vocab_size": V, "block_size": T},
                     "steps": [
                         {"attr": "block_size"},
-                        {"method": "forward", "args": [torch.zeros(1, 2, dtype=torch.long)]},
+                        {"method": "forward", "args": [_distinct_rows(rng, V, 3)]},
                     ],
                 },
                 {
                     "op": "object",
-                    "init": {**GPT_INIT, "block_size": 6, "d_ff": 48, "dropout": 0.1},
+                    "init": {**GPT_INIT, "block_size": other, "d_ff": 48, "dropout": 0.1},
                     "steps": [{"attr": "block_size"}],
                 },
             ],
-            Judgement("torch_judges.gpt_block_size", {"block_sizes": [T, 6]}),
+            Judgement("torch_judges.gpt_block_size", {"block_sizes": [T, other], "vocab_size": V}),
         )
     )
 
@@ -412,7 +452,7 @@ def gpt_cases(rng):
         Case(
             "GPT",
             "the untrained loss is near ln(vocab_size)",
-            0.5,
+            0.25,
             [{"op": "module", "init": GPT_INIT, "args": [loss_idx]}],
             Judgement(
                 "torch_judges.gpt_initial_loss",
@@ -421,6 +461,7 @@ def gpt_cases(rng):
         )
     )
     cases.append(_train_case(rng))
+    cases.append(gpt_values_case(rng))
     cases.append(gpt_dropout_case(rng))
     cases.append(gpt_positions_case(rng))
     return cases
@@ -480,7 +521,7 @@ def _train_case(rng):
     return Case(
         "GPT",
         "a short training run learns a repeating text",
-        1.5,
+        1.0,
         [{"op": "train", "config": config}],
         judge,
         seconds=120.0,
@@ -572,6 +613,12 @@ def generate_cases(rng):
     V = 6
     cases = []
     table = _table(rng, V)
+    # the most likely token after t is never t itself (a derangement): greedy chains move at
+    # every step, so a context cut to the OLDEST tokens (which stands still) shows
+    after = rng.permutation(V)
+    while np.any(after == np.arange(V)):
+        after = rng.permutation(V)
+    table[np.arange(V), after] = table.max(axis=1) + 1.0 + rng.random(V)
     seed = int(rng.integers(2**31))
 
     idx = torch.from_numpy(rng.integers(0, V, size=(3, 2))).long()
@@ -597,10 +644,8 @@ def generate_cases(rng):
     )
 
     greedy_idx = torch.from_numpy(rng.integers(0, V, size=(2, 2))).long()
-    chain = [list(row) for row in greedy_idx.numpy()]
-    for row in chain:
-        for _ in range(8):
-            row.append(int(np.argmax(table[row[-1]])))
+    chain = _greedy(table, greedy_idx.numpy(), 8, 3)
+    oldest = _greedy(table, greedy_idx.numpy(), 8, 3, oldest=True)
     what2 = "generate(model with block_size 3, idx (2, 2), max_new_tokens=8, top_k=1)"
     judge_greedy = _tokens_judge(
         "generate_greedy",
@@ -610,6 +655,7 @@ def generate_cases(rng):
         greedy_idx.numpy(),
         want=np.array(chain),
         most_likely=np.argmax(table, axis=1),
+        oldest=np.array(oldest),
     )
 
     cases.append(
@@ -629,8 +675,17 @@ def generate_cases(rng):
     )
 
     long_idx = torch.from_numpy(rng.integers(0, V, size=(2, 6))).long()
-    what3 = "generate(model with block_size 4, idx (2, 6), max_new_tokens=5)"
-    judge_crop = _tokens_judge("generated_tokens", what3, (2, 11), V, long_idx.numpy())
+    what3 = "generate(model with block_size 4, idx (2, 6), max_new_tokens=5, top_k=1)"
+    judge_crop = _tokens_judge(
+        "generate_greedy",
+        what3,
+        (2, 11),
+        V,
+        long_idx.numpy(),
+        want=np.array(_greedy(table, long_idx.numpy(), 5, 4)),
+        most_likely=np.argmax(table, axis=1),
+        oldest=np.array(_greedy(table, long_idx.numpy(), 5, 4, oldest=True)),
+    )
 
     cases.append(
         Case(
@@ -641,7 +696,7 @@ def generate_cases(rng):
                 {
                     "op": "call",
                     "args": [_toy(table, 4), long_idx, 5],
-                    "kwargs": {"generator": {"$generator": seed + 1}},
+                    "kwargs": {"top_k": 1, "generator": {"$generator": seed + 1}},
                 }
             ],
             judge_crop,
@@ -679,6 +734,17 @@ def generate_cases(rng):
         cases.append(_distribution_case(rng, V, temperature, top_k, pts, seed + 3))
     cases.append(reproducible_case(rng, V))
     return cases
+
+
+def _greedy(table, prompt, steps, block_size, oldest=False):
+    """The greedy continuation of each row under the bigram toy model; with `oldest`, as a
+    generate that crops the context to its FIRST block_size tokens computes it."""
+    rows = [list(map(int, row)) for row in prompt]
+    for row in rows:
+        for _ in range(steps):
+            context = row[:block_size] if oldest else row[-block_size:]
+            row.append(int(np.argmax(table[context[-1]])))
+    return rows
 
 
 def _tokens_judge(name, what, shape, vocab_size, prompt, **more):
@@ -739,7 +805,7 @@ def _distribution_case(rng, V, temperature, top_k, points, seed):
 # later cell does, drawing its inputs after the cases above (which keep theirs).
 
 
-def tokenizer_contract_cases(text1, text2, bad, unknown):
+def tokenizer_contract_cases(text1, text2, bad, unknown, sample, ids):
     """The cells after the exercise read tok.chars and catch ValueError for an unknown
     character."""
 
@@ -762,8 +828,16 @@ def tokenizer_contract_cases(text1, text2, bad, unknown):
             "CharTokenizer",
             "the error for an unknown character is a ValueError",
             0.5,
-            [obj(text1, [{"method": "encode", "args": [bad]}])],
-            Judgement("torch_contracts.tokenizer_value_error", {"bad": bad, "unknown": unknown}),
+            [
+                obj(
+                    text1,
+                    [{"method": "encode", "args": [bad]}, {"method": "encode", "args": [sample]}],
+                )
+            ],
+            Judgement(
+                "torch_contracts.tokenizer_value_error",
+                {"bad": bad, "unknown": unknown, "sample": sample, "sample_ids": ids},
+            ),
         ),
     ]
 
@@ -836,7 +910,27 @@ def gpt_dropout_case(rng):
         {"op": "module", "init": {**GPT_INIT, "dropout": p}, "args": [idx]},
         {"op": "module", "init": {**GPT_INIT, "dropout": p}, "args": [twins], "mode": "train"},
     ]
-    judge = Judgement("torch_contracts.gpt_dropout", {"p": p, "shape": [2, T, V]})
+    # Where the dropout acts, by behaviour: with every block's last layers zero (each block
+    # then passes its input through) only dropout on the embeddings can make two identical
+    # sequences differ; with the embeddings of their tokens and of every position zero
+    # (dropout of zeros is zeros) only dropout inside the blocks can.
+    init = {**VALUES_INIT, "dropout": p}
+    roles = gpt_roles(rng, V, T, init["d_model"], init["n_layers"], 4 * init["d_model"])
+    quiet = dict(roles, blocks=[_zeroed(b, "attn.out_proj", "ff.fc2") for b in roles["blocks"]])
+    tok = roles["tok"].clone()
+    tok[twins[0]] = 0.0  # the rows these tokens use; the others stay, for a tied head
+    blank = dict(roles, tok=tok, pos=torch.zeros_like(roles["pos"]))
+    settings = (quiet, blank)
+    for mode in ("train", "eval"):
+        for state in settings:
+            requests.append(
+                {"op": "module", "init": init, "roles": state, "args": [twins], "mode": mode}
+            )
+    with torch.no_grad():  # in eval mode the placement checks need the model right
+        in_eval = [np_(reference_gpt(state, VALUES_INIT)(twins)) for state in settings]
+    judge = Judgement(
+        "torch_contracts.gpt_dropout", {"p": p, "shape": [2, T, V], "in_eval": in_eval}
+    )
     return Case("GPT", f"dropout={p:g}: off in eval mode, on in train mode", 0.5, requests, judge)
 
 
@@ -865,3 +959,96 @@ def gpt_positions_case(rng):
     }
     judge = Judgement("torch_contracts.gpt_positions", {"shape": [len(rows), T, V], "swaps": SWAPS})
     return Case("GPT", "the order of the tokens matters (positions)", 0.5, [request], judge)
+
+
+# ---------------------------------------------------------------- GPT by values
+
+VALUES_INIT = {k: v for k, v in GPT_INIT.items() if k != "d_ff"}  # d_ff: the default, 4 * d_model
+
+
+def gpt_roles(rng, V, T, d, n_layers, d_ff):
+    """Weights by role (autograder/harness/roles.py), like a trained model's: embeddings of
+    order 1, blocks as notebook 05's probes draw them, norms with gains around 1."""
+    ln = norm_state(rng, "ln_f", d)
+    return {
+        "tok": tensor(rng, V, d),
+        "pos": tensor(rng, T, d, scale=0.5),
+        "blocks": [block_state(rng, d, d_ff) for _ in range(n_layers)],
+        "ln_f.weight": ln["ln_f.weight"],
+        "ln_f.bias": ln["ln_f.bias"],
+        "head": tensor(rng, V, d, scale=d**-0.5),
+    }
+
+
+def reference_gpt(roles, init, tied=False):
+    """The reference GPT with `roles` loaded (the head tied to the token table if `tied`)."""
+    state = {
+        "tok_emb.weight": roles["tok"],
+        "pos_emb.weight": roles["pos"],
+        "ln_f.weight": roles["ln_f.weight"],
+        "ln_f.bias": roles["ln_f.bias"],
+        "head.weight": roles["tok"] if tied else roles["head"],
+    }
+    for i, block in enumerate(roles["blocks"]):
+        state.update({f"blocks.{i}.{k}": v for k, v in block.items()})
+    return load(ref.GPT(**init), state)
+
+
+def gpt_values_case(rng):
+    """GPT's architecture is fixed by the text (pre-norm blocks with the causal mask, d_ff =
+    4 * d_model by default, a final layer norm, a head without bias), so with the same weights
+    it must give the reference's logits. The harness places the weights by role, whatever the
+    attribute names (a fused qkv, nn.MultiheadAttention, a tied head...), and also runs the
+    model's own blocks and final norm on one input: a wrong TransformerBlock or layer norm
+    from notebook 05 is then blamed where it lives."""
+    init = VALUES_INIT
+    V, T, d, H, L = (
+        init[k] for k in ("vocab_size", "block_size", "d_model", "n_heads", "n_layers")
+    )
+    roles = gpt_roles(rng, V, T, d, L, 4 * d)
+    idx = torch.from_numpy(rng.integers(0, V, size=(3, T))).long()
+    x = tensor(rng, 2, T, d)
+    mask = torch.ones(T, T, dtype=torch.bool).tril()
+    with torch.no_grad():
+        expected = np_(reference_gpt(roles, init)(idx))
+        expected_tied = np_(reference_gpt(roles, init, tied=True)(idx))
+    blocks = [
+        {
+            "expected": tv.np64(tv.block_forward(state, x, H, True, mask)),
+            "post_norm": tv.np64(tv.block_forward(state, x, H, False, mask)),
+            "variants": tv.block_variants(state, x, H, True, mask)
+            + tv.mha_block_variants(state, x, H, mask),
+        }
+        for state in roles["blocks"]
+    ]
+    ln_w, ln_b = roles["ln_f.weight"], roles["ln_f.bias"]
+    final_norm = {
+        "expected": np_(F.layer_norm(x, (d,), ln_w, ln_b, 1e-5)),
+        "variants": tv.layer_norm_variants(x, ln_w, ln_b),
+    }
+    request = {
+        "op": "module",
+        "init": init,
+        "roles": roles,
+        "args": [idx],
+        "parts": {"x": x, "mask": mask},
+    }
+    judge = Judgement(
+        "torch_judges.gpt_values",
+        {
+            "what": f"GPT({V}, {T}, d_model={d}, n_heads={H}, n_layers={L})(idx)",
+            "expected": expected,
+            "expected_tied": expected_tied,
+            "variants": tv.gpt_variants(roles, idx, H),
+            "blocks": blocks,
+            "final_norm": final_norm,
+            "sizes": {"vocab_size": V, "block_size": T, "d_model": d, "d_ff": 4 * d},
+        },
+    )
+    return Case(
+        "GPT",
+        "the notebook's architecture: the same logits as its GPT with the same weights",
+        1.25,
+        [request],
+        judge,
+    )

@@ -9,6 +9,7 @@ The same cases run in-process for the visible checks (autograder.checks): one se
 two runners.
 """
 
+import functools
 import hashlib
 import shutil
 from collections.abc import Callable
@@ -47,7 +48,11 @@ def derive_seed(*parts):
 
 
 def build_cases(stem, seed, functions=None):
-    """Every case of one notebook's graded names, inputs drawn from `seed`."""
+    """Every case of one notebook's graded names, inputs drawn from `seed`.
+
+    For any seed but the visible checks' own, no request equals a request of the visible checks
+    (whose cases and answers the student handout ships): see `draw`.
+    """
     from autograder.probes import load
 
     load(stem)  # registers this notebook's probes
@@ -56,13 +61,88 @@ def build_cases(stem, seed, functions=None):
     for function in BY_STEM[stem].graded:
         if functions is not None and function not in functions:
             continue
-        rng = np.random.default_rng(derive_seed(seed, function))
-        for case in PROBES[function](rng):
-            for request in case.requests:
-                request.setdefault("target", function)
-                request.setdefault("seconds", case.seconds)
-            cases.append(case)
+        cases.extend(draw(function, seed))
     return cases
+
+
+# How many times a graded name's hidden cases are drawn again while one of their requests equals
+# a visible one: small draws (causal_mask(n), mha_shapes' sizes) collide now and then; 50 fresh
+# draws all colliding would take a probe with a fixed input, which tests/test_hidden_inputs.py names.
+REDRAWS = 50
+
+
+def draw(function, seed):
+    """One graded name's cases from `seed`: drawn again, from seeds derived from it, while any
+    of their requests equals a request of the visible checks (a hidden test must never be
+    answerable by looking its answer up in the handout)."""
+    from autograder.checks import VISIBLE_SEED
+
+    visible = frozenset() if seed == VISIBLE_SEED else visible_fingerprints(function)
+    for attempt in range(REDRAWS):
+        parts = (seed, function) if attempt == 0 else (seed, function, f"redraw {attempt}")
+        cases = _cases(function, derive_seed(*parts))
+        if visible.isdisjoint(fingerprints(cases)):
+            break
+    return cases
+
+
+def _cases(function, seed):
+    rng = np.random.default_rng(seed)
+    cases = PROBES[function](rng)
+    for case in cases:
+        for request in case.requests:
+            request.setdefault("target", function)
+            request.setdefault("seconds", case.seconds)
+    return cases
+
+
+@functools.cache
+def visible_fingerprints(function):
+    from autograder.checks import VISIBLE_SEED
+
+    return frozenset(fingerprints(_cases(function, derive_seed(VISIBLE_SEED, function))))
+
+
+def fingerprints(cases):
+    """One digest per request of the cases: equal digests, equal requests (time limit aside)."""
+    return [
+        request_fingerprint({k: v for k, v in request.items() if k != "seconds"})
+        for case in cases
+        for request in case.requests
+    ]
+
+
+def request_fingerprint(request):
+    """A digest of a request's values: arrays and tensors by dtype, shape and bytes."""
+    digest = hashlib.sha256()
+
+    def walk(value):
+        if isinstance(value, dict):
+            digest.update(b"{")
+            for key in sorted(value, key=str):
+                digest.update(repr(key).encode())
+                walk(value[key])
+            digest.update(b"}")
+        elif isinstance(value, list | tuple):
+            digest.update(f"[{type(value).__name__}".encode())
+            for item in value:
+                walk(item)
+            digest.update(b"]")
+        elif isinstance(value, np.ndarray | np.generic):
+            array = np.ascontiguousarray(value)
+            digest.update(f"{array.dtype}{array.shape}".encode() + array.tobytes())
+        elif type(value).__module__.startswith("torch") and hasattr(value, "detach"):
+            digest.update(str(value.dtype).encode())
+            walk(
+                value.detach().cpu().double().numpy()
+                if value.is_floating_point()
+                else value.numpy()
+            )
+        else:
+            digest.update(f"{type(value).__name__}:{value!r}".encode())
+
+    walk(request)
+    return digest.hexdigest()
 
 
 def write_requests(cases, request_root):

@@ -1,13 +1,13 @@
 """Hidden tests of notebook 02 (dot products and softmax, one query at a time): 10 points.
 
-    softmax              3.0  1-D (0.5); square 2-D, default axis (0.5); axis=0 and a 3-D input
+    softmax              3.0  1-D, an array and a list (0.5); square 2-D, default axis (0.5); axis=0 and a 3-D input
                               with axis=1 (0.5); magnitudes of 1e4 (0.5); -inf entries and an
                               integer input (0.5); inputs unmodified (0.5)
     scaled_scores        2.0  d_k = 8 (1.0); d_k = 3 with more keys (0.5); inputs unmodified (0.5)
     attend               2.0  random values (1.0); scores large enough to overflow exp, d_v != d_k
                               (0.5); inputs unmodified (0.5)
     attention_for_token  3.0  causal, a middle token (1.0); causal=False (0.5); the first and the
-                              last token (0.5); later tokens cannot change a causal output (0.5);
+                              last token, large scores (0.5); later tokens cannot change a causal output (0.5);
                               inputs unmodified (0.5)
 
 Shapes are chosen so that the usual mistakes give different numbers: d != d_k != d_v, and the
@@ -21,6 +21,7 @@ from autograder.probes.base import Case, probe
 from autograder.probes.numpy_common import (
     call,
     call_data,
+    loud,
     overflowing,
     unmodified_case,
     value_case,
@@ -30,6 +31,7 @@ from autograder.probes.numpy_common import (
 @probe("softmax")
 def softmax_cases(rng):
     x1 = rng.standard_normal(6) * 2
+    x1_list = [float(v) for v in rng.standard_normal(5) * 2]  # "accept lists as well as arrays"
     x2 = rng.standard_normal((4, 4)) * 2
     x3 = rng.standard_normal((3, 5)) * 2
     x4 = rng.standard_normal((2, 3, 4)) * 2
@@ -44,7 +46,13 @@ def softmax_cases(rng):
     ints = rng.integers(-3, 4, size=(2, 4))
     x6 = rng.standard_normal((3, 4)) + 5
     return [
-        value_case("softmax", "a 1-D input", 0.5, [x1]),
+        value_case(
+            "softmax",
+            "a 1-D input, as an array and as a Python list",
+            0.5,
+            calls=[([x1], {}), ([x1_list], {})],
+            lists=[[1, 0]],
+        ),
         value_case("softmax", "a 2-D input, default axis=-1", 0.5, [x2]),
         value_case(
             "softmax",
@@ -111,6 +119,7 @@ def attention_for_token_cases(rng):
     i = int(rng.integers(2, n - 2))
     X2, W2 = rng.standard_normal((n, d)), weights()
     X3, W3 = rng.standard_normal((n, d)), weights()
+    Xl, Wl = rng.standard_normal((n, d)), weights()
     X4, W4 = rng.standard_normal((n, d)), weights()
     j = int(rng.integers(1, n - 1))
     X4b = X4.copy()
@@ -130,7 +139,9 @@ def attention_for_token_cases(rng):
     }
 
     return [
-        value_case("attention_for_token", f"causal output of token {i} of {n}", 1.0, [X, i, *W]),
+        value_case(
+            "attention_for_token", f"causal output of a middle token of {n}", 1.0, [X, i, *W]
+        ),
         value_case(
             "attention_for_token",
             "causal=False: every token is visible",
@@ -140,9 +151,14 @@ def attention_for_token_cases(rng):
         ),
         value_case(
             "attention_for_token",
-            "the first and the last token",
+            "the first and the last token; large scores",
             0.5,
-            calls=[([X3, 0, *W3], {}), ([X3, n - 1, *W3], {})],
+            calls=[
+                ([X3, 0, *W3], {}),
+                ([X3, n - 1, *W3], {}),
+                ([loud(Xl, *Wl[:2], row=n - 1), n - 1, *Wl], {}),
+            ],
+            large=True,
         ),
         Case(
             "attention_for_token",
@@ -151,5 +167,5 @@ def attention_for_token_cases(rng):
             [call(X_, j, *W4) for X_ in (X4, X4b, X4c, X4d)],
             Judgement("numpy_judges.token_ignores_the_future", future),
         ),
-        unmodified_case("attention_for_token", 0.5, [X5, int(rng.integers(0, n)), *W5]),
+        unmodified_case("attention_for_token", 0.5, [X5, int(rng.integers(2, n)), *W5]),
     ]

@@ -2,12 +2,13 @@
 
     attention_scores              2.0  n_q != n_k, d_k = 8 (1.0); leading batch dimensions
                                        (0.5); inputs unmodified (0.5)
-    causal_mask                   2.0  n = 5 (1.0); n = 1 and n = 8 (0.5); boolean dtype (0.5)
+    causal_mask                   2.0  n in 4..12 (1.0); n in 1..3 and n in 13..30 (0.5); boolean
+                                       dtype (0.5); sizes drawn, like every hidden input
     scaled_dot_product_attention  3.0  no mask, n_q != n_k, d_v != d_k (1.0); causal mask (0.5);
                                        a random mask broadcast over batch dimensions (0.5);
                                        large scores with batch dimensions, no mask (0.5);
                                        inputs unmodified (0.5)
-    self_attention                3.0  no mask, d != d_k != d_v (1.0); causal mask (0.5); batch
+    self_attention                3.0  no mask, d != d_k != d_v, and large scores (1.0); causal mask (0.5); batch
                                        dimensions (0.5); permutation equivariance (0.25);
                                        causality: later tokens don't change earlier outputs
                                        (0.25); inputs unmodified (0.5)
@@ -27,6 +28,7 @@ from autograder.probes.numpy_common import (
     call_data,
     causal_mask_of,
     label,
+    loud,
     random_mask,
     unmodified_case,
     value_case,
@@ -54,28 +56,30 @@ def _mask(n):
 
 @probe("causal_mask")
 def causal_mask_cases(rng):
-    n_big = int(rng.integers(7, 10))
+    n, small = int(rng.integers(4, 13)), int(rng.integers(1, 4))
+    big = int(rng.integers(13, 31))
+    n_bool = int(rng.integers(3, 13))
     return [
         Case(
             "causal_mask",
-            "n = 5",
+            "n between 4 and 12",
             1.0,
-            [call(5)],
-            Judgement("numpy_judges.causal_masks", {"masks": [_mask(5)]}),
+            [call(n)],
+            Judgement("numpy_judges.causal_masks", {"masks": [_mask(n)]}),
         ),
         Case(
             "causal_mask",
-            f"n = 1 and n = {n_big}",
+            "n between 1 and 3 and n between 13 and 30",
             0.5,
-            [call(1), call(n_big)],
-            Judgement("numpy_judges.causal_masks", {"masks": [_mask(1), _mask(n_big)]}),
+            [call(small), call(big)],
+            Judgement("numpy_judges.causal_masks", {"masks": [_mask(small), _mask(big)]}),
         ),
         Case(
             "causal_mask",
             "a boolean array",
             0.5,
-            [call(4)],
-            Judgement("numpy_judges.boolean_mask", {"mask": _mask(4)}),
+            [call(n_bool)],
+            Judgement("numpy_judges.boolean_mask", {"mask": _mask(n_bool)}),
         ),
     ]
 
@@ -117,6 +121,7 @@ def self_attention_cases(rng):
         ]
 
     X, W = rng.standard_normal((n, d)), weights()
+    Xl, Wl = rng.standard_normal((n, d)), weights()
     Xc, Wc = rng.standard_normal((n, d)), weights()
     Xb, Wb = rng.standard_normal((2, n, d)), weights()
     Xp, Wp = rng.standard_normal((n, d)), weights()
@@ -144,7 +149,13 @@ def self_attention_cases(rng):
     }
 
     return [
-        value_case(f, "no mask, d = 6, d_k = 4, d_v = 3", 1.0, [X, *W]),
+        value_case(
+            f,
+            "no mask, d = 6, d_k = 4, d_v = 3; and large scores",
+            1.0,
+            calls=[([X, *W], {}), ([loud(Xl, *Wl[:2]), *Wl], {})],
+            large=True,
+        ),
         value_case(f, "a causal mask", 0.5, [Xc, *Wc], {"mask": mask}),
         value_case(
             f, "a batch of 2 with a causal mask", 0.5, [Xb, *Wb], {"mask": mask}, batched=True

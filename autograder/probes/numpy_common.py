@@ -38,6 +38,8 @@ PARAMS = {
 
 
 def _describe(name, value):
+    if isinstance(value, list):
+        return f"{name} (a Python list of {len(value)})"
     if isinstance(value, np.ndarray):
         if value.dtype == bool:
             return f"{name} bool {compare.shape_str(value.shape)}"
@@ -102,23 +104,128 @@ def first_of_batch(function, args):
 
 
 def value_case(
-    function, name, points, args=None, kwargs=None, calls=None, large=False, batched=False
+    function,
+    name,
+    points,
+    args=None,
+    kwargs=None,
+    calls=None,
+    large=False,
+    batched=False,
+    helpers=True,
+    lists=None,
 ):
     """Call once (or once per (args, kwargs) in calls); every output must match the reference.
 
     batched=True (one call with leading batch dimensions) also asks for the first element of
     the batch alone: if that one is right, the failure is named batch-dims-unsupported.
+    lists: [[k, j], ...]: call k passes Python lists where call j passes arrays; when call j is
+    right and call k is not, the failure is named list-input-unsupported.
+    helpers=True also asks the student's own earlier functions (HELPERS) for what the first
+    call hands them: optional requests, which let the judge blame the earlier function when
+    the answer is exactly what that function's fault produces (numpy_judges.blame).
     """
     calls = calls or [(args, kwargs or {})]
     requests = [call(*a, **kw) for a, kw in calls]
     params = {"function": function, "calls": [call_data(function, a, kw) for a, kw in calls]}
     if large:
         params["large"] = True
+    if lists:
+        params["lists"] = lists
     if batched:
         single = first_of_batch(function, calls[0][0])
         requests.append(call(*single, **calls[0][1]))
         params["single"] = call_data(function, single, calls[0][1])
+    if helpers and function in HELPERS:
+        params["helpers"] = []
+        for helper, helper_args, links in HELPERS[function](*calls[0][0], **calls[0][1]):
+            params["helpers"].append(
+                {
+                    "function": helper,
+                    "origin": _origin(helper, function),
+                    "index": len(requests),
+                    "call": call_data(helper, helper_args[0], helper_args[1]),
+                    "links": links,
+                }
+            )
+            requests.append(call(*helper_args[0], **helper_args[1]) | {"target": helper})
+        params["optional"] = [h["index"] for h in params["helpers"]]
     return Case(function, name, points, requests, Judgement("numpy_judges.value", params))
+
+
+def _origin(helper, function):
+    """Where the student wrote `helper`, as seen from `function`'s notebook."""
+    from autograder.curriculum import NOTEBOOK_OF
+
+    stem = NOTEBOOK_OF[helper].stem
+    if stem == NOTEBOOK_OF[function].stem:
+        return "above in this notebook"
+    return f"from notebook {stem[:2]}, which this notebook imports"
+
+
+def _masked_scores(Q, K, mask):
+    S = ref.attention_scores(Q, K)
+    return S if mask is None else np.where(mask, S, -np.inf)
+
+
+def _heads_qkv(X, W_q, W_k, W_v):
+    Xh = X[..., None, :, :]
+    return Xh @ W_q, Xh @ W_k, Xh @ W_v
+
+
+# The student's earlier functions that a graded name's model answer calls, deepest first, and
+# what the first call of a value case hands each: function -> (args...) -> [(helper, (args,
+# kwargs), links)], links: [[output of function, output of helper], ...] (None: the whole value)
+# that are equal when the answer is right given that helper's own result; links None: the
+# answer transforms the helper's result further, and only the same named mistake is evidence.
+HELPERS = {
+    "soft_lookup": lambda q, K, V: [
+        ("percentages", ([K @ q], {}), [[0, None]]),
+        ("similarity", ([q, K], {}), None),
+    ],
+    "attend": lambda q, K, V: [
+        ("softmax", ([ref.scaled_scores(q, K)], {}), [[0, None]]),
+        ("scaled_scores", ([q, K], {}), None),
+    ],
+    "attention_for_token": lambda X, i, W_q, W_k, W_v, causal=True: [
+        (
+            "attend",
+            (
+                [
+                    X[i] @ W_q,
+                    (X[: i + 1] if causal else X) @ W_k,
+                    (X[: i + 1] if causal else X) @ W_v,
+                ],
+                {},
+            ),
+            [[None, 1]],
+        )
+    ],
+    "scaled_dot_product_attention": lambda Q, K, V, mask=None: [
+        ("softmax", ([_masked_scores(Q, K, mask)], {}), [[1, None]]),
+        ("attention_scores", ([Q, K], {}), None),
+    ],
+    "self_attention": lambda X, W_q, W_k, W_v, mask=None: [
+        ("softmax", ([_masked_scores(X @ W_q, X @ W_k, mask)], {}), [[1, None]]),
+        (
+            "scaled_dot_product_attention",
+            ([X @ W_q, X @ W_k, X @ W_v], {"mask": mask} if mask is not None else {}),
+            [[0, 0], [1, 1]],
+        ),
+    ],
+    "multi_head_attention": lambda X, W_q, W_k, W_v, W_o, mask=None: [
+        (
+            "softmax",
+            ([_masked_scores(*_heads_qkv(X, W_q, W_k, W_v)[:2], mask)], {}),
+            [[1, None]],
+        ),
+        (
+            "scaled_dot_product_attention",
+            (_heads_qkv(X, W_q, W_k, W_v), {"mask": mask} if mask is not None else {}),
+            [[1, 1]],
+        ),
+    ],
+}
 
 
 def unmodified_case(
@@ -166,3 +273,16 @@ def overflowing(query, keys, least=1500.0):
     if scores[j] < 0:
         query = -query
     return query * max(1.0, least / abs(float(scores[j]))), keys
+
+
+def loud(X, W_q, W_k, least=3000.0, row=None):
+    """X scaled so that its self-attention scores x_i W_q . x_j W_k / sqrt(d_k) are large (they
+    scale with the square of X): exp overflows without a shift, and rows whose scores lie far
+    below the largest underflow when the whole array's maximum is subtracted, on every draw.
+
+    row=None: the largest |score| becomes at least `least`. row=i: token i's scores against
+    tokens 0..i, whose largest (signed) score becomes at least `least` in size: positive, exp
+    overflows; negative, every exp of the row underflows to 0 (0/0)."""
+    S = (X @ W_q) @ np.swapaxes(X @ W_k, -1, -2) / np.sqrt(W_q.shape[-1])
+    size = np.max(np.abs(S)) if row is None else abs(np.max(S[row, : row + 1]))
+    return X * max(1.0, np.sqrt(least / float(size)))

@@ -1,6 +1,7 @@
 """Hidden tests of notebook 01 (a dictionary as a soft lookup): 6.5 points.
 
-lookup       1.0  stored values (0.5); an unknown key raises KeyError naming it (0.5)
+lookup       1.0  stored values (0.5); an unknown key raises KeyError naming it, while a
+                  known one returns its value (0.5)
 similarity   1.5  random values (1.0); one key, inputs unmodified (0.5)
 percentages  2.0  random values (1.0); scores of magnitude 1e4 (0.5); inputs unmodified (0.5)
 soft_lookup  2.0  random values, weights and output (1.0); d_v != d with large scores (0.5);
@@ -42,8 +43,8 @@ def lookup_cases(rng):
             "lookup",
             "an unknown key raises KeyError naming it",
             0.5,
-            [call(table, absent)],
-            Judgement("numpy_judges.lookup_absent", {"absent": absent}),
+            [call(table, absent), call(table, present)],
+            Judgement("numpy_judges.lookup_absent", {"absent": absent, "present": lookups[0]}),
         ),
     ]
 
@@ -70,7 +71,11 @@ def similarity_cases(rng):
 @probe("percentages")
 def percentages_cases(rng):
     s = rng.standard_normal(6) * 2
-    big = rng.standard_normal(5) * 1e4
+    # magnitude 1e4: one large positive score (exp overflows), one large negative one and one
+    # of order 1 (a shift by anything but the maximum still overflows or underflows there)
+    big = np.concatenate(
+        [rng.standard_normal(2) * 1e4, 1e4 * (1 + rng.random(2)) * [1, -1], rng.standard_normal(1)]
+    )[rng.permutation(5)]
     neg = -np.abs(rng.standard_normal(4)) - 1
     return [
         value_case("percentages", "exp-normalised weights", 1.0, [s]),

@@ -6,23 +6,41 @@ checks they share: module answers, gradients, misconception diagnosis) live in
 autograder.judging.torch_judges and torch_checks, which run no model answer.
 """
 
+import hashlib
+
 import numpy as np
 import torch
 
-from autograder.probes.base import probe
+from autograder.probes.base import derive_seed, probe
+
+REDRAWS = 50  # a probe whose requests repeat a visible one this often has a fixed request
 
 
 def torch_probe(function):
     """probe(function), with the cases built on one torch thread (restored afterwards): the
     reference runs on tiny tensors, and on a loaded machine torch's thread pool made building
-    the cases 10-15 times slower."""
+    the cases 10-15 times slower.
+
+    Hidden inputs never repeat a visible one: the handout ships the visible cases with their
+    expected outputs, so a hidden request equal to a visible request could be answered by
+    looking it up. When a seed other than the visible one draws a request equal to one of the
+    visible seed's (small integer inputs can), the cases are drawn again from a generator the
+    first one seeds, until none is."""
 
     def register(build):
         def built(rng):
             threads = torch.get_num_threads()
             torch.set_num_threads(1)
             try:
-                return build(rng)
+                visible = rng.bit_generator.state == _visible_rng(function).bit_generator.state
+                cases = build(rng)
+                for _ in range(REDRAWS):
+                    if visible or _visible_requests(function, build).isdisjoint(
+                        fingerprints(cases)
+                    ):
+                        return cases
+                    cases = build(np.random.default_rng(int(rng.integers(2**63))))
+                raise RuntimeError(f"{function}'s probe keeps drawing a visible request")
             finally:
                 torch.set_num_threads(threads)
 
@@ -30,6 +48,52 @@ def torch_probe(function):
         return build
 
     return register
+
+
+def _visible_rng(function):
+    from autograder.checks import VISIBLE_SEED
+
+    return np.random.default_rng(derive_seed(VISIBLE_SEED, function))
+
+
+_VISIBLE = {}
+
+
+def _visible_requests(function, build):
+    """The fingerprints of the visible seed's requests of one graded name (built once)."""
+    if function not in _VISIBLE:
+        _VISIBLE[function] = fingerprints(build(_visible_rng(function)))
+    return _VISIBLE[function]
+
+
+def fingerprints(cases):
+    """One digest per request of `cases`: equal digests, equal requests (tensors by value)."""
+    out = set()
+    for case in cases:
+        for request in case.requests:
+            digest = hashlib.sha256()
+            _feed(digest, {k: v for k, v in request.items() if k not in ("target", "seconds")})
+            out.add(digest.hexdigest())
+    return out
+
+
+def _feed(digest, value):
+    if isinstance(value, dict):
+        digest.update(b"{")
+        for key in sorted(value):
+            digest.update(repr(key).encode())
+            _feed(digest, value[key])
+        digest.update(b"}")
+    elif isinstance(value, list | tuple):
+        digest.update(b"[")
+        for item in value:
+            _feed(digest, item)
+        digest.update(b"]")
+    elif isinstance(value, torch.Tensor | np.ndarray):
+        arr = value.detach().numpy() if isinstance(value, torch.Tensor) else value
+        digest.update(f"{arr.dtype}{arr.shape}".encode() + np.ascontiguousarray(arr).tobytes())
+    else:
+        digest.update(repr(value).encode())
 
 
 def tensor(rng, *shape, scale=1.0, shift=0.0, grad=False):

@@ -113,14 +113,34 @@ def _layer_norm_values(name, points, x, w, b, eps):
 
 @torch_probe("sinusoidal_positional_encoding")
 def positional_encoding_cases(rng):
-    n_long = int(rng.integers(24, 31))
+    n_table = int(rng.integers(5, 41))  # the lecture's 4 rows and more
+    n_long = int(rng.integers(24, 65))
     odd = int(rng.choice([5, 7, 9]))
     setups = [
-        ("the lecture's table: base=100, d_model=4", 1.0, (4, 4), {"base": 100.0}),
-        (f"{n_long} positions, d_model=16, the default base", 1.0, (n_long, 16), {}),
-        (f"an odd d_model ({odd}), base=1000", 1.0, (10, odd), {"base": 1000.0}),
+        ("the lecture's table: base=100, d_model=4", 0.75, (n_table, 4), {"base": 100.0}),
+        ("24 to 64 positions, d_model=16, the default base", 1.0, (n_long, 16), {}),
+        ("an odd d_model (5, 7 or 9), base=1000", 0.75, (10, odd), {"base": 1000.0}),
     ]
-    return [_pe_case(*s) for s in setups] + [pe_float32_case(rng)]
+    return [_pe_case(*s) for s in setups] + [pe_float32_case(rng), pe_far_case(rng)]
+
+
+def pe_far_case(rng):
+    """Thousands of positions with a small base: angles of thousands of radians, where an angle
+    computed in float32 (about 7 significant digits) is off by more than the tolerance; the
+    notebook asks for the angles in float64."""
+    n, d, base = int(rng.integers(6000, 10001)), 4, round(float(rng.uniform(8.0, 16.0)), 3)
+    what = f"sinusoidal_positional_encoding({n}, {d}, base={base:g})"
+    judge = Judgement(
+        "torch_judges.positional_encoding_far",
+        {"what": what, "expected": np_(ref.sinusoidal_positional_encoding(n, d, base))},
+    )
+    return Case(
+        "sinusoidal_positional_encoding",
+        "6,000 to 10,000 positions: the angles computed in float64",
+        0.5,
+        [{"op": "call", "args": [n, d], "kwargs": {"base": base}}],
+        judge,
+    )
 
 
 def _pe_case(name, points, args, kwargs):

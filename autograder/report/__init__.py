@@ -1,18 +1,15 @@
 """What grading writes: results.json and feedback.html per student, grades.csv and a class summary.
 
     write_student(out / student, payload)   # payload built by autograder.grade.build_results
-    write_class(out, student_results)       # grades.csv, summary.md, summary.json
+    write_class(out, student_results)       # grades.csv, summary.md/.json, class.html/.json
 
 Every file is written atomically (a temporary file renamed into place), so an interrupted run
 never leaves half a results.json behind, and a rerun can trust the files it finds.
 """
 
-import csv
 import functools
-import io
 import json
 import os
-import re
 import tempfile
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -20,14 +17,24 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from autograder.curriculum import BY_STEM, NOTEBOOKS
+from autograder.escaping import csv_row
 from autograder.misconceptions import CATALOGUE
+from autograder.report.class_page import class_data, render_class_page
 from autograder.report.feedback import feedback_context
-from autograder.safe_files import printable
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
-REPORT_FILES = ("grades.csv", "summary.md", "summary.json")  # the class's files in OUT
+REPORT_FILES = (
+    "grades.csv",
+    "summary.md",
+    "summary.json",
+    "class.html",
+    "class.json",
+    "canvas_grades.csv",  # autograder/export.py
+    "moodle_grades.csv",
+    "export_unmatched.csv",
+)  # the class's files in OUT: a student folder named like one is graded into OUT/_<name>
 TEMP_PREFIX = ".partial-"  # in the names of files being written (a killed run may leave one)
 
 
@@ -73,42 +80,18 @@ def write_student(folder, payload):
 
 
 # -- the class ----------------------------------------------------------------------------------
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
-def csv_cell(value):
-    """A cell a spreadsheet shows as text (OWASP's CSV-injection rule): a string starting with
-    = + - @, a tab or a carriage return gets a leading apostrophe. Numbers stay numbers."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        text = str(value)
-        if text.startswith(FORMULA_STARTS):
-            text = "'" + text
-        return printable(text)  # no raw escape sequence reaches a terminal that shows the file
-    return f"{value:g}"
-
-
 def grades_csv(students):
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["student", *(nb.stem for nb in NOTEBOOKS), "total"])
+    """grades.csv: one quoted, formula-free text cell per student id (autograder/escaping.py)."""
+    lines = [csv_row(["student", *(nb.stem for nb in NOTEBOOKS), "total"])]
     for s in students:
         per = defaultdict(float)
         for t in s.results.get("tests", []):
             per[t["notebook"]] += t["score"]
-        writer.writerow(
-            [
-                csv_cell(s.student),
-                *(csv_cell(per[nb.stem]) for nb in NOTEBOOKS),
-                csv_cell(s.results.get("score", 0.0)),
-            ]
-        )
-    return buffer.getvalue()
-
-
-def _same_test_for_everyone(name):
-    """A test's name without its sizes: each student's inputs are drawn from their own seed
-    ("27 positions, d_model=16"), so the class mean of a test groups by what it checks."""
-    return re.sub(r"\d+(\.\d+)?(e-?\d+)?", "N", name)
+        for stem, entry in (s.results.get("late") or {}).get("notebooks", {}).items():
+            per[stem] -= entry.get("penalty", 0.0)  # autograder/deadlines.py
+        total = s.results.get("score", 0.0)
+        lines.append(csv_row([s.student, *(per[nb.stem] for nb in NOTEBOOKS), total]))
+    return "\n".join(lines) + "\n"
 
 
 def summarise(students):
@@ -121,7 +104,7 @@ def summarise(students):
     for s in students:
         seen = set()
         for t in s.results.get("tests", []):
-            entry = per_test[_same_test_for_everyone(t["name"])]
+            entry = per_test[t["name"]]  # one name for every student: see test_test_names
             entry[0] += t["score"]
             entry[1] = t["max_score"]
             entry[2] += 1
@@ -201,8 +184,9 @@ def summary_markdown(summary):
 
 
 class SavedResult:
-    def __init__(self, student, results):
+    def __init__(self, student, results, folder=None):
         self.student, self.results = student, results
+        self.folder = folder  # OUT/<folder>/ holds it (None: named like the student)
 
 
 def collect_results(out):
@@ -218,14 +202,18 @@ def collect_results(out):
             continue
         student = payload.get("student")
         saved.append(
-            SavedResult(student if isinstance(student, str) else path.parent.name, payload)
+            SavedResult(
+                student if isinstance(student, str) else path.parent.name,
+                payload,
+                folder=path.parent.name,
+            )
         )
     saved.sort(key=lambda s: s.student)
     return saved
 
 
 def write_class(out, students=None):
-    """grades.csv and the summary over `students` (default: every results.json under out)."""
+    """grades.csv, the summary and the class page over `students` (default: every results.json under out)."""
     out = Path(out)
     if students is None:
         students = collect_results(out)
@@ -234,5 +222,8 @@ def write_class(out, students=None):
     text = summary_markdown(summary)
     atomic_write(out / "summary.md", text)
     atomic_write(out / "summary.json", json.dumps(summary, indent=1))
+    page = class_data(students)
+    atomic_write(out / "class.json", json.dumps(page, indent=1))
+    atomic_write(out / "class.html", render_class_page(page))
     summary["text"] = text
     return summary

@@ -17,11 +17,14 @@ line. Only the report's own words are written here; the tests' messages come fro
 import re
 from collections import defaultdict
 
-from autograder.curriculum import NOTEBOOKS
+from autograder.curriculum import NOTEBOOK_OF, NOTEBOOKS
+from autograder.deadlines import late_line
 from autograder.misconceptions import CATALOGUE
 from autograder.report.sections import teaching_sections
 
 NOT_IMPLEMENTED = "not implemented yet"
+SENTENCE_ENDS = (". ", "? ", "! ", "; ", "\n")  # what ends the sentence before a hint's lead-in
+UNDEFINED = re.compile(r"name '(\w+)' is not defined")
 
 
 def strip_hints(output, ids):
@@ -38,7 +41,7 @@ def strip_hints(output, ids):
                 continue
             end = at + len(phrase)
             # the lead-in of the same sentence ("It looks like ", "This is what happens with ")
-            start = max(text.rfind(". ", 0, at), text.rfind("; ", 0, at), text.rfind("\n", 0, at))
+            start = max(text.rfind(end_, 0, at) for end_ in SENTENCE_ENDS)
             start = 0 if start < 0 else start + 2
             lead = text[start:at]
             if len(lead) > 40 or any(ch in lead for ch in ".:;"):
@@ -106,6 +109,32 @@ def _one_hint(function):
     return function["failures"][0]["message"] if function["failures"] else ""
 
 
+def _earlier_cause(function, notebook, states):
+    """Why `function` fails when the cause is an earlier notebook: its tests say a graded name
+    of that notebook is not defined, and that notebook is missing, not started or did not run
+    to it. '' otherwise."""
+    for failure in function["failures"]:
+        for name in UNDEFINED.findall(failure["message"]):
+            earlier = NOTEBOOK_OF.get(name)
+            if earlier is None or earlier.stem >= notebook.stem:
+                continue
+            state, reason = states.get(earlier.stem, ("missing", ""))
+            if state == "complete":
+                continue
+            if state == "missing" or "not found in your submission" in reason:
+                why = "was not found with this notebook"
+            elif state == "not-started":
+                why = "is not started yet"
+            else:
+                why = f"did not define `{name}` when it ran (see its part below)"
+            return (
+                f"`{name}` comes from your {earlier.filename}, which {why}. "
+                f"{notebook.stem} uses your own `{name}`: finish {earlier.stem} first, and hand "
+                f"in both notebooks together."
+            )
+    return ""
+
+
 def _notebook_state(tests):
     """('complete' | 'not-started' | 'one-reason' | 'in-progress', the one reason or '')."""
     failed = [t for t in tests if t["status"] != "passed"]
@@ -128,13 +157,13 @@ def feedback_context(payload, sections=None):
     for test in payload.get("tests", []):
         by_notebook[test["notebook"]].append(test)
     explained = {}  # misconception id -> the function whose box explains it
-    notebooks, fix_first = [], []
+    notebooks, fix_first, states = [], [], {}
     for nb in NOTEBOOKS:
         tests = by_notebook.get(nb.stem, [])
         if not tests:
             continue
         info = payload.get("notebooks", {}).get(nb.stem, {})
-        state, reason = _notebook_state(tests)
+        state, reason = states[nb.stem] = _notebook_state(tests)
         functions = []
         if state in ("complete", "in-progress"):
             for name in nb.graded:
@@ -145,7 +174,8 @@ def feedback_context(payload, sections=None):
         if todo:
             first = todo[0]
             fix_first.append(
-                {"notebook": nb.stem, "function": first["name"], "hint": _one_hint(first),
+                {"notebook": nb.stem, "function": first["name"],
+                 "hint": _earlier_cause(first, nb, states) or _one_hint(first),
                  "section": first["section"]}
             )  # fmt: skip
         first_exercise = next((sections[n] for n in nb.graded if n in sections), None)
@@ -160,6 +190,7 @@ def feedback_context(payload, sections=None):
                 "functions": functions,
                 "to_fix": len(todo),
                 "first_exercise": first_exercise,
+                "late": late_line(nb.stem, payload.get("late")),
                 "score": info.get("score", round(sum(t["score"] for t in tests), 4)),
                 "max_score": info.get("max_score", round(sum(t["max_score"] for t in tests), 4)),
             }

@@ -132,6 +132,7 @@ class NotebookRun:
     timed_out: bool = False
     kernel_died: bool = False
     not_graded: str = ""  # the sandbox failed, not the student: why (the grader's words)
+    integrity: list[str] = field(default_factory=list)  # autograder/integrity.py's tokens
 
 
 class SandboxFailure(Exception):
@@ -531,7 +532,7 @@ class Sandbox(Isolation):
         if self.mode == "bwrap":
             command = self._bwrap_args(work, userns_fd, seccomp_fd, identity)
             command += ["--info-fd", str(info_write)]
-            command += [python, p["driver"]]
+            command += [python, p["driver"], *self.driver_options(work)]
             if userns_fd is not None:
                 command += ["--as", f"{uid}:{uid}"]
             command += [f"{INSIDE_ROOT}/job.json"]

@@ -20,6 +20,14 @@ clock is only a backstop (job["wall_factor"] times each limit), for code that sl
 With --as, the driver starts as root of the sandbox's own user namespace holding only
 CAP_SETUID/CAP_SETGID (see userns.py) and, before importing anything else, becomes UID:GID with
 no supplementary groups, which clears every capability: nothing it starts can get them back.
+
+With --cap-tmpfs PATH=BYTES (repeated; only where bubblewrap is older than 0.7.0 and has no
+--size, bubblewrap.py), the driver first remounts each of those tmpfs mounts with that size,
+holding CAP_SYS_ADMIN and CAP_SETPCAP of the sandbox for that alone, checks the new size, and
+then drops every capability (the bounding set, then, after --as if given, the ambient,
+effective, permitted and inheritable sets, checked in /proc/self/status) before anything else
+runs. A mount it cannot cap ends the sandbox:
+nothing runs on an uncapped tmpfs.
 """
 
 import hashlib
@@ -38,9 +46,70 @@ def _drop_to(spec):
         raise SystemExit("driver: could not drop to the sandbox's uid")
 
 
-if __name__ == "__main__" and sys.argv[1:2] == ["--as"]:
-    _drop_to(sys.argv[2])
-    del sys.argv[1:3]
+MS_NOSUID, MS_NODEV, MS_REMOUNT = 0x2, 0x4, 0x20  # bubblewrap mounts its tmpfs nosuid, nodev
+PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
+CAPABILITY_V3 = 0x20080522
+
+
+def _cap_tmpfs(specs):
+    """Remount each PATH=BYTES tmpfs with size=BYTES (bubblewrap < 0.7.0 has no --size)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    for spec in specs:
+        path, _, size = spec.rpartition("=")
+        size = int(size)
+        flags = MS_REMOUNT | MS_NOSUID | MS_NODEV
+        if libc.mount(b"tmpfs", path.encode(), b"tmpfs", flags, f"size={size}".encode()) != 0:
+            error = os.strerror(ctypes.get_errno())
+            raise SystemExit(f"driver: could not cap the size of the tmpfs {path}: {error}")
+        info = os.statvfs(path)
+        if info.f_blocks * info.f_frsize > size + info.f_frsize:  # size is rounded up to a page
+            raise SystemExit(f"driver: the tmpfs {path} is still larger than {size} bytes")
+
+
+def _drop_bounding_set():
+    """No capability can come back through an exec (CAP_SETPCAP, held for this, is needed)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in range(64):
+        libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)  # past the last capability: EINVAL, ignored
+
+
+def _clear_capabilities():
+    """Ambient, effective, permitted and inheritable sets emptied."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    header = (ctypes.c_uint32 * 2)(CAPABILITY_V3, 0)
+    if libc.capset(header, (ctypes.c_uint32 * 6)()) != 0:
+        raise SystemExit("driver: could not drop its capabilities")
+
+
+def _capabilities_left():
+    """The capability sets of this process that are not empty (from /proc/self/status)."""
+    with open("/proc/self/status") as status:
+        fields = dict(line.split(":", 1) for line in status if line.startswith("Cap"))
+    return [k for k in ("CapInh", "CapPrm", "CapEff", "CapAmb") if int(fields.get(k, "0"), 16)]
+
+
+if __name__ == "__main__":
+    _capped = []
+    while sys.argv[1:2] == ["--cap-tmpfs"]:
+        _capped.append(sys.argv[2])
+        del sys.argv[1:3]
+    if _capped:
+        _cap_tmpfs(_capped)
+        _drop_bounding_set()
+    if sys.argv[1:2] == ["--as"]:
+        _drop_to(sys.argv[2])
+        del sys.argv[1:3]
+    if _capped:
+        _clear_capabilities()
+        if _capabilities_left():
+            raise SystemExit(f"driver: capabilities left after capping: {_capabilities_left()}")
 
 import shutil  # noqa: E402
 import signal  # noqa: E402
@@ -90,6 +159,22 @@ del __autograder_load_harness
 """
 
 SERVE_CELL = "__autograder_serve__(globals(), {requests!r}, {responses!r})"
+
+# the harness's watch.py, loaded on its own (no numpy import) before the notebook's first cell,
+# and asked after its last one what it saw (autograder/integrity.py): hints for a human only
+WATCH_CELL = """\
+def __autograder_watch(path):
+    import importlib.util, sys
+    spec = importlib.util.spec_from_file_location("__autograder_watch__", path + "/watch.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["__autograder_watch__"] = module
+    spec.loader.exec_module(module)
+    module.install()
+__autograder_watch({harness!r})
+del __autograder_watch
+"""
+FACTS_CELL = "__import__('sys').modules['__autograder_watch__'].facts()"
+INTEGRITY_TOKENS = ("answers-looked-up", "comparison-patched")  # autograder/integrity.py
 
 MAX_MESSAGE = 400
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -217,11 +302,17 @@ def _released_demo(cell, index, spec):
 
 
 class QuietClient(NotebookClient):
-    """Keeps only error outputs (truncated); counts the rest."""
+    """Keeps only error outputs (truncated); counts the rest. While `captured` is a list, the
+    plain-text results of the cells the driver itself runs are appended to it."""
 
     printed = 0
+    captured = None
 
     def output(self, outs, msg, display_id, cell_index):
+        if msg["msg_type"] == "execute_result" and self.captured is not None:
+            data = msg.get("content", {}).get("data", {})
+            self.captured.append(str(data.get("text/plain", ""))[:2000])
+            return None
         if msg["msg_type"] != "error":
             content = msg.get("content", {})
             self.printed += len(str(content.get("text", ""))) + len(str(content.get("data", "")))
@@ -440,6 +531,7 @@ class Run:
         self.status["kernel_starting"] = True
         with client.setup_kernel():
             self.status["kernel_started"] = True
+            self.run_quietly(client, WATCH_CELL.format(harness=job["harness"]))  # not charged
             # the cells share `timeout` CPU seconds (kernel start not counted), and a backstop
             pid = getattr(getattr(client.km, "provisioner", None), "pid", 0) or 0
             cpu_end = self.watchdog.clock(pid) + float(job["timeout"])
@@ -526,6 +618,8 @@ class Run:
             self.status["executed_ok"] = alive and not self.status["cell_errors"]
             self.status["printed_chars"] = client.printed
             self.status["cells_seconds"] = time.monotonic() - started
+            if alive:
+                self.status["integrity"] = self.integrity(client)
             self.save()
             if alive and graded:
                 self.serve(client, graded)
@@ -533,6 +627,35 @@ class Run:
         self.status["ended_at"] = time.monotonic()
         self.status["finished"] = True
         self.save()
+
+    def run_quietly(self, client, source, seconds=10):
+        """Run one cell of the driver's own in the kernel; its text result, or None. The cell is
+        appended to the notebook while it runs (nbclient stores a cell at its index: index -1
+        would overwrite the notebook's last cell before it has run)."""
+        cell = nbformat.v4.new_code_cell(source)
+        client.nb.cells.append(cell)
+        client.timeout, client.captured = seconds, []
+        try:
+            client.execute_cell(cell, len(client.nb.cells) - 1)
+        except Exception:  # noqa: BLE001 - a hint lost, nothing more
+            return None
+        finally:
+            captured, client.captured = client.captured, None
+            client.nb.cells.pop()
+        return captured[0] if captured else None
+
+    def integrity(self, client):
+        """The watch's tokens (autograder/integrity.py); [] when it cannot say."""
+        import ast
+
+        text = self.run_quietly(client, FACTS_CELL)
+        try:
+            tokens = json.loads(ast.literal_eval(text)) if text else []
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            return []
+        return (
+            sorted({t for t in tokens if t in INTEGRITY_TOKENS}) if isinstance(tokens, list) else []
+        )
 
     def serve(self, client, graded):
         spec, job = self.spec, self.job

@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+from .bubblewrap import OPTIONS, REPLACEABLE, BubblewrapUnsupported, probe
 from .cgroups import find_tree
 from .copying import tree_bytes
 from .notices import warn_once
@@ -73,6 +74,8 @@ class Isolation:
         # answers and status in tmpfs mounts the grader copies out (pull.py); else host folders
         self.pull = self.mode == "bwrap"
         self.seccomp = None
+        self.features = None  # what this bwrap supports (bubblewrap.py)
+        self.size_by_driver = False  # no --size: the driver caps each tmpfs (driver.py)
         # cgroups also serve without bubblewrap: caps, and a kill that reaches setsid orphans
         self.cgroups = find_tree()
         if self.cgroups is None:
@@ -86,6 +89,7 @@ class Isolation:
                 "no seccomp filter for this CPU architecture: the kernel keyring is not blocked "
                 "inside the sandbox (each sandbox still gets its own user namespace if possible).",
             )
+        self._check_bubblewrap()
         if os.geteuid() != 0:
             self.identity = "user"  # bwrap maps the sandbox to our own (unprivileged) uid
         elif self._userns_works():
@@ -99,6 +103,44 @@ class Isolation:
                 "namespaces (sysctl user.max_user_namespaces > 0) to run them as an "
                 "unprivileged uid.",
             )
+
+    def _check_bubblewrap(self):
+        """Probe this bwrap's options; refuse one that lacks an option the sandbox cannot do
+        without (BubblewrapUnsupported, never a silent fall back to less isolation)."""
+        self.features = probe(self.bwrap)
+        needed = set(OPTIONS) - REPLACEABLE
+        if self.seccomp is None and os.geteuid() != 0:
+            needed.add("--disable-userns")  # nothing else would forbid nested user namespaces
+        problem = self.features.unsupported(needed)
+        if problem:
+            self.close()
+            raise BubblewrapUnsupported(problem)
+        self.size_by_driver = not self.features.has("--size")
+
+    def _tmpfs_sizes(self, work):
+        """{mount point: bytes} of every tmpfs of the sandbox (one place for both ways of
+        capping them: bwrap's --size, or the driver's remount)."""
+        lim = self.limits
+        sizes = {
+            "/tmp": lim.tmp_bytes,
+            "/dev/shm": lim.shm_bytes,
+            f"{INSIDE_ROOT}/submission": lim.submission_bytes + tree_bytes(work / "submission"),
+            f"{INSIDE_ROOT}/home": lim.home_bytes,
+        }
+        if self.pull:
+            sizes[f"{INSIDE_ROOT}/responses"] = lim.answers_bytes
+            sizes[f"{INSIDE_ROOT}/status"] = lim.status_bytes
+        return sizes
+
+    def _tmpfs(self, path, sizes):
+        return tmpfs(path, None if self.size_by_driver else sizes[path])
+
+    def driver_options(self, work):
+        """The driver's own options before --as: which tmpfs it must cap (bwrap < 0.7.0)."""
+        if not self.size_by_driver:
+            return []
+        sizes = self._tmpfs_sizes(work)
+        return [arg for path, size in sizes.items() for arg in ("--cap-tmpfs", f"{path}={size}")]
 
     def _warn_no_cgroups(self):
         limit = (
@@ -138,19 +180,30 @@ class Isolation:
         return done.returncode == 0
 
     def _bwrap_args(self, work, userns_fd=None, seccomp_fd=None, identity=None):
-        lim = self.limits
         identity = identity or self.identity
+        sizes = self._tmpfs_sizes(work)
+        # without --size the driver remounts each tmpfs with its size, then drops these two
+        # (driver.py, --cap-tmpfs) before anything else runs
+        capping = ["CAP_SYS_ADMIN", "CAP_SETPCAP"] if self.size_by_driver else []
         args = [self.bwrap]
         if identity == "userns":
             # our own namespace (userns.py): bwrap sets up as root-in-namespace, then the driver
             # uses these two capabilities once to become the unprivileged uid, and loses them
             args += ["--userns", str(userns_fd), "--cap-drop", "ALL"]
-            args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+            capping += ["CAP_SETUID", "CAP_SETGID"]
         elif identity == "user":
-            args += ["--unshare-user", "--disable-userns"]
+            args += ["--unshare-user"]
+            if self.features is None or self.features.has("--disable-userns"):
+                args += ["--disable-userns"]  # else the seccomp filter forbids them (_check)
+            if capping:
+                # as uid 0 of its namespace (our own uid outside), else bwrap runs the sandbox in
+                # a nested namespace that does not own its mounts, and no tmpfs could be capped
+                args += ["--uid", "0", "--gid", "0", "--cap-drop", "ALL"]
         else:
             # No capabilities at all: as root, bwrap would otherwise keep them (mount, mknod, ...).
             args += ["--cap-drop", "ALL"]
+        for cap in capping:
+            args += ["--cap-add", cap]
         args += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
         args += ["--unshare-cgroup-try", "--die-with-parent", "--new-session"]
         args += ["--hostname", "sandbox"]
@@ -169,7 +222,7 @@ class Isolation:
                 args += ["--ro-bind", str(path), str(path)]
         args += ["--proc", "/proc", "--dev", "/dev"]
         # every place the sandbox can write is a size-capped tmpfs (RAM, charged to its cgroup)
-        args += tmpfs("/tmp", lim.tmp_bytes) + tmpfs("/dev/shm", lim.shm_bytes)
+        args += self._tmpfs("/tmp", sizes) + self._tmpfs("/dev/shm", sizes)
         for path in self._python_paths():
             args += ["--ro-bind", str(path), str(path)]
         for pth in self._editable_hooks():
@@ -182,13 +235,12 @@ class Isolation:
             args += ["--ro-bind", str(self.coursedata), f"{INSIDE_LIB}/coursedata"]
         for path in self.extra_data:
             args += ["--ro-bind", str(path), str(path)]
-        room = lim.submission_bytes + tree_bytes(work / "submission")
         args += ["--ro-bind", str(work / "submission"), f"{INSIDE_ROOT}/submission-src"]
-        args += tmpfs(f"{INSIDE_ROOT}/submission", room)
-        args += tmpfs(f"{INSIDE_ROOT}/home", lim.home_bytes)
-        for name, size in (("responses", lim.answers_bytes), ("status", lim.status_bytes)):
+        args += self._tmpfs(f"{INSIDE_ROOT}/submission", sizes)
+        args += self._tmpfs(f"{INSIDE_ROOT}/home", sizes)
+        for name in ("responses", "status"):
             if self.pull:
-                args += tmpfs(f"{INSIDE_ROOT}/{name}", size)
+                args += self._tmpfs(f"{INSIDE_ROOT}/{name}", sizes)
             else:
                 args += ["--bind", str(work / name), f"{INSIDE_ROOT}/{name}"]
         args += ["--ro-bind", str(work / "requests"), f"{INSIDE_ROOT}/requests"]
@@ -268,7 +320,9 @@ def with_parent_dirs(ops):
 
 
 def tmpfs(path, size):
-    return ["--perms", "1777", "--size", str(int(size)), "--tmpfs", path]
+    """A world-writable (sticky) tmpfs at path; capped by bwrap's --size unless size is None."""
+    capped = [] if size is None else ["--size", str(int(size))]
+    return ["--perms", "1777", *capped, "--tmpfs", path]
 
 
 def child_pid(info_fd):

@@ -6,6 +6,8 @@ facts from it and writes every sentence the student reads itself.
 
 from pathlib import Path
 
+from autograder.integrity import INTEGRITY_FACTS
+
 MAX_STATUS_BYTES = 2**20
 
 
@@ -57,7 +59,10 @@ def clean_status(status, job):
         ok = type(value) in (int, float) and 0 <= value < 1e12
         return float(value) if ok else default
 
+    integrity = status.get("integrity")
+    integrity = integrity[:20] if isinstance(integrity, list) else []
     return {
+        "integrity": sorted({t for t in integrity if isinstance(t, str) and t in INTEGRITY_FACTS}),
         "finished": flag("finished"),
         "executed_ok": flag("executed_ok"),
         "timed_out": flag("timed_out"),
@@ -122,6 +127,7 @@ def apply_status(run, status, job):
     run.seconds = status["seconds"]
     run.timed_out = status["timed_out"]
     run.kernel_died = status["kernel_died"]
+    run.integrity = status["integrity"]  # known tokens only: hints for a human, never a verdict
     graded = list(job.serve_seconds)
     lost = status["lost"]
     stuck = run.timed_out and graded and set(lost) == set(graded)

@@ -1,0 +1,271 @@
+"""Deadlines and late penalties: per-notebook due dates and one penalty policy, applied to a
+student's results from the time each notebook was handed in.
+
+    policy = load_policy("deadlines.toml")          # python -m autograder grade ... --deadlines F
+    apply_late_policy(payload, policy, handed_in)   # handed_in: {notebook stem: aware datetime}
+
+The policy file (TOML):
+
+    timezone = "Europe/Paris"       # for due dates written without an offset (default UTC)
+
+    [due]                           # per notebook, by stem or file name; "all" for the rest
+    "01_soft_lookup" = "2026-10-02T23:59:00+02:00"
+    all = "2026-12-18 23:59"
+
+    [penalty]
+    method = "per-period"           # "none", "zero" (nbgrader's) or "per-period"
+    points = 1.0                    # per-period: points off for each started period late
+    period_hours = 24
+    grace_minutes = 0               # handed in within this after the due date: not late
+
+The rules are nbgrader's (nbgrader.preprocessors.AssignLatePenalties with its
+LateSubmissionPlugin): a notebook handed in after its due date gets a penalty from the policy,
+never below 0 and never above the notebook's score, and nothing when on time. "zero" is nbgrader's
+own method (the whole score); "per-period" takes `points` off for every started period (a
+notebook 25 hours late with a 24-hour period has started two periods). The same policy runs
+under nbgrader as `PointsPerPeriod` (autograder/platforms/nbgrader.py), where nbgrader's
+gradebook keeps the penalty.
+
+The verdicts stay as they are in results.json's tests; the penalty is its own block (`late`),
+recomputed from the raw scores whenever grading runs, never compounded, so extending a deadline
+needs no regrading.
+"""
+
+import json
+import math
+import tomllib
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from autograder.curriculum import BY_STEM, NOTEBOOKS
+
+METHODS = ("none", "zero", "per-period")
+ALL = "all"
+
+
+class PolicyError(ValueError):
+    """A deadlines file that cannot be used: the message says where and why."""
+
+
+@dataclass(frozen=True)
+class LatePolicy:
+    due: dict = field(default_factory=dict)  # notebook stem -> aware datetime
+    method: str = "none"
+    points: float = 0.0
+    period: timedelta = timedelta(hours=1)
+    grace: timedelta = timedelta(0)
+
+    def seconds_late(self, stem, handed_in):
+        """Seconds after the due date (0 when on time, within the grace, or no due date)."""
+        due = self.due.get(stem)
+        if due is None or handed_in is None:
+            return 0.0
+        late = (handed_in - due).total_seconds()
+        return late if late > self.grace.total_seconds() else 0.0
+
+    def penalty(self, score, seconds_late):
+        """nbgrader's rule: None when on time; else the method's penalty in [0, score]."""
+        if seconds_late <= 0 or self.method == "none":
+            return None
+        if self.method == "zero":
+            raw = score
+        else:
+            raw = self.points * math.ceil(seconds_late / self.period.total_seconds())
+        return round(min(max(raw, 0.0), max(score, 0.0)), 4)
+
+    def describe(self):
+        if self.method == "zero":
+            return "a late notebook scores 0"
+        if self.method == "per-period":
+            hours = self.period.total_seconds() / 3600
+            return f"{self.points:g} point(s) off per started {hours:g} h late, down to 0"
+        return "no penalty"
+
+
+def _when(text, zone, where):
+    if isinstance(text, datetime):  # TOML's own datetime values
+        moment = text
+    elif isinstance(text, str):
+        try:
+            moment = datetime.fromisoformat(text.strip())
+        except ValueError:
+            raise PolicyError(f"{where}: {text!r} is not a date and time (ISO 8601)") from None
+    else:
+        raise PolicyError(f"{where}: expected a date and time, got {type(text).__name__}")
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=zone)
+
+
+def parse_policy(data, source="the deadlines file"):
+    """A LatePolicy from the policy's data (a dict, as TOML reads it)."""
+    if not isinstance(data, dict):
+        raise PolicyError(f"{source}: expected a table")
+    unknown = set(data) - {"timezone", "due", "penalty"}
+    if unknown:
+        raise PolicyError(f"{source}: unknown key(s) {', '.join(sorted(unknown))}")
+    try:
+        zone = ZoneInfo(data["timezone"]) if "timezone" in data else UTC
+    except (ZoneInfoNotFoundError, ValueError, TypeError):
+        raise PolicyError(f"{source}: unknown timezone {data['timezone']!r}") from None
+    due_table = data.get("due", {})
+    if not isinstance(due_table, dict):
+        raise PolicyError(f"{source}: [due] must be a table of notebook = date")
+    stems = {nb.stem: nb.stem for nb in NOTEBOOKS} | {nb.filename: nb.stem for nb in NOTEBOOKS}
+    due = {}
+    for key, value in due_table.items():
+        if key != ALL and key not in stems:
+            raise PolicyError(f"{source}: [due] names no notebook of the course: {key!r}")
+        if key != ALL:
+            due[stems[key]] = _when(value, zone, f"{source}, due.{key}")
+    if ALL in due_table:
+        fallback = _when(due_table[ALL], zone, f"{source}, due.all")
+        for nb in NOTEBOOKS:
+            due.setdefault(nb.stem, fallback)
+    penalty = data.get("penalty", {})
+    if not isinstance(penalty, dict):
+        raise PolicyError(f"{source}: [penalty] must be a table")
+    method = penalty.get("method", "none")
+    if method not in METHODS:
+        raise PolicyError(f"{source}: penalty.method must be one of {', '.join(METHODS)}")
+    numbers = {}
+    for key, default in (("points", 0.0), ("period_hours", 1.0), ("grace_minutes", 0.0)):
+        value = penalty.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise PolicyError(f"{source}: penalty.{key} must be a number >= 0")
+        numbers[key] = float(value)
+    if method == "per-period" and (numbers["points"] <= 0 or numbers["period_hours"] <= 0):
+        raise PolicyError(f"{source}: per-period needs points > 0 and period_hours > 0")
+    return LatePolicy(
+        due=due,
+        method=method,
+        points=numbers["points"],
+        period=timedelta(hours=numbers["period_hours"]),
+        grace=timedelta(minutes=numbers["grace_minutes"]),
+    )
+
+
+def load_policy(path):
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise PolicyError(f"{path}: cannot be read ({exc.strerror})") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise PolicyError(f"{path}: not a TOML file ({exc})") from None
+    return parse_policy(data, str(path))
+
+
+def apply_late_policy(payload, policy, handed_in):
+    """Set payload["late"] and the penalised scores from the tests' raw scores (idempotent).
+    With policy None, a late block of an earlier run is removed and the raw scores restored.
+
+    handed_in: {stem: aware datetime} (a missing stem: its time is not known, no penalty).
+    Returns True when the payload changed."""
+    before = json.dumps([payload.get("late"), payload.get("score"), payload.get("notebooks")])
+    if policy is None:
+        policy = LatePolicy()  # no due dates: every penalty 0
+    raw = {}
+    for test in payload.get("tests", []):
+        raw[test["notebook"]] = raw.get(test["notebook"], 0.0) + float(test["score"])
+    per_notebook, total = {}, 0.0
+    for stem, info in payload.get("notebooks", {}).items():
+        score = round(raw.get(stem, 0.0), 4)
+        seconds = policy.seconds_late(stem, handed_in.get(stem))
+        penalty = policy.penalty(score, seconds)
+        info["score"] = round(score - (penalty or 0.0), 4)
+        if stem in policy.due:
+            per_notebook[stem] = {
+                "due": policy.due[stem].isoformat(),
+                "handed_in": handed_in[stem].isoformat() if stem in handed_in else None,
+                "seconds_late": round(seconds, 1),
+                "penalty": penalty or 0.0,
+            }
+            total += penalty or 0.0
+    payload["score"] = round(sum(raw.values()) - total, 4)
+    if policy.due:
+        payload["late"] = {
+            "policy": policy.describe(),
+            "penalty": round(total, 4),
+            "notebooks": per_notebook,
+        }
+    else:
+        payload.pop("late", None)
+    after = json.dumps([payload.get("late"), payload.get("score"), payload.get("notebooks")])
+    return after != before
+
+
+def late_line(stem, late):
+    """'handed in 3 h 20 min late: 4 points off' for a notebook's row, '' when on time."""
+    entry = (late or {}).get("notebooks", {}).get(stem)
+    if not entry or entry.get("seconds_late", 0) <= 0:
+        return ""
+    minutes = int(entry["seconds_late"] // 60)
+    days, rest = divmod(minutes, 24 * 60)
+    hours, minutes = divmod(rest, 60)
+    parts = [f"{days} d"] * bool(days) + [f"{hours} h"] * bool(hours) + [f"{minutes} min"]
+    took = f": {entry['penalty']:g} point(s) off" if entry.get("penalty") else ""
+    return f"handed in {' '.join(parts[:2])} late{took}"
+
+
+def notebook_of(name):
+    """The stem for a notebook's stem or file name (None if it is not one of the course's)."""
+    if name in BY_STEM:
+        return name
+    stem = name.removesuffix(".ipynb")
+    return stem if stem in BY_STEM else None
+
+
+# -- when each notebook was handed in -------------------------------------------------------------
+def handed_in_from_files(source):
+    """{stem: time} from the files themselves: for each notebook, the newest modification time of
+    a regular file of that name in `source` (a student's folder; links not followed), else the
+    time of `source` itself (a zip upload). Use `--handed-in` where file times are not the
+    hand-in times (a copy that did not keep them: `python -m autograder classroom gather` keeps
+    them and records each commit's time)."""
+    import stat
+
+    from autograder.safe_files import walk
+
+    source = Path(source)
+    names = {nb.filename: nb.stem for nb in NOTEBOOKS}
+    newest = {}
+    try:
+        if source.is_dir() and not source.is_symlink():
+            for _, name, info in walk(source):
+                if name in names and not isinstance(info, str) and stat.S_ISREG(info.st_mode):
+                    stem = names[name]
+                    newest[stem] = max(newest.get(stem, 0.0), info.st_mtime)
+        fallback = source.lstat().st_mtime
+    except OSError:
+        return {}
+    return {nb.stem: datetime.fromtimestamp(newest.get(nb.stem, fallback), UTC) for nb in NOTEBOOKS}
+
+
+HANDED_IN_COLUMNS = ("student", "notebook", "handed_in")
+
+
+def load_handed_in(path):
+    """{student: {stem: time}} from a CSV with the columns student, notebook, handed_in (an
+    empty notebook: every notebook of that student), as `classroom gather` writes it."""
+    import csv
+
+    path = Path(path)
+    times = {}
+    try:
+        with path.open(encoding="utf-8", newline="") as handle:
+            rows = list(csv.DictReader(handle))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise PolicyError(f"{path}: cannot be read ({exc})") from None
+    for number, row in enumerate(rows, start=2):
+        if set(HANDED_IN_COLUMNS) - set(row):
+            raise PolicyError(f"{path}: the columns must be {', '.join(HANDED_IN_COLUMNS)}")
+        where = f"{path}, line {number}"
+        moment = _when(row["handed_in"], UTC, where)
+        notebook = (row["notebook"] or "").strip()
+        if notebook and notebook_of(notebook) is None:
+            raise PolicyError(f"{where}: {notebook!r} is not a notebook of the course")
+        stems = [notebook_of(notebook)] if notebook else [nb.stem for nb in NOTEBOOKS]
+        for stem in stems:
+            times.setdefault(row["student"], {})[stem] = moment
+    return times

@@ -1,0 +1,69 @@
+"""One escaping function per medium for text a student controls (ids, messages, exceptions).
+
+    terminal(text)          # printed to an instructor's terminal, or put in a Markdown file
+    csv_cell(value)         # one cell of a CSV file a spreadsheet will open
+    csv_row(cells)          # a whole CSV line: text cells quoted, numbers bare
+
+HTML is escaped by jinja2's autoescape (autograder/report/__init__.py); results.json is JSON
+(json.dumps escapes what JSON needs); each platform's gradebook has its own module.
+
+Why a CSV cell needs more than quoting. Quotes only delimit a field: a spreadsheet still reads
+the field's content `=2+5` (or `+`, `-`, `@`, a leading tab or carriage return) as a formula,
+quoted or not. And the file may be opened with another separator than the one it was written
+with: a spreadsheet whose list separator is `;` (most European locales) or tab, or an importer
+told to ignore quotes, splits `x;=2+5;` into `x`, `=2+5` - so a formula can start after any
+separator inside the text, not only at its start. csv_cell therefore puts an apostrophe (which
+spreadsheets show as "this is text") before every formula start that follows the cell's start
+or any separator (`,` `;` tab `|`, optionally after spaces), escapes control characters (no raw
+newline forges a row), and csv_row quotes every text cell.
+"""
+
+import re
+
+FORMULA_STARTS = "=+-@\t\r"
+SEPARATORS = ",;\t|"  # the list separators spreadsheets use (comma, semicolon, tab, pipe)
+
+# the start of the text or a separator, any spaces, then a character that starts a formula
+_FORMULA = re.compile(rf"(^|[{re.escape(SEPARATORS)}])([ ]*)([{re.escape(FORMULA_STARTS)}])")
+
+
+def terminal(text):
+    """`text` with every control or invisible formatting character escaped (\\x1b, \\u202e, ...),
+    safe to print on a terminal or to put in a Markdown file: no escape sequence, no raw newline,
+    no right-to-left override reaches the reader."""
+    out = []
+    for ch in str(text):
+        if ch.isprintable() or ch == " ":
+            out.append(ch)
+        elif ord(ch) < 0x100:
+            out.append(f"\\x{ord(ch):02x}")
+        elif ord(ch) < 0x10000:
+            out.append(f"\\u{ord(ch):04x}")
+        else:  # includes lone surrogates from a file name that is not UTF-8
+            out.append(f"\\U{ord(ch):08x}")
+    return "".join(out)
+
+
+def _neutralise(text):
+    # a tab or CR at the start is escaped by terminal() below, so it never reaches the sheet raw
+    return _FORMULA.sub(lambda m: f"{m.group(1)}{m.group(2)}'{m.group(3)}", text)
+
+
+def csv_cell(value):
+    """A cell a spreadsheet shows as it is: numbers stay numbers (`1.5`); any other value is
+    text with no control character and no formula, at its start or after any separator."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return f"{value:g}"
+    return terminal(_neutralise(str(value)))
+
+
+def csv_row(cells, separator=","):
+    """One CSV line (no line end): text cells quoted ("" inside), numbers bare."""
+    out = []
+    for value in cells:
+        cell = csv_cell(value)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            out.append(cell)
+        else:
+            out.append('"' + cell.replace('"', '""') + '"')
+    return separator.join(out)

@@ -1,0 +1,144 @@
+"""`python -m autograder export`: the graded class's scores in an LMS's own import format.
+
+    python -m autograder export --roster roster.csv --format canvas|moodle --grades OUT
+        [--out FILE] [--columns both|notebooks|total] [--identifier email|idnumber|username]
+
+Reads every OUT/<student>/results.json, matches the submissions to the roster (autograder/
+roster.py: GitHub user with or without GitHub Classroom's `assignment-` prefix, e-mail, student
+number), and writes one row per person of the roster: the points of each notebook and the total
+(`--columns`), with the points possible (Canvas's "Points Possible" row; for Moodle, set each
+new grade item's maximum). A person with no submission gets blank grades (no grade, not 0).
+Submissions that match nobody, or match ambiguously, are printed and written to
+OUT/export_unmatched.csv; they are in no export. Files: OUT/canvas_grades.csv or
+OUT/moodle_grades.csv unless --out says otherwise.
+"""
+
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from autograder.curriculum import NOTEBOOKS
+from autograder.escaping import csv_row, terminal
+from autograder.platforms import canvas, moodle
+from autograder.report import atomic_write, collect_results
+from autograder.roster import RosterError, match_submissions, read_roster
+
+FORMATS = ("canvas", "moodle")
+TOTAL = "total"
+DEFAULT_FILES = {"canvas": "canvas_grades.csv", "moodle": "moodle_grades.csv"}
+UNMATCHED_FILE = "export_unmatched.csv"
+
+
+def add_arguments(commands):
+    cmd = commands.add_parser(
+        "export", help="write the grades in Canvas's or Moodle's import format, by roster"
+    )
+    cmd.add_argument("--roster", required=True, help="roster CSV (see autograder/roster.py)")
+    cmd.add_argument("--format", required=True, choices=FORMATS)
+    cmd.add_argument(
+        "--grades", default="grades", help="the folder `grade` wrote (default: grades)"
+    )
+    cmd.add_argument("--out", help="the file to write (default: GRADES/<format>_grades.csv)")
+    cmd.add_argument(
+        "--columns",
+        choices=("both", "notebooks", "total"),
+        default="both",
+        help="one column per notebook, the total, or both (default). In the LMS each column "
+        "is a graded item: with both, keep one of them out of the course's final grade",
+    )
+    cmd.add_argument(
+        "--identifier",
+        choices=tuple(moodle.IDENTIFIERS),
+        default="email",
+        help="Moodle: the user field the first column holds (email from the roster's email, "
+        "idnumber from student_number, username from username; default: email)",
+    )
+
+
+def grade_columns(students, which):
+    """[(title, points possible)]: the notebooks in course order, then the total."""
+    possible = defaultdict(float)
+    for s in students:
+        per = defaultdict(float)
+        for t in s.results.get("tests", []):
+            per[t.get("notebook")] += float(t.get("max_score", 0.0))
+        for stem, points in per.items():
+            possible[stem] = max(possible[stem], points)
+    columns = []
+    if which in ("both", "notebooks"):
+        columns += [
+            (nb.stem, round(possible[nb.stem], 4)) for nb in NOTEBOOKS if nb.stem in possible
+        ]
+    if which in ("both", "total"):
+        columns.append((TOTAL, round(sum(possible.values()), 4)))
+    return columns
+
+
+def grades_of(results, columns):
+    """{title: points} of one student, or None when grading failed (no grade to export)."""
+    if results.get("internal_error") or not results.get("tests"):
+        return None
+    per = defaultdict(float)
+    for t in results["tests"]:
+        per[t.get("notebook")] += float(t.get("score", 0.0))
+    grades = {title: round(per[title], 4) for title, _ in columns if title != TOTAL}
+    if any(title == TOTAL for title, _ in columns):
+        grades[TOTAL] = round(float(results.get("score", sum(per.values()))), 4)
+    return grades
+
+
+def export(roster_path, fmt, grades_dir, out=None, which="both", identifier="email"):
+    """Write the export and the unmatched list; returns (lines for the terminal, exit status)."""
+    grades_dir = Path(grades_dir)
+    people = read_roster(roster_path)
+    students = collect_results(grades_dir)
+    if not students:
+        raise RosterError(f"no results.json under {grades_dir}: run `grade` first")
+    by_name = {s.student: s for s in students}
+    match = match_submissions(people, list(by_name))
+    columns = grade_columns(students, which)
+    rows, notes = [], []
+    for person in people:
+        name = match.by_person.get(person.row)
+        grades = grades_of(by_name[name].results, columns) if name else None
+        if name and grades is None:
+            notes.append(f"{person.label}: grading failed for {name}; exported with no grade")
+        if fmt == "moodle" and moodle.missing_identifier(person, identifier):
+            notes.append(f"{person.label} (roster line {person.row}) has no {identifier}: left out")
+            continue
+        rows.append((person, grades))
+    if fmt == "canvas":
+        text = canvas.gradebook_csv(rows, columns)
+    else:
+        text = moodle.grade_import_csv(rows, columns, identifier)
+    target = Path(out) if out else grades_dir / DEFAULT_FILES[fmt]
+    atomic_write(target, text)
+    unmatched = [csv_row(["submission", "reason"])]
+    unmatched += [csv_row([name, reason]) for name, reason in match.unmatched]
+    atomic_write(grades_dir / UNMATCHED_FILE, "\n".join(unmatched) + "\n")
+
+    graded = sum(1 for _, g in rows if g is not None)
+    lines = [
+        f"wrote {len(rows)} roster entries ({graded} with grades, {len(rows) - graded} with "
+        f"none) in {fmt}'s format -> {target}"
+    ]
+    lines += notes
+    if match.unmatched:
+        lines.append(
+            f"{len(match.unmatched)} submission(s) are in no export (listed in "
+            f"{grades_dir / UNMATCHED_FILE}):"
+        )
+        lines += [f"  {name}: {reason}" for name, reason in match.unmatched]
+    return [terminal(line) for line in lines], 0
+
+
+def run(args):
+    try:
+        lines, status = export(
+            args.roster, args.format, args.grades, args.out, args.columns, args.identifier
+        )
+    except RosterError as exc:
+        print(f"error: {terminal(str(exc))}", file=sys.stderr)
+        return 2
+    print("\n".join(lines))
+    return status

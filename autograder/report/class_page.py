@@ -1,0 +1,326 @@
+"""The class at a glance: OUT/class.html for the instructor, and its data as OUT/class.json.
+
+    data = class_data(students)         # plain data (students: SavedResult-like, .student .results)
+    html = render_class_page(data)      # templates/class.html.j2, jinja2 autoescape
+
+What it holds, in reading order: the distribution of totals and of each notebook's score
+(histograms drawn as inline SVG, no script or font from the network), per notebook how many
+students did not submit it or did not start it, the students to help first (internal errors,
+timeouts, crashed kernels, nothing submitted, the lowest totals), each misconception with its
+students and the section of the notebook that teaches it, the success rate of every graded
+function and of every hidden test under its own name, and the integrity flags: what the grader
+saw a notebook do that a human should look at (never a verdict: scores come from the judges).
+
+Student ids and every other student-derived string reach the page only through the template,
+where jinja2's HTML autoescape escapes them; links to a student's feedback page are
+percent-encoded here.
+"""
+
+import re
+from collections import Counter, defaultdict
+from urllib.parse import quote
+
+from autograder.curriculum import NOTEBOOK_OF, NOTEBOOKS
+from autograder.integrity import INTEGRITY_FACTS
+from autograder.misconceptions import CATALOGUE
+from autograder.report.feedback import NOT_IMPLEMENTED
+from autograder.report.sections import teaching_sections
+
+BINS = 10  # bars of each histogram
+LOWEST = (3, 15)  # "help first" lists the lowest tenth of totals, at least 3, at most 15
+
+# What the grader sees of a notebook reaching for the answers, in the student's own errors and
+# in the tests' messages (an import of the model answers fails in the sandbox, and so does
+# opening their files): the error text names the module or the path it looked for.
+_ANSWER_LOOKUP = re.compile(
+    r"autograder[./\\](reference|probes)|solutions[/\\]\d\d_|"
+    r"No module named '?autograder\.(reference|probes)"
+)
+FLAG_NOTE = (
+    "Verdicts are computed outside the student's process, so none of this changed a score by "
+    "itself. It may be an experiment, a copied snippet or an attempt to pass the tests: look "
+    "at the notebook before drawing any conclusion."
+)
+
+
+def feedback_href(folder):
+    """The relative link from OUT/class.html to OUT/<folder>/feedback.html, percent-encoded
+    (an id such as `javascript:x` or `a/../b` stays one path segment)."""
+    return quote(folder, safe="") + "/feedback.html"
+
+
+def _histogram(values, top):
+    """BINS equal bins over [0, top]; the last one includes `top` (full marks)."""
+    counts = [0] * BINS
+    width = top / BINS if top > 0 else 1.0
+    for v in values:
+        counts[min(BINS - 1, max(0, int(v / width)))] += 1
+    tallest = max(counts) or 1
+    return {
+        "top": top,
+        "bins": [
+            {
+                "low": round(i * width, 2),
+                "high": round((i + 1) * width, 2),
+                "count": c,
+                "height": round(c / tallest, 4),
+            }
+            for i, c in enumerate(counts)
+        ],
+    }
+
+
+def _median(values):
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def _notebook_state(info, tests):
+    """'not-submitted' | 'not-started' | 'complete' | 'in-progress' | 'not-graded'."""
+    if not tests:
+        return "not-graded"
+    if info.get("submitted") is False or (
+        "submitted" not in info
+        and not info.get("ran", True)
+        and any("was not found in your submission" in m for m in info.get("messages", []))
+    ):
+        return "not-submitted"
+    failed = [t for t in tests if t.get("status") != "passed"]
+    if not failed:
+        return "complete"
+    if len(failed) == len(tests) and all(NOT_IMPLEMENTED in t.get("output", "") for t in failed):
+        return "not-started"
+    return "in-progress"
+
+
+def _run_troubles(results):
+    """[(kind, notebook stem)] for an internal error, a timeout or a crashed kernel."""
+    troubles = []
+    if results.get("internal_error"):
+        troubles.append(("internal error", ""))
+    for stem, info in (results.get("notebooks") or {}).items():
+        if not isinstance(info, dict):
+            continue
+        kinds = {e.get("type") for e in info.get("cell_errors", []) if isinstance(e, dict)}
+        if "Timeout" in kinds or info.get("timed_out"):
+            troubles.append(("timed out", stem))
+        if "KernelDied" in kinds or info.get("kernel_died"):
+            troubles.append(("kernel crashed", stem))
+    return troubles
+
+
+def _integrity(results):
+    """[{notebook, what}] of one student: the grader's own words, never the student's text."""
+    seen = {}
+    for stem, info in (results.get("notebooks") or {}).items():
+        if not isinstance(info, dict):
+            continue
+        for fact in info.get("integrity", []) or []:
+            if fact in INTEGRITY_FACTS:
+                seen.setdefault((stem, fact), True)
+        texts = [
+            str(e.get("message", "")) for e in info.get("cell_errors", []) if isinstance(e, dict)
+        ]
+        texts += [str(m) for m in info.get("messages", [])]
+        if any(_ANSWER_LOOKUP.search(text) for text in texts):
+            seen.setdefault((stem, "answers-looked-up"), True)
+    for t in results.get("tests", []):
+        if _ANSWER_LOOKUP.search(str(t.get("output", ""))):
+            seen.setdefault((t.get("notebook", ""), "answers-looked-up"), True)
+    order = {nb.stem: i for i, nb in enumerate(NOTEBOOKS)}
+    return [
+        {"notebook": stem, "fact": fact, "what": INTEGRITY_FACTS[fact]}
+        for stem, fact in sorted(seen, key=lambda k: (order.get(k[0], 99), k[1]))
+    ]
+
+
+def _section(function, sections):
+    s = sections.get(function)
+    return None if s is None else {"filename": s.filename, "title": s.title, "href": s.href}
+
+
+def class_data(students, sections=None):
+    """Everything the class page shows, as plain data (the content of class.json)."""
+    sections = teaching_sections() if sections is None else sections
+    n = len(students)
+    max_score = max((float(s.results.get("max_score", 0.0) or 0.0) for s in students), default=0)
+    per_notebook = {nb.stem: {"scores": [], "states": Counter()} for nb in NOTEBOOKS}
+    nb_max = defaultdict(float)
+    functions = defaultdict(lambda: {"students": 0, "complete": 0, "score": 0.0, "max": 0.0})
+    tests = {}  # name -> counts, in the order first seen (the notebooks' order)
+    misconceptions = defaultdict(lambda: {"students": [], "functions": set()})
+    rows = []
+    for s in students:
+        results = s.results
+        by_notebook, by_function = defaultdict(list), defaultdict(list)
+        for t in results.get("tests", []):
+            by_notebook[t.get("notebook")].append(t)
+            by_function[t.get("function")].append(t)
+            entry = tests.setdefault(
+                t["name"],
+                {"name": t["name"], "function": t.get("function"), "notebook": t.get("notebook"),
+                 "max_score": t.get("max_score", 0.0), "students": 0, "passed": 0, "score": 0.0},
+            )  # fmt: skip
+            entry["students"] += 1
+            entry["passed"] += t.get("status") == "passed"
+            entry["score"] += float(t.get("score", 0.0))
+        states = {}
+        for nb in NOTEBOOKS:
+            mine = by_notebook.get(nb.stem, [])
+            info = (results.get("notebooks") or {}).get(nb.stem) or {}
+            state = _notebook_state(info, mine)
+            states[nb.stem] = state
+            if mine:
+                per_notebook[nb.stem]["scores"].append(sum(t.get("score", 0.0) for t in mine))
+                per_notebook[nb.stem]["states"][state] += 1
+                nb_max[nb.stem] = max(nb_max[nb.stem], sum(t.get("max_score", 0) for t in mine))
+        for function, mine in by_function.items():
+            f = functions[function]
+            f["students"] += 1
+            f["complete"] += all(t.get("status") == "passed" for t in mine)
+            f["score"] += sum(float(t.get("score", 0.0)) for t in mine)
+            f["max"] += sum(float(t.get("max_score", 0.0)) for t in mine)
+        seen = {}
+        for t in results.get("tests", []):
+            for m in t.get("misconceptions", []):
+                seen.setdefault(m, set()).add(t.get("function"))
+        for m, where in seen.items():
+            misconceptions[m]["students"].append(s.student)
+            misconceptions[m]["functions"] |= where
+        rows.append(
+            {
+                "student": s.student,
+                "href": feedback_href(getattr(s, "folder", None) or s.student),
+                "score": float(results.get("score", 0.0) or 0.0),
+                "max_score": float(results.get("max_score", 0.0) or 0.0),
+                "states": states,
+                "per_notebook": {
+                    stem: round(sum(t.get("score", 0.0) for t in mine), 4)
+                    for stem, mine in by_notebook.items()
+                },
+                "troubles": _run_troubles(results),
+                "flags": _integrity(results),
+            }
+        )
+
+    course_order = {name: i for i, name in enumerate(NOTEBOOK_OF)}
+    return {
+        "students": n,
+        "max_score": max_score,
+        "mean_total": round(sum(r["score"] for r in rows) / n, 3) if n else 0.0,
+        "median_total": round(_median([r["score"] for r in rows]), 3),
+        "totals": _histogram([r["score"] for r in rows], max_score),
+        "notebooks": [
+            _notebook_view(nb, per_notebook[nb.stem], nb_max[nb.stem]) for nb in NOTEBOOKS
+        ],
+        "help_first": _help_first(rows),
+        "misconceptions": _misconceptions_view(misconceptions, course_order, sections),
+        "functions": [
+            {
+                "function": name,
+                "notebook": NOTEBOOK_OF[name].stem,
+                "students": functions[name]["students"],
+                "complete": functions[name]["complete"],
+                "rate": round(functions[name]["complete"] / functions[name]["students"], 4),
+                "mean_fraction": round(functions[name]["score"] / functions[name]["max"], 4)
+                if functions[name]["max"]
+                else 0.0,
+                "section": _section(name, sections),
+            }
+            for name in sorted(functions, key=lambda f: course_order.get(f, len(course_order)))
+            if name in NOTEBOOK_OF
+        ],
+        "tests": [
+            {**t, "score": round(t["score"], 4), "rate": round(t["passed"] / t["students"], 4)}
+            for t in tests.values()
+        ],
+        "flags": [
+            {"student": r["student"], "href": r["href"], "flags": r["flags"]}
+            for r in rows
+            if r["flags"]
+        ],
+        "flag_note": FLAG_NOTE,
+        "all_students": [
+            {k: r[k] for k in ("student", "href", "score", "max_score", "states", "per_notebook")}
+            for r in sorted(rows, key=lambda r: (r["score"], r["student"]))
+        ],
+    }
+
+
+def _notebook_view(nb, entry, top):
+    scores, states = entry["scores"], entry["states"]
+    return {
+        "stem": nb.stem,
+        "title": nb.title,
+        "max_score": top,
+        "graded": len(scores),
+        "mean": round(sum(scores) / len(scores), 3) if scores else 0.0,
+        "median": round(_median(scores), 3),
+        "not_submitted": states["not-submitted"],
+        "not_started": states["not-started"],
+        "complete": states["complete"],
+        "histogram": _histogram(scores, top),
+    }
+
+
+def _help_first(rows):
+    """Students with a run problem (internal error, timeout, crash), nothing submitted, or one of
+    the lowest totals (LOWEST) among those who submitted something; lowest total first."""
+    chosen = {}
+    for r in rows:
+        where = defaultdict(list)  # kind -> the notebooks' numbers ("01", "03")
+        for kind, stem in r["troubles"]:
+            where[kind] += [stem[:2]] if stem else []
+        reasons = [
+            f"{kind} in notebook{'s' if len(nbs) > 1 else ''} {', '.join(nbs)}" if nbs else kind
+            for kind, nbs in where.items()
+        ]
+        if r["states"] and all(v == "not-submitted" for v in r["states"].values()):
+            reasons.append("submitted no notebook")
+        if reasons:
+            chosen[r["student"]] = reasons
+    submitted = [
+        r
+        for r in rows
+        if any(v not in ("not-submitted", "not-graded") for v in r["states"].values())
+    ]
+    few, many = LOWEST
+    lowest = min(many, max(few, len(rows) // 10))
+    for r in sorted(submitted, key=lambda r: (r["score"], r["student"]))[:lowest]:
+        chosen.setdefault(r["student"], []).append("among the lowest totals")
+    return [
+        {"student": r["student"], "href": r["href"], "score": r["score"],
+         "max_score": r["max_score"], "reasons": chosen[r["student"]]}
+        for r in sorted(rows, key=lambda r: (r["score"], r["student"]))
+        if r["student"] in chosen
+    ]  # fmt: skip
+
+
+def _misconceptions_view(misconceptions, course_order, sections):
+    out = []
+    for m, entry in misconceptions.items():
+        where = sorted(entry["functions"], key=lambda f: course_order.get(f, len(course_order)))
+        known = CATALOGUE.get(m)
+        out.append(
+            {
+                "id": m,
+                "count": len(entry["students"]),
+                "students": sorted(entry["students"]),
+                "functions": where,
+                "mistake": known.mistake if known else "",
+                "hint": known.hint if known else "",
+                # the section teaching the earliest function in which the class showed it
+                "section": next((_section(f, sections) for f in where if f in sections), None),
+            }
+        )
+    out.sort(key=lambda m: (-m["count"], m["id"]))
+    return out
+
+
+def render_class_page(data):
+    from autograder.report import _environment
+
+    return _environment().get_template("class.html.j2").render(**data)

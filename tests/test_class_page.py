@@ -1,0 +1,354 @@
+"""The class page (OUT/class.html, OUT/class.json) as an instructor of 250 reads it.
+
+A synthetic class is built here as results.json payloads (no grading): 250 students whose
+notebooks are complete, in progress, not started or not submitted, some with a timeout, a
+crashed kernel or an internal error, misconceptions, integrity facts, a 200-character id and
+ids written as HTML or script. The counts the page must show are tallied here, from the choices
+the builder made, never from the code under test. The example class (examples/class) is graded
+for real once. Both pages are opened in headless Chromium (like tests/test_feedback_browser.py)
+with a script that records what a reader meets: the visible text, whether anything is wider
+than the window, whether a click on a column's title sorts the table, and whether a student's
+id became markup.
+"""
+
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+from collections import Counter
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from test_feedback_browser import run_chromium
+
+from autograder.curriculum import NOTEBOOKS
+from autograder.integrity import INTEGRITY_FACTS
+from autograder.probes.base import build_cases
+from autograder.report import SavedResult, render_class_page, write_class
+from autograder.report.class_page import class_data
+
+REPO = Path(__file__).resolve().parent.parent
+NOT_IMPLEMENTED = "softmax is not implemented yet (it raises NotImplementedError)."
+LONG_ID = "a" * 120 + "-" + "b" * 79  # 200 characters, no space to break at
+HOSTILE = [
+    "<img src=x onerror=\"document.title='pwned'\">",
+    "</script><script>document.title='pwned'</script>",
+    "javascript:document.title='pwned'",
+    "&amp; <b>bold</b>",
+    LONG_ID,
+]
+
+
+# -- a synthetic class -------------------------------------------------------------------------
+def course_tests():
+    """[(notebook, function, name, points)] of the real course (names as the grader gives)."""
+    points = {}
+    for nb in NOTEBOOKS:
+        for case in build_cases(nb.stem, 1):
+            points[(nb.stem, case.function, f"{case.function}: {case.name}")] = case.points
+    return [(*k, v) for k, v in points.items()]
+
+
+def synthetic_class(n=250, seed=20):
+    """(payloads, tally): tally holds what the page must count, from the builder's choices."""
+    rng = random.Random(seed)
+    tests = course_tests()
+    functions = sorted({f for _, f, _, _ in tests})
+    tally = {
+        "not_submitted": Counter(),
+        "not_started": Counter(),
+        "complete_function": Counter(),
+        "passed_test": Counter(),
+        "misconception": {},
+        "troubled": set(),
+        "flagged": set(),
+    }
+    payloads = []
+    for i in range(n):
+        student = HOSTILE[i] if i < len(HOSTILE) else f"student{i:03d}"
+        if i == 7:  # the grader failed on this one: no tests
+            payloads.append(
+                {"score": 0.0, "max_score": 0.0, "student": student, "internal_error": True,
+                 "output": "The grader failed", "notebooks": {}, "tests": []}
+            )  # fmt: skip
+            tally["troubled"].add(student)
+            continue
+        skill = rng.random()
+        notebooks, out = {}, []
+        for nb in NOTEBOOKS:
+            state = rng.choices(["missing", "stub", "work"], [0.08, 0.07, 0.85])[0]
+            mine = [t for t in tests if t[0] == nb.stem]
+            info = {"ran": state != "missing", "submitted": state != "missing", "messages": [],
+                    "cell_errors": [], "executed_ok": True}  # fmt: skip
+            if state == "missing":
+                tally["not_submitted"][nb.stem] += 1
+                info["messages"] = [f"{nb.filename} was not found in your submission."]
+            elif state == "stub":
+                tally["not_started"][nb.stem] += 1
+            bad_functions = {f for _, f, _, _ in mine if rng.random() > skill}
+            for _, function, name, points in mine:
+                passed = state == "work" and (function not in bad_functions or rng.random() < 0.5)
+                output = "" if passed else "wrong values"
+                ids = []
+                if state == "missing":
+                    output = (
+                        f"{nb.filename} was not found in your submission, so its tests score 0."
+                    )
+                elif state == "stub":
+                    output = NOT_IMPLEMENTED
+                elif not passed and function == "scaled_scores":
+                    ids = ["missing-scale"]
+                    tally["misconception"].setdefault("missing-scale", set()).add(student)
+                if passed:
+                    tally["passed_test"][name] += 1
+                out.append({"name": name, "score": points if passed else 0.0, "max_score": points,
+                            "status": "passed" if passed else "failed", "output": output,
+                            "notebook": nb.stem, "function": function, "misconceptions": ids})  # fmt: skip
+            if state == "work" and i % 50 == 3:
+                info["cell_errors"] = [{"cell": 4, "type": "Timeout", "message": "still running",
+                                        "line": "while True:"}]  # fmt: skip
+                tally["troubled"].add(student)
+            if state == "work" and i % 50 == 4:
+                info["cell_errors"] = [{"cell": 2, "type": "KernelDied", "message": "died",
+                                        "line": "os._exit(0)"}]  # fmt: skip
+                tally["troubled"].add(student)
+            if state == "work" and i % 40 == 5:
+                info["integrity"] = ["comparison-patched", "not-a-known-token"]
+                tally["flagged"].add(student)
+            notebooks[nb.stem] = info
+        for function in functions:
+            mine = [t for t in out if t["function"] == function]
+            if mine and all(t["status"] == "passed" for t in mine):
+                tally["complete_function"][function] += 1
+        payloads.append(
+            {"score": sum(t["score"] for t in out), "max_score": sum(t["max_score"] for t in out),
+             "student": student, "notebooks": notebooks, "tests": out}
+        )  # fmt: skip
+    return payloads, tally
+
+
+def saved(payloads):
+    return [SavedResult(p["student"], p) for p in payloads]  # feedback links from the ids
+
+
+@pytest.fixture(scope="module")
+def synthetic():
+    payloads, tally = synthetic_class()
+    return payloads, tally, class_data(saved(payloads))
+
+
+# -- the data ----------------------------------------------------------------------------------
+def test_each_notebook_counts_its_missing_and_untouched_files(synthetic):
+    _, tally, data = synthetic
+    for nb in data["notebooks"]:
+        assert nb["not_submitted"] == tally["not_submitted"][nb["stem"]], nb["stem"]
+        assert nb["not_started"] == tally["not_started"][nb["stem"]], nb["stem"]
+    assert sum(tally["not_submitted"].values()) > 0 and sum(tally["not_started"].values()) > 0
+
+
+def test_success_rates_are_per_function_and_per_test_under_real_names(synthetic):
+    payloads, tally, data = synthetic
+    graded = sum(1 for p in payloads if p["tests"])
+    by_function = {f["function"]: f for f in data["functions"]}
+    for function, count in tally["complete_function"].items():
+        assert by_function[function]["complete"] == count
+        assert by_function[function]["students"] == graded
+    names = {t["name"] for t in data["tests"]}
+    assert names == {name for _, _, name, _ in course_tests()}
+    assert not any("N-D" in n or "=-N" in n for n in names)  # the old digit-blanking
+    for t in data["tests"]:
+        assert t["passed"] == tally["passed_test"][t["name"]], t["name"]
+
+
+def test_misconceptions_name_their_students_and_the_section_that_teaches_them(synthetic):
+    _, tally, data = synthetic
+    (entry,) = [m for m in data["misconceptions"] if m["id"] == "missing-scale"]
+    assert set(entry["students"]) == tally["misconception"]["missing-scale"]
+    assert entry["count"] == len(tally["misconception"]["missing-scale"])
+    assert entry["functions"] == ["scaled_scores"]
+    assert entry["section"]["filename"] == "02_dot_product_softmax.ipynb"
+    assert "scaled_scores" in entry["section"]["title"]
+
+
+def test_students_to_help_first_include_every_run_problem_and_the_lowest(synthetic):
+    payloads, tally, data = synthetic
+    listed = {h["student"]: h for h in data["help_first"]}
+    assert tally["troubled"] <= set(listed)
+    assert listed[payloads[7]["student"]]["reasons"] == ["internal error"]
+    for student in tally["troubled"] - {payloads[7]["student"]}:
+        said = "; ".join(listed[student]["reasons"])
+        assert re.search(r"(timed out|kernel crashed) in notebooks? \d\d", said), said
+    lowest = min((p for p in payloads if p["tests"]), key=lambda p: p["score"])
+    assert lowest["student"] in listed
+    assert len(listed) < 60  # a short list, not the class
+
+
+def test_integrity_flags_are_the_known_facts_worded_for_a_human(synthetic):
+    _, tally, data = synthetic
+    flagged = {f["student"]: f for f in data["flags"]}
+    assert set(flagged) == tally["flagged"]
+    for f in flagged.values():
+        assert {x["fact"] for x in f["flags"]} == {"comparison-patched"}  # unknown token dropped
+        assert all(x["what"] == INTEGRITY_FACTS[x["fact"]] for x in f["flags"])
+    assert "look at the notebook before drawing any conclusion" in data["flag_note"]
+
+
+def test_an_import_error_naming_the_model_answers_is_flagged():
+    payload = {
+        "score": 0.0,
+        "max_score": 1.0,
+        "student": "s",
+        "notebooks": {"03_matrix_attention": {"cell_errors": [
+            {"cell": 3, "type": "ModuleNotFoundError",
+             "message": "No module named 'autograder.reference'", "line": "import x"}]}},
+        "tests": [{"name": "causal_mask: n = 5", "score": 0.0, "max_score": 1.0,
+                   "status": "failed", "output": "wrong", "notebook": "03_matrix_attention",
+                   "function": "causal_mask", "misconceptions": []}],
+    }  # fmt: skip
+    honest = json.loads(json.dumps(payload))
+    honest["notebooks"]["03_matrix_attention"]["cell_errors"][0]["message"] = "No module named 'x'"
+    data = class_data([SavedResult("s", payload), SavedResult("h", honest)])
+    assert [f["student"] for f in data["flags"]] == ["s"]
+    assert data["flags"][0]["flags"][0]["fact"] == "answers-looked-up"
+
+
+def test_links_to_feedback_pages_stay_one_path_segment(synthetic):
+    _, _, data = synthetic
+    for href in (h["href"] for h in data["all_students"]):
+        assert href.endswith("/feedback.html") and href.count("/") == 1, href
+        assert ":" not in href and "<" not in href and " " not in href, href
+
+
+# -- in the browser ----------------------------------------------------------------------------
+PROBE = """<script>
+(function () {
+  // a reader opens every folded list (the students of a misconception, every student)
+  document.querySelectorAll("details").forEach(function (d) { d.open = true; });
+  var report = {title: document.title, text: document.body.innerText,
+                pageWidth: document.documentElement.scrollWidth, window: window.innerWidth,
+                wide: [], images: document.querySelectorAll("img").length, sorted: {}};
+  document.querySelectorAll("table").forEach(function (t, i) {
+    if (!t.closest(".wrap") && t.getBoundingClientRect().right > window.innerWidth + 1) {
+      report.wide.push(i);
+    }
+  });
+  function column(table, c) {
+    return Array.prototype.map.call(table.tBodies[0].rows, function (r) {
+      return r.children[c].textContent.trim(); });
+  }
+  var byId = document.querySelector("#functions ~ table");
+  if (byId) {
+    byId.querySelectorAll("th")[2].click();
+    report.sorted.rateAsc = column(byId, 2);
+    byId.querySelectorAll("th")[0].click();
+    report.sorted.nameAsc = column(byId, 0);
+  }
+  var pre = document.createElement("pre"); pre.id = "probe-report";
+  pre.textContent = JSON.stringify(report); document.body.appendChild(pre);
+})();
+</script>"""
+
+
+class _Report(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.inside, self.data = False, []
+
+    def handle_starttag(self, tag, attrs):
+        self.inside = tag == "pre" and ("id", "probe-report") in attrs
+
+    def handle_endtag(self, tag):
+        self.inside = False
+
+    def handle_data(self, data):
+        if self.inside:
+            self.data.append(data)
+
+
+def open_page(html, tmp_path, name, width=1280):
+    probe = tmp_path / f"{name}.html"
+    probe.write_text(html.replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    dom = run_chromium([f"--window-size={width},900", "--dump-dom", probe.as_uri()], tmp_path)
+    parser = _Report()
+    parser.feed(dom)
+    return json.loads("".join(parser.data)), dom
+
+
+def rate_key(text):
+    return float(text.split("%")[0])
+
+
+def check_readable(report):
+    assert report["pageWidth"] <= report["window"], "the page scrolls sideways"
+    assert report["wide"] == [], "a table is wider than the window"
+    assert report["title"] != "pwned" and report["images"] == 0
+    rates = [rate_key(t) for t in report["sorted"]["rateAsc"]]
+    assert rates == sorted(rates) and len(set(rates)) > 1
+    names = report["sorted"]["nameAsc"]
+    assert names == sorted(names, key=str.lower)
+
+
+@pytest.mark.parametrize("width", [1280, 800])
+def test_a_class_of_250_renders_readably_with_hostile_ids_as_text(synthetic, tmp_path, width):
+    payloads, tally, data = synthetic
+    html = render_class_page(data)
+    assert "http://" not in html and "https://" not in html and "<link" not in html
+    report, dom = open_page(html, tmp_path, "synthetic", width)
+    check_readable(report)
+    text = report["text"]
+    for hostile in HOSTILE[:4]:
+        assert hostile in text, hostile  # shown as the text it is
+    assert LONG_ID in text.replace("\n", "")
+    for nb in data["notebooks"]:
+        assert nb["stem"] in text
+    assert "Integrity flags, for a human to check" in text
+    assert text.count(": the grader saw ") == sum(len(f["flags"]) for f in data["flags"])
+
+
+@pytest.mark.slow
+def test_the_example_class_page_after_grading(tmp_path):
+    out = tmp_path / "grades"
+    env = dict(os.environ, COURSE_SECRET="test-class-page")
+    done = subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", str(REPO / "examples" / "class"),
+         "--out", str(out), "--quiet", "--workers", "2", "--timeout", "120"],
+        capture_output=True, text=True, env=env, timeout=1200,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    data = json.loads((out / "class.json").read_text())
+    report, _ = open_page((out / "class.html").read_text(), tmp_path, "example")
+    check_readable(report)
+    text = report["text"]
+    by_stem = {nb["stem"]: nb for nb in data["notebooks"]}
+    assert by_stem["05_transformer_block"]["not_submitted"] == 1  # `late` did not hand in 05
+    assert all(nb["not_started"] == 1 for nb in data["notebooks"])  # `blank`
+    ids = {m["id"]: m["students"] for m in data["misconceptions"]}
+    assert ids["mask-after-softmax"] == ["mask_after_softmax"]
+    assert ids["missing-scale"] == ["no_scale"]
+    assert ids["heads-reshape-without-transpose"] == ["heads_reshape"]
+    assert ids["layernorm-unbiased-variance"] == ["unbiased_ln"]
+    (flag,) = data["flags"]  # the cheater, and no honest student
+    assert flag["student"] == "cheater"
+    assert {x["fact"] for x in flag["flags"]} == {"answers-looked-up", "comparison-patched"}
+    assert {x["notebook"] for x in flag["flags"]} == {"03_matrix_attention"}
+    assert data["help_first"][0]["student"] == "blank"
+    assert "cheater" in text and "Students to help first" in text
+    # the summary and the page group by the real test names
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary["tests"]) == {t["name"] for t in data["tests"]}
+
+
+def test_write_class_writes_the_page_and_its_data(tmp_path):
+    payloads, _ = synthetic_class(n=12, seed=3)
+    for i, p in enumerate(payloads):
+        (tmp_path / f"s{i}").mkdir()
+        (tmp_path / f"s{i}" / "results.json").write_text(json.dumps(p))
+    write_class(tmp_path)
+    data = json.loads((tmp_path / "class.json").read_text())
+    assert data["students"] == 12
+    page = (tmp_path / "class.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and "class.json" in page
+    assert {r["href"] for r in data["all_students"]} == {f"s{i}/feedback.html" for i in range(12)}

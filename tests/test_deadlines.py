@@ -1,0 +1,278 @@
+"""Deadlines and late penalties (autograder/deadlines.py): the policy file, nbgrader's rules
+compared with nbgrader's own late-submission machinery on the same timestamps, and the penalty
+as an instructor sees it after `grade` (results.json, grades.csv, feedback page)."""
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import nbformat
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from traitlets.config import Config
+
+from autograder.curriculum import NOTEBOOKS
+from autograder.deadlines import (
+    LatePolicy,
+    PolicyError,
+    apply_late_policy,
+    handed_in_from_files,
+    load_handed_in,
+    parse_policy,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+DUE = datetime(2026, 10, 1, 12, 0, tzinfo=UTC)
+
+
+# -- the policy file ----------------------------------------------------------------------------
+def test_a_policy_reads_per_notebook_dates_a_default_and_a_timezone():
+    policy = parse_policy(
+        {
+            "timezone": "Europe/Paris",
+            "due": {"01_soft_lookup.ipynb": "2026-10-01T12:00:00Z", "all": "2026-12-18 23:59"},
+            "penalty": {"method": "per-period", "points": 2, "period_hours": 24},
+        }
+    )
+    assert policy.due["01_soft_lookup"] == DUE
+    # written without an offset: the policy's timezone (Paris is UTC+1 in December)
+    assert policy.due["06_autoregressive_lm"] == datetime(2026, 12, 18, 22, 59, tzinfo=UTC)
+    assert set(policy.due) == {nb.stem for nb in NOTEBOOKS}
+
+
+@pytest.mark.parametrize(
+    "data, words",
+    [
+        ({"due": {"07_extra": "2026-10-01T12:00Z"}}, "names no notebook"),
+        ({"due": {"all": "next friday"}}, "not a date"),
+        ({"penalty": {"method": "half"}}, "penalty.method"),
+        ({"penalty": {"method": "per-period", "points": 0}}, "points > 0"),
+        ({"penalty": {"method": "per-period", "points": -1}}, ">= 0"),
+        ({"timezone": "Mars/Olympus"}, "unknown timezone"),
+        ({"deadline": {}}, "unknown key"),
+    ],
+)
+def test_a_bad_policy_is_refused_with_what_is_wrong(data, words):
+    with pytest.raises(PolicyError, match=words):
+        parse_policy(data)
+
+
+# -- nbgrader's rules -----------------------------------------------------------------------------
+def _nbgrader_zero(score, seconds_late):
+    """nbgrader's own: LateSubmissionPlugin('zero'), then AssignLatePenalties' bounds."""
+    from nbgrader.plugins import LateSubmissionPlugin
+    from nbgrader.preprocessors import AssignLatePenalties
+
+    if seconds_late <= 0:
+        return None  # AssignLatePenalties asks the plugin only for late submissions
+    penalty = LateSubmissionPlugin(penalty_method="zero").late_submission_penalty(
+        "s", score, seconds_late
+    )
+
+    class Notebook:
+        pass
+
+    notebook = Notebook()
+    notebook.score = score
+    return AssignLatePenalties()._check_late_penalty(notebook, penalty)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    score=st.floats(0, 30, allow_nan=False).map(lambda x: round(x, 2)),
+    seconds=st.floats(-1e6, 1e7, allow_nan=False),
+)
+def test_zero_is_nbgraders_zero(score, seconds):
+    ours = LatePolicy(due={"x": DUE}, method="zero").penalty(score, max(seconds, 0.0))
+    assert ours == _nbgrader_zero(score, max(seconds, 0.0))
+
+
+def test_per_period_counts_started_periods_and_stays_within_the_score():
+    policy = LatePolicy(method="per-period", points=1.5, period=timedelta(hours=24))
+    hour = 3600.0
+    assert policy.penalty(10, 0) is None  # on time
+    assert policy.penalty(10, 1) == 1.5  # one second late: one started day
+    assert policy.penalty(10, 24 * hour) == 1.5
+    assert policy.penalty(10, 25 * hour) == 3.0
+    assert policy.penalty(2, 100 * hour) == 2  # never more than the score: floored at 0
+    assert policy.penalty(0, 5 * hour) == 0
+
+
+def test_grace_minutes_are_not_late():
+    policy = LatePolicy(due={"a": DUE}, method="zero", grace=timedelta(minutes=10))
+    assert policy.seconds_late("a", DUE + timedelta(minutes=9)) == 0
+    assert policy.seconds_late("a", DUE + timedelta(minutes=11)) == 11 * 60
+
+
+HOURS_LATE = (-3, 0.001, 5, 24, 30.5, 200)
+
+
+def _gradebook_with(tmp_path, score):
+    """One assignment due at DUE, one student per entry of HOURS_LATE, handed in that late."""
+    from nbgrader.api import Gradebook
+
+    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    with Gradebook(url) as gb:
+        gb.add_assignment("week1", duedate=DUE.replace(tzinfo=None))
+        gb.add_notebook("01_soft_lookup", "week1")
+        gb.add_grade_cell("test_similarity", "01_soft_lookup", "week1", max_score=30, cell_type="code")  # fmt: skip
+        for number, hours in enumerate(HOURS_LATE):
+            student = f"s{number}"
+            gb.add_student(student)
+            handed_in = DUE + timedelta(hours=hours)
+            gb.add_submission("week1", student, timestamp=handed_in.replace(tzinfo=None))
+            grade = gb.find_grade("test_similarity", "01_soft_lookup", "week1", student)
+            grade.auto_score = score
+        gb.db.commit()
+    return url
+
+
+@pytest.mark.parametrize("method", ["zero", "per-period"])
+def test_nbgraders_own_preprocessor_gives_the_standalone_penalty(tmp_path, method):
+    """nbgrader's real AssignLatePenalties on a real gradebook, configured with nbgrader's own
+    'zero' or our PointsPerPeriod plugin, against LatePolicy on the same timestamps."""
+    from nbgrader.api import Gradebook
+    from nbgrader.preprocessors import AssignLatePenalties
+
+    from autograder.platforms.nbgrader_late import assign_late_penalties
+
+    url = _gradebook_with(tmp_path, score=7.5)
+    config = Config()
+    if method == "zero":
+        config.LateSubmissionPlugin.penalty_method = "zero"
+    else:
+        config.AssignLatePenalties.plugin_class = (
+            "autograder.platforms.nbgrader_late.PointsPerPeriod"
+        )
+        config.PointsPerPeriod.points = 2.0
+        config.PointsPerPeriod.period_hours = 24.0
+    policy = LatePolicy(
+        due={"01_soft_lookup": DUE}, method=method, points=2.0, period=timedelta(hours=24)
+    )
+    for number, hours in enumerate(HOURS_LATE):
+        student = f"s{number}"
+        resources = {
+            "nbgrader": {
+                "notebook": "01_soft_lookup", "assignment": "week1", "student": student,
+                "db_url": url,
+            }
+        }  # fmt: skip
+        AssignLatePenalties(config=config).preprocess(nbformat.v4.new_notebook(), resources)
+        with Gradebook(url) as gb:
+            nbgraders = gb.find_submission_notebook("01_soft_lookup", "week1", student)
+            theirs = nbgraders.late_submission_penalty
+            ours_there = assign_late_penalties(gb, config, "week1", student, ["01_soft_lookup"])
+        handed_in = DUE + timedelta(hours=hours)
+        standalone = policy.penalty(7.5, policy.seconds_late("01_soft_lookup", handed_in))
+        assert theirs == standalone, hours
+        assert ours_there["01_soft_lookup"] == (standalone or 0.0), hours
+        assert (standalone or 0.0) > 0 if hours > 0 else standalone is None
+
+
+# -- applied to results ---------------------------------------------------------------------------
+def _payload():
+    tests = [
+        {"notebook": "01_soft_lookup", "function": "similarity", "name": "similarity: x",
+         "score": 4.0, "max_score": 4.0, "status": "passed", "output": "", "misconceptions": []},
+        {"notebook": "02_dot_product_softmax", "function": "softmax", "name": "softmax: x",
+         "score": 1.0, "max_score": 5.0, "status": "failed", "output": "", "misconceptions": []},
+    ]  # fmt: skip
+    notebooks = {
+        "01_soft_lookup": {"score": 4.0, "max_score": 4.0},
+        "02_dot_product_softmax": {"score": 1.0, "max_score": 5.0},
+    }
+    return {"score": 5.0, "max_score": 9.0, "tests": tests, "notebooks": notebooks}
+
+
+def test_penalties_are_recomputed_never_compounded_and_can_be_removed():
+    policy = LatePolicy(
+        due={"01_soft_lookup": DUE, "02_dot_product_softmax": DUE},
+        method="per-period",
+        points=3.0,
+        period=timedelta(days=1),
+    )
+    handed_in = {"01_soft_lookup": DUE + timedelta(hours=2), "02_dot_product_softmax": DUE}
+    payload = _payload()
+    assert apply_late_policy(payload, policy, handed_in)
+    assert payload["score"] == 2.0 and payload["late"]["penalty"] == 3.0
+    assert payload["notebooks"]["01_soft_lookup"]["score"] == 1.0
+    assert payload["late"]["notebooks"]["02_dot_product_softmax"]["penalty"] == 0.0
+    assert not apply_late_policy(payload, policy, handed_in)  # the same again: unchanged
+    assert payload["score"] == 2.0
+    assert apply_late_policy(payload, None, {})  # the policy withdrawn: raw scores back
+    assert payload["score"] == 5.0 and "late" not in payload
+    assert payload["notebooks"]["01_soft_lookup"]["score"] == 4.0
+
+
+def test_handed_in_times_come_from_each_notebooks_file(tmp_path):
+    (tmp_path / "sub").mkdir()
+    first, second = tmp_path / "01_soft_lookup.ipynb", tmp_path / "sub" / "02_dot_product_softmax.ipynb"  # fmt: skip
+    for path, when in ((first, DUE), (second, DUE + timedelta(hours=5))):
+        path.write_text("{}")
+        os.utime(path, (when.timestamp(), when.timestamp()))
+    os.symlink(first, tmp_path / "03_matrix_attention.ipynb")  # a link is not followed
+    folder_time = DUE - timedelta(days=1)
+    os.utime(tmp_path, (folder_time.timestamp(), folder_time.timestamp()))
+    times = handed_in_from_files(tmp_path)
+    assert times["01_soft_lookup"] == DUE
+    assert times["02_dot_product_softmax"] == DUE + timedelta(hours=5)
+    assert times["03_matrix_attention"] == folder_time  # the folder's own time
+
+
+def test_a_handed_in_file_names_students_and_notebooks(tmp_path):
+    path = tmp_path / "handed_in.csv"
+    path.write_text(
+        "student,notebook,handed_in\n"
+        "ada,,2026-10-01T13:00:00+00:00\n"
+        "ada,02_dot_product_softmax.ipynb,2026-10-03T12:00:00Z\n"
+    )
+    times = load_handed_in(path)
+    assert times["ada"]["01_soft_lookup"] == DUE + timedelta(hours=1)
+    assert times["ada"]["02_dot_product_softmax"] == DUE + timedelta(days=2)
+    path.write_text("student,notebook,handed_in\nada,07_extra,2026-10-01T13:00:00Z\n")
+    with pytest.raises(PolicyError, match="not a notebook"):
+        load_handed_in(path)
+
+
+def test_grade_applies_a_policy_to_students_graded_before_without_regrading(tmp_path):
+    """`grade CLASS --deadlines F`: students whose results are up to date are not regraded,
+    yet get the penalty in results.json, grades.csv and the feedback page; without the
+    policy the next run restores their scores."""
+    from autograder.report import write_student
+
+    cls, out = tmp_path / "class", tmp_path / "grades"
+    (cls / "ada").mkdir(parents=True)
+    notebook = cls / "ada" / "01_soft_lookup.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(), notebook)
+    late = DUE + timedelta(hours=30)
+    os.utime(notebook, (late.timestamp(), late.timestamp()))
+    os.utime(cls / "ada", (late.timestamp(), late.timestamp()))
+    payload = _payload() | {"student": "ada", "output": ""}
+    write_student(out / "ada", payload)  # graded earlier: newer than every file of ada's
+    policy = tmp_path / "deadlines.toml"
+    policy.write_text(
+        '[due]\n"01_soft_lookup" = 2026-10-01T12:00:00Z\n'
+        '[penalty]\nmethod = "per-period"\npoints = 1.0\nperiod_hours = 24\n'
+    )
+    command = [sys.executable, "-m", "autograder", "grade", str(cls), "--out", str(out)]
+    command += ["--quiet", "--secret", "s"]
+    done = subprocess.run(
+        [*command, "--deadlines", str(policy)], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr
+    assert "skipped 1 up to date" in done.stdout
+    results = json.loads((out / "ada" / "results.json").read_text())
+    assert results["late"]["notebooks"]["01_soft_lookup"]["penalty"] == 2.0  # 30 h: 2 days
+    assert results["score"] == 3.0
+    rows = list(csv.DictReader((out / "grades.csv").open()))
+    assert rows[0]["01_soft_lookup"] == "2" and rows[0]["total"] == "3"
+    page = (out / "ada" / "feedback.html").read_text()
+    assert "handed in 1 d 6 h late: 2 point(s) off" in page
+    again = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr
+    assert json.loads((out / "ada" / "results.json").read_text())["score"] == 5.0
