@@ -187,6 +187,8 @@ def test_starved_means_little_cpu_while_waiting_for_one():
     assert not busy.starved(0, 20)
     unmeasured = sampler((0, None, None), (20, None, None))
     assert not unmeasured.starved(0, 20)
+    emptied = sampler((0, 0.0, 0.0), (10, 1.0, 8.0), (20, 2.0, 16.0), (21, 2.0, None))
+    assert emptied.starved(0, 30)  # the last sample, of a cgroup already emptied, is no evidence
 
 
 def test_starvation_is_judged_over_the_notebooks_own_time():

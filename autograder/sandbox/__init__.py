@@ -37,7 +37,7 @@ import tempfile
 import threading
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from autograder import demo_cells
@@ -80,6 +80,7 @@ CONTROL_NOTEBOOK = {
     "nbformat": 4,
     "nbformat_minor": 5,
 }
+STARVED_SLACK = 4  # a starved notebook's re-run: its wall-clock backstop this many times longer
 # what failed twice, in the words of a NOT GRADED report (status.suspicion's kinds)
 DESCRIBE = {
     "never-ran": "the grading sandbox stopped before the notebook could run",
@@ -116,6 +117,7 @@ class NotebookJob:
     filename: str
     request_dir: Path  # holds <graded name>/<case>_<request>/ folders (write_requests)
     serve_seconds: dict[str, float]  # graded name -> time limit of its serve cell
+    wall_factor: float | None = None  # the wall-clock backstop, if not Limits.wall_factor
 
 
 @dataclass
@@ -276,14 +278,21 @@ class Sandbox(Isolation):
         log = open(log_path or (work / "sandbox.log"), "ab")  # noqa: SIM115
         try:
             found = self._run_pending(work, jobs, dirs, log)
-            again = [job for job in jobs if self._suspect(job, found.get(job.stem))]
+            suspects = {job.stem: self._suspect(job, found.get(job.stem)) for job in jobs}
+            again = [job for job in jobs if suspects[job.stem]]
             if again:
                 names = ", ".join(job.stem for job in again)
                 log.write(f"\n[autograder] running {names} again in a new sandbox\n".encode())
                 for job in again:
                     self._forget(dirs, job)
                     found.pop(job.stem, None)
-                found.update(self._run_pending(work, again, dirs, log))
+                # starved: again with a backstop far enough for its CPU seconds on a busy machine
+                slack = self.limits.wall_factor * STARVED_SLACK
+                rerun = [
+                    replace(job, wall_factor=slack) if suspects[job.stem] == "starved" else job
+                    for job in again
+                ]
+                found.update(self._run_pending(work, rerun, dirs, log))
             failed = {job.stem: self._suspect(job, found.get(job.stem)) for job in again}
             failed = {stem: why for stem, why in failed.items() if why}
             if any(why in DESCRIBE for why in failed.values()) and self.control_works(work, log):
@@ -404,6 +413,7 @@ class Sandbox(Isolation):
                     "requests": f"{root}/requests/{j.stem}",
                     "responses": f"{root}/responses/{j.stem}",
                     "serve": {k: float(v) for k, v in j.serve_seconds.items()},
+                    "wall_factor": j.wall_factor,
                     "skip": demo_cells.skip_plan(work / "submission" / j.filename, j.stem),
                 }
                 for j in pending

@@ -166,7 +166,7 @@ class Cgroup:
                 seen = True
             except (OSError, ValueError, IndexError):
                 pass
-        return total / 1e9 if seen else None
+        return total / 1e9 if seen or not tids else None
 
     def peak_pids(self):
         try:
@@ -331,7 +331,8 @@ def _try_v1(mounts, own):
 
 
 def read_cpu_usage(path, unit):
-    """Seconds of CPU in a cgroup's cpu.stat (usage_usec) or cpuacct.usage (ns); None if unread."""
+    """Seconds of CPU in a cgroup's cpu.stat (usage_usec) or cpuacct.usage (ns); None if unread.
+    (driver.py reads the same files with its own copy: it imports nothing of the grader.)"""
     try:
         with open(path) as handle:
             text = handle.read(4096)

@@ -436,7 +436,7 @@ class Run:
         self.job = job
         self.spec = spec
         self.watchdog = watchdog
-        self.wall_factor = float(job.get("wall_factor", 1.0))
+        self.wall_factor = float(spec.get("wall_factor") or job.get("wall_factor", 1.0))
         self.status = {
             "stem": spec["stem"],
             "started": True,

@@ -77,7 +77,10 @@ def budget(limits, pending):
     limit's backstop, and some room for starting and stopping."""
     lim = limits
     per_job = lim.timeout + lim.startup_seconds + 45
-    return sum((per_job + sum(j.serve_seconds.values())) * lim.wall_factor for j in pending)
+    return sum(
+        (per_job + sum(j.serve_seconds.values())) * (j.wall_factor or lim.wall_factor)
+        for j in pending
+    )
 
 
 def cpu_clock(cgroup, own_pid_namespace):

@@ -58,7 +58,7 @@ class Sampler:
         used = waited = elapsed = 0.0
         for (t0, cpu0, wait0), (t1, cpu1, wait1) in zip(inside, inside[1:], strict=False):
             if None in (cpu0, cpu1, wait0, wait1):
-                return False
+                continue  # not measured: no evidence either way
             used += max(0.0, cpu1 - cpu0)
             waited += max(0.0, wait1 - wait0)  # a thread that ended takes its count with it
             elapsed += t1 - t0
