@@ -36,7 +36,21 @@ def build_class_module():
 
 
 def max_points(stem):
+    """The automatic points: the hidden tests' (the probes')."""
     return sum(case.points for case in build_cases(stem, seed="points"))
+
+
+def manual_points(stem):
+    """The written answers' points: nbgrader's manual grading only (markdown solution cells)."""
+    path = REPO / "solutions" / f"{stem}.ipynb"
+    if not path.exists():
+        return 0.0
+    cells = nbformat.read(path, as_version=4).cells
+    return sum(
+        c.metadata["nbgrader"]["points"]
+        for c in cells
+        if c.cell_type == "markdown" and c.metadata.get("nbgrader", {}).get("grade")
+    )
 
 
 def run(args, cwd=None, timeout=900):
@@ -128,10 +142,15 @@ def test_init_generates_the_student_notebooks_exactly(course):
     assert "HEADER" not in (path / "release" / NB01 / f"{NB01}.ipynb").read_text()
 
 
-def test_export_max_scores_are_the_hidden_tests_points(course):
+def test_export_max_scores_are_the_hidden_tests_points_plus_the_written_answers(course):
+    """nbgrader's maximum adds the manually graded written answers; the automatic scores below
+    (solutions get exactly the probes' points) stay those of every other platform."""
     for stem in (NB01, NB02, NB03):
-        assert course["maxima"][stem] == pytest.approx(max_points(stem))
-    assert course["maxima"]["attention"] == pytest.approx(sum(map(max_points, BY_STEM)))
+        assert manual_points(stem) > 0
+        assert course["maxima"][stem] == pytest.approx(max_points(stem) + manual_points(stem))
+    assert course["maxima"]["attention"] == pytest.approx(
+        sum(max_points(s) + manual_points(s) for s in BY_STEM)
+    )
 
 
 def test_solutions_full_marks_stubs_zero(course):

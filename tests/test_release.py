@@ -18,13 +18,17 @@ SOLUTIONS = REPO / "solutions"
 WITH_SOLUTION = [nb for nb in NOTEBOOKS if (SOLUTIONS / nb.filename).exists()]
 
 
-def stubbed(source):
-    """nbgrader's rule: a solution region becomes '# YOUR CODE HERE' + raise, at its indent."""
+def stubbed(source, cell_type="code"):
+    """nbgrader's rule: a solution region becomes '# YOUR CODE HERE' + raise, at its indent, in
+    code; 'YOUR ANSWER HERE' in markdown (a manually graded written answer)."""
     out, inside = [], False
     for line in source.splitlines():
         if line.strip() == "### BEGIN SOLUTION":
             indent = line[: len(line) - len(line.lstrip())]
-            out += [f"{indent}# YOUR CODE HERE", f"{indent}raise NotImplementedError()"]
+            if cell_type == "markdown":
+                out.append(f"{indent}YOUR ANSWER HERE")
+            else:
+                out += [f"{indent}# YOUR CODE HERE", f"{indent}raise NotImplementedError()"]
             inside = True
         elif line.strip() == "### END SOLUTION":
             inside = False
@@ -74,7 +78,7 @@ def test_release_stubs_solutions_strips_hidden_tests_and_keeps_the_rest(notebook
         meta = nbgrader(ours)
         if meta.get("solution"):
             assert "### BEGIN SOLUTION" in ours.source, f"{meta['grade_id']} has no solution region"
-            assert theirs.source == stubbed(ours.source), meta["grade_id"]
+            assert theirs.source == stubbed(ours.source, ours.cell_type), meta["grade_id"]
         elif meta.get("grade"):
             assert theirs.source == without_hidden_tests(ours.source), meta["grade_id"]
             assert nbgrader(theirs)["locked"]

@@ -1,0 +1,65 @@
+"""Every "going further" question of a notebook has an answer in solutions/answers/, and every
+written ("in words") question is an nbgrader manually graded cell with a rubric the release strips."""
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder.curriculum import NOTEBOOKS
+from autograder.release import SOLUTIONS, release_notebook
+
+ANSWERS = SOLUTIONS / "answers"
+WITH_ANSWERS = [nb for nb in NOTEBOOKS if (ANSWERS / f"{nb.stem}.md").exists()]
+QUESTION = re.compile(r"^(\d+)\. \*\*(.+?)\*\*", re.MULTILINE)
+
+
+def going_further(notebook):
+    cells = nbformat.read(SOLUTIONS / notebook.filename, as_version=4).cells
+    text = "\n".join(c.source for c in cells if c.cell_type == "markdown")
+    section = text.split("## Going further", 1)[1]
+    return [(int(n), title.strip()) for n, title in QUESTION.findall(section)]
+
+
+def manual_cells(nb):
+    return [
+        c
+        for c in nb.cells
+        if c.cell_type == "markdown" and c.metadata.get("nbgrader", {}).get("grade")
+    ]
+
+
+def test_the_answered_notebooks_are_01_to_04_at_least():
+    assert {nb.stem for nb in WITH_ANSWERS} >= {
+        "01_soft_lookup",
+        "02_dot_product_softmax",
+        "03_matrix_attention",
+        "04_multihead_attention",
+    }
+
+
+@pytest.mark.parametrize("notebook", WITH_ANSWERS, ids=lambda nb: nb.stem)
+def test_every_going_further_question_has_an_answer(notebook):
+    questions = going_further(notebook)
+    assert questions, f"{notebook.filename}: no numbered questions under '## Going further'"
+    answers = re.findall(
+        r"^### (\d+)\. (.+?)$", (ANSWERS / f"{notebook.stem}.md").read_text(), re.M
+    )
+    assert [(int(n), t.strip()) for n, t in answers] == questions
+
+
+@pytest.mark.parametrize("notebook", WITH_ANSWERS, ids=lambda nb: nb.stem)
+def test_one_manually_graded_written_answer_whose_rubric_the_release_strips(notebook):
+    solution = nbformat.read(SOLUTIONS / notebook.filename, as_version=4)
+    (cell,) = manual_cells(solution)
+    meta = cell.metadata["nbgrader"]
+    assert meta["solution"] and meta["points"] > 0
+    assert not meta["grade_id"].startswith("test_")  # not an automatic test: no probe points
+    assert "Rubric" in cell.source
+    (released,) = manual_cells(release_notebook(solution))
+    assert "Rubric" not in released.source and "BEGIN SOLUTION" not in released.source
+
+
+def test_answers_are_not_notebooks():
+    assert not list(Path(ANSWERS).glob("*.ipynb"))
