@@ -81,6 +81,8 @@ LECTURE = {
             [3, 4, 1, 9],
         ],
         "masked_softmax": _lecture_masked_softmax,
+        # the UBI lecture's "v1 -> 0.2 v1 + 0.6 v2 + 0.2 v3"
+        "ubi_v1_weights": lambda: [0.2, 0.6, 0.2],
         "hand_weights_columns": lambda: HAND_WEIGHTS.T.tolist(),
         # z1 = 0.05 v1 + 0.45 v2 + 0.45 v3 + 0.05 v4 = (1.4, 0.6), and so on; columns = tokens
         "hand_outputs_columns": lambda: [[1.4, 1.15, 1.6, 1.2], [0.6, 0.35, 0.8, 0.4]],
