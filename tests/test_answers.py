@@ -1,80 +1,56 @@
-"""Every "going further" question of notebooks 05-06 has an answer in solutions/answers/, and every
-question graded by hand carries a rubric that the release strips from the handout.
-
-The answers are instructor and self-learner material: they live beside the solutions, one
-Markdown file per notebook with one `## N.` section per numbered question, and never reach
-notebooks/ (the release writes the six notebooks and nothing else).
-"""
+"""Every "going further" question of notebooks 01-04 has an answer in solutions/answers/, and every
+written ("in words") question is an nbgrader manually graded cell with a rubric the release strips."""
 
 import re
+from pathlib import Path
 
 import nbformat
 import pytest
 
-from autograder.release import SOLUTIONS, STUDENT_NOTEBOOKS
+from autograder.curriculum import NOTEBOOKS
+from autograder.release import SOLUTIONS, release_notebook
 
 ANSWERS = SOLUTIONS / "answers"
-# the heading of each notebook's closing list of questions, as the notebook writes it
-QUESTION_LISTS = {
-    "05_transformer_block": "## Going further",
-    "06_autoregressive_lm": "**Things to try.**",
-}
+WITH_ANSWERS = NOTEBOOKS[:4]  # 05-06 (their questions' lists differ): tests/test_answers_05_06.py
+QUESTION = re.compile(r"^(\d+)\. \*\*(.+?)\*\*", re.MULTILINE)
 
 
-def numbered_items(markdown, heading):
-    """The numbers of the top-level list items ('1. ...') that follow `heading`, up to the next
-    heading of any kind."""
-    after = markdown.split(heading, 1)[1]
-    numbers = []
-    for line in after.splitlines():
-        if line.startswith("#") or (line.startswith("**") and numbers):
-            break
-        match = re.match(r"(\d+)\. ", line)
-        if match:
-            numbers.append(int(match.group(1)))
-    return numbers
-
-
-def questions(stem):
-    cells = nbformat.read(SOLUTIONS / f"{stem}.ipynb", as_version=4).cells
-    heading = QUESTION_LISTS[stem]
-    (source,) = [c.source for c in cells if c.cell_type == "markdown" and heading in c.source]
-    return numbered_items(source, heading)
-
-
-@pytest.mark.parametrize("stem", sorted(QUESTION_LISTS))
-def test_every_going_further_question_has_an_answer(stem):
-    asked = questions(stem)
-    assert asked == list(range(1, len(asked) + 1)) and len(asked) >= 3, asked
-    text = (ANSWERS / f"{stem}.md").read_text()
-    answered = [int(n) for n in re.findall(r"^## (\d+)\. ", text, flags=re.MULTILINE)]
-    assert answered == asked, f"{stem}: questions {asked}, answers {answered}"
-    for section in re.split(r"^## \d+\. ", text, flags=re.MULTILINE)[1:]:
-        assert len(section.split()) >= 40, f"{stem}: an answer of a few words: {section[:80]!r}"
-
-
-def test_the_question_counter_stops_at_the_next_heading():
-    markdown = "## Going further\n\n1. a\n2. b\n   3. not top level\n\n## Summary\n\n1. c\n"
-    assert numbered_items(markdown, "## Going further") == [1, 2]
+def going_further(notebook):
+    cells = nbformat.read(SOLUTIONS / notebook.filename, as_version=4).cells
+    text = "\n".join(c.source for c in cells if c.cell_type == "markdown")
+    section = text.split("## Going further", 1)[1]
+    return [(int(n), title.strip()) for n, title in QUESTION.findall(section)]
 
 
 def manual_cells(nb):
     return [
         c
         for c in nb.cells
-        if c.metadata.get("nbgrader", {}).get("grade")
-        and c.metadata["nbgrader"].get("solution")
-        and c.cell_type == "markdown"
+        if c.cell_type == "markdown" and c.metadata.get("nbgrader", {}).get("grade")
     ]
 
 
-@pytest.mark.parametrize("stem", sorted(QUESTION_LISTS))
-def test_one_question_in_words_with_a_rubric_that_the_handout_never_shows(stem):
-    solution = nbformat.read(SOLUTIONS / f"{stem}.ipynb", as_version=4)
-    (answer,) = manual_cells(solution)
-    assert "**Rubric" in answer.source and answer.metadata["nbgrader"]["points"] > 0
-    released = nbformat.read(STUDENT_NOTEBOOKS / f"{stem}.ipynb", as_version=4)
-    (blank,) = [c for c in released.cells if c.get("id") == answer.get("id")]
-    assert "Rubric" not in blank.source and blank.source.strip() == "YOUR ANSWER HERE"
-    handout = "".join(c.source for c in released.cells)
-    assert "Rubric" not in handout
+@pytest.mark.parametrize("notebook", WITH_ANSWERS, ids=lambda nb: nb.stem)
+def test_every_going_further_question_has_an_answer(notebook):
+    questions = going_further(notebook)
+    assert questions, f"{notebook.filename}: no numbered questions under '## Going further'"
+    answers = re.findall(
+        r"^### (\d+)\. (.+?)$", (ANSWERS / f"{notebook.stem}.md").read_text(), re.M
+    )
+    assert [(int(n), t.strip()) for n, t in answers] == questions
+
+
+@pytest.mark.parametrize("notebook", WITH_ANSWERS, ids=lambda nb: nb.stem)
+def test_one_manually_graded_written_answer_whose_rubric_the_release_strips(notebook):
+    solution = nbformat.read(SOLUTIONS / notebook.filename, as_version=4)
+    (cell,) = manual_cells(solution)
+    meta = cell.metadata["nbgrader"]
+    assert meta["solution"] and meta["points"] > 0
+    assert not meta["grade_id"].startswith("test_")  # not an automatic test: no probe points
+    assert "Rubric" in cell.source
+    (released,) = manual_cells(release_notebook(solution))
+    assert "Rubric" not in released.source and "BEGIN SOLUTION" not in released.source
+
+
+def test_answers_are_not_notebooks():
+    assert not list(Path(ANSWERS).glob("*.ipynb"))

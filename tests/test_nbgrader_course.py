@@ -38,15 +38,20 @@ def build_class_module():
 
 
 def max_points(stem):
+    """The automatic points: the hidden tests' (the probes')."""
     return sum(case.points for case in build_cases(stem, seed="points"))
 
 
 def manual_points(stem):
-    """The points of the answers in words that an instructor grades by hand (not ours to score)."""
-    cells = nbformat.read(REPO / "solutions" / f"{stem}.ipynb", as_version=4).cells
-    meta = [c.metadata.get("nbgrader", {}) for c in cells]
+    """The written answers' points: nbgrader's manual grading only (markdown solution cells)."""
+    path = REPO / "solutions" / f"{stem}.ipynb"
+    if not path.exists():
+        return 0.0
+    cells = nbformat.read(path, as_version=4).cells
     return sum(
-        m["points"] for m in meta if m.get("grade") and not m["grade_id"].startswith("test_")
+        c.metadata["nbgrader"]["points"]
+        for c in cells
+        if c.cell_type == "markdown" and c.metadata.get("nbgrader", {}).get("grade")
     )
 
 
@@ -229,12 +234,15 @@ def test_init_generates_the_student_notebooks_exactly(course):
     assert "HEADER" not in (path / "release" / NB01 / f"{NB01}.ipynb").read_text()
 
 
-def test_export_max_scores_are_the_hidden_tests_points(course):
+def test_export_max_scores_are_the_hidden_tests_points_plus_the_written_answers(course):
+    """nbgrader's maximum adds the manually graded written answers; the automatic scores below
+    (solutions get exactly the probes' points) stay those of every other platform."""
     for stem in (NB01, NB02, NB03):
+        assert manual_points(stem) > 0
         assert course["maxima"][stem] == pytest.approx(max_points(stem) + manual_points(stem))
-    # nbgrader's maximum also counts the hand-graded answers in words; our scores never fill them
-    everything = sum(max_points(stem) + manual_points(stem) for stem in BY_STEM)
-    assert course["maxima"]["attention"] == pytest.approx(everything)
+    assert course["maxima"]["attention"] == pytest.approx(
+        sum(max_points(s) + manual_points(s) for s in BY_STEM)
+    )
 
 
 def test_solutions_full_marks_stubs_zero(course):

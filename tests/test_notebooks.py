@@ -7,7 +7,8 @@ A notebook states a lecture number by printing, in a cell tagged "lecture-number
 
     lecture: <key> = <Python literal>
 
-(`inf` allowed). LECTURE below holds the lectures' own values for every key, typed in here from
+(`inf` allowed), or `checked: <key> = <literal>` for a number the lecture never printed (derived
+from the lecture's by hand, or the course's own hand-worked example). LECTURE below holds the lectures' own values for every key, typed in here from
 the lectures (or derived in this file from them by hand-checkable arithmetic), never produced by
 the code under test. Authors of notebooks 04-06: add your keys to LECTURE.
 """
@@ -80,6 +81,8 @@ LECTURE = {
             [3, 4, 1, 9],
         ],
         "masked_softmax": _lecture_masked_softmax,
+        # the UBI lecture's "v1 -> 0.2 v1 + 0.6 v2 + 0.2 v3"
+        "ubi_v1_weights": lambda: [0.2, 0.6, 0.2],
         "hand_weights_columns": lambda: HAND_WEIGHTS.T.tolist(),
         # z1 = 0.05 v1 + 0.45 v2 + 0.45 v3 + 0.05 v4 = (1.4, 0.6), and so on; columns = tokens
         "hand_outputs_columns": lambda: [[1.4, 1.15, 1.6, 1.2], [0.6, 0.35, 0.8, 0.4]],
@@ -166,7 +169,7 @@ def lecture_lines(nb):
         if "lecture-numbers" not in cell.get("metadata", {}).get("tags", []):
             continue
         for line in stdout(cell).splitlines():
-            match = re.fullmatch(r"lecture: (\w+) = (.+)", line.strip())
+            match = re.fullmatch(r"(?:lecture|checked): (\w+) = (.+)", line.strip())
             if match:
                 literal = re.sub(
                     r"\binf\b", "1e999", match.group(2)

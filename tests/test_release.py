@@ -19,14 +19,14 @@ WITH_SOLUTION = [nb for nb in NOTEBOOKS if (SOLUTIONS / nb.filename).exists()]
 
 
 def stubbed(source, cell_type="code"):
-    """nbgrader's rule: a solution region becomes '# YOUR CODE HERE' + raise, at its indent (in a
-    Markdown answer, 'YOUR ANSWER HERE')."""
+    """nbgrader's rule: a solution region becomes '# YOUR CODE HERE' + raise, at its indent, in
+    code; 'YOUR ANSWER HERE' in markdown (a manually graded written answer)."""
     out, inside = [], False
     for line in source.splitlines():
         if line.strip() == "### BEGIN SOLUTION":
             indent = line[: len(line) - len(line.lstrip())]
             if cell_type == "markdown":
-                out.append("YOUR ANSWER HERE")
+                out.append(f"{indent}YOUR ANSWER HERE")
             else:
                 out += [f"{indent}# YOUR CODE HERE", f"{indent}raise NotImplementedError()"]
             inside = True
