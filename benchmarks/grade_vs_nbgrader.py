@@ -286,13 +286,14 @@ def run_nbgrader(course):
 
 
 def nbgrader_scores(course):
-    """{student: (total score, max score)} from nbgrader's gradebook."""
+    """{student: (code score, max code score)} from nbgrader's gradebook: the automatic part
+    (the notebooks' written answers are graded by hand in nbgrader and by neither grader here)."""
     from nbgrader.api import Gradebook
 
     url = f"sqlite:///{course / 'gradebook.db'}"
     with Gradebook(url) as gb:
         return {
-            s.student_id: (float(s.score), float(s.max_score))
+            s.student_id: (float(s.code_score), float(s.max_code_score))
             for s in gb.assignment_submissions(ASSIGNMENT)
             if s.student is not None
         }

@@ -115,6 +115,12 @@ def test_a_repository_name_that_is_not_a_student_id_is_refused():
 
     assert student_of("git@github.com:org/attention-ada.git", "attention-") == "ada"
     assert student_of("https://github.com/org/attention-ada/", "attention-") == "ada"
-    for bad in ("https://github.com/org/attention-", "/tmp/..", "x/a b"):
+    for bad in (
+        "https://github.com/org/attention-",
+        "/tmp/..",
+        "x/a b",
+        "o/attention--x",
+        "o/=1+2",
+    ):
         with pytest.raises(GatherError):
             student_of(bad, "attention-")

@@ -55,6 +55,16 @@ def manual_points(stem):
     )
 
 
+def written_answers(stem):
+    """The grade ids of the notebook's written answers (graded by hand in formgrader)."""
+    cells = nbformat.read(REPO / "solutions" / f"{stem}.ipynb", as_version=4).cells
+    return {
+        c.metadata["nbgrader"]["grade_id"]
+        for c in cells
+        if c.cell_type == "markdown" and c.metadata.get("nbgrader", {}).get("grade")
+    }
+
+
 def run(args, cwd=None, timeout=900, env=None):
     env = env or {k: v for k, v in os.environ.items() if k != "COURSE_SECRET"}
     done = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
@@ -543,7 +553,11 @@ def test_formgrader_lists_the_graded_submissions_with_failed_tests(course, formg
         "two_mistakes",
         "cheater",
     }
-    assert not any(nb["needs_manual_grade"] for nb in notebooks.values())
+    # our test cells never wait for a person; only the written answer (graded by hand) does
+    with gradebook(course) as gb:
+        for student in notebooks:
+            for grade in gb.find_submission_notebook(NB03, NB03, student).grades:
+                assert grade.needs_manual_grade == (grade.name in written_answers(NB03)), grade
 
 
 def test_formgrader_shows_each_grade_cells_score_in_a_browser(course, formgrader, tmp_path):
@@ -577,9 +591,12 @@ def test_formgrader_shows_each_grade_cells_score_in_a_browser(course, formgrader
     Scores().feed(dom)
     with gradebook(course) as gb:
         expected = {
-            g.name: g.auto_score for g in gb.find_submission_notebook(NB03, NB03, "cheater").grades
+            g.name: g.auto_score
+            for g in gb.find_submission_notebook(NB03, NB03, "cheater").grades
+            if g.name not in written_answers(NB03)  # graded by hand: its box stays empty
         }
-    assert set(Scores.shown) == set(expected)
+    assert set(Scores.shown) == set(expected) | written_answers(NB03)
+    Scores.shown = {k: v for k, v in Scores.shown.items() if k in expected}
     assert {k: float(v) for k, v in Scores.shown.items()} == pytest.approx(expected)
     assert expected["test_scaled_dot_product_attention"] == 0
     assert expected["test_attention_scores"] > 0
@@ -619,14 +636,21 @@ UNNORMALISED = "def percentages(scores):\n    return np.exp(scores)\n"
 def test_validate_fails_a_blank_notebook_and_a_wrong_one_and_passes_a_solved_one(tmp_path):
     solved = {name: "solution" for name in BY_STEM[NB01].graded}
     failed = validate(released_with(NB01, {}), tmp_path, "blank")["failed"]
-    assert len(failed) == len(BY_STEM[NB01].graded)
-    assert all("not implemented yet" in f["raw_error"] for f in failed)
+    checks = [f for f in failed if f["source"].startswith("check(")]
+    assert len(checks) == len(BY_STEM[NB01].graded)
+    assert all("not implemented yet" in f["raw_error"] for f in checks)
+    # and the written answer, left as "YOUR ANSWER HERE": nbgrader's own rule
+    assert [f["source"] for f in failed if f not in checks] == ["YOUR ANSWER HERE"]
 
     wrong = validate(released_with(NB01, {**solved, "percentages": UNNORMALISED}), tmp_path, "x")
     failing = {f["source"] for f in wrong["failed"]}
     assert 'check("percentages", percentages)' in failing
     assert 'check("lookup", lookup)' not in failing
-    assert validate(released_with(NB01, solved), tmp_path, "solved") == {}
+    answered = {
+        **solved,
+        **{w: "Because the weights are a softmax." for w in written_answers(NB01)},
+    }
+    assert validate(released_with(NB01, answered), tmp_path, "solved") == {}
 
 
 def test_in_jupyter_a_failing_check_only_prints(tmp_path):
@@ -707,4 +731,5 @@ def test_a_notebook_with_altered_nbgrader_metadata_is_still_shown_with_its_code(
         for c in shown.cells
         if c.metadata.get("nbgrader", {}).get("grade")
     ]
-    assert sorted(grade_ids) == sorted(f"test_{n}" for n in BY_STEM[NB03].graded)
+    expected = [f"test_{n}" for n in BY_STEM[NB03].graded] + sorted(written_answers(NB03))
+    assert sorted(grade_ids) == sorted(expected)

@@ -25,7 +25,6 @@ git is run as a program, with prompts for credentials turned off, hooks disabled
 checkout: files are read from the commit with `git show`, never written by git into the class.
 """
 
-import csv
 import os
 import re
 import subprocess
@@ -73,7 +72,7 @@ def student_of(repository, prefix=""):
     name = re.split(r"[/:]", repository.rstrip("/"))[-1].removesuffix(".git")
     if prefix and name.startswith(prefix):
         name = name[len(prefix) :]
-    if not name or name in (".", "..") or not re.fullmatch(r"[A-Za-z0-9._@+-]+", name):
+    if not name or name in (".", "..") or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._@+-]*", name):
         raise GatherError(f"{printable(repository)}: cannot tell the student from its name")
     return name
 
@@ -190,18 +189,13 @@ RECORD_COLUMNS = ("student", "notebook", "handed_in", "repository", "commit")
 
 
 def write_record(path, gathered):
-    import io
+    from autograder.escaping import csv_row
+    from autograder.report import atomic_write
 
-    from autograder.report import atomic_write, csv_cell
-
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(RECORD_COLUMNS)
+    lines = [csv_row(RECORD_COLUMNS)]
     for g in sorted(gathered, key=lambda g: g.student):
-        writer.writerow(
-            [csv_cell(g.student), "", g.handed_in.isoformat(), csv_cell(g.repository), g.commit]
-        )
-    atomic_write(path, buffer.getvalue())
+        lines.append(csv_row([g.student, "", g.handed_in.isoformat(), g.repository, g.commit]))
+    atomic_write(path, "\n".join(lines) + "\n")
 
 
 def add_arguments(commands):
