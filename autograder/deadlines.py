@@ -111,13 +111,13 @@ def parse_policy(data, source="the deadlines file"):
     due_table = data.get("due", {})
     if not isinstance(due_table, dict):
         raise PolicyError(f"{source}: [due] must be a table of notebook = date")
-    stems = {nb.stem: nb.stem for nb in NOTEBOOKS} | {nb.filename: nb.stem for nb in NOTEBOOKS}
     due = {}
     for key, value in due_table.items():
-        if key != ALL and key not in stems:
+        if key == ALL:
+            continue
+        if notebook_of(key) is None:
             raise PolicyError(f"{source}: [due] names no notebook of the course: {key!r}")
-        if key != ALL:
-            due[stems[key]] = _when(value, zone, f"{source}, due.{key}")
+        due[notebook_of(key)] = _when(value, zone, f"{source}, due.{key}")
     if ALL in due_table:
         fallback = _when(due_table[ALL], zone, f"{source}, due.all")
         for nb in NOTEBOOKS:

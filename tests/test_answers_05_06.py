@@ -10,6 +10,7 @@ import re
 
 import nbformat
 import pytest
+from test_answers import manual_cells  # the written answers: graded Markdown cells
 
 from autograder.release import SOLUTIONS, STUDENT_NOTEBOOKS
 
@@ -58,20 +59,11 @@ def test_the_question_counter_stops_at_the_next_heading():
     assert numbered_items(markdown, "## Going further") == [1, 2]
 
 
-def manual_cells(nb):
-    return [
-        c
-        for c in nb.cells
-        if c.metadata.get("nbgrader", {}).get("grade")
-        and c.metadata["nbgrader"].get("solution")
-        and c.cell_type == "markdown"
-    ]
-
-
 @pytest.mark.parametrize("stem", sorted(QUESTION_LISTS))
 def test_one_question_in_words_with_a_rubric_that_the_handout_never_shows(stem):
     solution = nbformat.read(SOLUTIONS / f"{stem}.ipynb", as_version=4)
     (answer,) = manual_cells(solution)
+    assert answer.metadata["nbgrader"].get("solution")
     assert "**Rubric" in answer.source and answer.metadata["nbgrader"]["points"] > 0
     released = nbformat.read(STUDENT_NOTEBOOKS / f"{stem}.ipynb", as_version=4)
     (blank,) = [c for c in released.cells if c.get("id") == answer.get("id")]

@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from autograder.curriculum import NOTEBOOKS
-from autograder.safe_files import printable
+from autograder.safe_files import printable, remove_tree
 
 NOTEBOOK_FILES = {nb.filename for nb in NOTEBOOKS}
 MAX_NOTEBOOK_BYTES = 20 * 2**20
@@ -164,25 +164,19 @@ def gather(repositories, into, cache, prefix="", deadline=None):
             commit, when = chosen_commit(clone, deadline)
             staging = into / f".{student}.gathering"
             if staging.exists():
-                _remove(staging)
+                remove_tree(staging)
             notebooks = export_notebooks(clone, commit, staging, when)
             if not notebooks:
-                _remove(staging)
+                remove_tree(staging)
                 raise GatherError(f"commit {commit[:10]} holds none of the course's notebooks")
             final = into / student
             if final.exists():
-                _remove(final)
+                remove_tree(final)
             staging.rename(final)
             gathered.append(Gathered(student, repository, commit, when, notebooks))
         except (GatherError, OSError, subprocess.TimeoutExpired) as exc:
             failed.append((repository, str(exc)))
     return gathered, failed
-
-
-def _remove(path):
-    import shutil
-
-    shutil.rmtree(path)
 
 
 RECORD_COLUMNS = ("student", "notebook", "handed_in", "repository", "commit")

@@ -208,7 +208,7 @@ def notebook_summary(payload, missing=()):
     not submitted, not started, not graded, or which functions fail), never a test's message.
     Gradescope shows these even while the tests themselves are hidden (before the due date)."""
     from autograder.curriculum import NOTEBOOKS
-    from autograder.report.feedback import _notebook_state
+    from autograder.report.feedback import notebook_state
 
     by_notebook = {}
     for test in payload.get("tests", []):
@@ -221,7 +221,7 @@ def notebook_summary(payload, missing=()):
             continue
         score = info.get("score", sum(t.get("score", 0) for t in tests))
         max_score = info.get("max_score", sum(t.get("max_score", 0) for t in tests))
-        state, _ = _notebook_state(tests) if tests else ("in-progress", "")
+        state, _ = notebook_state(tests) if tests else ("in-progress", "")
         if nb.stem in missing:
             what = "not submitted"
         elif not info.get("ran", True):

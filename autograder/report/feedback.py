@@ -135,7 +135,7 @@ def _earlier_cause(function, notebook, states):
     return ""
 
 
-def _notebook_state(tests):
+def notebook_state(tests):
     """('complete' | 'not-started' | 'one-reason' | 'in-progress', the one reason or '')."""
     failed = [t for t in tests if t["status"] != "passed"]
     if not failed:
@@ -163,7 +163,7 @@ def feedback_context(payload, sections=None):
         if not tests:
             continue
         info = payload.get("notebooks", {}).get(nb.stem, {})
-        state, reason = states[nb.stem] = _notebook_state(tests)
+        state, reason = states[nb.stem] = notebook_state(tests)
         functions = []
         if state in ("complete", "in-progress"):
             for name in nb.graded:
