@@ -177,6 +177,9 @@ FACTS_CELL = "__import__('sys').modules['__autograder_watch__'].facts()"
 INTEGRITY_TOKENS = ("answers-looked-up", "comparison-patched")  # autograder/integrity.py
 
 MAX_MESSAGE = 400
+# after a timeout, the kernel must answer a probe cell within these (CPU s; wall s x wall_factor)
+RECOVER_CPU = 10.0
+RECOVER_WALL = 30.0
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -232,9 +235,14 @@ def _file_cpu(path, unit):
 
 class Watchdog:
     """Ends a cell that has used up its CPU seconds: SIGINT to the kernel, as an interrupt does;
-    SIGKILL when it does not stop within GRACE seconds (nbclient then sees a dead kernel)."""
+    SIGKILL when it does not stop (nbclient then sees a dead kernel): when the sandbox has used
+    GRACE_CPU more CPU seconds since the SIGINT (it kept computing: compiled code that never looks
+    at signals), or GRACE_WALL seconds have passed (it waits on something that ignores them).
+    Both are measured so that a busy machine, which slows a kernel's way out of the cell, never
+    turns an interrupt into a kill."""
 
-    GRACE = 10.0
+    GRACE_CPU = 5.0
+    GRACE_WALL = 120.0
     TICK = 0.25
 
     def __init__(self, clock):
@@ -249,6 +257,12 @@ class Watchdog:
             self.fired_at = None
             self.armed = (pid, self.clock(pid) + cpu_seconds)
 
+    @property
+    def fired(self):
+        """True when the watchdog interrupted the cell now running (or the last one)."""
+        with self.lock:
+            return self.fired_at is not None
+
     def disarm(self):
         """Stop watching; True if the limit was reached."""
         with self.lock:
@@ -262,10 +276,14 @@ class Watchdog:
                 if self.armed is None:
                     continue
                 pid, limit = self.armed
-                if self.fired_at is None and self.clock(pid) >= limit:
-                    self.fired_at = time.monotonic()
-                    _signal_kernel(pid, signal.SIGINT)
-                elif self.fired_at is not None and time.monotonic() > self.fired_at + self.GRACE:
+                used = self.clock(pid)
+                if self.fired_at is None:
+                    if used >= limit:
+                        self.fired_at = time.monotonic()
+                        _signal_kernel(pid, signal.SIGINT)
+                elif used >= limit + self.GRACE_CPU or (
+                    time.monotonic() > self.fired_at + self.GRACE_WALL
+                ):
                     _signal_kernel(pid, signal.SIGKILL)
                     self.armed = None
 
@@ -485,19 +503,23 @@ class Run:
             raise CellTimeoutError("out of CPU time")
 
     def interrupt_and_probe(self, client):
-        """After a timeout: interrupt the kernel; True if it answers again within a few seconds."""
+        """After a timeout: True if the kernel answers again. When the watchdog stopped the cell
+        (its CPU seconds ran out) the kernel has already answered; when the wall-clock backstop
+        did, the cell may still run: interrupt it first. Either way a probe cell runs, charged
+        like any cell (RECOVER_CPU seconds, a wall backstop wall_factor times RECOVER_WALL), so
+        a slow machine is never taken for a kernel that cannot be stopped."""
+        if not self.watchdog.fired:
 
-        async def interrupt():
-            await ensure_async(client.km.interrupt_kernel())
+            async def interrupt():
+                await ensure_async(client.km.interrupt_kernel())
 
-        try:
-            run_sync(interrupt)()
-        except Exception:  # noqa: BLE001
-            return False
+            try:
+                run_sync(interrupt)()
+            except Exception:  # noqa: BLE001
+                return False
         probe = nbformat.v4.new_code_cell("pass")
-        client.timeout = self.job.get("recover_seconds", 10)
         try:
-            client.execute_cell(probe, -1)
+            self.run_cell(client, probe, -1, RECOVER_CPU, RECOVER_WALL * self.wall_factor)
             return True
         except Exception:  # noqa: BLE001 - timeout again, dead kernel: unrecoverable
             return False
@@ -657,11 +679,28 @@ class Run:
             sorted({t for t in tokens if t in INTEGRITY_TOKENS}) if isinstance(tokens, list) else []
         )
 
+    def run_driver_cell(self, client, source, cpu_seconds):
+        """Run one of the driver's own cells (charged like any cell); the cell, with its outputs.
+
+        A KeyboardInterrupt that the watchdog did not send is a stray: an interrupt meant for an
+        earlier cell that was delivered late (a busy machine delays it, the kernel's launcher
+        relays it). The cell then runs once more, so a late signal never costs a student the
+        tests of a name; one the student's own code raises again is theirs, as before."""
+        for attempt in range(2):
+            cell = nbformat.v4.new_code_cell(source)
+            self.run_cell(client, cell, -1, cpu_seconds, cpu_seconds * self.wall_factor)
+            errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+            stray = errors and errors[0].get("ename") == "KeyboardInterrupt"
+            if not stray or attempt:  # (the watchdog's own interrupt raises CellTimeoutError)
+                return cell
+            print("[driver] a stray KeyboardInterrupt: the cell runs again", file=sys.stderr)
+        return cell
+
     def serve(self, client, graded):
         spec, job = self.spec, self.job
-        prelude = nbformat.v4.new_code_cell(SERVE_PRELUDE.format(harness=job["harness"]))
+        source = SERVE_PRELUDE.format(harness=job["harness"])
         try:
-            self.run_cell(client, prelude, -1, 30, 30 * self.wall_factor)
+            prelude = self.run_driver_cell(client, source, 30)
         except Exception as exc:  # noqa: BLE001
             self.note_all(graded, f"the test harness could not start ({type(exc).__name__}).")
             return
@@ -675,13 +714,11 @@ class Run:
             return
         for position, name in enumerate(graded):
             seconds = float(spec["serve"][name])
-            cell = nbformat.v4.new_code_cell(
-                SERVE_CELL.format(
-                    requests=f"{spec['requests']}/{name}", responses=f"{spec['responses']}/{name}"
-                )
+            source = SERVE_CELL.format(
+                requests=f"{spec['requests']}/{name}", responses=f"{spec['responses']}/{name}"
             )
             try:
-                self.run_cell(client, cell, -1, seconds, seconds * self.wall_factor)
+                cell = self.run_driver_cell(client, source, seconds)
             except CellTimeoutError:
                 self.status["notes"][name] = (
                     f"the tests of {name} took more than {seconds:g} s in total (look for an "
