@@ -11,9 +11,9 @@ import sys
 import time
 
 import numpy as np
-from test_sandbox import answer, notebook, run_one
+from test_sandbox import answer, call_request, notebook, run_one
 
-from autograder.sandbox import Limits, Sandbox
+from autograder.sandbox import Limits, NotebookJob, Sandbox
 from autograder.sandbox.driver import Watchdog
 
 STAND_IN = """\
@@ -157,3 +157,36 @@ def test_an_interrupt_the_student_raises_every_time_still_scores_nothing(tmp_pat
         box.close()
     assert "similarity" in run.notes
     assert not (run.responses / "similarity" / "000_00" / "response.json").exists()
+
+
+def run_with_seconds(tmp_path, folder, seconds):
+    request_dir = tmp_path / "requests"
+    call_request(request_dir, "similarity", np.ones(2), np.eye(2), seconds=seconds)
+    box = Sandbox(Limits(timeout=30, startup_seconds=60))
+    try:
+        job = NotebookJob(
+            "01_soft_lookup", "01_soft_lookup.ipynb", request_dir, {"similarity": 30.0}
+        )
+        return box.run(folder, [job], tmp_path / "work")["01_soft_lookup"]
+    finally:
+        box.close()
+
+
+def test_a_request_limit_counts_cpu_seconds_and_a_waiting_call_meets_a_wall_backstop(tmp_path):
+    """A call that waits 2 s (as one slowed down by a busy machine would take longer) is not
+    timed out by a 1-second limit; a call that waits forever is, by the wall-clock backstop."""
+    slow = notebook(
+        tmp_path / "kim",
+        "01_soft_lookup.ipynb",
+        "import time\ndef similarity(query, keys):\n    time.sleep(2)\n    return keys @ query",
+    )
+    raw, reader = answer(run_with_seconds(tmp_path / "slow", slow, 1.0), "similarity")
+    np.testing.assert_allclose(reader.decode(raw["value"]), np.ones(2))
+
+    stuck = notebook(
+        tmp_path / "lee",
+        "01_soft_lookup.ipynb",
+        "import time\ndef similarity(query, keys):\n    while True:\n        time.sleep(0.1)",
+    )
+    raw, _ = answer(run_with_seconds(tmp_path / "stuck", stuck, 1.0), "similarity")
+    assert raw["error"]["type"] == "Timeout"

@@ -43,19 +43,29 @@ def _alarm(signum, frame):
 
 
 class _Deadline:
+    """A request's time limit: `seconds` of the kernel's CPU time (ITIMER_PROF), so a busy
+    machine, which slows a call without making it use more CPU, never times out a correct
+    answer; and WALL_FACTOR times as many wall seconds (ITIMER_REAL) for a call that waits
+    instead of computing. Either raises RequestTimeout in the call."""
+
+    TIMERS = ((signal.ITIMER_PROF, signal.SIGPROF, 1), (signal.ITIMER_REAL, signal.SIGALRM, 4))
+
     def __init__(self, seconds):
         self.seconds = seconds
         self.armed = seconds and threading.current_thread() is threading.main_thread()
 
     def __enter__(self):
         if self.armed:
-            self.previous = signal.signal(signal.SIGALRM, _alarm)
-            signal.setitimer(signal.ITIMER_REAL, self.seconds)
+            self.previous = []
+            for timer, signum, factor in self.TIMERS:
+                self.previous.append(signal.signal(signum, _alarm))
+                signal.setitimer(timer, self.seconds * factor)
 
     def __exit__(self, *exc):
         if self.armed:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, self.previous)
+            for (timer, signum, _), previous in zip(self.TIMERS, self.previous, strict=True):
+                signal.setitimer(timer, 0)
+                signal.signal(signum, previous)
 
 
 class _OneThread:
