@@ -103,6 +103,10 @@ LECTURE = {
             [0.91, -0.42, 0.20, 0.98],
             [0.14, -0.99, 0.30, 0.96],
         ],
+        # The UBI lecture's second table (base 10000, d = 50): P[0] is (sin 0, cos 0, ...) for
+        # any base and d, and its embedding x = [0.1, 0.7, 1.4, 2.1, 0.4] (first five) plus P[0].
+        "ubi_p0": lambda: [0.0, 1.0, 0.0, 1.0, 0.0],
+        "ubi_x_plus_p0": lambda: [0.1 + 0, 0.7 + 1, 1.4 + 0, 2.1 + 1, 0.4 + 0],
     },
     "06_autoregressive_lm": {
         # The lecture's self-supervised pairs: every prefix from "To date, the" on, and its next word.
