@@ -150,3 +150,68 @@ def test_a_shorter_run_takes_its_steps_evenly_spread_over_the_longer_one(steps, 
     assert due[0] == 0 and due[-1] < longest
     gaps = [b - a for a, b in itertools.pairwise(due)]
     assert all(longest // steps <= gap <= -(-longest // steps) for gap in gaps), gaps
+
+
+def load_attention_forms():
+    spec = importlib.util.spec_from_file_location(
+        "attention_forms", REPO / "benchmarks" / "attention_forms.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("form", ["fused_qkv", "baddbmm", "sdpa"])
+def test_each_attention_form_the_benchmark_times_computes_what_the_reference_does(form):
+    """benchmarks/attention_forms.py times other ways to write the reference's self-attention; a
+    form that computed something else would make its time meaningless. The reference's own
+    explicit forward is the oracle: the output, the weights (where a form returns them) and
+    every parameter's gradient agree, under a causal mask and without a mask."""
+    import torch
+
+    from autograder.reference.transformer_block import MultiHeadAttention
+
+    forms = load_attention_forms()
+    torch.manual_seed(0)
+    module = MultiHeadAttention(32, 4)
+    x = torch.randn(3, 7, 32)
+    causal = torch.ones(7, 7, dtype=torch.bool).tril()
+    for mask in (causal, None):
+        results = []
+        for forward in (forms.EXPLICIT, forms.FORMS[form]):
+            module.zero_grad()
+            y, attn = forward(module, x, mask)
+            (y * torch.linspace(-1, 1, y.numel()).view_as(y)).sum().backward()
+            grads = {n: p.grad.clone() for n, p in module.named_parameters()}
+            results.append((y.detach(), attn, grads))
+        (y0, a0, g0), (y1, a1, g1) = results
+        torch.testing.assert_close(y1, y0, rtol=1e-5, atol=1e-6)
+        if a1 is not None:
+            torch.testing.assert_close(a1, a0, rtol=1e-5, atol=1e-6)
+        for name in g0:
+            torch.testing.assert_close(g1[name], g0[name], rtol=1e-4, atol=1e-6)
+
+
+def test_the_attention_forms_race_ends_with_every_forms_ratio(tmp_path):
+    checkout = tmp_path / "nanoGPT"
+    checkout.mkdir()
+    (checkout / "model.py").write_text(FAKE_NANOGPT)
+    done = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "attention_forms.py")]
+        + ["--nanogpt", str(checkout), "--rounds", "2", "--steps", "2"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["against"] == "nanogpt"
+    forms = {"explicit", "fused_qkv", "baddbmm", "sdpa", "nanogpt"}
+    assert set(result["ms_per_step"]) == forms == set(result["ratio"])
+    for name in forms:
+        ms = result["ms_per_step"][name]
+        assert math.isfinite(ms) and ms > 0
+        expected = ms / result["ms_per_step"]["nanogpt"]
+        assert result["ratio"][name] == pytest.approx(expected, rel=0.01)
+    assert result["ratio"]["nanogpt"] == 1.0
+    assert result["cores"] == os.cpu_count()
