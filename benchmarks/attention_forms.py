@@ -151,11 +151,7 @@ def main(argv=None):
         print(
             f"{name:10s} {ms:8.2f} ms a step   ratio {result['ratio'][name]:.3f}", file=sys.stderr
         )
-    result.update(train_lm.machine())
-    result["load_average"] = {
-        "before": [round(x, 2) for x in load_before],
-        "after": [round(x, 2) for x in os.getloadavg()],
-    }
+    result.update(train_lm.measured_on(load_before))
     print(json.dumps(result))
 
 

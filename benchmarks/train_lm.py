@@ -380,6 +380,16 @@ def machine():
     return info
 
 
+def measured_on(load_before):
+    """machine(), with the load average before the measurement (given) and after it (now)."""
+    info = machine()
+    info["load_average"] = {
+        "before": [round(x, 2) for x in load_before],
+        "after": [round(x, 2) for x in os.getloadavg()],
+    }
+    return info
+
+
 def cpu_flags():
     """The CPU's feature flags (/proc/cpuinfo), e.g. avx2, avx512f: they decide torch's kernels."""
     with contextlib.suppress(OSError):
@@ -460,11 +470,7 @@ def main(argv=None):
     )
     result["n_runs"] = args.runs
     result["recipe"] = args.recipe
-    result.update(machine())
-    result["load_average"] = {
-        "before": [round(x, 2) for x in load_before],
-        "after": [round(x, 2) for x in os.getloadavg()],
-    }
+    result.update(measured_on(load_before))
     print(json.dumps(result))
 
 

@@ -11,6 +11,7 @@ import sys
 import time
 
 import numpy as np
+import pytest
 from test_sandbox import answer, call_request, notebook, run_one
 
 from autograder.sandbox import Limits, NotebookJob, Sandbox
@@ -51,70 +52,56 @@ def wait_for(predicate, seconds=30.0):
     return predicate()
 
 
-def stand_in(tmp_path):
+@pytest.fixture
+def kernel(tmp_path):
+    """A kernel stand-in (a process that records each SIGINT and ignores it) and a watchdog on
+    the test's own clock: (process, interrupts seen so far, clock, watchdog)."""
     seen = tmp_path / "seen"
     process = subprocess.Popen([sys.executable, "-c", STAND_IN, str(seen)])
-    assert wait_for(seen.exists)
-    return process, seen
-
-
-def interrupts(seen):
-    return seen.read_text().count("INT")
+    try:
+        assert wait_for(seen.exists)
+        clock = Clock()
+        yield process, lambda: seen.read_text().count("INT"), clock, Watchdog(clock)
+    finally:
+        process.kill()
+        process.wait()
 
 
 def test_a_kernel_that_uses_no_more_cpu_after_its_interrupt_is_not_killed_however_long_it_takes(
-    tmp_path,
+    kernel,
 ):
-    process, seen = stand_in(tmp_path)
-    clock = Clock()
-    watchdog = Watchdog(clock)
-    try:
-        watchdog.arm(process.pid, 2.0)
-        clock.now = 2.5  # its CPU seconds are used up
-        assert wait_for(lambda: interrupts(seen) == 1)
-        assert watchdog.fired
-        # a busy machine: the kernel takes its time to leave the cell, using no CPU of its own
-        time.sleep(3 * Watchdog.TICK + 1.0)
-        assert process.poll() is None
-        assert interrupts(seen) == 1  # one interrupt, never repeated
-        assert watchdog.disarm() is True
-    finally:
-        process.kill()
-        process.wait()
+    process, interrupts, clock, watchdog = kernel
+    watchdog.arm(process.pid, 2.0)
+    clock.now = 2.5  # its CPU seconds are used up
+    assert wait_for(lambda: interrupts() == 1)
+    assert watchdog.fired
+    # a busy machine: the kernel takes its time to leave the cell, using no CPU of its own
+    time.sleep(3 * Watchdog.TICK + 1.0)
+    assert process.poll() is None
+    assert interrupts() == 1  # one interrupt, never repeated
+    assert watchdog.disarm() is True
 
 
-def test_a_kernel_that_keeps_computing_after_its_interrupt_is_killed(tmp_path):
-    process, seen = stand_in(tmp_path)
-    clock = Clock()
-    watchdog = Watchdog(clock)
-    try:
-        watchdog.arm(process.pid, 2.0)
-        clock.now = 2.5
-        assert wait_for(lambda: interrupts(seen) == 1)
-        clock.now = 2.0 + Watchdog.GRACE_CPU + 0.1  # it computed on, ignoring the interrupt
-        assert wait_for(lambda: process.poll() is not None)
-        assert process.returncode == -signal.SIGKILL
-    finally:
-        process.kill()
-        process.wait()
+def test_a_kernel_that_keeps_computing_after_its_interrupt_is_killed(kernel):
+    process, interrupts, clock, watchdog = kernel
+    watchdog.arm(process.pid, 2.0)
+    clock.now = 2.5
+    assert wait_for(lambda: interrupts() == 1)
+    clock.now = 2.0 + Watchdog.GRACE_CPU + 0.1  # it computed on, ignoring the interrupt
+    assert wait_for(lambda: process.poll() is not None)
+    assert process.returncode == -signal.SIGKILL
 
 
 def test_a_kernel_waiting_on_something_deaf_to_signals_is_killed_after_the_wall_grace(
-    tmp_path, monkeypatch
+    kernel, monkeypatch
 ):
     monkeypatch.setattr(Watchdog, "GRACE_WALL", 1.0)
-    process, seen = stand_in(tmp_path)
-    clock = Clock()
-    watchdog = Watchdog(clock)
-    try:
-        watchdog.arm(process.pid, 1.0)
-        clock.now = 1.5
-        assert wait_for(lambda: interrupts(seen) == 1)
-        assert wait_for(lambda: process.poll() is not None)
-        assert process.returncode == -signal.SIGKILL
-    finally:
-        process.kill()
-        process.wait()
+    process, interrupts, clock, watchdog = kernel
+    watchdog.arm(process.pid, 1.0)
+    clock.now = 1.5
+    assert wait_for(lambda: interrupts() == 1)
+    assert wait_for(lambda: process.poll() is not None)
+    assert process.returncode == -signal.SIGKILL
 
 
 def test_a_keyboard_interrupt_the_watchdog_did_not_send_does_not_cost_the_tests(tmp_path):
