@@ -23,7 +23,7 @@ from urllib.parse import quote
 from autograder.curriculum import NOTEBOOK_OF, NOTEBOOKS
 from autograder.integrity import INTEGRITY_FACTS
 from autograder.misconceptions import CATALOGUE
-from autograder.report.feedback import NOT_IMPLEMENTED
+from autograder.report.feedback import notebook_state
 from autograder.report.sections import teaching_sections
 
 BINS = 10  # bars of each histogram
@@ -88,12 +88,8 @@ def _notebook_state(info, tests):
         and any("was not found in your submission" in m for m in info.get("messages", []))
     ):
         return "not-submitted"
-    failed = [t for t in tests if t.get("status") != "passed"]
-    if not failed:
-        return "complete"
-    if len(failed) == len(tests) and all(NOT_IMPLEMENTED in t.get("output", "") for t in failed):
-        return "not-started"
-    return "in-progress"
+    state, _ = notebook_state(tests)  # the feedback page's own reading of the tests
+    return "in-progress" if state == "one-reason" else state
 
 
 def _run_troubles(results):

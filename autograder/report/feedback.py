@@ -137,12 +137,12 @@ def _earlier_cause(function, notebook, states):
 
 def notebook_state(tests):
     """('complete' | 'not-started' | 'one-reason' | 'in-progress', the one reason or '')."""
-    failed = [t for t in tests if t["status"] != "passed"]
+    failed = [t for t in tests if t.get("status") != "passed"]
     if not failed:
         return "complete", ""
     if len(failed) < len(tests):
         return "in-progress", ""
-    if all(NOT_IMPLEMENTED in t["output"] for t in failed):
+    if all(NOT_IMPLEMENTED in t.get("output", "") for t in failed):
         return "not-started", ""
     reasons = {t["output"] for t in failed}
     if len(reasons) == 1:
