@@ -685,10 +685,16 @@ class Run:
         A KeyboardInterrupt that the watchdog did not send is a stray: an interrupt meant for an
         earlier cell that was delivered late (a busy machine delays it, the kernel's launcher
         relays it). The cell then runs once more, so a late signal never costs a student the
-        tests of a name; one the student's own code raises again is theirs, as before."""
+        tests of a name; one the student's own code raises again is theirs, as before. Both runs
+        share the cell's one budget (CPU and wall): an interrupt the student raises on purpose
+        does not buy a second one."""
+        pid = getattr(getattr(client.km, "provisioner", None), "pid", 0) or 0
+        cpu_end = self.watchdog.clock(pid) + cpu_seconds
+        wall_end = time.monotonic() + cpu_seconds * self.wall_factor
         for attempt in range(2):
             cell = nbformat.v4.new_code_cell(source)
-            self.run_cell(client, cell, -1, cpu_seconds, cpu_seconds * self.wall_factor)
+            cpu_left = cpu_end - self.watchdog.clock(pid)
+            self.run_cell(client, cell, -1, cpu_left, wall_end - time.monotonic())
             errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
             stray = errors and errors[0].get("ename") == "KeyboardInterrupt"
             if not stray or attempt:  # (the watchdog's own interrupt raises CellTimeoutError)
