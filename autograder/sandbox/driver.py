@@ -288,6 +288,11 @@ class Watchdog:
                     self.armed = None
 
 
+def _kernel_pid(client):
+    """The pid of the process jupyter_client launched for the kernel (0 when it has none)."""
+    return getattr(getattr(client.km, "provisioner", None), "pid", 0) or 0
+
+
 def _signal_kernel(pid, signum):
     """Like jupyter_client's provisioner: the kernel's process group if it has its own."""
     try:
@@ -487,7 +492,7 @@ class Run:
         """execute_cell with its time charged to CPU seconds and `wall_seconds` as a backstop;
         CellTimeoutError when either runs out."""
         client.timeout = max(1, int(wall_seconds + 0.999))
-        pid = getattr(getattr(client.km, "provisioner", None), "pid", 0) or 0
+        pid = _kernel_pid(client)
         self.watchdog.arm(pid, cpu_seconds)
         try:
             client.execute_cell(cell, index)
@@ -555,7 +560,7 @@ class Run:
             self.status["kernel_started"] = True
             self.run_quietly(client, WATCH_CELL.format(harness=job["harness"]))  # not charged
             # the cells share `timeout` CPU seconds (kernel start not counted), and a backstop
-            pid = getattr(getattr(client.km, "provisioner", None), "pid", 0) or 0
+            pid = _kernel_pid(client)
             cpu_end = self.watchdog.clock(pid) + float(job["timeout"])
             deadline = time.monotonic() + float(job["timeout"]) * self.wall_factor
             for index, cell in enumerate(nb.cells):
@@ -688,7 +693,7 @@ class Run:
         tests of a name; one the student's own code raises again is theirs, as before. Both runs
         share the cell's one budget (CPU and wall): an interrupt the student raises on purpose
         does not buy a second one."""
-        pid = getattr(getattr(client.km, "provisioner", None), "pid", 0) or 0
+        pid = _kernel_pid(client)
         cpu_end = self.watchdog.clock(pid) + cpu_seconds
         wall_end = time.monotonic() + cpu_seconds * self.wall_factor
         for attempt in range(2):
