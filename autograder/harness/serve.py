@@ -45,7 +45,7 @@ def _alarm(signum, frame):
 class _Deadline:
     """A request's time limit: `seconds` of the kernel's CPU time (ITIMER_PROF), so a busy
     machine, which slows a call without making it use more CPU, never times out a correct
-    answer; and WALL_FACTOR times as many wall seconds (ITIMER_REAL) for a call that waits
+    answer; and four times as many wall seconds (ITIMER_REAL) for a call that waits
     instead of computing. Either raises RequestTimeout in the call."""
 
     TIMERS = ((signal.ITIMER_PROF, signal.SIGPROF, 1), (signal.ITIMER_REAL, signal.SIGALRM, 4))
