@@ -86,13 +86,13 @@ def main(argv=None):
     )
     grade_options(grade_cmd)
 
-    from autograder import selftest
+    from autograder.grading.command import add_selftest_arguments
     from autograder.platforms import classroom, gradescope, nbgrader
 
     nbgrader.add_arguments(commands, grade_options)
     gradescope.add_arguments(commands)
     classroom.add_arguments(commands)
-    selftest.add_arguments(commands, sandbox_options)
+    add_selftest_arguments(commands, sandbox_options)
 
     from autograder import export
 
@@ -118,7 +118,7 @@ def main(argv=None):
             print("notebooks/ is up to date with solutions/")
         return 1 if (args.check and stale) else 0
     if args.command == "grade":
-        from autograder.grade import grade_command
+        from autograder.grading.command import grade_command
 
         return grade_command(args)
     if args.command == "nbgrader":
@@ -134,9 +134,9 @@ def main(argv=None):
 
         return gradescope.run(args)
     if args.command == "selftest":
-        from autograder import selftest
+        from autograder.grading.command import selftest_command
 
-        return selftest.command(args)
+        return selftest_command(args)
     if args.command == "export":
         from autograder import export
 

@@ -26,8 +26,8 @@ from pathlib import Path
 from autograder.curriculum import NOTEBOOK_OF, NOTEBOOKS
 from autograder.harness import serve
 from autograder.judging.answers import judge_cases
+from autograder.judging.base import VISIBLE_SEED, write_requests
 
-VISIBLE_SEED = "visible-checks"
 # The visible seed's cases as stored data: present in the student handout only.
 STORED = Path(__file__).resolve().parent / "visible"
 # Requests and answers are many small files: in memory (/dev/shm) they cost ~10x less than on disk.
@@ -61,7 +61,7 @@ def cases_and_requests(function, seed, scratch):
 
         return load_cases(STORED, function), request_dir(STORED, function)
     try:
-        from autograder.probes.base import build_cases, write_requests
+        from autograder.probes.base import build_cases
     except ImportError:  # the handout: no probes, and this seed's cases were not stored
         raise LookupError(
             f"this copy of the course holds only the visible checks (seed {VISIBLE_SEED!r}) of "

@@ -21,7 +21,6 @@ AUTOGRADER_SKIP_DEMOS=0 runs every cell.
 import ast
 import functools
 import hashlib
-import os
 from pathlib import Path
 
 TAG = "demo"
@@ -32,12 +31,9 @@ RELEASED = Path(__file__).resolve().parent.parent / "notebooks"
 
 
 def enabled():
-    return os.environ.get("AUTOGRADER_SKIP_DEMOS", "1").strip().lower() not in (
-        "0",
-        "false",
-        "no",
-        "off",
-    )
+    from autograder.switches import switches
+
+    return switches().skip_demos
 
 
 def is_demo(cell):

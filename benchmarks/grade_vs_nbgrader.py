@@ -368,7 +368,8 @@ def profile(notebooks, timeout, work_root):
     Finally the whole student in one sandbox, as `grade` runs it."""
     import nbformat
 
-    from autograder.grade import DEFAULT_SECRET, registered_probes
+    from autograder.grading.plan import registered_probes
+    from autograder.grading.settings import DEFAULT_SECRET
     from autograder.probes.base import build_cases, derive_seed, judge_cases, write_requests
     from autograder.release import render
     from autograder.sandbox import Limits, NotebookJob, Sandbox

@@ -130,10 +130,11 @@ def test_grades_csv_quotes_every_student_id():
 
 # -- HTML ------------------------------------------------------------------------------------------
 def test_feedback_html_escapes_a_student_id_through_jinja2s_autoescape():
-    from autograder.grade import build_results
-    from autograder.report import _environment, render_feedback
+    from autograder.grading.payload import build_results
+    from autograder.report import render_feedback
+    from autograder.report.rendering import environment
 
-    template = _environment().get_template("feedback.html.j2")
+    template = environment().get_template("feedback.html.j2")
     assert template.environment.autoescape(template.name)
     html = render_feedback(build_results('<img src=x onerror="alert(1)">', [], {}, 1.0))
     assert "<img" not in html and "&lt;img src=x onerror=&#34;alert(1)&#34;&gt;" in html
@@ -190,7 +191,8 @@ class NoSandbox:
 
 def fake_grading(monkeypatch, grade_one=None):
     """grade_student replaced: each student scores 1/1 (or what grade_one does first)."""
-    from autograder import grade as grade_module
+    from autograder.grading import classrun, command
+    from autograder.grading import student as grade_module
     from autograder.report import write_student
 
     def fake_grade(student, folder, settings, sandbox, placement=None, kept=None):
@@ -200,9 +202,9 @@ def fake_grading(monkeypatch, grade_one=None):
         write_student(grade_module.output_folder(settings.out, student), payload)
         return grade_module.StudentResult(student, payload)
 
-    monkeypatch.setattr(grade_module, "grade_student", fake_grade)
-    monkeypatch.setattr(grade_module, "Sandbox", NoSandbox)
-    return grade_module
+    monkeypatch.setattr(classrun, "grade_student", fake_grade)
+    monkeypatch.setattr(classrun, "Sandbox", NoSandbox)
+    return command
 
 
 def grade_args(cls, out, **more):

@@ -21,7 +21,7 @@ import pytest
 from processes import marker, processes_with
 
 import autograder
-from autograder.grade import LOCK_NAME, RUN_PREFIX
+from autograder.grading.workspace import LOCK_NAME, RUN_PREFIX
 
 REPO = Path(autograder.__file__).resolve().parent.parent
 FILE = "01_soft_lookup.ipynb"
@@ -220,7 +220,7 @@ def test_ipykernel_missing_exits_with_the_fix(tiny_class):
 
 
 def test_an_unexpected_failure_on_one_student_is_theirs_and_the_run_goes_on(tmp_path, monkeypatch):
-    import autograder.grade as grade_module
+    import autograder.grading.student as grade_module
     from autograder.__main__ import main
 
     for student in ("alice", "bob"):

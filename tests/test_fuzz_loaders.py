@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 import autograder
 from autograder.__main__ import main
-from autograder.grade import load_notebook
 from autograder.judging.answers import judge_cases
+from autograder.notebook_files import load_notebook
 from autograder.probes.base import build_cases
 from autograder.safe_files import UnsafeFile, load_npy, parse_json, read_json
 from autograder.sandbox import NotebookJob, NotebookRun

@@ -11,7 +11,7 @@ import nbformat
 import pytest
 
 import autograder
-from autograder import grade
+from autograder.grading import student, workspace
 
 REPO = Path(autograder.__file__).resolve().parent.parent
 
@@ -25,9 +25,9 @@ def test_the_users_choice_wins(monkeypatch, tmp_path):
     monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
     monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
     (tmp_path / "tmp").mkdir()
-    assert grade.scratch_folder() == tmp_path / "tmp"
+    assert workspace.scratch_folder() == tmp_path / "tmp"
     monkeypatch.setenv("AUTOGRADER_WORK_DIR", str(tmp_path / "work"))
-    assert grade.scratch_folder() == tmp_path / "work"
+    assert workspace.scratch_folder() == tmp_path / "work"
 
 
 def test_a_roomy_tmpfs_is_preferred_and_a_small_or_disk_one_is_not(monkeypatch, tmp_path):
@@ -39,28 +39,28 @@ def test_a_roomy_tmpfs_is_preferred_and_a_small_or_disk_one_is_not(monkeypatch, 
         Path(p)
         for p in mounted_tmpfs()
         if os.access(p, os.W_OK | os.X_OK)
-        and os.statvfs(p).f_bavail * os.statvfs(p).f_frsize >= grade.MEMORY_FS_MIN_FREE
+        and os.statvfs(p).f_bavail * os.statvfs(p).f_frsize >= workspace.MEMORY_FS_MIN_FREE
     ]
     if not roomy or str(tmp_path) in mounted_tmpfs():
         pytest.skip("needs a writable tmpfs with room, and tmp_path on another file system")
-    monkeypatch.setattr(grade, "MEMORY_FS", roomy[0])
-    assert grade.scratch_folder() == roomy[0]
-    monkeypatch.setattr(grade, "MEMORY_FS_MIN_FREE", 2**62)  # like a Docker-sized /dev/shm
-    assert grade.scratch_folder() == default
-    monkeypatch.setattr(grade, "MEMORY_FS_MIN_FREE", 0)
-    monkeypatch.setattr(grade, "MEMORY_FS", tmp_path)  # a folder, not a tmpfs mount
-    assert grade.scratch_folder() == default
+    monkeypatch.setattr(workspace, "MEMORY_FS", roomy[0])
+    assert workspace.scratch_folder() == roomy[0]
+    monkeypatch.setattr(workspace, "MEMORY_FS_MIN_FREE", 2**62)  # like a Docker-sized /dev/shm
+    assert workspace.scratch_folder() == default
+    monkeypatch.setattr(workspace, "MEMORY_FS_MIN_FREE", 0)
+    monkeypatch.setattr(workspace, "MEMORY_FS", tmp_path)  # a folder, not a tmpfs mount
+    assert workspace.scratch_folder() == default
 
 
 def test_a_run_folder_is_made_in_the_scratch_folder(monkeypatch, tmp_path):
     monkeypatch.setenv("AUTOGRADER_WORK_DIR", str(tmp_path / "scratch"))
-    root, fd = grade.start_work_root()
+    root, fd = workspace.start_work_root()
     try:
         assert root.parent == tmp_path / "scratch"
-        assert root.name.startswith(grade.RUN_PREFIX)
+        assert root.name.startswith(workspace.RUN_PREFIX)
     finally:
         os.close(fd)
-        grade._remove_quietly(root)
+        student.remove_quietly(root)
     assert list((tmp_path / "scratch").iterdir()) == []
 
 
@@ -88,8 +88,8 @@ def test_the_class_is_gathered_on_disk_and_each_student_worked_on_in_the_scratch
         cwd=REPO,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    [disk_run] = (tmp_path / "disk").glob(f"{grade.RUN_PREFIX}*")
-    [scratch_run] = (tmp_path / "scratch").glob(f"{grade.RUN_PREFIX}*")
+    [disk_run] = (tmp_path / "disk").glob(f"{workspace.RUN_PREFIX}*")
+    [scratch_run] = (tmp_path / "scratch").glob(f"{workspace.RUN_PREFIX}*")
     assert list((disk_run / "submissions").rglob("01_soft_lookup.ipynb"))
     assert not (scratch_run / "submissions").exists()
     assert list(scratch_run.glob("student-ann-*"))  # the student's work folder

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from autograder import selftest
+from autograder.grading import selftest
 from autograder.sandbox import Limits
 
 REPO = Path(__file__).resolve().parent.parent

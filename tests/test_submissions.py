@@ -217,7 +217,7 @@ def test_symlinks_are_not_followed(tmp_path, staging):
 
 def test_messages_reach_the_students_results(tmp_path):
     """A student whose only files cannot be placed gets 0 with the reasons, not a silent 0."""
-    from autograder.grade import grade_command
+    from autograder.grading.command import grade_command
 
     put(tmp_path / "class/ada", "01_soft_lookup (1).ipynb")
     put(tmp_path / "class/ada", B, "one")

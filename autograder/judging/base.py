@@ -1,14 +1,26 @@
-"""What every judge shares: Fail, the student's responses as read in the parent, and the verdict.
+"""The case model, the bottom layer of grading: a Case, its Judgement, its verdict, its requests.
 
     fraction, message, ids = verdict(case, responses)   # one case's verdict
+    write_requests(cases, request_root)                 # its questions, as plain data on disk
 
 A case is a Case (the probes build them in the grader; judging.store reloads the visible ones
 in the student handout). Answers are read and turned into TestResults by judging.answers.
+This module imports nothing of the course above it (only the harness's wire format and the
+judge registry, autograder.judging): the probes, the stored cases, the visible checks and the
+grader all build on it (tests/test_import_graph.py keeps it so).
 """
 
+import shutil
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from autograder.harness.wire import Reader
+import numpy as np
+
+from autograder.harness.wire import Reader, Writer
+from autograder.judging import Judgement  # noqa: F401 - part of the case model
+
+# The public seed of the visible checks (autograder.checks) and of the cases the handout stores.
+VISIBLE_SEED = "visible-checks"
 
 
 class Fail(Exception):
@@ -120,3 +132,27 @@ def _missing_message(name):
         f"`{name}` is not defined after running your notebook. Keep the cell that defines it, "
         f"spelled exactly `{name}`, and make sure the cells before it run without errors."
     )
+
+
+def write_requests(cases, request_root):
+    """One folder per graded name, one sub-folder per request: what the sandbox will carry out."""
+    request_root = Path(request_root)
+    if request_root.exists():
+        shutil.rmtree(request_root)
+    for i, case in enumerate(cases):
+        for j, request in enumerate(case.requests):
+            writer = Writer(request_root / case.function / request_folder(i, j), packed=True)
+            writer.write_json("request.json", _encode_request(writer, request))
+    return sorted({case.function for case in cases})
+
+
+def _encode_request(writer, value):
+    if isinstance(value, dict):  # plain dicts and the harness's "$..." forms alike
+        return {k: _encode_request(writer, v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_encode_request(writer, v) for v in value]
+    if isinstance(value, tuple):
+        return {"$tuple": [_encode_request(writer, v) for v in value]}
+    if isinstance(value, np.ndarray | np.generic) or type(value).__module__.startswith("torch"):
+        return writer.encode(value)
+    return value

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from autograder.harness.wire import Reader, Writer
 from autograder.judging import Judgement
-from autograder.judging.base import Case
+from autograder.judging.base import Case, write_requests
 
 
 class NotStorable(TypeError):
@@ -39,8 +39,6 @@ def _plain(encoded, where):
 def save_cases(cases, folder):
     """Write every case's requests and judge data under folder (see the module docstring)."""
     import shutil
-
-    from autograder.probes.base import write_requests  # instructor side only
 
     folder = Path(folder)
     functions = list(dict.fromkeys(case.function for case in cases))

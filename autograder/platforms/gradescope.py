@@ -38,10 +38,12 @@ import warnings
 import zipfile
 from pathlib import Path
 
-from autograder import demo_cells, selftest
+from autograder import demo_cells
 from autograder.escaping import terminal
+from autograder.grading import selftest
 from autograder.sandbox import Sandbox
 from autograder.sandbox.copying import share_read_only
+from autograder.switches import switches
 
 HERE = Path(__file__).resolve().parent
 TEMPLATES = HERE / "templates"
@@ -407,7 +409,7 @@ def make_sandbox(limits, mode):
             if mode == "bwrap":
                 raise
     if os.geteuid() == 0:
-        return StudentUserSandbox(limits, os.environ.get("AUTOGRADER_STUDENT_USER", STUDENT_USER))
+        return StudentUserSandbox(limits, switches().student_user or STUDENT_USER)
     return Sandbox(limits, mode="none")  # not root (a test run): nothing to drop
 
 
@@ -433,7 +435,9 @@ def grade_submission(root):
     """Grade ROOT/submission; Gradescope's results.json as a dict. Raises on any failure."""
     from autograder import submissions
     from autograder.curriculum import NOTEBOOKS
-    from autograder.grade import Settings, _notebook_file, grade_student
+    from autograder.grading.plan import notebook_file
+    from autograder.grading.settings import Settings
+    from autograder.grading.student import grade_student
     from autograder.safe_files import parse_json, read_bytes
     from autograder.sandbox import Limits
 
@@ -459,9 +463,9 @@ def grade_submission(root):
         if sub.refused:  # student_id() only hands over valid ids: the grader's own failure
             raise RuntimeError(sub.refused)
         missing = {
-            nb.stem for nb in NOTEBOOKS if _notebook_file(sub.folder, nb.filename) == "missing"
+            nb.stem for nb in NOTEBOOKS if notebook_file(sub.folder, nb.filename) == "missing"
         }
-        sandbox = make_sandbox(limits, os.environ.get("AUTOGRADER_SANDBOX", "auto"))
+        sandbox = make_sandbox(limits, switches().sandbox)
         result = grade_student(sub.student, sub.folder, settings, sandbox, sub.messages)
         return gradescope_results(result.results, config, missing), student
     finally:

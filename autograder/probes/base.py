@@ -11,21 +11,20 @@ two runners.
 
 import functools
 import hashlib
-import shutil
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 
 from autograder.curriculum import BY_STEM
-from autograder.harness.wire import Writer
 from autograder.judging.answers import judge_cases  # noqa: F401 - the probes' vocabulary
 from autograder.judging.base import (  # noqa: F401 - the probes' vocabulary
+    VISIBLE_SEED,
     Case,
     Fail,
     Response,
     request_folder,
     verdict,
+    write_requests,
 )
 
 PROBES: dict[str, Callable[[np.random.Generator], list[Case]]] = {}
@@ -75,8 +74,6 @@ def draw(function, seed):
     """One graded name's cases from `seed`: drawn again, from seeds derived from it, while any
     of their requests equals a request of the visible checks (a hidden test must never be
     answerable by looking its answer up in the handout)."""
-    from autograder.checks import VISIBLE_SEED
-
     visible = frozenset() if seed == VISIBLE_SEED else visible_fingerprints(function)
     for attempt in range(REDRAWS):
         parts = (seed, function) if attempt == 0 else (seed, function, f"redraw {attempt}")
@@ -98,8 +95,6 @@ def _cases(function, seed):
 
 @functools.cache
 def visible_fingerprints(function):
-    from autograder.checks import VISIBLE_SEED
-
     return frozenset(fingerprints(_cases(function, derive_seed(VISIBLE_SEED, function))))
 
 
@@ -143,27 +138,3 @@ def request_fingerprint(request):
 
     walk(request)
     return digest.hexdigest()
-
-
-def write_requests(cases, request_root):
-    """One folder per graded name, one sub-folder per request: what the sandbox will carry out."""
-    request_root = Path(request_root)
-    if request_root.exists():
-        shutil.rmtree(request_root)
-    for i, case in enumerate(cases):
-        for j, request in enumerate(case.requests):
-            writer = Writer(request_root / case.function / request_folder(i, j), packed=True)
-            writer.write_json("request.json", _encode_request(writer, request))
-    return sorted({case.function for case in cases})
-
-
-def _encode_request(writer, value):
-    if isinstance(value, dict):  # plain dicts and the harness's "$..." forms alike
-        return {k: _encode_request(writer, v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_encode_request(writer, v) for v in value]
-    if isinstance(value, tuple):
-        return {"$tuple": [_encode_request(writer, v) for v in value]}
-    if isinstance(value, np.ndarray | np.generic) or type(value).__module__.startswith("torch"):
-        return writer.encode(value)
-    return value

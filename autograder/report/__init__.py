@@ -1,29 +1,24 @@
 """What grading writes: results.json and feedback.html per student, grades.csv and a class summary.
 
-    write_student(out / student, payload)   # payload built by autograder.grade.build_results
+    write_student(out / student, payload)   # payload built by grading/payload.py
     write_class(out, student_results)       # grades.csv, summary.md/.json, class.html/.json
 
 Every file is written atomically (a temporary file renamed into place), so an interrupted run
 never leaves half a results.json behind, and a rerun can trust the files it finds.
 """
 
-import functools
 import json
 import os
 import tempfile
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from jinja2 import Environment, FileSystemLoader, select_autoescape
-
 from autograder.curriculum import BY_STEM, NOTEBOOKS
 from autograder.escaping import csv_row
 from autograder.misconceptions import CATALOGUE
 from autograder.report.class_page import class_data, render_class_page
 from autograder.report.feedback import feedback_context
-
-TEMPLATES = Path(__file__).resolve().parent / "templates"
-
+from autograder.report.rendering import environment
 
 REPORT_FILES = (
     "grades.csv",
@@ -56,20 +51,8 @@ def atomic_write(path, text):
         raise
 
 
-@functools.cache  # one per process: compiling the template took ~0.15 CPU-s per student
-def _environment():
-    env = Environment(
-        loader=FileSystemLoader(str(TEMPLATES)),
-        autoescape=select_autoescape(["html", "j2"]),
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters["points"] = lambda x: f"{x:g}" if isinstance(x, int | float) else str(x)
-    return env
-
-
 def render_feedback(payload):
-    template = _environment().get_template("feedback.html.j2")
+    template = environment().get_template("feedback.html.j2")
     return template.render(**feedback_context(payload))
 
 
@@ -189,11 +172,14 @@ class SavedResult:
         self.folder = folder  # OUT/<folder>/ holds it (None: named like the student)
 
 
-def collect_results(out):
-    """Every OUT/<student>/results.json, including students graded by earlier runs. The student
-    is the one named inside (OUT/_grades.csv holds the student whose folder is grades.csv)."""
+def collect_results(out, skip=()):
+    """Every OUT/<student>/results.json, including students graded by earlier runs, but those
+    of the folders in `skip` (the grading run has them in memory). The student is the one named
+    inside (OUT/_grades.csv holds the student whose folder is grades.csv)."""
     saved = []
     for path in sorted(Path(out).glob("*/results.json")):
+        if path.parent.name in skip:
+            continue
         try:
             payload = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError, RecursionError):

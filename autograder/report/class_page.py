@@ -24,6 +24,7 @@ from autograder.curriculum import NOTEBOOK_OF, NOTEBOOKS
 from autograder.integrity import INTEGRITY_FACTS
 from autograder.misconceptions import CATALOGUE
 from autograder.report.feedback import notebook_state
+from autograder.report.rendering import environment
 from autograder.report.sections import teaching_sections
 
 BINS = 10  # bars of each histogram
@@ -317,6 +318,4 @@ def _misconceptions_view(misconceptions, course_order, sections):
 
 
 def render_class_page(data):
-    from autograder.report import _environment
-
-    return _environment().get_template("class.html.j2").render(**data)
+    return environment().get_template("class.html.j2").render(**data)

@@ -42,6 +42,7 @@ from pathlib import Path
 
 from autograder import demo_cells
 from autograder.safe_files import remove_tree
+from autograder.switches import switches
 
 from . import fontcache
 from .copying import copy_submission, share_read_only
@@ -151,12 +152,7 @@ class Sandbox(Isolation):
         # Warm kernels (zygote.py): each notebook's kernel is forked from one pre-loaded process
         # per student instead of started cold. AUTOGRADER_WARM_KERNELS=0 turns them off.
         if warm is None:
-            warm = os.environ.get("AUTOGRADER_WARM_KERNELS", "1").strip().lower() not in (
-                "0",
-                "false",
-                "no",
-                "off",
-            )
+            warm = switches().warm_kernels
         self.warm = bool(warm)
         self.bwrap = shutil.which("bwrap")
         if mode == "auto":

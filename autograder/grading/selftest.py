@@ -2,13 +2,13 @@
 marks and a blank submission (the released notebooks, untouched) 0, in the very sandbox the
 run will use, before any student is graded.
 
-    python -m autograder selftest                 # run it now, say what it found (exit 1: failed)
+    python -m autograder selftest                 # run it now (grading/command.py; exit 1: failed)
     guard(sandbox, settings)                      # in `grade`: once per environment, cached
 
 A machine where the sandbox silently fails (a bubblewrap that rejects an option, a course data
 package the sandbox cannot read, a missing package) would otherwise give every student 0 and
 report success. The self-test grades the two submissions exactly as students are graded
-(grade.grade_student, the same Sandbox object, its limits and mode) and, when they do not score
+(grading/student.py's grade_student, the same Sandbox object, its limits and mode) and, when they do not score
 full marks and 0, refuses with a message naming the cause: what bubblewrap said, which notebooks
 and tests lost points and why, the tail of the sandbox's log.
 
@@ -36,11 +36,15 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent  # autograder/
+from autograder.grading.settings import Settings
+from autograder.grading.student import grade_student
+from autograder.switches import switches
+
+PACKAGE = Path(__file__).resolve().parents[1]  # autograder/
 ROOT = PACKAGE.parent
 SOLUTIONS = ROOT / "solutions"
 BLANK = ROOT / "notebooks"  # the released notebooks, as students get them
-SKIP_ENV = "AUTOGRADER_SKIP_SELFTEST"
+SKIP_ENV = "AUTOGRADER_SKIP_SELFTEST"  # read by autograder.switches
 SECRET = "autograder-selftest"  # fixed: the same cases every time, so a result is reproducible
 STUDENTS = {"solutions": SOLUTIONS, "blank": BLANK}
 SKIP_BANNER = (
@@ -56,8 +60,7 @@ class SelfTestFailed(Exception):
 
 
 def skipped_by_env(environ=None):
-    value = (environ or os.environ).get(SKIP_ENV, "").strip().lower()
-    return value in ("1", "true", "yes", "on")
+    return switches(environ).skip_selftest
 
 
 def skip_banner(why):
@@ -120,7 +123,7 @@ def environment(sandbox):
         "kernel": platform.release(),
         "euid": os.geteuid(),
         "course": course.hexdigest(),
-        "skip_demos": os.environ.get("AUTOGRADER_SKIP_DEMOS", ""),
+        "skip_demos": switches().skip_demos,
     }
 
 
@@ -136,7 +139,6 @@ def cache_folder():
 def run(sandbox, workers=2, work_root=None):
     """Grade the solutions and the blank submission in `sandbox`; returns the report (a dict).
     Raises SelfTestFailed when they do not score full marks and 0."""
-    from autograder.grade import Settings, grade_student
 
     for folder in STUDENTS.values():
         if not any(Path(folder).glob("*.ipynb")):
@@ -284,7 +286,7 @@ def guard(sandbox, workers=2, work_root=None, skip=False, fresh=False, out=None)
     environment passed before. Returns the report, or None when skipped."""
     out = out or sys.stderr
     if skip or skipped_by_env():
-        why = "--skip-selftest" if skip else f"{SKIP_ENV}={os.environ.get(SKIP_ENV)}"
+        why = "--skip-selftest" if skip else f"{SKIP_ENV}={switches().text(SKIP_ENV)}"
         print(skip_banner(why), file=out)
         return None
     key = hashlib.sha256(
@@ -327,47 +329,3 @@ def _run_and_say(sandbox, workers, work_root, out):
 def summary(report):
     s, b = report["scores"]["solutions"], report["scores"]["blank"]
     return f"solutions {s[0]:g} / {s[1]:g}, blank {b[0]:g} / {b[1]:g}, in {report['seconds']:g} s"
-
-
-# -- the command line ----------------------------------------------------------------------------
-def add_arguments(commands, sandbox_options):
-    cmd = commands.add_parser(
-        "selftest",
-        help="grade the solutions and a blank submission in this machine's sandbox: full marks "
-        "and 0, or a message naming the cause (exit 1)",
-    )
-    sandbox_options(cmd)
-    cmd.add_argument(
-        "--platform",
-        choices=("standalone", "gradescope"),
-        default="standalone",
-        help="gradescope: the sandbox run_autograder uses (bubblewrap, else the unprivileged "
-        "user `student`)",
-    )
-
-
-def command(args):
-    from autograder.grade import limits_from_args
-    from autograder.sandbox import Sandbox
-    from autograder.sandbox.bubblewrap import BubblewrapUnsupported
-
-    limits = limits_from_args(args)
-    try:
-        if args.platform == "gradescope":
-            from autograder.platforms.gradescope import make_sandbox
-
-            sandbox = make_sandbox(limits, args.sandbox)
-        else:
-            sandbox = Sandbox(limits, mode=args.sandbox)
-    except (RuntimeError, BubblewrapUnsupported) as exc:
-        print(f"self-test failed: {exc}", file=sys.stderr)
-        return 1
-    try:
-        print(describe(sandbox))
-        report = guard(sandbox, workers=args.workers, fresh=True, out=sys.stdout)
-    except SelfTestFailed as exc:
-        print(f"self-test failed: {exc}", file=sys.stderr)
-        return 1
-    finally:
-        sandbox.close()
-    return 0 if report else 1

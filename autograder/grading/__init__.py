@@ -1,0 +1,13 @@
+"""Grading, as steps in order (docs/architecture.md draws them with the data between them).
+
+    settings.py   Settings: what the `grade` options decide
+    workspace.py  OUT's lock, the scratch folder, the run's work folders
+    classrun.py   the class run: discover, keep the up-to-date, self-test, grade each, report
+    student.py    one student: plan -> sandbox -> judge -> payload -> late -> one write
+    plan.py       NotebookPlan: per notebook, its cases and its sandbox job (or why none)
+    payload.py    the results.json payload and its late penalties
+    selftest.py   the solutions full marks and a blank 0 in this sandbox, or no grading
+    command.py    `python -m autograder grade`: the class run and what it prints
+
+The self-test and Gradescope's runner use student.py alone; nothing here imports the platforms.
+"""

@@ -1,0 +1,95 @@
+"""The commands `python -m autograder grade PATH` (the class run, grading/classrun.py, and what it
+prints) and `python -m autograder selftest` (grading/selftest.py, now, in this machine's sandbox).
+
+`grade` exits 0 when grading completed, whatever the scores; 1 when a student was not graded.
+"""
+
+import sys
+import time
+
+from autograder.grading import selftest
+from autograder.grading.classrun import grade_class
+from autograder.grading.settings import limits_from_args, settings_from_args
+from autograder.safe_files import printable
+from autograder.switches import switches
+
+
+def grade_command(args):
+    settings = settings_from_args(args)
+    started = time.monotonic()
+    done, summary = grade_class(
+        args.path,
+        settings,
+        progress=not getattr(args, "quiet", False),
+        layout=getattr(args, "layout", "auto"),
+    )
+    elapsed = time.monotonic() - started
+    graded = [r for r in done if not r.skipped and not r.error and not r.refused]
+    skipped = [r for r in done if r.skipped]
+    failed = [r for r in done if r.error]
+    refused = [r for r in done if r.refused]
+    print(summary["text"])
+    print(
+        f"graded {len(graded)} student(s), skipped {len(skipped)} up to date, "
+        f"{len(refused)} not graded, {len(failed)} internal error(s) in {elapsed:.1f} s -> "
+        f"{printable(settings.out)}"
+    )
+    for line in summary.get("skipped_entries", []):  # escaped where they were found
+        print(f"skipped entry {line}", file=sys.stderr)
+    for r in failed:
+        shown = "\n".join(printable(line) for line in r.error.splitlines())
+        print(f"INTERNAL ERROR grading {printable(r.student)}:\n{shown}", file=sys.stderr)
+    for r in refused:
+        print(f"NOT GRADED {printable(r.student)}: {r.refused}", file=sys.stderr)
+    if failed or refused:
+        names = ", ".join(printable(r.student) for r in failed + refused)
+        print(f"NOT GRADED (the next run grades them again): {names}")
+        print(
+            f"error: {len(failed) + len(refused)} student(s) not graded: {names}", file=sys.stderr
+        )
+    if settings.skip_selftest or switches().skip_selftest:
+        print(selftest.skip_banner("these grades were made without it"), file=sys.stderr)
+    return 1 if failed or refused else 0
+
+
+# -- the command line ----------------------------------------------------------------------------
+def add_selftest_arguments(commands, sandbox_options):
+    cmd = commands.add_parser(
+        "selftest",
+        help="grade the solutions and a blank submission in this machine's sandbox: full marks "
+        "and 0, or a message naming the cause (exit 1)",
+    )
+    sandbox_options(cmd)
+    cmd.add_argument(
+        "--platform",
+        choices=("standalone", "gradescope"),
+        default="standalone",
+        help="gradescope: the sandbox run_autograder uses (bubblewrap, else the unprivileged "
+        "user `student`)",
+    )
+
+
+def selftest_command(args):
+    from autograder.sandbox import Sandbox
+    from autograder.sandbox.bubblewrap import BubblewrapUnsupported
+
+    limits = limits_from_args(args)
+    try:
+        if args.platform == "gradescope":
+            from autograder.platforms.gradescope import make_sandbox
+
+            sandbox = make_sandbox(limits, args.sandbox)
+        else:
+            sandbox = Sandbox(limits, mode=args.sandbox)
+    except (RuntimeError, BubblewrapUnsupported) as exc:
+        print(f"self-test failed: {exc}", file=sys.stderr)
+        return 1
+    try:
+        print(selftest.describe(sandbox))
+        report = selftest.guard(sandbox, workers=args.workers, fresh=True, out=sys.stdout)
+    except selftest.SelfTestFailed as exc:
+        print(f"self-test failed: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        sandbox.close()
+    return 0 if report else 1

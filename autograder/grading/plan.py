@@ -1,0 +1,103 @@
+"""Step 1 of one student's grading: a NotebookPlan per notebook of the course.
+
+    plans = plan_notebooks(student, folder, settings, work, placement, kept)
+
+For each notebook not kept from an earlier run (--notebook): the hidden tests' cases drawn from
+the course secret and the student id, and either a NotebookJob for the sandbox (the notebook
+was found, read within its bounds and written out normalised, its requests written as plain
+data) or the note every test of it gets instead (missing, unreadable, could not be prepared).
+"""
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from autograder.curriculum import GRADED_NAMES, NOTEBOOKS, Notebook
+from autograder.judging.base import write_requests
+from autograder.notebook_files import load_notebook
+from autograder.probes.base import PROBES, build_cases, derive_seed
+from autograder.sandbox import NotebookJob
+
+NOTEBOOK_FILES = {nb.filename for nb in NOTEBOOKS}
+SERVE_BASE_SECONDS = 10.0  # a serve cell's own time beside its requests' limits
+
+
+@dataclass
+class NotebookPlan:
+    """What grading does with one notebook of one student."""
+
+    notebook: Notebook
+    cases: list  # judging.base.Case, drawn from this student's seed
+    job: NotebookJob | None  # None: not run, every test gets `note`
+    note: str | None = None  # the output of every test when the notebook is not run
+    message: str = ""  # about the notebook's file, for the student (may be empty)
+    submitted: bool = True  # False: its file is not in the submission (the class page counts it)
+
+
+def notebook_file(folder, filename):
+    """'missing' or 'present' (a link, a folder or a FIFO is present: load_notebook says why)."""
+    try:
+        os.lstat(Path(folder) / filename)
+    except FileNotFoundError:
+        return "missing"
+    except OSError:
+        return "present"
+    return "present"
+
+
+def registered_probes():
+    """The graded names that have hidden tests (probe modules may still be being written)."""
+    from autograder.probes import load_all
+
+    load_all()
+    return {name for name in GRADED_NAMES if name in PROBES}
+
+
+def encodable(name):
+    """The name itself, unless the folder's name is not UTF-8 (surrogate escapes): then a
+    stable text that can be encoded (the seed is a hash of it)."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def plan_notebooks(student, folder, settings, work, placement, kept):
+    """A NotebookPlan per notebook not in `kept`; normalised notebooks go to work/prepared."""
+    import nbformat
+
+    plans = []
+    prepared = work / "prepared"
+    prepared.mkdir()
+    for nb in NOTEBOOKS:
+        if nb.stem in kept:
+            continue  # --notebook: its verdicts of the last run stand
+        seed = derive_seed(settings.secret, encodable(student), nb.stem)
+        cases = build_cases(nb.stem, seed, functions=registered_probes())
+        placed = " ".join(placement.get(nb.stem, []))
+        if notebook_file(folder, nb.filename) == "missing":
+            note = (
+                placed or f"{nb.filename} was not found in your submission, so its tests score 0."
+            )
+            plans.append(NotebookPlan(nb, cases, None, note, note, submitted=False))
+            continue
+        notebook, message = load_notebook(folder, nb.filename, settings.max_notebook_bytes)
+        message = " ".join(m for m in (placed, message) if m)
+        if notebook is None:
+            plans.append(NotebookPlan(nb, cases, None, f"not tested: {message}", message))
+            continue
+        try:
+            # nbformat.v4's writer, without nbformat.write's second validation (load_notebook
+            # validated it; the sandbox's driver reads it with nbformat again)
+            text = nbformat.v4.writes(notebook)
+            (prepared / nb.filename).write_text(text, encoding="utf-8")
+        except (ValueError, RecursionError) as exc:  # e.g. cell metadata nbformat cannot write
+            message = f"{nb.filename} could not be prepared for grading ({type(exc).__name__})."
+            plans.append(NotebookPlan(nb, cases, None, f"not tested: {message}", message))
+            continue
+        request_dir = work / "run" / "requests" / nb.stem
+        write_requests(cases, request_dir)
+        serve = {}
+        for case in cases:
+            seconds = sum(float(r.get("seconds", case.seconds)) for r in case.requests)
+            serve[case.function] = serve.get(case.function, SERVE_BASE_SECONDS) + seconds
+        job = NotebookJob(nb.stem, nb.filename, request_dir, serve)
+        plans.append(NotebookPlan(nb, cases, job, None, message))
+    return plans

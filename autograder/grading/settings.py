@@ -1,0 +1,83 @@
+"""A grading run's settings: what the `grade` options (and the nbgrader and Gradescope commands)
+decide, in one dataclass the steps read.
+
+    settings = settings_from_args(args)      # from argparse's namespace
+    limits = limits_from_args(args)          # the sandbox's Limits alone (selftest)
+"""
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograder.notebook_files import MAX_NOTEBOOK_BYTES
+from autograder.sandbox.limits import Limits
+
+DEFAULT_SECRET = "course-default-secret"
+
+
+@dataclass
+class Settings:
+    out: Path
+    secret: str
+    limits: Limits
+    workers: int = 1
+    force: bool = False
+    sandbox_mode: str = "auto"
+    keep_work: bool = False
+    max_notebook_bytes: int = MAX_NOTEBOOK_BYTES
+    work_root: Path | None = None  # this run's work folder (made by grade_class)
+    notebooks: tuple = ()  # --notebook: regrade only these stems, keep the others' verdicts
+    deadlines: object = None  # autograder.deadlines.LatePolicy, or None: no late penalties
+    handed_in: dict = field(default_factory=dict)  # student -> {stem: time} (--handed-in)
+    skip_selftest: bool = False  # emergencies only (grading/selftest.py): loudly warned
+    parent_memory: int | None = None  # the parent's own memory budget (default: by workers)
+    memory_ceiling: int | None = None  # RLIMIT_AS set from it for this run (by grade_class)
+
+
+def settings_from_args(args):
+    """Settings from the `grade` options (also used by the nbgrader and Gradescope commands)."""
+    secret = getattr(args, "secret", None) or os.environ.get("COURSE_SECRET")
+    if not secret:
+        secret = DEFAULT_SECRET
+        print(
+            "warning: COURSE_SECRET is not set; using the public default, so students could "
+            "predict the hidden tests' inputs. Set COURSE_SECRET (or --secret) for real grading.",
+            file=sys.stderr,
+        )
+    deadlines, handed_in = None, {}
+    if getattr(args, "deadlines", None):
+        from autograder.deadlines import PolicyError, load_handed_in, load_policy
+
+        try:
+            deadlines = load_policy(args.deadlines)
+            if getattr(args, "handed_in", None):
+                handed_in = load_handed_in(args.handed_in)
+        except PolicyError as exc:
+            raise SystemExit(f"error: {exc}") from None
+    elif getattr(args, "handed_in", None):
+        raise SystemExit("error: --handed-in needs --deadlines (the due dates and the penalty)")
+    return Settings(
+        out=Path(args.out).resolve(),
+        secret=secret,
+        limits=limits_from_args(args),
+        workers=int(args.workers),
+        force=bool(args.force),
+        sandbox_mode=getattr(args, "sandbox", None) or "auto",
+        keep_work=bool(getattr(args, "keep_work", False)),
+        notebooks=tuple(getattr(args, "notebook", None) or ()),
+        deadlines=deadlines,
+        handed_in=handed_in,
+        skip_selftest=bool(getattr(args, "skip_selftest", False)),
+        parent_memory=int(float(args.parent_memory) * 2**30)
+        if getattr(args, "parent_memory", None)
+        else None,
+    )
+
+
+def limits_from_args(args):
+    """The sandbox's Limits from the --timeout and --memory options."""
+    limits = Limits(timeout=float(args.timeout))
+    if getattr(args, "memory", None):
+        limits.memory_bytes = int(float(args.memory) * 2**30)
+    return limits

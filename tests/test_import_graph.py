@@ -1,0 +1,108 @@
+"""The package's import graph has no cycle, and the case model stays the bottom layer.
+
+An AST walk over autograder/: every `import` and `from ... import` in a module, at any depth (an
+import inside a function is still a dependency, only a later one), is an edge to the module it
+names (`from autograder.x import y` names autograder.x.y when y is a module, else autograder.x).
+A cycle fails the test with its modules in order, so whoever adds one sees where it closes.
+"""
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "autograder"
+
+
+def module_files(package=PACKAGE):
+    modules = {}
+    for path in sorted(package.rglob("*.py")):
+        parts = list(path.relative_to(package.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        modules[".".join(parts)] = path
+    return modules
+
+
+def import_graph(modules):
+    """{module: {modules of the package it imports}}."""
+
+    def known(name):
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph = {}
+    for module, path in modules.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        edges = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(up + ([base] if base else []))
+                names = [
+                    f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
+                    for alias in node.names
+                ]
+            else:
+                continue
+            edges.update(n for n in map(known, names) if n and n != module)
+        graph[module] = edges
+    return graph
+
+
+def find_cycle(graph):
+    """One cycle as [a, b, ..., a], or None."""
+    state, stack = {}, []
+
+    def visit(node):
+        state[node] = "open"
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == "open":
+                return stack[stack.index(nxt) :] + [nxt]
+            if nxt not in state:
+                found = visit(nxt)
+                if found:
+                    return found
+        stack.pop()
+        state[node] = "done"
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            found = visit(node)
+            if found:
+                return found
+    return None
+
+
+def test_the_finder_names_a_cycle():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
+
+
+def test_the_walk_sees_imports_inside_functions(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("def f():\n    from pkg import b\n")
+    (package / "b.py").write_text("from .a import f\n")
+    graph = import_graph(module_files(package))
+    assert find_cycle(graph) == ["pkg.a", "pkg.b", "pkg.a"]
+
+
+def test_the_package_has_no_import_cycle():
+    cycle = find_cycle(import_graph(module_files()))
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_the_case_model_imports_nothing_above_it():
+    """judging.base (Case, Judgement, verdict, write_requests, VISIBLE_SEED) sits on the wire
+    format and the judge registry only."""
+    graph = import_graph(module_files())
+    allowed = {"autograder.harness.wire", "autograder.judging", "autograder.harness"}
+    assert graph["autograder.judging.base"] <= allowed
+    assert graph["autograder.judging"] == set()
