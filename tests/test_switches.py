@@ -120,5 +120,5 @@ def test_the_switches_and_their_defaults():
 
 def test_the_driver_never_reads_the_environment_for_a_switch():
     """The sandbox does not carry the grader's environment: the driver gets its job.json."""
-    text = (PACKAGE / "sandbox" / "driver.py").read_text(encoding="utf-8")
+    text = (PACKAGE / "sandbox" / "inside" / "driver.py").read_text(encoding="utf-8")
     assert "AUTOGRADER_" not in text.replace("(AUTOGRADER_WARM_KERNELS)", "")

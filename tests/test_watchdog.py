@@ -15,7 +15,7 @@ import pytest
 from test_sandbox import answer, call_request, notebook, run_one
 
 from autograder.sandbox import Limits, NotebookJob, Sandbox
-from autograder.sandbox.driver import Watchdog
+from autograder.sandbox.inside.driver import Watchdog
 
 STAND_IN = """\
 import os, signal, sys, time

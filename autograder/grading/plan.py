@@ -19,7 +19,6 @@ from autograder.probes.base import PROBES, build_cases, derive_seed
 from autograder.sandbox import NotebookJob
 
 NOTEBOOK_FILES = {nb.filename for nb in NOTEBOOKS}
-SERVE_BASE_SECONDS = 10.0  # a serve cell's own time beside its requests' limits
 
 
 @dataclass
@@ -97,7 +96,9 @@ def plan_notebooks(student, folder, settings, work, placement, kept):
         serve = {}
         for case in cases:
             seconds = sum(float(r.get("seconds", case.seconds)) for r in case.requests)
-            serve[case.function] = serve.get(case.function, SERVE_BASE_SECONDS) + seconds
+            serve[case.function] = (
+                serve.get(case.function, settings.limits.serve_base_seconds) + seconds
+            )
         job = NotebookJob(nb.stem, nb.filename, request_dir, serve)
         plans.append(NotebookPlan(nb, cases, job, None, message))
     return plans

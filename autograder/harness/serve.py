@@ -38,6 +38,11 @@ class RequestTimeout(BaseException):  # BaseException: a student's `except Excep
     pass
 
 
+# a request's wall backstop, x its CPU seconds: the default of Limits.request_wall_factor
+# (autograder/sandbox/limits.py; tests/test_inside_constants.py pins the two together)
+WALL_FACTOR = 4.0
+
+
 def _alarm(signum, frame):
     raise RequestTimeout()
 
@@ -45,25 +50,28 @@ def _alarm(signum, frame):
 class _Deadline:
     """A request's time limit: `seconds` of the kernel's CPU time (ITIMER_PROF), so a busy
     machine, which slows a call without making it use more CPU, never times out a correct
-    answer; and four times as many wall seconds (ITIMER_REAL) for a call that waits
-    instead of computing. Either raises RequestTimeout in the call."""
+    answer; and `wall_factor` times as many wall seconds (ITIMER_REAL) for a call that waits
+    instead of computing (Limits.request_wall_factor, sent by the driver; WALL_FACTOR for the
+    visible checks). Either raises RequestTimeout in the call."""
 
-    TIMERS = ((signal.ITIMER_PROF, signal.SIGPROF, 1), (signal.ITIMER_REAL, signal.SIGALRM, 4))
-
-    def __init__(self, seconds):
+    def __init__(self, seconds, wall_factor=WALL_FACTOR):
         self.seconds = seconds
         self.armed = seconds and threading.current_thread() is threading.main_thread()
+        self.timers = (
+            (signal.ITIMER_PROF, signal.SIGPROF, 1),
+            (signal.ITIMER_REAL, signal.SIGALRM, wall_factor),
+        )
 
     def __enter__(self):
         if self.armed:
             self.previous = []
-            for timer, signum, factor in self.TIMERS:
+            for timer, signum, factor in self.timers:
                 self.previous.append(signal.signal(signum, _alarm))
                 signal.setitimer(timer, self.seconds * factor)
 
     def __exit__(self, *exc):
         if self.armed:
-            for (timer, signum, _), previous in zip(self.TIMERS, self.previous, strict=True):
+            for (timer, signum, _), previous in zip(self.timers, self.previous, strict=True):
                 signal.setitimer(timer, 0)
                 signal.signal(signum, previous)
 
@@ -107,8 +115,9 @@ def _error(exc):
 
 
 class Session:
-    def __init__(self, namespace, request_dir, response_dir):
+    def __init__(self, namespace, request_dir, response_dir, wall_factor=None):
         self.namespace = namespace
+        self.wall_factor = WALL_FACTOR if wall_factor is None else wall_factor
         self.reader = Reader(request_dir, as_tensors=True, packed=True)
         self.writer = Writer(response_dir)
 
@@ -152,7 +161,7 @@ class Session:
         op = request["op"]
         started = time.perf_counter()
         try:
-            with _Deadline(request.get("seconds")), _OneThread():
+            with _Deadline(request.get("seconds"), self.wall_factor), _OneThread():
                 answer = getattr(self, f"op_{op}")(request)
         except LookupError as exc:
             if str(exc).startswith("MISSING:"):
@@ -327,10 +336,11 @@ class Session:
         return {"value": self.encode(train_lm(cls, **self.value(request["config"])))}
 
 
-def serve(namespace, request_root, response_root):
-    """Answer every request under request_root (one sub-directory each, in name order)."""
+def serve(namespace, request_root, response_root, wall_factor=None):
+    """Answer every request under request_root (one sub-directory each, in name order).
+    wall_factor: each request's wall backstop as a multiple of its CPU seconds."""
     request_root, response_root = Path(request_root), Path(response_root)
     for request_dir in sorted(p for p in request_root.iterdir() if p.is_dir()):
-        session = Session(namespace, request_dir, response_root / request_dir.name)
+        session = Session(namespace, request_dir, response_root / request_dir.name, wall_factor)
         answer = session.run(Reader(request_dir).read_json("request.json"))
         session.writer.write_json("response.json", answer)

@@ -22,8 +22,8 @@ rlimits only, after a printed warning.
 Where things are: isolation.py (the bwrap command line: namespaces, mounts, tmpfs sizes; which
 defences this machine allows), limits.py (Limits, the rlimits, the cgroup and the time budget;
 cgroups.py creates the cgroups), copying.py (copy_submission, tree sizes and modes), status.py
-(reading, cleaning and applying a notebook's status file), driver.py and zygote.py (what runs
-inside), pull.py (copying the answers out). This file: the Sandbox class's launch and run loop.
+(reading, cleaning and applying a notebook's status file), inside/driver.py and inside/zygote.py
+(what runs inside), pull.py (copying the answers out). This file: the Sandbox class's launch and run loop.
 """
 
 import json
@@ -81,7 +81,6 @@ CONTROL_NOTEBOOK = {
     "nbformat": 4,
     "nbformat_minor": 5,
 }
-STARVED_SLACK = 4  # a starved notebook's re-run: its wall-clock backstop this many times longer
 # what failed twice, in the words of a NOT GRADED report (status.suspicion's kinds)
 DESCRIBE = {
     "never-ran": "the grading sandbox stopped before the notebook could run",
@@ -90,6 +89,7 @@ DESCRIBE = {
 }
 
 HERE = Path(__file__).resolve().parent
+INSIDE = HERE / "inside"  # what runs inside the sandbox, copied there on its own
 HARNESS = HERE.parent / "harness"
 
 STUB_INIT = '''"""A stand-in for the course package inside the grading sandbox: no reference, no tests."""
@@ -201,8 +201,8 @@ class Sandbox(Isolation):
             ignore=shutil.ignore_patterns("__pycache__"),
             dirs_exist_ok=True,
         )
-        shutil.copy2(HERE / "driver.py", self.lib / "driver.py")
-        shutil.copy2(HERE / "zygote.py", self.lib / "zygote.py")
+        shutil.copy2(INSIDE / "driver.py", self.lib / "driver.py")
+        shutil.copy2(INSIDE / "zygote.py", self.lib / "zygote.py")
         # a copy, not a bind mount: where the course lives may be closed to the sandbox's uid
         # (Gradescope's setup.sh makes /autograder/source root's alone)
         self.coursedata = self._coursedata_dir()
@@ -283,7 +283,7 @@ class Sandbox(Isolation):
                     self._forget(dirs, job)
                     found.pop(job.stem, None)
                 # starved: again with a backstop far enough for its CPU seconds on a busy machine
-                slack = self.limits.wall_factor * STARVED_SLACK
+                slack = self.limits.wall_factor * self.limits.starved_wall_factor
                 rerun = [
                     replace(job, wall_factor=slack) if suspects[job.stem] == "starved" else job
                     for job in again
@@ -401,6 +401,7 @@ class Sandbox(Isolation):
             "memory_gb": round(self.limits.memory_bytes / 2**30, 2),
             "startup_timeout": self.limits.startup_seconds,
             "warm": self.warm,
+            "times": self.limits.driver_times(),  # Limits' budgets the driver applies
             "harness": f"{p['lib']}/autograder/harness",
             "notebooks": [
                 {

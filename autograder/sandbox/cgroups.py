@@ -333,7 +333,8 @@ def _try_v1(mounts, own):
 
 def read_cpu_usage(path, unit):
     """Seconds of CPU in a cgroup's cpu.stat (usage_usec) or cpuacct.usage (ns); None if unread.
-    (driver.py reads the same files with its own copy: it imports nothing of the grader.)"""
+    (inside/driver.py reads the same files with its own copy, _file_cpu: it imports nothing of
+    the grader; tests/test_inside_constants.py pins the two together.)"""
     try:
         with open(path) as handle:
             text = handle.read(4096)

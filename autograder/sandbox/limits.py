@@ -34,6 +34,25 @@ class Limits:
     answers_bytes: int = 256 * 2**20  # its answers folder (a tmpfs, copied out after the run)
     status_bytes: int = 8 * 2**20  # its status folder (likewise)
     log_bytes: int = 256 * 2**10  # of the sandbox's stdout/stderr: this much head and tail kept
+    # -- the time budgets and slacks beside `timeout` (docs/grader.md, "Time limits", one table)
+    request_wall_factor: float = 4.0  # a request's wall backstop: this x its CPU seconds (serve)
+    starved_wall_factor: float = 4.0  # a starved notebook's re-run: wall_factor x this
+    serve_base_seconds: float = 10.0  # a graded name's serve cell: this + its requests' seconds
+    serve_prelude_seconds: float = 30.0  # CPU s for the cell that loads the harness
+    quiet_cell_seconds: float = 10.0  # wall s for the driver's uncharged cells (the watch)
+    recover_cpu_seconds: float = 10.0  # after a timeout, the kernel answers a probe cell within
+    recover_wall_seconds: float = 30.0  # ... these (CPU s; wall s x wall_factor)
+    budget_slack_seconds: float = 45.0  # per notebook in the sandbox's whole budget: start, stop
+
+    def driver_times(self):
+        """The budgets the sandbox's driver applies, as job.json carries them."""
+        return {
+            "request_wall_factor": self.request_wall_factor,
+            "serve_prelude_seconds": self.serve_prelude_seconds,
+            "quiet_cell_seconds": self.quiet_cell_seconds,
+            "recover_cpu_seconds": self.recover_cpu_seconds,
+            "recover_wall_seconds": self.recover_wall_seconds,
+        }
 
     @property
     def cgroup_memory(self):
@@ -76,7 +95,7 @@ def budget(limits, pending):
     """Wall-clock seconds the whole sandbox may take for the NotebookJobs `pending`: every
     limit's backstop, and some room for starting and stopping."""
     lim = limits
-    per_job = lim.timeout + lim.startup_seconds + 45
+    per_job = lim.timeout + lim.startup_seconds + lim.budget_slack_seconds
     return sum(
         (per_job + sum(j.serve_seconds.values())) * (j.wall_factor or lim.wall_factor)
         for j in pending

@@ -158,7 +158,7 @@ __autograder_serve__ = __autograder_load_harness({harness!r})
 del __autograder_load_harness
 """
 
-SERVE_CELL = "__autograder_serve__(globals(), {requests!r}, {responses!r})"
+SERVE_CELL = "__autograder_serve__(globals(), {requests!r}, {responses!r}, {wall_factor!r})"
 
 # the harness's watch.py, loaded on its own (no numpy import) before the notebook's first cell,
 # and asked after its last one what it saw (autograder/integrity.py): hints for a human only
@@ -177,9 +177,17 @@ FACTS_CELL = "__import__('sys').modules['__autograder_watch__'].facts()"
 INTEGRITY_TOKENS = ("answers-looked-up", "comparison-patched")  # autograder/integrity.py
 
 MAX_MESSAGE = 400
-# after a timeout, the kernel must answer a probe cell within these (CPU s; wall s x wall_factor)
-RECOVER_CPU = 10.0
-RECOVER_WALL = 30.0
+# The driver's own budgets, sent by the grader in job["times"] (Limits' fields of these names,
+# docs/grader.md's table); these defaults, for a job without them, equal Limits' defaults
+# (tests/test_inside_constants.py). After a timeout, the kernel must answer a probe cell within
+# recover_cpu_seconds of CPU and recover_wall_seconds x wall_factor of wall clock.
+TIMES = {
+    "request_wall_factor": 4.0,
+    "serve_prelude_seconds": 30.0,
+    "quiet_cell_seconds": 10.0,
+    "recover_cpu_seconds": 10.0,
+    "recover_wall_seconds": 30.0,
+}
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -460,6 +468,7 @@ class Run:
         self.spec = spec
         self.watchdog = watchdog
         self.wall_factor = float(spec.get("wall_factor") or job.get("wall_factor", 1.0))
+        self.times = {**TIMES, **job.get("times", {})}
         self.status = {
             "stem": spec["stem"],
             "started": True,
@@ -511,7 +520,7 @@ class Run:
         """After a timeout: True if the kernel answers again. When the watchdog stopped the cell
         (its CPU seconds ran out) the kernel has already answered; when the wall-clock backstop
         did, the cell may still run: interrupt it first. Either way a probe cell runs, charged
-        like any cell (RECOVER_CPU seconds, a wall backstop wall_factor times RECOVER_WALL), so
+        like any cell (recover_cpu_seconds, a wall backstop wall_factor x recover_wall_seconds), so
         a slow machine is never taken for a kernel that cannot be stopped."""
         if not self.watchdog.fired:
 
@@ -524,7 +533,14 @@ class Run:
                 return False
         probe = nbformat.v4.new_code_cell("pass")
         try:
-            self.run_cell(client, probe, -1, RECOVER_CPU, RECOVER_WALL * self.wall_factor)
+            times = self.times
+            self.run_cell(
+                client,
+                probe,
+                -1,
+                times["recover_cpu_seconds"],
+                times["recover_wall_seconds"] * self.wall_factor,
+            )
             return True
         except Exception:  # noqa: BLE001 - timeout again, dead kernel: unrecoverable
             return False
@@ -655,13 +671,14 @@ class Run:
         self.status["finished"] = True
         self.save()
 
-    def run_quietly(self, client, source, seconds=10):
+    def run_quietly(self, client, source, seconds=None):
         """Run one cell of the driver's own in the kernel; its text result, or None. The cell is
         appended to the notebook while it runs (nbclient stores a cell at its index: index -1
         would overwrite the notebook's last cell before it has run)."""
         cell = nbformat.v4.new_code_cell(source)
         client.nb.cells.append(cell)
-        client.timeout, client.captured = seconds, []
+        client.timeout = seconds if seconds is not None else self.times["quiet_cell_seconds"]
+        client.captured = []
         try:
             client.execute_cell(cell, len(client.nb.cells) - 1)
         except Exception:  # noqa: BLE001 - a hint lost, nothing more
@@ -711,7 +728,7 @@ class Run:
         spec, job = self.spec, self.job
         source = SERVE_PRELUDE.format(harness=job["harness"])
         try:
-            prelude = self.run_driver_cell(client, source, 30)
+            prelude = self.run_driver_cell(client, source, self.times["serve_prelude_seconds"])
         except Exception as exc:  # noqa: BLE001
             self.note_all(graded, f"the test harness could not start ({type(exc).__name__}).")
             return
@@ -726,7 +743,9 @@ class Run:
         for position, name in enumerate(graded):
             seconds = float(spec["serve"][name])
             source = SERVE_CELL.format(
-                requests=f"{spec['requests']}/{name}", responses=f"{spec['responses']}/{name}"
+                requests=f"{spec['requests']}/{name}",
+                responses=f"{spec['responses']}/{name}",
+                wall_factor=self.times["request_wall_factor"],
             )
             try:
                 cell = self.run_driver_cell(client, source, seconds)

@@ -1,0 +1,63 @@
+"""What runs inside the sandbox (autograder/sandbox/inside/) imports nothing of the grader, so
+it keeps copies of a few things; each copy is pinned here to its original."""
+
+import ast
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from autograder.harness.serve import WALL_FACTOR
+from autograder.integrity import INTEGRITY_FACTS
+from autograder.sandbox import cgroups
+from autograder.sandbox.inside import driver
+from autograder.sandbox.limits import Limits
+
+INSIDE = Path(driver.__file__).resolve().parent
+
+
+def test_the_integrity_tokens_are_the_graders():
+    assert set(driver.INTEGRITY_TOKENS) == set(INTEGRITY_FACTS)
+
+
+def test_the_drivers_budgets_default_to_the_limits_and_travel_in_the_job():
+    defaults = {f.name: f.default for f in dataclasses.fields(Limits)}
+    assert driver.TIMES == {name: defaults[name] for name in driver.TIMES}
+    assert set(Limits().driver_times()) == set(driver.TIMES)
+    changed = Limits(recover_cpu_seconds=3.0, request_wall_factor=7.0).driver_times()
+    assert changed["recover_cpu_seconds"] == 3.0 and changed["request_wall_factor"] == 7.0
+    assert WALL_FACTOR == defaults["request_wall_factor"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "123456\n",  # cgroup v1 cpuacct.usage (ns)
+        "usage_usec 987654\nuser_usec 5\nsystem_usec 6\n",  # cgroup v2 cpu.stat
+        "user_usec 5\n",  # no usage line
+        "garbage\n",
+        "",
+    ],
+)
+def test_the_drivers_cgroup_cpu_reader_reads_as_the_graders(tmp_path, text):
+    path = tmp_path / "cpu.stat"
+    path.write_text(text)
+    for unit in (1e-6, 1e-9):
+        ours = cgroups.read_cpu_usage(path, unit)
+        assert driver._file_cpu(path, unit) == (0.0 if ours is None else ours)
+    assert driver._file_cpu(tmp_path / "absent", 1e-6) == 0.0
+    assert cgroups.read_cpu_usage(tmp_path / "absent", 1e-6) is None
+
+
+@pytest.mark.parametrize("name", ["driver.py", "zygote.py"])
+def test_the_inside_code_imports_nothing_of_the_grader(name):
+    tree = ast.parse((INSIDE / name).read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            modules = [node.module or ""]
+            assert node.level == 0, f"{name}: a relative import"
+        else:
+            continue
+        assert not any(m.split(".")[0] == "autograder" for m in modules), f"{name}: {modules}"
