@@ -27,6 +27,7 @@ from autograder.curriculum import NOTEBOOK_OF, NOTEBOOKS
 from autograder.harness import serve
 from autograder.judging.answers import judge_cases
 from autograder.judging.base import VISIBLE_SEED, write_requests
+from autograder.results import DEPENDENCY_NOT_IMPLEMENTED, UNFINISHED
 
 # The visible seed's cases as stored data: present in the student handout only.
 STORED = Path(__file__).resolve().parent / "visible"
@@ -87,8 +88,8 @@ def report(function, results):
     failed = [r for r in results if r.status == "failed"]
     if not failed:
         return f"✓ {function} passes all {len(results)} checks."
-    if all("not implemented yet" in r.output for r in failed):
-        if "something it calls" in failed[0].output:
+    if all(r.reason in UNFINISHED for r in failed):
+        if failed[0].reason == DEPENDENCY_NOT_IMPLEMENTED:  # the message names what it calls
             return f"… {failed[0].output}"
         return (
             f"… {function} is not implemented yet: fill in the exercise, then run this cell again."

@@ -1,6 +1,56 @@
-"""What grading produces for one test: the Gradescope test entry plus SPEC's own fields."""
+"""What grading produces for one test: the Gradescope test entry plus SPEC's own fields, and a
+structured reason, set where the verdict is made (judging.base.judgement, judging.answers).
+
+The reasons, the one place they are listed (results.json's `tests[].reason`; whatever reads a
+test's state reads this field, never its English `output`):
+
+| reason                       | the test ...                                                  |
+| ---------------------------- | ------------------------------------------------------------- |
+| passed                       | scored full marks                                             |
+| failed                       | was judged wrong (a judge's Fail, or an answer it could not check) |
+| not-implemented              | met a graded name that itself still raises NotImplementedError |
+| dependency-not-implemented   | met a graded name whose callee still raises NotImplementedError |
+| missing-name                 | found the graded name undefined after the notebook ran        |
+| timeout                      | did not finish within its own time limit                      |
+| lost                         | got no readable answer back (the kernel died, a time limit, an unsafe file) |
+| missing-notebook             | could not run: its notebook is not in the submission          |
+| not-run                      | could not run: its notebook could not be read or prepared     |
+
+Results written before reasons existed have none: TestResult.from_json reads them as passed or
+failed by their score.
+"""
 
 from dataclasses import asdict, dataclass, field, fields
+
+PASSED = "passed"
+FAILED = "failed"
+NOT_IMPLEMENTED = "not-implemented"
+DEPENDENCY_NOT_IMPLEMENTED = "dependency-not-implemented"
+MISSING_NAME = "missing-name"
+TIMEOUT = "timeout"
+LOST = "lost"
+MISSING_NOTEBOOK = "missing-notebook"
+NOT_RUN = "not-run"
+REASONS = (
+    PASSED,
+    FAILED,
+    NOT_IMPLEMENTED,
+    DEPENDENCY_NOT_IMPLEMENTED,
+    MISSING_NAME,
+    TIMEOUT,
+    LOST,
+    MISSING_NOTEBOOK,
+    NOT_RUN,
+)
+UNFINISHED = (NOT_IMPLEMENTED, DEPENDENCY_NOT_IMPLEMENTED)  # the exercise is not done yet
+
+
+def reason_of(test):
+    """A results.json test's reason; by its score for a test written before reasons existed."""
+    reason = test.get("reason")
+    if reason in REASONS:
+        return reason
+    return PASSED if test.get("score", 0) >= test.get("max_score", 0) else FAILED
 
 
 @dataclass
@@ -12,6 +62,11 @@ class TestResult:
     notebook: str  # e.g. "03_matrix_attention"
     function: str  # SPEC's graded name
     misconceptions: list[str] = field(default_factory=list)  # SPEC's misconception ids
+    reason: str = ""  # one of REASONS; "" (not given): passed or failed by the score
+
+    def __post_init__(self):
+        if self.reason not in REASONS:
+            self.reason = PASSED if self.score >= self.max_score else FAILED
 
     @property
     def status(self):

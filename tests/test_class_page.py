@@ -92,13 +92,16 @@ def synthetic_class(n=250, seed=20):
             for _, function, name, points in mine:
                 passed = state == "work" and (function not in bad_functions or rng.random() < 0.5)
                 output = "" if passed else "wrong values"
+                reason = "passed" if passed else "failed"
                 ids = []
                 if state == "missing":
                     output = (
                         f"{nb.filename} was not found in your submission, so its tests score 0."
                     )
+                    reason = "missing-notebook"
                 elif state == "stub":
                     output = NOT_IMPLEMENTED
+                    reason = "not-implemented"
                 elif not passed and function == "scaled_scores":
                     ids = ["missing-scale"]
                     tally["misconception"].setdefault("missing-scale", set()).add(student)
@@ -106,7 +109,8 @@ def synthetic_class(n=250, seed=20):
                     tally["passed_test"][name] += 1
                 out.append({"name": name, "score": points if passed else 0.0, "max_score": points,
                             "status": "passed" if passed else "failed", "output": output,
-                            "notebook": nb.stem, "function": function, "misconceptions": ids})  # fmt: skip
+                            "notebook": nb.stem, "function": function, "misconceptions": ids,
+                            "reason": reason})  # fmt: skip
             if state == "work" and i % 50 == 3:
                 info["cell_errors"] = [{"cell": 4, "type": "Timeout", "message": "still running",
                                         "line": "while True:"}]  # fmt: skip

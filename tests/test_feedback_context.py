@@ -6,11 +6,12 @@ from autograder.misconceptions import CATALOGUE
 from autograder.report.feedback import feedback_context, strip_hints
 
 
-def _test(notebook, function, name, output, status="failed", ids=(), points=1.0):
+def _test(notebook, function, name, output, status="failed", ids=(), points=1.0, reason=None):
     return {
         "notebook": notebook, "function": function, "name": f"{function}: {name}",
         "status": status, "output": output, "misconceptions": list(ids),
         "score": points if status == "passed" else 0.0, "max_score": points,
+        "reason": reason or status,
     }  # fmt: skip
 
 
@@ -47,7 +48,8 @@ def test_fix_first_blames_a_missing_earlier_notebook():
     block = BY_STEM["05_transformer_block"]
     missing = f"{block.filename} was not found in your submission, so its tests score 0."
     payload = _missing_05_payload(
-        _test(block.stem, name, "values", missing) for name in block.graded
+        _test(block.stem, name, "values", missing, reason="missing-notebook")
+        for name in block.graded
     )
     fix = {f["notebook"]: f for f in feedback_context(payload, sections={})["fix_first"]}
     hint = fix["06_autoregressive_lm"]["hint"]
@@ -58,7 +60,9 @@ def test_fix_first_blames_a_missing_earlier_notebook():
 def test_fix_first_blames_an_earlier_notebook_not_started():
     block = BY_STEM["05_transformer_block"]
     stub = "TransformerBlock is not implemented yet (it raises NotImplementedError)"
-    payload = _missing_05_payload(_test(block.stem, n, "values", stub) for n in block.graded)
+    payload = _missing_05_payload(
+        _test(block.stem, n, "values", stub, reason="not-implemented") for n in block.graded
+    )
     hint = {f["notebook"]: f for f in feedback_context(payload, sections={})["fix_first"]}[
         "06_autoregressive_lm"
     ]["hint"]

@@ -101,8 +101,13 @@ def test_the_package_has_no_import_cycle():
 
 def test_the_case_model_imports_nothing_above_it():
     """judging.base (Case, Judgement, verdict, write_requests, VISIBLE_SEED) sits on the wire
-    format and the judge registry only."""
+    format, the judge registry and the TestResult's reasons only."""
     graph = import_graph(module_files())
-    allowed = {"autograder.harness.wire", "autograder.judging", "autograder.harness"}
+    allowed = {
+        "autograder.harness.wire",
+        "autograder.judging",
+        "autograder.harness",
+        "autograder.results",
+    }
     assert graph["autograder.judging.base"] <= allowed
     assert graph["autograder.judging"] == set()

@@ -16,6 +16,7 @@ from autograder.curriculum import GRADED_NAMES, NOTEBOOKS, Notebook
 from autograder.judging.base import write_requests
 from autograder.notebook_files import load_notebook
 from autograder.probes.base import PROBES, build_cases, derive_seed
+from autograder.results import MISSING_NOTEBOOK, NOT_RUN
 from autograder.sandbox import NotebookJob
 
 NOTEBOOK_FILES = {nb.filename for nb in NOTEBOOKS}
@@ -31,6 +32,7 @@ class NotebookPlan:
     note: str | None = None  # the output of every test when the notebook is not run
     message: str = ""  # about the notebook's file, for the student (may be empty)
     submitted: bool = True  # False: its file is not in the submission (the class page counts it)
+    reason: str = NOT_RUN  # its tests' reason when it is not run (autograder.results)
 
 
 def notebook_file(folder, filename):
@@ -75,7 +77,9 @@ def plan_notebooks(student, folder, settings, work, placement, kept):
             note = (
                 placed or f"{nb.filename} was not found in your submission, so its tests score 0."
             )
-            plans.append(NotebookPlan(nb, cases, None, note, note, submitted=False))
+            plans.append(
+                NotebookPlan(nb, cases, None, note, note, submitted=False, reason=MISSING_NOTEBOOK)
+            )
             continue
         notebook, message = load_notebook(folder, nb.filename, settings.max_notebook_bytes)
         message = " ".join(m for m in (placed, message) if m)

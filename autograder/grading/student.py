@@ -142,7 +142,7 @@ def judge(plans, runs, kept, work):
     for plan in plans:
         nb, message = plan.notebook, plan.message
         if plan.job is None:
-            results = judge_cases(plan.cases, None, {"*": plan.note})
+            results = judge_cases(plan.cases, None, {"*": plan.note}, reason=plan.reason)
             info = {"ran": False, "messages": [message] if message else []}
         else:
             run = runs[nb.stem]

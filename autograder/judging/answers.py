@@ -16,8 +16,8 @@ from pathlib import Path
 
 from autograder.curriculum import NOTEBOOK_OF
 from autograder.harness.wire import MAX_ARRAY_BYTES, Reader
-from autograder.judging.base import Response, request_folder, verdict
-from autograder.results import TestResult
+from autograder.judging.base import Response, judgement, request_folder
+from autograder.results import LOST, TestResult
 from autograder.safe_files import UnsafeFile, check_name, open_below
 
 ARRAY_KEYS = ("$array", "$scalar", "$tensor")
@@ -102,15 +102,17 @@ def _unreadable(exc):
     return {"lost": f"your answer could not be read by the grader: {exc.message}."}
 
 
-def judge_cases(cases, response_root, notes=None, trusted_root=None):
+def judge_cases(cases, response_root, notes=None, trusted_root=None, reason=LOST):
     """TestResults for every case from the answers under response_root (a folder below
     trusted_root; default: response_root itself). response_root None: no answer came back at
-    all, and every case scores 0 with the note for its function (or "*")."""
+    all, and every case scores 0 with the note for its function (or "*") and `reason`
+    (autograder.results: MISSING_NOTEBOOK, NOT_RUN, ...)."""
     notes = notes or {}
     results = []
     for i, case in enumerate(cases):
         if response_root is None:
             fraction, message, ids = 0.0, notes.get(case.function) or notes.get("*", ""), []
+            why = reason
         else:
             response_root = Path(response_root)
             root = Path(trusted_root) if trusted_root is not None else response_root
@@ -120,7 +122,7 @@ def judge_cases(cases, response_root, notes=None, trusted_root=None):
                 folder = response_root / case.function / request_folder(i, j)
                 raw, reader = read_answer(folder, root, lost)
                 responses.append(Response(raw, reader))
-            fraction, message, ids = verdict(case, responses)
+            fraction, message, ids, why = judgement(case, responses)
         results.append(
             TestResult(
                 name=f"{case.function}: {case.name}",
@@ -130,6 +132,7 @@ def judge_cases(cases, response_root, notes=None, trusted_root=None):
                 notebook=NOTEBOOK_OF[case.function].stem,
                 function=case.function,
                 misconceptions=ids,
+                reason=why,
             )
         )
     return results

@@ -18,6 +18,15 @@ import numpy as np
 
 from autograder.harness.wire import Reader, Writer
 from autograder.judging import Judgement  # noqa: F401 - part of the case model
+from autograder.results import (
+    DEPENDENCY_NOT_IMPLEMENTED,
+    FAILED,
+    LOST,
+    MISSING_NAME,
+    NOT_IMPLEMENTED,
+    PASSED,
+    TIMEOUT,
+)
 
 # The public seed of the visible checks (autograder.checks) and of the cases the handout stores.
 VISIBLE_SEED = "visible-checks"
@@ -26,11 +35,12 @@ VISIBLE_SEED = "visible-checks"
 class Fail(Exception):
     """Raised by a judge: the case fails with this message and these misconception ids."""
 
-    def __init__(self, message, misconceptions=(), fraction=0.0):
+    def __init__(self, message, misconceptions=(), fraction=0.0, reason=FAILED):
         super().__init__(message)
         self.message = message
         self.misconceptions = list(misconceptions)
         self.fraction = fraction
+        self.reason = reason  # autograder.results: FAILED, or NOT_IMPLEMENTED for a stub
 
 
 @dataclass
@@ -79,7 +89,14 @@ def request_folder(case_index, request_index):
 
 
 def verdict(case, responses):
-    """(fraction of points, message, misconception ids) for one case.
+    """(fraction of points, message, misconception ids) for one case (judgement without its
+    reason)."""
+    return judgement(case, responses)[:3]
+
+
+def judgement(case, responses):
+    """(fraction of points, message, misconception ids, reason) for one case: the reason one of
+    autograder.results.REASONS, decided here with the verdict.
 
     Responses the judge lists as optional (its "optional" indices: a question the judge may use,
     such as asking an earlier exercise's function, never one the case needs) do not fail the
@@ -88,9 +105,9 @@ def verdict(case, responses):
     optional = set(getattr(case.judge, "params", {}).get("optional", ()))
     for r in (r for i, r in enumerate(responses) if i not in optional):
         if r.lost:
-            return 0.0, r.lost, []
+            return 0.0, r.lost, [], LOST
         if r.missing:
-            return 0.0, _missing_message(r.missing), []
+            return 0.0, _missing_message(r.missing), [], MISSING_NAME
         err = r.error or {}
         if err.get("type") == "NotImplementedError":
             where = err.get("where") or []
@@ -100,6 +117,7 @@ def verdict(case, responses):
                     0.0,
                     f"{case.function} is not implemented yet (it raises NotImplementedError).",
                     [],
+                    NOT_IMPLEMENTED,
                 )
             return (
                 0.0,
@@ -108,6 +126,7 @@ def verdict(case, responses):
                     f"{where[-1].split(' in ', 1)[0]}) still raises NotImplementedError."
                 ),
                 [],
+                DEPENDENCY_NOT_IMPLEMENTED,
             )
         if err.get("type") == "Timeout":
             return (
@@ -117,14 +136,17 @@ def verdict(case, responses):
                     "look for an infinite loop, or a loop over every element where arrays would do."
                 ),
                 [],
+                TIMEOUT,
             )
     try:
         case.judge(responses)
     except Fail as failure:
-        return failure.fraction, failure.message, failure.misconceptions
+        reason = PASSED if failure.fraction >= 1.0 else failure.reason
+        return failure.fraction, failure.message, failure.misconceptions, reason
     except Exception as exc:  # noqa: BLE001 - an odd return value must not crash the grader
-        return 0.0, f"could not check what {case.function} returned ({type(exc).__name__}).", []
-    return 1.0, "", []
+        message = f"could not check what {case.function} returned ({type(exc).__name__})."
+        return 0.0, message, [], FAILED
+    return 1.0, "", [], PASSED
 
 
 def _missing_message(name):

@@ -20,6 +20,7 @@ from autograder.judging import compare
 from autograder.judging.base import Fail
 from autograder.judging.compare import FLOAT32, shape_str
 from autograder.misconceptions import CATALOGUE
+from autograder.results import NOT_IMPLEMENTED
 
 # ---------------------------------------------------------------- diagnosis
 
@@ -236,7 +237,10 @@ def module_answer(response, cls_name, what):
         wrong = raw["state_mismatch"].get("wrong_shape", [])
         spec = SPEC_NAMES.get(cls_name, "use the attribute names the notebook gives")
         if not own:
-            raise Fail(f"{cls_name} is not implemented yet: it creates no parameters ({spec}).")
+            raise Fail(
+                f"{cls_name} is not implemented yet: it creates no parameters ({spec}).",
+                reason=NOT_IMPLEMENTED,
+            )
         absent = sorted(absent, key=_spec_order)
         if absent:
             names = ", ".join(sorted(own)[:8]) or "no parameters at all"

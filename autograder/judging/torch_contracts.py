@@ -35,6 +35,7 @@ from autograder.judging.base import Fail
 from autograder.judging.compare import FLOAT32, describe_encoded, fmt
 from autograder.judging.torch_checks import explain, gpt_logits, module_answer
 from autograder.judging.torch_judges import known_sample_encodes, reads_its_input
+from autograder.results import NOT_IMPLEMENTED
 
 PE_TOL = {"rtol": 1e-4, "atol": 5e-5}  # sin of angles up to ~30 rad computed in float32
 DROP_TOL = 0.01
@@ -229,7 +230,10 @@ def _object_steps(r, label="CharTokenizer"):
     steps = r.raw["steps"]
     for step in steps:
         if (step.get("error") or {}).get("type") == "NotImplementedError":
-            raise Fail(f"{label} is not implemented yet (it raises NotImplementedError).")
+            raise Fail(
+                f"{label} is not implemented yet (it raises NotImplementedError).",
+                reason=NOT_IMPLEMENTED,
+            )
     return steps
 
 

@@ -35,6 +35,7 @@ from autograder.judging.torch_checks import (
     one_diagnosis,
 )
 from autograder.misconceptions import CATALOGUE
+from autograder.results import NOT_IMPLEMENTED
 
 PE_TOL = {"rtol": 1e-4, "atol": 5e-5}  # sin of angles up to ~30 rad computed in float32
 # Angles of thousands of radians computed in float64, then rounded to float32: within 6e-8.
@@ -334,7 +335,10 @@ def make_examples(responses, *, what, tokens, context_size, right, variants):
 
 def _not_implemented(step, what):
     if (step.get("error") or {}).get("type") == "NotImplementedError":
-        raise Fail(f"CharTokenizer is not implemented yet ({what} raises NotImplementedError).")
+        raise Fail(
+            f"CharTokenizer is not implemented yet ({what} raises NotImplementedError).",
+            reason=NOT_IMPLEMENTED,
+        )
 
 
 def _step(r, i, what):
@@ -711,7 +715,10 @@ def gpt_block_size(responses, *, block_sizes, vocab_size=None):
         step = r.raw["steps"][0]
         forward = r.raw["steps"][1] if len(r.raw["steps"]) > 1 else {}
         if (forward.get("error") or {}).get("type") == "NotImplementedError":
-            raise Fail("GPT is not implemented yet (forward raises NotImplementedError).")
+            raise Fail(
+                "GPT is not implemented yet (forward raises NotImplementedError).",
+                reason=NOT_IMPLEMENTED,
+            )
         if step.get("error"):
             raise Fail(
                 "GPT has no attribute block_size: store it in __init__ (self.block_size = block_size)."
@@ -987,7 +994,9 @@ def gpt_values(responses, *, what, expected, expected_tied, variants, blocks, fi
         raise gpt_error(r, what)
     if "role_mismatch" in r.raw:
         if not r.decode(r.raw.get("state_names")):
-            raise Fail("GPT is not implemented yet: it creates no parameters.")
+            raise Fail(
+                "GPT is not implemented yet: it creates no parameters.", reason=NOT_IMPLEMENTED
+            )
         facts = r.decode(r.raw["role_mismatch"])
         message, ids = _architecture_message(facts if isinstance(facts, dict) else {}, sizes)
         raise Fail(message, ids)

@@ -26,6 +26,7 @@ from autograder.misconceptions import CATALOGUE
 from autograder.report.feedback import notebook_state
 from autograder.report.rendering import environment
 from autograder.report.sections import teaching_sections
+from autograder.results import MISSING_NOTEBOOK, reason_of
 
 BINS = 10  # bars of each histogram
 LOWEST = (3, 15)  # "help first" lists the lowest tenth of totals, at least 3, at most 15
@@ -83,11 +84,7 @@ def _notebook_state(info, tests):
     """'not-submitted' | 'not-started' | 'complete' | 'in-progress' | 'not-graded'."""
     if not tests:
         return "not-graded"
-    if info.get("submitted") is False or (
-        "submitted" not in info
-        and not info.get("ran", True)
-        and any("was not found in your submission" in m for m in info.get("messages", []))
-    ):
+    if info.get("submitted") is False or all(reason_of(t) == MISSING_NOTEBOOK for t in tests):
         return "not-submitted"
     state, _ = notebook_state(tests)  # the feedback page's own reading of the tests
     return "in-progress" if state == "one-reason" else state

@@ -21,8 +21,9 @@ from autograder.curriculum import NOTEBOOK_OF, NOTEBOOKS
 from autograder.deadlines import late_line
 from autograder.misconceptions import CATALOGUE
 from autograder.report.sections import teaching_sections
+from autograder.results import MISSING_NOTEBOOK, UNFINISHED, reason_of
 
-NOT_IMPLEMENTED = "not implemented yet"
+NOT_IMPLEMENTED = "not implemented yet"  # the page's own words for a stub
 SENTENCE_ENDS = (". ", "? ", "! ", "; ", "\n")  # what ends the sentence before a hint's lead-in
 UNDEFINED = re.compile(r"name '(\w+)' is not defined")
 
@@ -75,7 +76,7 @@ def _function_view(name, tests, section, explained):
         entry["explained_in"] = explained.get(id_)  # None: explained here
         explained.setdefault(id_, name)
         misconceptions.append(entry)
-    not_implemented = bool(failed) and all(NOT_IMPLEMENTED in t["output"] for t in failed)
+    not_implemented = bool(failed) and all(reason_of(t) in UNFINISHED for t in failed)
     return {
         "name": name,
         "score": round(sum(t["score"] for t in tests), 4),
@@ -121,7 +122,7 @@ def _earlier_cause(function, notebook, states):
             state, reason = states.get(earlier.stem, ("missing", ""))
             if state == "complete":
                 continue
-            if state == "missing" or "not found in your submission" in reason:
+            if state == "missing":
                 why = "was not found with this notebook"
             elif state == "not-started":
                 why = "is not started yet"
@@ -142,7 +143,7 @@ def notebook_state(tests):
         return "complete", ""
     if len(failed) < len(tests):
         return "in-progress", ""
-    if all(NOT_IMPLEMENTED in t.get("output", "") for t in failed):
+    if all(reason_of(t) in UNFINISHED for t in failed):
         return "not-started", ""
     reasons = {t["output"] for t in failed}
     if len(reasons) == 1:
@@ -163,7 +164,9 @@ def feedback_context(payload, sections=None):
         if not tests:
             continue
         info = payload.get("notebooks", {}).get(nb.stem, {})
-        state, reason = states[nb.stem] = notebook_state(tests)
+        state, reason = notebook_state(tests)
+        missing = all(reason_of(t) == MISSING_NOTEBOOK for t in tests)
+        states[nb.stem] = ("missing", reason) if missing else (state, reason)
         functions = []
         if state in ("complete", "in-progress"):
             for name in nb.graded:
