@@ -7,13 +7,17 @@ import numpy as np
 import pytest
 import torch
 
+from autograder.format_checkers import skip_format_checkers
 from autograder.probes import autoregressive_lm as lm_probes
 from autograder.probes.base import Case
 
-# The grader's self-test (autograder/selftest.py) guards real runs, once per environment; every
+# The grader's self-test (autograder/grading/selftest.py) guards real runs, once per environment; every
 # small run of the tests, with limits of its own, would be an environment of its own (two
 # students graded each time). tests/test_selftest.py tests the self-test itself.
 os.environ.setdefault("AUTOGRADER_SKIP_SELFTEST", "1")
+
+# as `python -m autograder` does: jsonschema without its slow optional format checkers
+skip_format_checkers()
 
 TRAIN_CASE = lm_probes._train_case  # the real one, before any test swaps it
 
