@@ -315,6 +315,7 @@ def _said(bombed, student, words):
     assert words in payload["output"], payload["output"][:2000]
 
 
+@pytest.mark.slow  # grades in a real sandbox
 def test_the_bombed_class_is_graded_with_the_parent_under_its_bound(bombed):
     run = bombed["run"]
     assert run.returncode == 0, run.stderr[-3000:]
@@ -325,23 +326,28 @@ def test_the_bombed_class_is_graded_with_the_parent_under_its_bound(bombed):
     assert growth < PARENT_GROWTH_MB, (bombed["peak_mb"], bombed["honest_alone_mb"])
 
 
+@pytest.mark.slow  # grades in a real sandbox
 def test_an_object_count_bomb_is_refused_by_its_count(bombed):
     _said(bombed, "objects_5mb", "JSON values, more than the 1,000,000 allowed")
     _said(bombed, "output_lines_19mb", "JSON values, more than the 1,000,000 allowed")
 
 
+@pytest.mark.slow  # grades in a real sandbox
 def test_deeply_nested_json_is_refused(bombed):
     _said(bombed, "deep_json", "nested too deeply")
 
 
+@pytest.mark.slow  # grades in a real sandbox
 def test_a_zip_directory_bomb_is_refused_from_its_end_record(bombed):
     _said(bombed, "zip_members", "zip_members.zip was not read: its directory is 59,000,000 bytes")
 
 
+@pytest.mark.slow  # grades in a real sandbox
 def test_a_zip_ratio_bomb_stops_at_the_notebook_cap(bombed):
     _said(bombed, "zip_ratio", "is larger than 20 MB unpacked")
 
 
+@pytest.mark.slow  # grades in a real sandbox
 def test_a_zip_of_many_different_copies_is_not_graded(bombed):
     _said(bombed, "zip_copies", "01_soft_lookup.ipynb was found 40 times with different contents")
 

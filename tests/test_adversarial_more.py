@@ -25,6 +25,8 @@ from autograder.checks import run_in_process
 from autograder.sandbox.pull import Folder
 from autograder.submissions import discover
 
+pytestmark = pytest.mark.slow  # grades in a real sandbox (`pytest -m "not slow"` skips it)
+
 REPO = Path(autograder.__file__).resolve().parent.parent
 NB1 = "01_soft_lookup.ipynb"
 REFERENCE = (REPO / "autograder" / "reference" / "soft_lookup.py").read_text()

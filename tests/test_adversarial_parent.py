@@ -26,6 +26,8 @@ import autograder
 from autograder.safe_files import remove_tree
 from autograder.sandbox.isolation import bwrap_works
 
+pytestmark = pytest.mark.slow  # grades in a real sandbox (`pytest -m "not slow"` skips it)
+
 REPO = Path(autograder.__file__).resolve().parent.parent
 SOLUTIONS = REPO / "solutions"
 NB1, NB2 = "01_soft_lookup.ipynb", "02_dot_product_softmax.ipynb"

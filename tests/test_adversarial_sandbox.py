@@ -32,6 +32,8 @@ from autograder.probes import load_all
 from autograder.probes.base import build_cases
 from autograder.sandbox import Limits, Sandbox
 
+pytestmark = pytest.mark.slow  # grades in a real sandbox (`pytest -m "not slow"` skips it)
+
 REPO = Path(autograder.__file__).resolve().parent.parent
 NB1, NB2 = "01_soft_lookup", "02_dot_product_softmax"
 MARKER = marker("4242")  # the argument of every sleeper an attacker leaves behind

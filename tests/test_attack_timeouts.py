@@ -5,9 +5,12 @@ can raise that interrupt on purpose, so the second run must not bring a second b
 """
 
 import numpy as np
+import pytest
 from test_sandbox import call_request, notebook
 
 from autograder.sandbox import Limits, NotebookJob, Sandbox
+
+pytestmark = pytest.mark.slow  # grades in a real sandbox (`pytest -m "not slow"` skips it)
 
 BURN_THEN_INTERRUPT_ONCE = """\
 import time

@@ -12,7 +12,7 @@ import warnings
 import pytest
 
 from autograder.sandbox import Limits, cgroups, notices
-from autograder.sandbox.driver import CpuClock
+from autograder.sandbox.inside.driver import CpuClock
 from autograder.sandbox.limits import bound_workers, warn_about_cpu
 
 

@@ -239,6 +239,7 @@ def test_a_handed_in_file_names_students_and_notebooks(tmp_path):
         load_handed_in(path)
 
 
+@pytest.mark.slow  # grades in a real sandbox
 def test_grade_applies_a_policy_to_students_graded_before_without_regrading(tmp_path):
     """`grade CLASS --deadlines F`: students whose results are up to date are not regraded,
     yet get the penalty in results.json, grades.csv and the feedback page; without the

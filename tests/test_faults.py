@@ -23,6 +23,8 @@ from processes import marker, processes_with
 import autograder
 from autograder.grading.workspace import LOCK_NAME, RUN_PREFIX
 
+pytestmark = pytest.mark.slow  # grades in a real sandbox (`pytest -m "not slow"` skips it)
+
 REPO = Path(autograder.__file__).resolve().parent.parent
 FILE = "01_soft_lookup.ipynb"
 MARKER = marker("4141")  # a sleeper started by a submission carries this in its command line

@@ -37,6 +37,8 @@ from autograder.misconceptions import CATALOGUE
 from autograder.report import render_feedback
 from autograder.report.sections import teaching_sections
 
+pytestmark = pytest.mark.slow  # a real headless Chromium, and one student graded in the sandbox (`pytest -m "not slow"` skips it)
+
 REPO = Path(__file__).resolve().parent.parent
 REFERENCE = REPO / "autograder" / "reference"
 CHROMIUM_FLAGS = [

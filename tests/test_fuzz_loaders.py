@@ -119,6 +119,7 @@ def test_deeply_nested_notebook_json_gets_a_message(depth):
     refused(nested, "nested")
 
 
+@pytest.mark.slow  # grades in a real sandbox
 def test_a_huge_cell_over_the_size_cap_is_not_read():
     data = json.loads(VALID)
     data["cells"].append(nbformat.v4.new_code_cell("x = '" + "a" * 300_000 + "'"))
@@ -126,6 +127,7 @@ def test_a_huge_cell_over_the_size_cap_is_not_read():
     assert "larger" in message or "more than" in message
 
 
+@pytest.mark.slow  # grades in a real sandbox
 def test_a_huge_cell_under_the_cap_is_graded():
     data = json.loads(VALID)
     data["cells"].append(nbformat.v4.new_code_cell("x = '" + "a" * 300_000 + "'"))
@@ -330,6 +332,7 @@ def fuzzed_class(tmp_path_factory):
     return {"out": out, "code": code, "students": sorted(files)}
 
 
+@pytest.mark.slow  # grades in a real sandbox
 def test_the_fuzzed_class_is_graded_and_the_honest_student_keeps_full_marks(fuzzed_class):
     out = fuzzed_class["out"]
     assert fuzzed_class["code"] == 0

@@ -24,6 +24,8 @@ from autograder.misconceptions import CATALOGUE
 from autograder.probes import load_all
 from autograder.probes.base import PROBES, build_cases
 
+pytestmark = pytest.mark.slow  # grades in a real sandbox (`pytest -m "not slow"` skips it)
+
 STEM = "01_soft_lookup"
 FILE = f"{STEM}.ipynb"
 REPO = Path(autograder.__file__).resolve().parent.parent

@@ -23,6 +23,8 @@ import pytest
 from autograder.curriculum import BY_STEM
 from autograder.probes.base import build_cases
 
+pytestmark = pytest.mark.slow  # grades in a real sandbox (`pytest -m "not slow"` skips it)
+
 REPO = Path(__file__).resolve().parent.parent
 CLASS = REPO / "examples" / "class"
 SECRET = "gradescope-test-secret"

@@ -12,6 +12,8 @@ from torch import nn
 
 from autograder.harness.toy import AdamW, train_lm
 
+pytestmark = pytest.mark.slow  # trains models (`pytest -m "not slow"` skips it)
+
 
 class TwoLayers(nn.Module):
     """A tiny model with a parameter that never gets a gradient (AdamW must skip it)."""

@@ -20,6 +20,10 @@ import pytest
 from autograder.curriculum import BY_STEM
 from autograder.probes.base import build_cases
 
+pytestmark = (
+    pytest.mark.slow
+)  # grades an nbgrader course in the sandbox (`pytest -m "not slow"` skips it)
+
 REPO = Path(__file__).resolve().parent.parent
 SECRET = "nbgrader-test-secret"
 NB01, NB02, NB03 = "01_soft_lookup", "02_dot_product_softmax", "03_matrix_attention"
@@ -65,8 +69,17 @@ def written_answers(stem):
     }
 
 
+VENV_BIN = Path(sys.executable).parent  # the tests find the venv's tools without an activated venv
+
+
 def run(args, cwd=None, timeout=900, env=None):
-    env = env or {k: v for k, v in os.environ.items() if k != "COURSE_SECRET"}
+    """args[0] a tool of this venv (nbgrader) is run from the venv's bin/, and that bin/ leads
+    the default PATH (nbgrader runs `alembic` from PATH), activated or not."""
+    if env is None:
+        env = {k: v for k, v in os.environ.items() if k != "COURSE_SECRET"}
+        env["PATH"] = os.pathsep.join([str(VENV_BIN), env.get("PATH", "")])
+    if not Path(args[0]).is_absolute() and (VENV_BIN / args[0]).is_file():
+        args = [str(VENV_BIN / args[0]), *args[1:]]
     done = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
     return done
 

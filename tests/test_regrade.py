@@ -4,9 +4,13 @@ notebook (`grade CLASS --notebook STEM`), without losing anyone else's grades.""
 import csv
 import json
 
+import pytest
+
 from autograder.__main__ import main
 from autograder.curriculum import NOTEBOOKS
 from autograder.report import write_student
+
+pytestmark = pytest.mark.slow  # grades in a real sandbox (`pytest -m "not slow"` skips it)
 
 
 def test_regrading_one_student_rebuilds_the_class_files(tmp_path):

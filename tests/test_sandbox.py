@@ -18,6 +18,8 @@ import autograder
 from autograder.harness.wire import Reader, Writer
 from autograder.sandbox import Limits, NotebookJob, Sandbox
 
+pytestmark = pytest.mark.slow  # grades in a real sandbox (`pytest -m "not slow"` skips it)
+
 REPO = Path(autograder.__file__).resolve().parent.parent
 NB2 = "02_dot_product_softmax"
 

@@ -25,6 +25,8 @@ from autograder.harness.wire import Writer
 from autograder.sandbox import Limits, NotebookJob, Sandbox
 from autograder.sandbox.starvation import Sampler
 
+pytestmark = pytest.mark.slow  # grades in a real sandbox (`pytest -m "not slow"` skips it)
+
 REPO = Path(autograder.__file__).resolve().parent.parent
 STEM = "01_soft_lookup"
 HONEST = "def similarity(query, keys):\n    return keys @ query"

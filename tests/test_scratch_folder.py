@@ -64,6 +64,7 @@ def test_a_run_folder_is_made_in_the_scratch_folder(monkeypatch, tmp_path):
     assert list((tmp_path / "scratch").iterdir()) == []
 
 
+@pytest.mark.slow  # grades in a real sandbox
 def test_the_class_is_gathered_on_disk_and_each_student_worked_on_in_the_scratch(tmp_path):
     """A class of large notebooks must not fill a memory file system: only the per-student work
     (made and removed one student at a time) goes to the scratch folder."""

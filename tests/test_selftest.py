@@ -113,6 +113,7 @@ def grade(tmp_path, broken_bwrap, *extra):
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=600), out
 
 
+@pytest.mark.slow  # grades in a real sandbox
 def test_grading_is_refused_when_the_sandbox_fails_and_the_cause_is_named(tmp_path, broken_bwrap):
     done, out = grade(tmp_path, broken_bwrap)
     if "cannot create namespaces" in done.stderr or "WITHOUT a filesystem" in done.stderr:
@@ -125,6 +126,7 @@ def test_grading_is_refused_when_the_sandbox_fails_and_the_cause_is_named(tmp_pa
     assert not (out / "ada" / "results.json").exists() and not (out / "grades.csv").exists()
 
 
+@pytest.mark.slow  # grades in a real sandbox
 def test_skipping_it_grades_anyway_with_warnings_before_and_after(tmp_path, broken_bwrap):
     done, out = grade(tmp_path, broken_bwrap, "--skip-selftest")
     assert "self-test: grading" not in done.stderr

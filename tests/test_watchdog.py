@@ -17,6 +17,8 @@ from test_sandbox import answer, call_request, notebook, run_one
 from autograder.sandbox import Limits, NotebookJob, Sandbox
 from autograder.sandbox.inside.driver import Watchdog
 
+pytestmark = pytest.mark.slow  # grades in a real sandbox (`pytest -m "not slow"` skips it)
+
 STAND_IN = """\
 import os, signal, sys, time
 seen = sys.argv[1]
