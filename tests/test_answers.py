@@ -6,6 +6,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from fixtures import manual_cells
 
 from autograder.curriculum import NOTEBOOKS
 from autograder.release import SOLUTIONS, release_notebook
@@ -20,14 +21,6 @@ def going_further(notebook):
     text = "\n".join(c.source for c in cells if c.cell_type == "markdown")
     section = text.split("## Going further", 1)[1]
     return [(int(n), title.strip()) for n, title in QUESTION.findall(section)]
-
-
-def manual_cells(nb):
-    return [
-        c
-        for c in nb.cells
-        if c.cell_type == "markdown" and c.metadata.get("nbgrader", {}).get("grade")
-    ]
 
 
 @pytest.mark.parametrize("notebook", WITH_ANSWERS, ids=lambda nb: nb.stem)

@@ -10,7 +10,7 @@ import re
 
 import nbformat
 import pytest
-from test_answers import manual_cells  # the written answers: graded Markdown cells
+from fixtures import manual_cells  # the written answers: graded Markdown cells
 
 from autograder.release import SOLUTIONS, STUDENT_NOTEBOOKS
 

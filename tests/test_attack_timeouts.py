@@ -6,7 +6,7 @@ can raise that interrupt on purpose, so the second run must not bring a second b
 
 import numpy as np
 import pytest
-from test_sandbox import call_request, notebook
+from fixtures import call_request, notebook
 
 from autograder.sandbox import Limits, NotebookJob, Sandbox
 

@@ -9,13 +9,12 @@ import os
 import socket
 from pathlib import Path
 
-import nbformat
 import numpy as np
 import pytest
+from fixtures import answer, notebook, run_one
 from processes import marker, processes_with
 
 import autograder
-from autograder.harness.wire import Reader, Writer
 from autograder.sandbox import Limits, NotebookJob, Sandbox
 
 pytestmark = pytest.mark.slow  # grades in a real sandbox (`pytest -m "not slow"` skips it)
@@ -36,46 +35,8 @@ def needs_bwrap(box):
         pytest.skip("bubblewrap cannot create namespaces here: the isolation is not in force")
 
 
-def notebook(folder, name, *cells):
-    folder.mkdir(parents=True, exist_ok=True)
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
-    nbformat.write(nb, folder / name)
-    return folder
-
-
-def call_request(root, function, *args, seconds=5):
-    writer = Writer(root / function / "000_00")
-    writer.write_json(
-        "request.json",
-        {
-            "op": "call",
-            "target": function,
-            "args": [writer.encode(a) for a in args],
-            "seconds": seconds,
-        },
-    )
-
-
-def run_one(box, tmp_path, folder, stem="01_soft_lookup", requests=None):
-    request_dir = tmp_path / "requests"
-    request_dir.mkdir(exist_ok=True)
-    for function, args in (requests or {}).items():
-        call_request(request_dir, function, *args)
-    serve = {name: 15.0 for name in (requests or {})}
-    job = NotebookJob(stem, f"{stem}.ipynb", request_dir, serve)
-    runs = box.run(folder, [job], tmp_path / "work")
-    return runs[stem]
-
-
 def errors_by_cell(run):
     return {e["cell"]: e["type"] for e in run.cell_errors}
-
-
-def answer(run, function):
-    folder = run.responses / function / "000_00"
-    raw = Reader(folder).read_json("response.json")
-    return raw, Reader(folder)
 
 
 def test_a_notebook_runs_and_the_harness_answers(sandbox, tmp_path):

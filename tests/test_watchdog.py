@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 import pytest
-from test_sandbox import answer, call_request, notebook, run_one
+from fixtures import answer, call_request, notebook, run_one
 
 from autograder.sandbox import Limits, NotebookJob, Sandbox
 from autograder.sandbox.inside.driver import Watchdog
