@@ -214,7 +214,7 @@ def build_class(folder, n_students, notebooks):
 # -- ours ---------------------------------------------------------------------------------------
 def run_ours(class_dir, out, timeout, workers=None, sandbox=None):
     command = [sys.executable, "-m", "autograder", "grade", str(class_dir), "--out", str(out)]
-    # the self-test (autograder/selftest.py) is paid once per environment, not per class: the
+    # the self-test (autograder/grading/selftest.py) is paid once per environment, not per class: the
     # benchmark measures grading alone
     command += ["--force", "--quiet", "--timeout", str(timeout), "--skip-selftest"]
     if workers:

@@ -195,7 +195,7 @@ def fake_grading(monkeypatch, grade_one=None):
     from autograder.grading import student as grade_module
     from autograder.report import write_student
 
-    def fake_grade(student, folder, settings, sandbox, placement=None, kept=None):
+    def fake_grade(student, folder, settings, sandbox, placement=None, kept=None, source=None):
         if grade_one is not None:
             grade_one(student)
         payload = {"score": 1.0, "max_score": 1.0, "student": student, "tests": []}

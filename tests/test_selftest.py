@@ -1,4 +1,4 @@
-"""The self-test that guards every grading run (autograder/selftest.py): it runs once per
+"""The self-test that guards every grading run (autograder/grading/selftest.py): it runs once per
 environment (a pass is cached under a key that changes with the environment), it refuses to
 grade when the sandbox fails and names the cause, and skipping it is possible and loud.
 
