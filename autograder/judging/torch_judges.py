@@ -932,10 +932,23 @@ def generate_top_k(responses, *, what, shape, vocab_size, prompt, top):
 
 @judge
 def generate_distribution(
-    responses, *, what, samples, vocab_size, p, p_multiplied, temperature, top_k, p_plain=None
+    responses,
+    *,
+    what,
+    samples,
+    vocab_size,
+    p,
+    p_multiplied,
+    temperature,
+    top_k,
+    p_plain=None,
+    top_p=None,
+    named=(),
 ):
     """One token sampled `samples` times; Pearson's test against p, the distribution the toy
-    model's row gives (and p_multiplied, what the temperature-multiplied mistake gives)."""
+    model's row gives (and p_multiplied, what the temperature-multiplied mistake gives; p_plain
+    what ignoring the temperature, or with top_p ignoring top_p, gives; `named`: [id, the
+    distribution of that mistake], e.g. top_p's)."""
     B, V = samples, vocab_size
     got = _generated(responses[0], what, (B, 2), V)
     p, p_mul = np.asarray(p), np.asarray(p_multiplied)
@@ -946,18 +959,40 @@ def generate_distribution(
     freq = counts / B
     top = int(np.argmax(p))
     seen = f"token {top}, the most likely, came {fmt(100 * freq[top])}% of the time; expected about {fmt(100 * p[top])}%"
-    if freq.max() == 1.0:
+    if freq.max() == 1.0 and p.max() < 1.0:
         raise Fail(
             f"{what}: all {B} samples are token {int(np.argmax(freq))}: generate should sample from the distribution (torch.multinomial), not take the argmax."
         )
+
+    def fits(q, loosely=True):
+        stat_q, dof_q = chi_square(counts, np.asarray(q))
+        return stat_q <= chi_square_limit(dof_q) or (loosely and stat_q < stat / 10)
+
+    if top_p is not None:
+        for id_, q in named:
+            if not fits(q, loosely=False):
+                continue
+            if id_ == "ties-by-higher-id":
+                raise Fail(
+                    f"{what}: of two tokens with the same probability at the edge of the set, "
+                    "the one of HIGHER id was kept; keep ties in order of id (a stable sort, "
+                    "torch.sort(..., stable=True), keeps them so)."
+                )
+            raise Fail(f"{what}: {seen}. " + explain([id_]), [id_])
+        outside = int(counts[p == 0].sum())
+        if p_plain is not None and fits(p_plain, loosely=False) and top_p < 1.0:
+            raise Fail(
+                f"{what}: the samples follow the whole distribution, {outside} of them outside "
+                "the top_p set: keep only the smallest set of likeliest tokens whose "
+                "probabilities add up to at least top_p."
+            )
     if temperature != 1.0:
-        stat_mul, dof_mul = chi_square(counts, p_mul)
-        if stat_mul <= chi_square_limit(dof_mul) or stat_mul < stat / 10:
+        if fits(p_mul):
             raise Fail(
                 f"{what}: {seen}. " + explain(["temperature-multiplied"]),
                 ["temperature-multiplied"],
             )
-        if p_plain is not None:
+        if p_plain is not None and top_p is None:
             stat_one, dof_one = chi_square(counts, np.asarray(p_plain))
             if stat_one <= chi_square_limit(dof_one):
                 raise Fail(
@@ -967,8 +1002,24 @@ def generate_distribution(
     raise Fail(
         f"{what}: the {B} samples do not follow softmax(logits / temperature)"
         + (" restricted to the top k" if top_k else "")
+        + (" restricted to the top_p set" if top_p is not None and top_p < 1.0 else "")
         + f", by far more than chance explains: {seen}."
     )
+
+
+@judge
+def generate_mode(responses, *, what, shape, vocab_size):
+    """generate on a model in eval mode: the tokens are valid and the model is still in eval
+    mode afterwards."""
+    r = responses[0]
+    _generated(r, what, tuple(shape), vocab_size)
+    after = r.raw.get("training_after") or []
+    if after and after[0] is True:
+        raise Fail(
+            f"{what}: the model came in eval mode and was left in train mode. "
+            + explain(["generate-leaves-train-mode"]),
+            ["generate-leaves-train-mode"],
+        )
 
 
 # ================================================================ 06: GPT by values

@@ -21,6 +21,7 @@ import torch.nn.functional as F
 
 from autograder.judging import Judgement
 from autograder.misconceptions import torch_variants as tv
+from autograder.misconceptions import training_variants as trv
 from autograder.probes.base import Case
 from autograder.probes.torch_tools import (
     load,
@@ -600,8 +601,11 @@ def lm_loss_cases(rng):
 # ---------------------------------------------------------------- generate
 
 
-def _toy(table, block_size):
-    return {"$toy_lm": {"table": np.asarray(table, dtype=np.float32), "block_size": block_size}}
+def _toy(table, block_size, training=True):
+    toy = {"table": np.asarray(table, dtype=np.float32), "block_size": block_size}
+    if not training:
+        toy["training"] = False
+    return {"$toy_lm": toy}
 
 
 def _table(rng, V):
@@ -733,7 +737,10 @@ def generate_cases(rng):
     ):
         cases.append(_distribution_case(rng, V, temperature, top_k, pts, seed + 3))
     cases.append(reproducible_case(rng, V))
-    return cases
+    # drawn after the cases above, which keep their inputs
+    cases.append(_distribution_case(rng, V, 0.5, 3, 0.5, seed + 4))
+    cases.append(mode_case(rng, V))
+    return cases + top_p_cases(rng, V, seed + 5)
 
 
 def _greedy(table, prompt, steps, block_size, oldest=False):
@@ -776,6 +783,8 @@ def _distribution_case(rng, V, temperature, top_k, points, seed):
         (0.5, None): "temperature=0.5 sharpens the distribution",
         (2.0, None): "temperature=2 flattens the distribution",
     }.get((temperature, top_k), f"top_k={top_k} samples from the softmax of the {top_k} largest")
+    if temperature != 1.0 and top_k is not None:
+        name = f"temperature={temperature:g} with top_k={top_k}: the temperature still applies"
 
     judge = Judgement(
         "torch_judges.generate_distribution",
@@ -1052,3 +1061,150 @@ def gpt_values_case(rng):
         [request],
         judge,
     )
+
+
+# ---------------------------------------------------------------- generate: mode and top_p
+
+
+def mode_case(rng, V):
+    """A model handed to generate in eval mode is still in eval mode afterwards."""
+    idx = torch.from_numpy(rng.integers(0, V, size=(2, 2))).long()
+    table = _table(rng, V)
+    what = "generate(model in eval mode, idx (2, 2), max_new_tokens=3)"
+    return Case(
+        "generate",
+        "a model in eval mode is left in eval mode",
+        0.5,
+        [{"op": "call", "args": [_toy(table, 8, training=False), idx, 3]}],
+        Judgement("torch_judges.generate_mode", {"what": what, "shape": [2, 5], "vocab_size": V}),
+    )
+
+
+NUCLEUS_MARGIN = 0.03  # top_p at least this far from every partial sum of the sorted probabilities
+
+
+def _nucleus_top_p(rng, p, boundary):
+    """A top_p whose nucleus has `boundary` tokens, at least NUCLEUS_MARGIN from every partial
+    sum of p sorted (so float rounding never moves a token across the line); None if none."""
+    sums = np.cumsum(np.sort(p)[::-1])
+    low, high = sums[boundary - 2] + NUCLEUS_MARGIN, sums[boundary - 1] - NUCLEUS_MARGIN
+    if high <= low:
+        return None
+    return float(np.round(rng.uniform(low, high), 4))
+
+
+def _top_p_row(rng, V, temperature, top_k, differ_from_untempered):
+    """A row of logits and a top_p with a nucleus of 2 or 3 tokens whose boundary token holds
+    a large share (so dropping it shows), and, where asked, a nucleus that differs from the one
+    the untempered probabilities give."""
+    for _ in range(1000):
+        row = rng.permutation(np.linspace(-1.5, 1.5, V)) + rng.normal(0.0, 0.1, V)
+        p = tv.sampling_distribution(row, temperature, top_k)
+        boundary = int(rng.integers(2, 4))
+        top_p = _nucleus_top_p(rng, p, boundary)
+        if top_p is None or np.sort(p)[::-1][boundary - 1] < 0.08:
+            continue
+        plain = tv.sampling_distribution(row, 1.0, top_k)
+        untempered = trv.top_p_distribution(row, 1.0, top_k, top_p)
+        if differ_from_untempered and (
+            min(abs(np.cumsum(np.sort(plain)[::-1]) - top_p)) < NUCLEUS_MARGIN
+            or np.array_equal(
+                untempered > 0, trv.top_p_distribution(row, temperature, top_k, top_p) > 0
+            )
+        ):
+            continue
+        return row, top_p
+    raise RuntimeError("no row with a clear nucleus")  # never: about one draw in three fits
+
+
+def _top_p_case(rng, V, name, points, seed, temperature=1.0, top_k=None, ties=False, top_p=None):
+    B = 4000
+    start = int(rng.integers(0, V))
+    table = _table(rng, V)
+    if ties:
+        row, top_p, pair = _tied_row(rng, V)
+    elif top_p is None:
+        row, top_p = _top_p_row(
+            rng, V, temperature, top_k, differ_from_untempered=temperature != 1.0
+        )
+    else:
+        row = rng.permutation(np.linspace(-1.5, 1.5, V))
+    table[start] = row
+    idx = torch.full((B, 1), start, dtype=torch.long)
+    kwargs = {"generator": {"$generator": seed}, "top_p": top_p}
+    shown = [f"top_p={top_p:g}"]
+    if temperature != 1.0:
+        kwargs["temperature"] = temperature
+        shown.insert(0, f"temperature={temperature:g}")
+    if top_k is not None:
+        kwargs["top_k"] = top_k
+        shown.insert(0, f"top_k={top_k}")
+    right = trv.top_p_distribution(row, temperature, top_k, top_p)
+    named = [
+        [id_, trv.top_p_distribution(row, temperature, top_k, top_p, variant=key).tolist()]
+        for key, id_ in trv.TOP_P_VARIANTS
+    ]
+    named = [[i, q] for i, q in named if not np.allclose(q, right, atol=0.02)]
+    if ties:
+        swapped = right.copy()
+        swapped[pair[1]], swapped[pair[0]] = right[pair[0]], 0.0
+        named.append(["ties-by-higher-id", swapped.tolist()])
+    what = f"generate(model, idx ({B}, 1), max_new_tokens=1, {', '.join(shown)})"
+    judge = Judgement(
+        "torch_judges.generate_distribution",
+        {
+            "what": what,
+            "samples": B,
+            "vocab_size": V,
+            "p": right,
+            "p_multiplied": trv.top_p_distribution(row * temperature**2, temperature, top_k, top_p),
+            "p_plain": tv.sampling_distribution(row, temperature, top_k),
+            "temperature": temperature,
+            "top_k": top_k,
+            "top_p": top_p,
+            "named": named,
+        },
+    )
+    return Case(
+        "generate",
+        name,
+        points,
+        [{"op": "call", "args": [_toy(table, 8), idx, 1], "kwargs": kwargs}],
+        judge,
+    )
+
+
+def _tied_row(rng, V):
+    """Logits with the second and third most likely tokens tied, a top_p that needs one of
+    the two, and the tied ids (lower first): the one of lower id is kept."""
+    values = np.sort(rng.choice(np.linspace(-1.5, 1.5, 4 * V), size=V - 1, replace=False))[::-1]
+    values = np.concatenate([values[:2], values[1:2], values[2:]])  # ranks 2 and 3 tied
+    row = rng.permutation(values)
+    p = np.sort(tv.sampling_distribution(row, 1.0, None))[::-1]
+    pair = sorted(int(i) for i in np.flatnonzero(row == values[1]))
+    return row, float(np.round(p[0] + p[1] * rng.uniform(0.3, 0.7), 4)), pair
+
+
+def top_p_cases(rng, V, seed):
+    return [
+        _top_p_case(
+            rng, V, "top_p keeps the smallest set of likeliest tokens reaching top_p", 1.0, seed
+        ),
+        _top_p_case(
+            rng,
+            V,
+            "top_p applies to the probabilities after the temperature",
+            0.75,
+            seed + 1,
+            temperature=0.5,
+        ),
+        _top_p_case(rng, V, "top_p after top_k", 0.5, seed + 2, top_k=4),
+        _top_p_case(
+            rng, V, "a tie at the boundary keeps the token of lower id", 0.5, seed + 3, ties=True
+        ),
+        _top_p_case(rng, V, "top_p=1.0 changes nothing", 0.25, seed + 4, top_p=1.0),
+    ]
+
+
+# The training pieces (lr_at, configure_optimizer, train_step) register their probes there.
+from autograder.probes import lm_training  # noqa: E402, F401
