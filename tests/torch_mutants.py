@@ -609,7 +609,7 @@ MORE = [
         "GPT",
         gpt(block_cls=BlockForgetsThePair),
         None,
-        "comes from your TransformerBlock of notebook 05",
+        "raised inside your TransformerBlock (notebook 05)",
     ),
     ("gpt-ln-f-unused", "GPT", gpt(use_ln_f=False), None, "without its final layer norm"),
     ("gpt-no-ln-f", "GPT", gpt(final_norm=False, use_ln_f=False), None, "no final layer norm"),

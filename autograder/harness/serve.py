@@ -288,6 +288,7 @@ class Session:
                 answer["role_mismatch"] = self.encode(exc.facts)
                 return answer
             answer["tied"] = placed["tied"]
+            answer["distinct_blocks"] = len({id(b) for b in placed["blocks"]})
         jitter = request.get("jitter")
         if jitter:
             noise = torch.Generator().manual_seed(int(jitter["seed"]))

@@ -366,23 +366,37 @@ def gpt_dropout(responses, *, p, shape, in_eval=()):
             "dropout is not applied. Pass dropout to every TransformerBlock, and apply "
             "nn.Dropout(dropout) to the sum of the two embeddings."
         )
-    where = [  # responses[3:]: blocks passing their input through; embeddings all zero
+    # responses[3:]: in train mode, then in eval mode, the settings of the probe: blocks
+    # passing their input through; embeddings all zero; both (nothing left before ln_f)
+    where = [
         (
             "embedding-dropout-missing",
             "with every block passing its input through (the last layers of attention and of "
             "the feed-forward network zero), two identical sequences get the same logits: "
             "nothing drops entries of the embeddings",
+            False,
         ),
         (
             "block-dropout-not-passed",
             "with the embeddings of every token and position zero (so dropout on the "
             "embeddings has nothing to drop), two identical sequences get the same logits: "
             "the blocks drop nothing",
+            False,
+        ),
+        (
+            "dropout-after-final-norm",
+            "with the embeddings zero AND every block passing its input through, nothing "
+            "before the final layer norm is left to drop, yet two identical sequences get "
+            "different logits: something after the blocks drops entries",
+            True,
         ),
     ]
-    evals = responses[3 + len(where) :]
-    for k, (r, (id_, seen)) in enumerate(zip(responses[3:], where, strict=False)):
-        if "role_mismatch" in r.raw or r.error or k >= len(in_eval) or k >= len(evals):
+    n = min(len(where), len(in_eval), (len(responses) - 3) // 2)
+    trains, evals = responses[3 : 3 + n], responses[3 + n : 3 + 2 * n]
+    order = [2, 0, 1] if n == 3 else list(range(n))  # after the norm first: it fools the others
+    for k in order:
+        r, (id_, seen, differing_is_wrong) = trains[k], where[k]
+        if "role_mismatch" in r.raw or r.error:
             continue  # the architecture case says why the weights could not be placed
         try:
             right = compare.is_close(
@@ -393,7 +407,7 @@ def gpt_dropout(responses, *, p, shape, in_eval=()):
         if not right:
             continue  # wrong even in eval mode: the architecture case says how
         logits = gpt_logits(r, f"{what} in train mode", (2, *shape[1:]))
-        if np.array_equal(logits[0], logits[1]):
+        if np.array_equal(logits[0], logits[1]) != differing_is_wrong:
             raise Fail(f"in train mode, {what}: {seen}. " + explain([id_]), [id_])
 
 

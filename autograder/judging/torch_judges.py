@@ -757,13 +757,26 @@ def _without_gradient(r):
     return [n for n in names if not isinstance(grads.get(n), np.ndarray)]
 
 
+SPREAD_FACTOR = 2.5  # PyTorch's default initialisation spreads these logits about 5 times more
+
+
 @judge
-def gpt_initial_loss(responses, *, shape, targets, ln_vocab):
-    """The untrained model's cross-entropy, computed here from its logits, near ln(V)."""
+def gpt_initial_loss(responses, *, shape, targets, ln_vocab, spread=None):
+    """The untrained model's cross-entropy, computed here from its logits, near ln(V); with
+    `spread` (the notebook's untrained GPT's logits' standard deviation), logits no more than
+    SPREAD_FACTOR times as spread out: the initialisation reached every layer."""
     logits = gpt_logits(responses[0], "GPT(...)(idx)", tuple(shape))
     reads_its_input(logits, "GPT(...)(idx)")
     V = shape[-1]
     loss = cross_entropy(logits, targets)
+    if spread is not None and float(logits.std()) > SPREAD_FACTOR * spread:
+        raise Fail(
+            f"the untrained model's logits have a standard deviation of "
+            f"{fmt(float(logits.std()))}; the notebook's initialisation (weights of std 0.02) "
+            f"gives {fmt(spread)} here, so some layers kept PyTorch's default weights. "
+            + explain(["init-before-modules"]),
+            ["init-before-modules"],
+        )
     if abs(loss - ln_vocab) > 1.5:
         raise Fail(
             f"the untrained model's loss on random targets is {fmt(loss)}; with {V} tokens a "
@@ -1042,6 +1055,13 @@ def gpt_values(responses, *, what, expected, expected_tied, variants, blocks, fi
         facts = r.decode(r.raw["role_mismatch"])
         message, ids = _architecture_message(facts if isinstance(facts, dict) else {}, sizes)
         raise Fail(message, ids)
+    distinct = r.raw.get("distinct_blocks")
+    if isinstance(distinct, int) and distinct < len(blocks):
+        raise Fail(
+            f"{what}: your GPT's {len(blocks)} blocks are {distinct} block object(s) repeated "
+            "(as nn.ModuleList([block] * n_layers) makes them), so the layers share one set "
+            "of weights: build a new TransformerBlock for each layer."
+        )
     logits = gpt_logits(r, what, tuple(np.shape(expected)))
     want = np.asarray(expected_tied if r.raw.get("tied") is True else expected)
     if compare.is_close(logits, want, **FLOAT32):

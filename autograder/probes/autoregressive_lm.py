@@ -457,7 +457,12 @@ def gpt_cases(rng):
             [{"op": "module", "init": GPT_INIT, "args": [loss_idx]}],
             Judgement(
                 "torch_judges.gpt_initial_loss",
-                {"shape": [8, T, V], "targets": targets.numpy(), "ln_vocab": math.log(V)},
+                {
+                    "shape": [8, T, V],
+                    "targets": targets.numpy(),
+                    "ln_vocab": math.log(V),
+                    "spread": _initial_spread(loss_idx),
+                },
             ),
         )
     )
@@ -466,6 +471,14 @@ def gpt_cases(rng):
     cases.append(gpt_dropout_case(rng))
     cases.append(gpt_positions_case(rng))
     return cases
+
+
+def _initial_spread(idx):
+    """The standard deviation of the notebook's untrained GPT's logits on idx (built as the
+    harness builds a module: torch seeded with 0): small, from its weights of std 0.02."""
+    torch.manual_seed(0)
+    with torch.no_grad():
+        return float(ref.GPT(**GPT_INIT).eval()(idx).std())
 
 
 TRAIN = {"V": 8, "period": 24, "block": 16, "steps": 200, "batch": 16, "lr": 3e-3, "threshold": 0.5}
@@ -909,7 +922,8 @@ def reproducible_case(rng, V):
 
 def gpt_dropout_case(rng):
     """GPT(dropout=p): the same logits as dropout=0 in eval mode (one seed builds both), and in
-    train mode two identical sequences of one batch get different logits."""
+    train mode two identical sequences of one batch get different logits, from dropout on the
+    embeddings and in the blocks, and from nothing after the blocks."""
     p = 0.3
     V, T = GPT_INIT["vocab_size"], GPT_INIT["block_size"]
     idx = torch.from_numpy(rng.integers(0, V, size=(2, T))).long()
@@ -929,7 +943,10 @@ def gpt_dropout_case(rng):
     tok = roles["tok"].clone()
     tok[twins[0]] = 0.0  # the rows these tokens use; the others stay, for a tied head
     blank = dict(roles, tok=tok, pos=torch.zeros_like(roles["pos"]))
-    settings = (quiet, blank)
+    # both: nothing before the final norm is non-zero, so only dropout after the blocks (on
+    # the final norm's output, or on the logits) can make the two sequences differ
+    silent = dict(blank, blocks=quiet["blocks"])
+    settings = (quiet, blank, silent)
     for mode in ("train", "eval"):
         for state in settings:
             requests.append(
