@@ -248,7 +248,7 @@ def get_batch_cases(rng):
         )
     )
 
-    rep = torch.from_numpy(rng.integers(0, 5, size=40)).long()
+    rep = _without_long_runs(rng, 5, 40, 6)
     what2 = "get_batch(data of 40 tokens with repeats, batch_size=12, block_size=6)"
 
     judge_repeats = _batch_judge("batch_windows", what2, rep, 12, 6, check_unchanged=False)
@@ -299,6 +299,15 @@ def get_batch_cases(rng):
         )
     )
     return cases
+
+
+def _without_long_runs(rng, V, N, T):
+    """N tokens below V with repeats but no run of T + 1 equal tokens: every window's targets
+    then differ from its inputs, so a right answer never looks like targets-not-shifted."""
+    tokens = rng.integers(0, V, size=N)
+    while max(len(run) for run in np.split(tokens, np.flatnonzero(np.diff(tokens)) + 1)) > T:
+        tokens = rng.integers(0, V, size=N)  # rare: about one draw in 500
+    return torch.from_numpy(tokens).long()
 
 
 def _batch_judge(name, what, data, batch_size, block_size, **more):
@@ -481,11 +490,15 @@ def _initial_spread(idx):
         return float(ref.GPT(**GPT_INIT).eval()(idx).std())
 
 
-TRAIN = {"V": 8, "period": 24, "block": 16, "steps": 200, "batch": 16, "lr": 3e-3, "threshold": 0.5}
+TRAIN = {"V": 8, "period": 24, "block": 16, "steps": 400, "batch": 16, "lr": 3e-3, "threshold": 0.5}
 # The harness stops training once the mean loss of the last 10 batches is below half the
 # threshold. Measured on 12 seeds for the reference GPT, a GPT with tied weights and a
-# nn.TransformerEncoder one with PyTorch's initialisation: they stopped after 36-120 of the 200
-# steps, with a held-out loss then of at most 0.244, half the threshold.
+# nn.TransformerEncoder one with PyTorch's initialisation: they stopped after 36-120 steps, with
+# a held-out loss then of at most 0.244, half the threshold; over 200 more seeds (the reference,
+# tests/test_seed_sweep.py and benchmarks/seed_sweep.py) at most 0.33. A budget of 400 steps
+# (it was 200) lets the rare slow start still reach the stop: one correct GPT, stopped at 200,
+# was at 0.513. The lowest loss possible on these windows is 0.07-0.09 (the first positions of
+# a window see too little of the text to know its phase), far below the threshold.
 STOP = {"stop_below": TRAIN["threshold"] / 2, "stop_window": 10}
 
 

@@ -13,11 +13,15 @@ seeds; benchmarks/seed_sweep.py thousands.
 """
 
 import importlib
+import tempfile
+from pathlib import Path
 
-from autograder.checks import run_in_process
+from autograder.checks import SCRATCH
 from autograder.curriculum import NOTEBOOKS
+from autograder.harness import serve
+from autograder.judging.answers import judge_cases
 from autograder.probes import load
-from autograder.probes.base import PROBES, derive_seed
+from autograder.probes.base import PROBES, build_cases, derive_seed, write_requests
 
 
 def seeds(count, secret="sweep-secret"):
@@ -49,18 +53,43 @@ def reference_namespace():
     return namespace
 
 
-def sweep(pairs, skip=None):
+def trains(case):
+    """True for a case that trains a model (GPT's short training run): the costly kind."""
+    return any(request.get("op") == "train" for request in case.requests)
+
+
+def grade(function, obj, seed, namespace, keep=None):
+    """The TestResults of one graded name's hidden cases under `seed`, `obj` answering in this
+    process (checks.run_in_process, with `keep(case)` choosing the cases to run)."""
+    from autograder.curriculum import NOTEBOOK_OF
+
+    cases = build_cases(NOTEBOOK_OF[function].stem, seed, functions={function})
+    if keep is not None:
+        cases = [case for case in cases if keep(case)]
+    namespace = dict(namespace, **{function: obj})
+    with tempfile.TemporaryDirectory(prefix="seed-sweep-", dir=SCRATCH) as tmp:
+        write_requests(cases, Path(tmp, "requests"))
+        if cases:
+            serve(namespace, Path(tmp, "requests", function), Path(tmp, "responses", function))
+        return judge_cases(cases, Path(tmp, "responses"))
+
+
+def sweep(pairs, stems=None, training=True):
     """[(secret, student, stem, function, case name, points lost, message)] for every case in
-    which the model answers lose points; `skip(function)` leaves graded names out."""
+    which the model answers lose points, over the notebooks `stems` (default: all that have
+    hidden tests); with training=False, without the cases that train a model."""
     namespace = reference_namespace()
+    keep = None if training else (lambda case: not trains(case))
     lost = []
     for notebook, names in swept_notebooks():
+        if stems is not None and notebook.stem not in stems:
+            continue
         for secret, student in pairs:
             seed = derive_seed(secret, student, notebook.stem)
             for name in names:
-                if (skip and skip(name)) or name not in namespace:
+                if name not in namespace:
                     continue
-                for result in run_in_process(name, namespace[name], seed=seed, namespace=namespace):
+                for result in grade(name, namespace[name], seed, namespace, keep):
                     if result.score < result.max_score:
                         lost.append(
                             (
@@ -72,5 +101,28 @@ def sweep(pairs, skip=None):
                                 result.max_score - result.score,
                                 result.output,
                             )
+                        )
+    return lost
+
+
+def training_cases(pairs):
+    """[(secret, student, points lost, message)] of the cases that train a model, alone."""
+    namespace = reference_namespace()
+    lost = []
+    for notebook, names in swept_notebooks():
+        probe_seed = derive_seed("which names train", notebook.stem)
+        names = [
+            name
+            for name in names
+            if name in namespace
+            and any(trains(case) for case in build_cases(notebook.stem, probe_seed, {name}))
+        ]
+        for secret, student in pairs:
+            seed = derive_seed(secret, student, notebook.stem)
+            for name in names:
+                for result in grade(name, namespace[name], seed, namespace, trains):
+                    if result.score < result.max_score:
+                        lost.append(
+                            (secret, student, result.max_score - result.score, result.output)
                         )
     return lost
