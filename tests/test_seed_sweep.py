@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from autograder.judging.base import Fail
-from autograder.judging.torch_judges import _window_check
+from autograder.judging.lm_judges import _window_check
 from autograder.probes import seed_sweep
 
 SEEDS = 200

@@ -473,3 +473,31 @@ def gpt_logits(r, what, shape):
             "diagonal)."
         )
     return got.astype(np.float64)
+
+
+def differentiable_and_unchanged(r, what, got, expected, inputs, input_grads):
+    """The case "differentiable, and leaves its inputs unchanged": a modified input or no (right)
+    gradient is said as such. With wrong values the gradients are wrong too, so then only their
+    presence is checked, and the case fails saying that the inputs and gradients are fine and
+    the values are not (their own cases say how): nobody hunts for an in-place bug that is not
+    there, and an answer that returns its input untouched earns nothing here."""
+    for (name, before), now in zip(inputs, args_after(r), strict=False):
+        compare.assert_unchanged(before, np.asarray(now), name)
+    assert_differentiable(r, what)
+    if input_grads is None:
+        return
+    names = [name for name, _ in inputs]
+    if compare.is_close(got, expected, **FLOAT32):
+        input_grads_match(r, what, names, input_grads)
+    else:
+        input_grads_flow(r, what, names, input_grads)
+        raise Fail(
+            f"{what} leaves its inputs unchanged and gradients reach them, good. This test's "
+            "points also need the right values, which the tests above check: fix those first."
+        )
+
+
+IN_EVAL_MODE = (
+    "dropout acts only in train mode: nn.Dropout switches itself off after model.eval(); "
+    "F.dropout needs training=self.training"
+)

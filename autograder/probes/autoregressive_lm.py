@@ -7,7 +7,7 @@ causality under a perturbation of future tokens, gradients, and a short training
 harness. generate runs against a fixed bigram model (harness/toy.py) so that its sampling
 distribution is known exactly and can be tested statistically.
 
-The cases are built here; the judges (autograder.judging.torch_judges) decide from plain data:
+The cases are built here; the judges (autograder.judging.lm_judges) decide from plain data:
 what the reference returns, the variants' outputs and the distributions sampling should follow
 are all worked out now, and the training run's loss is computed by the judge from the logits
 the trained model returns on inputs chosen here.
@@ -83,7 +83,7 @@ def _make_examples_variants(tokens, c):
 def _make_examples_case(name, points, tokens, c):
     right, variants = _make_examples_variants(tokens, c)
     judge = Judgement(
-        "torch_judges.make_examples",
+        "lm_judges.make_examples",
         {
             "what": f"make_examples(tokens, context_size={c}) with {len(tokens)} tokens",
             "tokens": list(tokens),
@@ -145,7 +145,7 @@ def tokenizer_cases(rng):
             "vocab_size counts the distinct characters",
             0.5,
             [obj(text1, [{"attr": "vocab_size"}]), obj(text2, [{"attr": "vocab_size"}])],
-            Judgement("torch_judges.tokenizer_vocab_size", {"sizes": sizes}),
+            Judgement("lm_judges.tokenizer_vocab_size", {"sizes": sizes}),
         )
     )
 
@@ -165,7 +165,7 @@ def tokenizer_cases(rng):
                 obj(text2, [{"method": "encode", "args": ["".join(chars2)]}]),
             ],
             Judgement(
-                "torch_judges.tokenizer_ids",
+                "lm_judges.tokenizer_ids",
                 {
                     "sizes": sizes,
                     "sample": sample,
@@ -193,7 +193,7 @@ def tokenizer_cases(rng):
                 )
             ],
             Judgement(
-                "torch_judges.tokenizer_decode", {"sample": sample, "vocabulary": "".join(chars1)}
+                "lm_judges.tokenizer_decode", {"sample": sample, "vocabulary": "".join(chars1)}
             ),
         )
     )
@@ -212,7 +212,7 @@ def tokenizer_cases(rng):
                 )
             ],
             Judgement(
-                "torch_judges.tokenizer_unknown",
+                "lm_judges.tokenizer_unknown",
                 {"bad": bad, "unknown": unknown, "sample": sample, "sample_ids": ids},
             ),
         )
@@ -312,7 +312,7 @@ def _without_long_runs(rng, V, N, T):
 
 def _batch_judge(name, what, data, batch_size, block_size, **more):
     return Judgement(
-        f"torch_judges.{name}",
+        f"lm_judges.{name}",
         {
             "what": what,
             "data": data.numpy(),
@@ -357,7 +357,7 @@ def gpt_cases(rng):
     short = torch.from_numpy(rng.integers(0, V, size=(2, 5))).long()
 
     judge_shapes = Judgement(
-        "torch_judges.gpt_shapes",
+        "lm_judges.gpt_shapes",
         {
             "calls": [
                 [f"GPT(...)(idx of shape (3, {T}))", [3, T, V]],
@@ -388,7 +388,7 @@ def gpt_cases(rng):
         rows.append(row)
     causal_idx = torch.from_numpy(np.stack(rows)).long()
 
-    judge_causal = Judgement("torch_judges.gpt_causal", {"shape": [len(rows), T, V], "cuts": cuts})
+    judge_causal = Judgement("lm_judges.gpt_causal", {"shape": [len(rows), T, V], "cuts": cuts})
     cases.append(
         Case(
             "GPT",
@@ -413,7 +413,7 @@ def gpt_cases(rng):
                 {"op": "module", "init": GPT_INIT, "args": [too_long]},
                 {"op": "module", "init": GPT_INIT, "args": [too_long[:, :T]]},
             ],
-            Judgement("torch_judges.gpt_too_long", {"block_size": T, "vocab_size": V}),
+            Judgement("lm_judges.gpt_too_long", {"block_size": T, "vocab_size": V}),
         )
     )
 
@@ -438,7 +438,7 @@ def gpt_cases(rng):
                     "steps": [{"attr": "block_size"}],
                 },
             ],
-            Judgement("torch_judges.gpt_block_size", {"block_sizes": [T, other], "vocab_size": V}),
+            Judgement("lm_judges.gpt_block_size", {"block_sizes": [T, other], "vocab_size": V}),
         )
     )
 
@@ -451,7 +451,7 @@ def gpt_cases(rng):
             "gradients reach every parameter",
             0.5,
             [{"op": "module", "init": GPT_INIT, "args": [grad_idx], "backward": cot}],
-            Judgement("torch_judges.gpt_gradients", {"shape": [2, T, V]}),
+            Judgement("lm_judges.gpt_gradients", {"shape": [2, T, V]}),
         )
     )
 
@@ -465,7 +465,7 @@ def gpt_cases(rng):
             0.25,
             [{"op": "module", "init": GPT_INIT, "args": [loss_idx]}],
             Judgement(
-                "torch_judges.gpt_initial_loss",
+                "lm_judges.gpt_initial_loss",
                 {
                     "shape": [8, T, V],
                     "targets": targets.numpy(),
@@ -537,7 +537,7 @@ def _train_case(rng):
         **STOP,
     }
     judge = Judgement(
-        "torch_judges.gpt_training",
+        "lm_judges.gpt_training",
         {
             "targets": targets.astype(np.int64),
             "threshold": TRAIN["threshold"],
@@ -591,7 +591,7 @@ def _loss_case(name, points, logits, targets, grad_check=False):
     request = {"op": "call", "args": [logits, targets]}
     if grad_check:
         request["backward"] = LOSS_COT
-    return Case("lm_loss", name, points, [request], Judgement("torch_judges.lm_loss", params))
+    return Case("lm_loss", name, points, [request], Judgement("lm_judges.lm_loss", params))
 
 
 LOSS_COT = torch.tensor(1.0)  # d(loss)/d(logits) itself
@@ -782,7 +782,7 @@ def _greedy(table, prompt, steps, block_size, oldest=False):
 
 def _tokens_judge(name, what, shape, vocab_size, prompt, **more):
     return Judgement(
-        f"torch_judges.{name}",
+        f"lm_judges.{name}",
         {"what": what, "shape": list(shape), "vocab_size": vocab_size, "prompt": prompt, **more},
     )
 
@@ -813,7 +813,7 @@ def _distribution_case(rng, V, temperature, top_k, points, seed):
         name = f"temperature={temperature:g} with top_k={top_k}: the temperature still applies"
 
     judge = Judgement(
-        "torch_judges.generate_distribution",
+        "lm_judges.generate_distribution",
         {
             "what": what,
             "samples": B,
@@ -836,7 +836,7 @@ def _distribution_case(rng, V, temperature, top_k, points, seed):
 
 
 # ---------------------------------------------------------------- what later cells rely on
-# Cases judged by autograder.judging.torch_contracts: each calls the student's code the way a
+# Cases of what later cells rely on (judged in autograder.judging.lm_judges): each calls the student's code the way a
 # later cell does, drawing its inputs after the cases above (which keep theirs).
 
 
@@ -855,7 +855,7 @@ def tokenizer_contract_cases(text1, text2, bad, unknown, sample, ids):
             0.25,
             [obj(text1, chars), obj(text2, chars)],
             Judgement(
-                "torch_contracts.tokenizer_chars",
+                "lm_judges.tokenizer_chars",
                 {"chars": [sorted(set(text1)), sorted(set(text2))]},
             ),
         ),
@@ -870,7 +870,7 @@ def tokenizer_contract_cases(text1, text2, bad, unknown, sample, ids):
                 )
             ],
             Judgement(
-                "torch_contracts.tokenizer_value_error",
+                "lm_judges.tokenizer_value_error",
                 {"bad": bad, "unknown": unknown, "sample": sample, "sample_ids": ids},
             ),
         ),
@@ -889,7 +889,7 @@ def sliced_loss_case(rng):
         "args": [{"$slice": [logits, bounds]}, {"$slice": [targets, bounds]}],
     }
     judge = Judgement(
-        "torch_contracts.sliced_loss",
+        "lm_judges.sliced_loss",
         {
             "what": f"lm_loss(logits[:, {skip}:], targets[:, {skip}:])",
             "expected": np.float64(expected),
@@ -925,7 +925,7 @@ def reproducible_case(rng, V):
     ]
     what = f"generate(model, idx of shape ({B}, {T0}), max_new_tokens={steps}, generator=g)"
     judge = Judgement(
-        "torch_contracts.generate_reproducible",
+        "lm_judges.generate_reproducible",
         {"what": what, "shape": [B, T0 + steps], "vocab_size": V},
     )
     return Case(
@@ -967,9 +967,7 @@ def gpt_dropout_case(rng):
             )
     with torch.no_grad():  # in eval mode the placement checks need the model right
         in_eval = [np_(reference_gpt(state, VALUES_INIT)(twins)) for state in settings]
-    judge = Judgement(
-        "torch_contracts.gpt_dropout", {"p": p, "shape": [2, T, V], "in_eval": in_eval}
-    )
+    judge = Judgement("lm_judges.gpt_dropout", {"p": p, "shape": [2, T, V], "in_eval": in_eval})
     return Case("GPT", f"dropout={p:g}: off in eval mode, on in train mode", 0.5, requests, judge)
 
 
@@ -996,7 +994,7 @@ def gpt_positions_case(rng):
         "args": [idx],
         "jitter": {"seed": int(rng.integers(2**31)), "std": 0.1},
     }
-    judge = Judgement("torch_contracts.gpt_positions", {"shape": [len(rows), T, V], "swaps": SWAPS})
+    judge = Judgement("lm_judges.gpt_positions", {"shape": [len(rows), T, V], "swaps": SWAPS})
     return Case("GPT", "the order of the tokens matters (positions)", 0.5, [request], judge)
 
 
@@ -1073,7 +1071,7 @@ def gpt_values_case(rng):
         "parts": {"x": x, "mask": mask},
     }
     judge = Judgement(
-        "torch_judges.gpt_values",
+        "lm_judges.gpt_values",
         {
             "what": f"GPT({V}, {T}, d_model={d}, n_heads={H}, n_layers={L})(idx)",
             "expected": expected,
@@ -1106,7 +1104,7 @@ def mode_case(rng, V):
         "a model in eval mode is left in eval mode",
         0.5,
         [{"op": "call", "args": [_toy(table, 8, training=False), idx, 3]}],
-        Judgement("torch_judges.generate_mode", {"what": what, "shape": [2, 5], "vocab_size": V}),
+        Judgement("lm_judges.generate_mode", {"what": what, "shape": [2, 5], "vocab_size": V}),
     )
 
 
@@ -1181,7 +1179,7 @@ def _top_p_case(rng, V, name, points, seed, temperature=1.0, top_k=None, ties=Fa
         named.append(["ties-by-higher-id", swapped.tolist()])
     what = f"generate(model, idx ({B}, 1), max_new_tokens=1, {', '.join(shown)})"
     judge = Judgement(
-        "torch_judges.generate_distribution",
+        "lm_judges.generate_distribution",
         {
             "what": what,
             "samples": B,

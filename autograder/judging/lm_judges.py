@@ -1,12 +1,15 @@
-"""The judges of the PyTorch notebooks (05-06): verdicts from the student's answers and plain data.
+"""The judges of notebook 06's model and data (make_examples, CharTokenizer, get_batch, GPT,
+lm_loss, generate): verdicts from plain data.
 
-Each judge is registered as "torch_judges.<name>" and named by a Judgement that the probes
-(autograder/probes/transformer_block.py, autoregressive_lm.py) build with plain-data params:
-the reference's outputs and gradients and the variants' outputs, computed when the case was
-built, or for property checks (causality, shapes, errors, reproducibility, sampling against the
-harness's toy model) only the inputs the parent chose. No judge runs a model answer, and every
-number a verdict depends on is computed here from returned values (logits, tokens, tensors),
-never taken from a number the student's process reports (a loss, a count).
+Registered as "lm_judges.<name>" and named by the Judgements of
+autograder/probes/autoregressive_lm.py. Values are compared with the reference's, worked out
+when the case was built; properties (causality, shapes, errors, reproducibility, sampling from
+the harness's toy model) from the inputs the parent chose alone; and what the later cells rely
+on (tok.chars, a ValueError for an unknown character, sliced logits, the generator, dropout in
+the right places) by calling the student's code as those cells do. No judge runs a model answer,
+and every number a verdict depends on is computed here from returned values (logits, tokens),
+never taken from a number the student's process reports (a loss, a count). The training
+pieces (lr_at, configure_optimizer, train_step) are judged in training_judges.
 """
 
 import math
@@ -17,253 +20,19 @@ from autograder.judging import compare, judge
 from autograder.judging.base import Fail, Response
 from autograder.judging.compare import FLOAT32, describe_encoded, fmt
 from autograder.judging.torch_checks import (
-    args_after,
-    assert_differentiable,
+    IN_EVAL_MODE,
     chi_square,
     chi_square_limit,
     close_or_diagnose,
     cross_entropy,
-    diagnose,
+    differentiable_and_unchanged,
     explain,
     gpt_error,
     gpt_logits,
-    grads_match,
     hint_for,
-    input_grads_flow,
-    input_grads_match,
-    module_answer,
     one_diagnosis,
 )
 from autograder.misconceptions import CATALOGUE
-
-PE_TOL = {"rtol": 1e-4, "atol": 5e-5}  # sin of angles up to ~30 rad computed in float32
-# Angles of thousands of radians computed in float64, then rounded to float32: within 6e-8.
-# The same angles computed in float32 are off by 1e-4 (half an ulp of 2000).
-FAR_TOL = {"rtol": 1e-6, "atol": 2e-6}
-
-
-# ================================================================ 05: layer_norm
-
-
-@judge
-def layer_norm(responses, *, what, expected, variants, inputs=None, input_grads=None):
-    """Values against the reference; with `inputs` ([name, value before the call] for x, weight,
-    bias), also differentiable (the gradients that reached the inputs against the reference's
-    `input_grads`) and the inputs left unchanged."""
-    (r,) = responses
-    got = compare.returned(r, what, framework="torch")
-    if inputs is None:
-        close_or_diagnose(got, expected, variants, what)
-        return
-    _differentiable_and_unchanged(r, what, got, expected, inputs, input_grads)
-
-
-def _differentiable_and_unchanged(r, what, got, expected, inputs, input_grads):
-    """The case "differentiable, and leaves its inputs unchanged": a modified input or no (right)
-    gradient is said as such. With wrong values the gradients are wrong too, so then only their
-    presence is checked, and the case fails saying that the inputs and gradients are fine and
-    the values are not (their own cases say how): nobody hunts for an in-place bug that is not
-    there, and an answer that returns its input untouched earns nothing here."""
-    for (name, before), now in zip(inputs, args_after(r), strict=False):
-        compare.assert_unchanged(before, np.asarray(now), name)
-    assert_differentiable(r, what)
-    if input_grads is None:
-        return
-    names = [name for name, _ in inputs]
-    if compare.is_close(got, expected, **FLOAT32):
-        input_grads_match(r, what, names, input_grads)
-    else:
-        input_grads_flow(r, what, names, input_grads)
-        raise Fail(
-            f"{what} leaves its inputs unchanged and gradients reach them, good. This test's "
-            "points also need the right values, which the tests above check: fix those first."
-        )
-
-
-# ================================================================ 05: positional encoding
-
-
-@judge
-def positional_encoding(responses, *, what, expected, variants, d_model, lecture_table):
-    got = compare.returned(responses[0], what, framework="torch")
-    hint = ""
-    if got.shape == expected.shape and d_model >= 2:
-        if not compare.is_close(got[:, 0], expected[:, 0], **PE_TOL):
-            hint = "column 0 should be sin(k): 0 at position 0, 0.84 at position 1"
-        elif not compare.is_close(got[:, 1], expected[:, 1], **PE_TOL):
-            hint = "column 1 should be cos(k): 1 at position 0, 0.54 at position 1"
-    if got.ndim == 2 and got.shape[1] == 4 and lecture_table:
-        hint = (hint + "; " if hint else "") + (
-            "the lecture's table (its first 4 rows) has P[1] = [0.84, 0.54, 0.10, 1.00] and "
-            "P[3] = [0.14, -0.99, 0.30, 0.96]"
-        )
-    close_or_diagnose(got, expected, variants, what, tol=PE_TOL, hint=hint)
-
-
-@judge
-def positional_encoding_far(responses, *, what, expected):
-    """Many positions: the first rows right and the far ones drifting is float32 angles."""
-    got = compare.returned(responses[0], what, framework="torch")
-    compare.assert_shape(got, np.shape(expected), what)
-    near = min(100, len(expected))
-    if compare.is_close(got, expected, **FAR_TOL):
-        return
-    if compare.is_close(got[:near], expected[:near], **PE_TOL):
-        worst = int(np.argmax(np.abs(got.astype(np.float64) - expected).max(axis=1)))
-        raise Fail(
-            f"{what}: the first {near} positions are right, but the far ones drift (the worst "
-            f"is position {worst}, off by {fmt(float(np.abs(got[worst] - expected[worst]).max()))}). "
-            + explain(["pe-float32-angles"]),
-            ["pe-float32-angles"],
-        )
-    compare.assert_close(got, expected, what, hint="the shorter cases above say more", **FAR_TOL)
-
-
-# ================================================================ 05: modules
-
-
-@judge
-def attention_module(responses, *, call, expected, variants, no_bias=False):
-    """MultiHeadAttention.forward: (y, attn) against the reference's, diagnosed by variants."""
-    what = f"MultiHeadAttention.{call}"
-    if responses[0].error and "context=" in call:
-        raise Fail(
-            compare.error_message(responses[0], what).rstrip(".") + ". With context given, "
-            "the keys and values come from context (n_k tokens), the queries from x."
-        )
-    r = module_answer(responses[0], "MultiHeadAttention", what)
-    y, attn = compare.returned(r, what, framework="torch", count=2, names=["y", "attn"])
-    if no_bias:
-        names = r.decode(r.raw.get("state_names")) or {}
-        biased = sorted(k for k in names if k.endswith("bias"))
-        if biased:
-            raise Fail(
-                f"with bias=False your MultiHeadAttention still has {biased[0]}: pass "
-                "bias=bias to each nn.Linear."
-            )
-    want = np.shape(expected[1])
-    if attn.shape == want[:1] + want[2:]:  # (B, n, n_k): one pattern, the heads' axis gone
-        y_right = compare.is_close(y, expected[0], **FLOAT32)
-        raise Fail(
-            f"attn of {what} has shape {tuple(attn.shape)}, without the heads' axis"
-            + (" (y itself is right)" if y_right else "")
-            + f": return the weights of every head, shape {tuple(want)} (B, H, n, n_k), not "
-            "their mean over the heads."
-        )
-    close_or_diagnose(
-        (y, attn),
-        tuple(expected),
-        variants,
-        (f"y of {what}", f"attn (B, H, n, n_k) of {what}"),
-        hint=_attention_where(attn, expected[1]),
-    )
-
-
-def _attention_where(attn, expected_attn):
-    """Which half of attention is wrong, from the weights alone: said when no single known
-    mistake explains the output."""
-    if compare.is_close(attn, expected_attn, **FLOAT32):
-        return (
-            "The attention weights attn are right, so the mistake comes after the softmax: "
-            "the values (v_proj), attn @ v, putting the heads back side by side, or out_proj"
-        )
-    return (
-        "The attention weights attn are already wrong: look at the queries and keys "
-        "(q_proj, k_proj), how they are split into heads, the scale, the mask and the softmax"
-    )
-
-
-@judge
-def module_gradients(responses, *, cls_name, what, reference):
-    """Gradients of the input and of every parameter against the reference's (stored)."""
-    r = module_answer(responses[0], cls_name, what)
-    grads_match(r, reference, cls_name)
-
-
-@judge
-def feed_forward(responses, *, shown, activation, expected, variants):
-    r = module_answer(responses[0], "FeedForward", f"FeedForward({shown})")
-    got = compare.returned(r, "FeedForward.forward(x)", framework="torch")
-    gelu = activation == "gelu"
-    gelu_tanh = diagnose(got, variants[2:3], **FLOAT32) and gelu
-    close_or_diagnose(
-        got,
-        expected,
-        variants if gelu else variants[:2] + variants[3:],
-        f"FeedForward({shown}).forward(x)",
-        fraction=0.5 if gelu_tanh else 0.0,
-    )
-
-
-@judge
-def transformer_block(responses, *, what, expected, variants, halves=None):
-    """The block's output against the reference's. A known wiring mistake is named by the
-    variants' outputs; otherwise `halves` locates the faulty half by behaviour: the same block
-    with one sub-layer switched off (its last linear layer set to zero, so it adds nothing),
-    answered by responses[1:], against the reference's output for that switch
-    ([[which half is switched off, expected output], ...], computed when the case was built)."""
-    r = responses[0]
-    if r.error and r.error["type"] == "TypeError" and "tuple" in r.error["message"]:
-        raise Fail(
-            compare.error_message(r, what).rstrip(".") + ". self.attn(...) returns a pair "
-            "(y, attn): add y, its first item, to the residual."
-        )
-    r = module_answer(r, "TransformerBlock", what)
-    got = compare.returned(r, what, framework="torch")
-    if compare.is_close(got, expected, **FLOAT32) or one_diagnosis(got, variants, **FLOAT32):
-        close_or_diagnose(got, expected, variants, what)
-        return
-    hint = _block_half_at_fault(responses[1:], halves or [])
-    close_or_diagnose(got, expected, variants, what, hint=hint)
-
-
-_HALVES = {
-    "attention": ("attention", "attn.out_proj", "ln1, attn and the residual around them"),
-    "feed-forward": ("feed-forward", "ff.fc2", "ln2, ff and the residual around them"),
-}
-
-
-def _block_half_at_fault(responses, halves):
-    """Compare the block with its attention off, and with its feed-forward off, to the
-    reference's: right with X off means the other half works on its own."""
-    right = {}
-    for r, (off, want) in zip(responses, halves, strict=False):
-        if r.error or "state_mismatch" in r.raw or "value" not in r.raw:
-            return ""
-        try:
-            got = compare.as_array(r.decode(r.raw["value"]))
-        except Fail:
-            return ""
-        right[off] = compare.is_close(got, want, **FLOAT32)
-    if set(right) != {"attention", "feed-forward"}:
-        return ""
-
-    def switched(off):
-        name, layer, _ = _HALVES[off]
-        return f"with the {name} sublayer switched off ({layer} set to zero)"
-
-    if right["attention"] and right["feed-forward"]:
-        return (
-            f"Each half is right on its own ({switched('attention')}, and "
-            f"{switched('feed-forward')}), but not together: the feed-forward half should "
-            "take h, the attention half's output, not the block's input x"
-        )
-    for off, other in (("feed-forward", "attention"), ("attention", "feed-forward")):
-        if right[off] and not right[other]:
-            works, broken = _HALVES[other], _HALVES[off]
-            fix = "MultiHeadAttention" if broken[0] == "attention" else "FeedForward"
-            return (
-                f"{switched(off).capitalize()} your block is right, so its {works[0]} half "
-                f"works; the {broken[0]} half is wrong: look at {broken[2]} (if {fix} fails "
-                "its own checks, fix it first)"
-            )
-    return (
-        f"It is also wrong {switched('attention')} and {switched('feed-forward')}: look at "
-        "what both halves share, the residual connections and where the layer norms sit"
-    )
-
-
-# ================================================================ 06: make_examples
 
 
 def _plain(v):
@@ -327,9 +96,6 @@ def make_examples(responses, *, what, tokens, context_size, right, variants):
         f"expected {e!r:.80}. The context is the latest (at most {context_size}) tokens before "
         "the label."
     )
-
-
-# ================================================================ 06: CharTokenizer
 
 
 def _not_implemented(step, what):
@@ -463,9 +229,6 @@ def tokenizer_unknown(responses, *, bad, unknown, sample=None, sample_ids=None):
         )
 
 
-# ================================================================ 06: get_batch
-
-
 def _batch(r, what, B, T):
     x, y = compare.returned(r, what, framework="torch", count=2, names=["x", "y"])
     for name, t in (("x", x), ("y", y)):
@@ -551,9 +314,6 @@ def batch_reproducible(responses, *, what, data, batch_size, block_size):
             f"{what} gave different batches: draw the random starts with the `generator` "
             "argument (torch.randint(..., generator=generator)) so batches are reproducible."
         )
-
-
-# ================================================================ 06: GPT
 
 
 @judge
@@ -831,9 +591,6 @@ def gpt_training(responses, *, targets, threshold, steps, period):
         )
 
 
-# ================================================================ 06: lm_loss
-
-
 @judge
 def lm_loss(responses, *, what, expected, variants, positions, inputs=None, input_grads=None):
     """The loss against the reference's; with `inputs` ([name, value before]), also
@@ -855,10 +612,7 @@ def lm_loss(responses, *, what, expected, variants, positions, inputs=None, inpu
     if inputs is None:
         close_or_diagnose(got, expected, variants, what)
         return
-    _differentiable_and_unchanged(r, what, got, expected, inputs, input_grads)
-
-
-# ================================================================ 06: generate
+    differentiable_and_unchanged(r, what, got, expected, inputs, input_grads)
 
 
 def _generated(r, what, shape, V, prefix=None):
@@ -1034,9 +788,6 @@ def generate_mode(responses, *, what, shape, vocab_size):
             + explain(["generate-leaves-train-mode"]),
             ["generate-leaves-train-mode"],
         )
-
-
-# ================================================================ 06: GPT by values
 
 
 @judge
@@ -1215,3 +966,206 @@ def _shapes(named):
         if isinstance(item, list) and len(item) == 2 and isinstance(item[1], list):
             out.append(tuple(int(s) for s in item[1]))
     return out
+
+
+def _object_steps(r, label="CharTokenizer"):
+    """The steps of an object request, after the errors every step shares."""
+    if r.error:
+        raise Fail(compare.error_message(r, f"{label}(text)"))
+    steps = r.raw["steps"]
+    for step in steps:
+        if (step.get("error") or {}).get("type") == "NotImplementedError":
+            raise Fail(f"{label} is not implemented yet (it raises NotImplementedError).")
+    return steps
+
+
+@judge
+def tokenizer_value_error(responses, *, bad, unknown, sample=None, sample_ids=None):
+    """encode(bad) raises ValueError: the exception the notebook's cells catch (and, for the
+    points, encode works on known characters)."""
+    step, *rest = _object_steps(responses[0])
+    if sample is not None and rest:
+        known_sample_encodes(responses[0], sample, sample_ids)
+    if step.get("missing"):
+        raise Fail(f"{step['missing']} does not exist.")
+    err = step.get("error")
+    if not err:
+        raise Fail(
+            f"encode({bad!r}) returned {describe_encoded(step.get('value'))} although "
+            f"{unknown!r} is not in the vocabulary: raise a ValueError that names it."
+        )
+    if err["type"] != "ValueError":
+        lookup = " (what a dictionary lookup raises)" if err["type"] == "KeyError" else ""
+        raise Fail(
+            f"encode({bad!r}) raised {err['type']}{lookup}; the exercise asks for a ValueError, "
+            "which the cells below catch: check each character and raise ValueError(...) naming "
+            "the unknown one."
+        )
+
+
+@judge
+def tokenizer_chars(responses, *, chars):
+    """`chars` is the sorted list of the distinct characters, for each text."""
+    for r, want in zip(responses, chars, strict=True):
+        step = _object_steps(r)[0]
+        if step.get("error"):
+            raise Fail(
+                "CharTokenizer has no attribute chars: keep the sorted distinct characters of "
+                "the text as self.chars (chars[i] is the character of id i); the cells below "
+                "read it."
+            )
+        got = r.decode(step["value"])
+        if isinstance(got, list | tuple | str) and list(got) == sorted(want, key=str.lower) != list(
+            want
+        ):
+            raise Fail(
+                f"chars is {''.join(got)!r}: " + explain(["tokenizer-case-insensitive"]),
+                ["tokenizer-case-insensitive"],
+            )
+        if not isinstance(got, list | tuple | str) or list(got) != list(want):
+            raise Fail(
+                f"chars is {describe_encoded(step['value'])}: {got!r:.60}; expected the "
+                f"{len(want)} distinct characters of the text, sorted (sorted(set(text)))."
+            )
+
+
+@judge
+def sliced_loss(responses, *, what, expected, positions):
+    """The loss of views that are not contiguous, as held_out_loss passes them."""
+    r = responses[0]
+    if r.error:
+        view = "view" in r.error["message"]
+        raise Fail(
+            compare.error_message(r, what)
+            + ". The notebook calls lm_loss on slices such as logits[:, 2:], which are not "
+            "contiguous in memory"
+            + (": .view cannot flatten them, .reshape (or .flatten) can." if view else ".")
+        )
+    got = compare.returned(r, what, framework="torch")
+    if got.size != 1:
+        raise Fail(
+            f"{what} has shape {tuple(got.shape)}: the loss is one number, the mean over all "
+            f"{positions} positions."
+        )
+    compare.assert_close(got.reshape(()), np.float64(expected), what, **FLOAT32)
+
+
+def _tokens(r, what, shape, vocab_size):
+    if r.error:
+        raise Fail(compare.error_message(r, what))
+    got = compare.returned(r, what, framework="torch")
+    compare.assert_shape(got, shape, what)
+    if got.dtype.kind not in "iu":
+        raise Fail(f"{what} holds {got.dtype} values; token ids are integers (torch.long).")
+    if got.min() < 0 or got.max() >= vocab_size:
+        raise Fail(f"{what} holds ids outside 0..{vocab_size - 1}.")
+    return got.astype(np.int64)
+
+
+@judge
+def generate_reproducible(responses, *, what, shape, vocab_size):
+    """Three calls: two with generators seeded alike, one seeded differently."""
+    first, again, other = (_tokens(r, what, tuple(shape), vocab_size) for r in responses)
+    if not np.array_equal(first, again):
+        differ = int((first != again).sum())
+        raise Fail(
+            f"{what}: two calls with generators seeded alike gave different tokens ({differ} "
+            f"of {first.size} differ). Draw every random choice from `generator` "
+            "(torch.multinomial(probs, 1, generator=generator)), not from torch's global "
+            "random state, so that seeded samples can be reproduced."
+        )
+    if np.array_equal(first, other):
+        raise Fail(
+            f"{what}: generators seeded differently gave exactly the same {first.size} tokens: "
+            "the sampling does not use `generator` (is a seed set inside generate?)."
+        )
+
+
+@judge
+def gpt_dropout(responses, *, p, shape, in_eval=()):
+    """GPT(dropout=0) and GPT(dropout=p) built with one seed, in eval mode, agree; in train mode
+    GPT(dropout=p) gives two identical sequences of one batch different logits."""
+    shape = tuple(shape)
+    without = gpt_logits(responses[0], "GPT(..., dropout=0) in eval mode", shape)
+    reads_its_input(without, "GPT(..., dropout=0) in eval mode")
+    what = f"GPT(..., dropout={p:g})"
+    with_p = gpt_logits(responses[1], f"{what} in eval mode", shape)
+    if not compare.is_close(with_p, without, **FLOAT32):
+        worst = float(np.abs(with_p - without).max())
+        raise Fail(
+            f"in eval mode, {what} gives different logits from GPT(..., dropout=0) built with "
+            f"the same seed (largest difference {fmt(worst)}): {IN_EVAL_MODE}."
+        )
+    trained = gpt_logits(responses[2], f"{what} in train mode", shape)
+    if np.array_equal(trained[0], trained[1]):
+        raise Fail(
+            f"in train mode, {what} gives two identical sequences exactly the same logits: "
+            "dropout is not applied. Pass dropout to every TransformerBlock, and apply "
+            "nn.Dropout(dropout) to the sum of the two embeddings."
+        )
+    # responses[3:]: in train mode, then in eval mode, the settings of the probe: blocks
+    # passing their input through; embeddings all zero; both (nothing left before ln_f)
+    where = [
+        (
+            "embedding-dropout-missing",
+            "with every block passing its input through (the last layers of attention and of "
+            "the feed-forward network zero), two identical sequences get the same logits: "
+            "nothing drops entries of the embeddings",
+            False,
+        ),
+        (
+            "block-dropout-not-passed",
+            "with the embeddings of every token and position zero (so dropout on the "
+            "embeddings has nothing to drop), two identical sequences get the same logits: "
+            "the blocks drop nothing",
+            False,
+        ),
+        (
+            "dropout-after-final-norm",
+            "with the embeddings zero AND every block passing its input through, nothing "
+            "before the final layer norm is left to drop, yet two identical sequences get "
+            "different logits: something after the blocks drops entries",
+            True,
+        ),
+    ]
+    n = min(len(where), len(in_eval), (len(responses) - 3) // 2)
+    trains, evals = responses[3 : 3 + n], responses[3 + n : 3 + 2 * n]
+    order = [2, 0, 1] if n == 3 else list(range(n))  # after the norm first: it fools the others
+    for k in order:
+        r, (id_, seen, differing_is_wrong) = trains[k], where[k]
+        if "role_mismatch" in r.raw or r.error:
+            continue  # the architecture case says why the weights could not be placed
+        try:
+            right = compare.is_close(
+                gpt_logits(evals[k], what, (2, *shape[1:])), in_eval[k], **FLOAT32
+            )
+        except Fail:
+            right = False
+        if not right:
+            continue  # wrong even in eval mode: the architecture case says how
+        logits = gpt_logits(r, f"{what} in train mode", (2, *shape[1:]))
+        if np.array_equal(logits[0], logits[1]) != differing_is_wrong:
+            raise Fail(f"in train mode, {what}: {seen}. " + explain([id_]), [id_])
+
+
+ORDER_TOL = 1e-3  # of the logits' spread: no positions gives ~1e-6, the reference >= 6e-2
+
+
+@judge
+def gpt_positions(responses, *, shape, swaps):
+    """A one-block GPT, every parameter jittered: swapping two earlier tokens must move the
+    logits at the last position (which attends to all of them). Without position information
+    it cannot tell the two orders apart."""
+    what = "GPT(..., n_layers=1) on a sequence and on copies with two earlier tokens swapped"
+    logits = gpt_logits(responses[0], what, tuple(shape))
+    last = logits[:, -1]
+    spread = float(last[0].std())
+    if spread == 0.0:
+        raise Fail(f"{what}: every logit at the last position is the same number.")
+    moved = max(float(np.abs(last[k + 1] - last[0]).max()) for k in range(len(swaps)))
+    if moved <= ORDER_TOL * spread:
+        raise Fail(
+            f"{what}: the logits at the last position stay the same whichever order the "
+            "earlier tokens come in, so the model cannot tell where a token is. Add a position "
+            "embedding for positions 0..T-1 to the token embeddings before the blocks."
+        )
