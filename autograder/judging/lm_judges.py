@@ -98,16 +98,20 @@ def make_examples(responses, *, what, tokens, context_size, right, variants):
     )
 
 
-def _not_implemented(step, what):
-    if (step.get("error") or {}).get("type") == "NotImplementedError":
-        raise Fail(f"CharTokenizer is not implemented yet ({what} raises NotImplementedError).")
+def _object_steps(r, label="CharTokenizer"):
+    """The steps of an object request, after the errors every step shares."""
+    if r.error:
+        raise Fail(compare.error_message(r, f"{label}(text)"))
+    steps = r.raw["steps"]
+    for step in steps:
+        if (step.get("error") or {}).get("type") == "NotImplementedError":
+            raise Fail(f"{label} is not implemented yet (it raises NotImplementedError).")
+    return steps
 
 
 def _step(r, i, what):
-    if r.error:
-        raise Fail(compare.error_message(r, "CharTokenizer(text)"))
-    step = r.raw["steps"][i]
-    _not_implemented(step, what)
+    """The value of step i of a CharTokenizer object request, or a Fail saying what went wrong."""
+    step = _object_steps(r)[i]
     if step.get("missing"):
         raise Fail(
             f"{step['missing']} does not exist: CharTokenizer needs the methods encode and decode."
@@ -189,7 +193,6 @@ def known_sample_encodes(r, sample, sample_ids):
     """Property points need a working tokenizer: encode(sample), every character known, must
     give the right ids (a tokenizer that always raises would otherwise earn them)."""
     step = r.raw["steps"][1]
-    _not_implemented(step, "encode")
     if step.get("error"):
         err = step["error"]
         raise Fail(
@@ -204,26 +207,29 @@ def known_sample_encodes(r, sample, sample_ids):
         )
 
 
-@judge
-def tokenizer_unknown(responses, *, bad, unknown, sample=None, sample_ids=None):
-    r = responses[0]
-    if r.error:
-        raise Fail(compare.error_message(r, "CharTokenizer(text)"))
-    if sample is not None and len(r.raw.get("steps", [])) > 1:
+def _unknown_encoded(r, bad, unknown, sample, sample_ids, wanted):
+    """The error encode(bad) raised, after the checks both unknown-character cases share: the
+    tokenizer built, encode known characters right (for the points), encode(bad) raising."""
+    step, *rest = _object_steps(r)
+    if sample is not None and rest:
         known_sample_encodes(r, sample, sample_ids)
-    step = r.raw["steps"][0]
-    _not_implemented(step, "encode")
     if step.get("missing"):
         raise Fail(f"{step['missing']} does not exist.")
     if not step.get("error"):
         raise Fail(
             f"encode({bad!r}) returned {describe_encoded(step.get('value'))} although {unknown!r} "
-            "is not in the vocabulary: raise an error that names the character."
+            f"is not in the vocabulary: raise {wanted} that names the character."
         )
-    message = step["error"]["message"]
-    if unknown not in message:
+    return step["error"]
+
+
+@judge
+def tokenizer_unknown(responses, *, bad, unknown, sample=None, sample_ids=None):
+    """encode(bad) raises an error whose message names the unknown character."""
+    err = _unknown_encoded(responses[0], bad, unknown, sample, sample_ids, "an error")
+    if unknown not in err["message"]:
         raise Fail(
-            f"encode({bad!r}) raised {step['error']['type']}: {message[:80]!r}, which does not "
+            f"encode({bad!r}) raised {err['type']}: {err['message'][:80]!r}, which does not "
             f"name the unknown character {unknown!r}: say which character is missing.",
             fraction=0.5,
         )
@@ -968,32 +974,11 @@ def _shapes(named):
     return out
 
 
-def _object_steps(r, label="CharTokenizer"):
-    """The steps of an object request, after the errors every step shares."""
-    if r.error:
-        raise Fail(compare.error_message(r, f"{label}(text)"))
-    steps = r.raw["steps"]
-    for step in steps:
-        if (step.get("error") or {}).get("type") == "NotImplementedError":
-            raise Fail(f"{label} is not implemented yet (it raises NotImplementedError).")
-    return steps
-
-
 @judge
 def tokenizer_value_error(responses, *, bad, unknown, sample=None, sample_ids=None):
     """encode(bad) raises ValueError: the exception the notebook's cells catch (and, for the
     points, encode works on known characters)."""
-    step, *rest = _object_steps(responses[0])
-    if sample is not None and rest:
-        known_sample_encodes(responses[0], sample, sample_ids)
-    if step.get("missing"):
-        raise Fail(f"{step['missing']} does not exist.")
-    err = step.get("error")
-    if not err:
-        raise Fail(
-            f"encode({bad!r}) returned {describe_encoded(step.get('value'))} although "
-            f"{unknown!r} is not in the vocabulary: raise a ValueError that names it."
-        )
+    err = _unknown_encoded(responses[0], bad, unknown, sample, sample_ids, "a ValueError")
     if err["type"] != "ValueError":
         lookup = " (what a dictionary lookup raises)" if err["type"] == "KeyError" else ""
         raise Fail(
