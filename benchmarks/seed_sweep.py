@@ -10,6 +10,7 @@ machine. This is a correctness sweep, not a speed race: it has no peer to run be
 """
 
 import argparse
+import itertools
 import json
 import multiprocessing
 import os
@@ -58,17 +59,21 @@ def main(argv=None):
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--chunk", type=int, default=20, help="seeds per task")
     parser.add_argument("--secret", default="benchmark-sweep")
+    parser.add_argument(
+        "--minutes", type=float, default=0, help="stop after this long (0: run to the end)"
+    )
     args = parser.parse_args(argv)
 
     from autograder.probes import seed_sweep
 
-    signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM too ends with the line
     pairs = seed_sweep.seeds(args.seeds, secret=args.secret)
     training = seed_sweep.seeds(args.training_seeds, secret=args.secret + "-training")
-    tasks = [("all", pairs[i : i + args.chunk]) for i in range(0, len(pairs), args.chunk)]
-    tasks += [
+    sweeps = [("all", pairs[i : i + args.chunk]) for i in range(0, len(pairs), args.chunk)]
+    trains = [
         ("training", training[i : i + args.chunk]) for i in range(0, len(training), args.chunk)
     ]
+    # interleaved, so that a run stopped by --minutes has swept both kinds
+    tasks = [t for two in itertools.zip_longest(sweeps, trains) for t in two if t is not None]
     load_before = os.getloadavg()
     wall = time.perf_counter()
     lost, cpu = [], 0.0
@@ -83,7 +88,10 @@ def main(argv=None):
             cpu += chunk_cpu
             seeds_done[kind] += n
             print(f"{done}/{len(tasks)} tasks, {len(lost)} cases lost so far", flush=True)
-        pool.close()
+            if args.minutes and time.perf_counter() - wall > 60 * args.minutes:
+                complete = done == len(tasks)
+                break
+        pool.close() if complete else pool.terminate()
     except KeyboardInterrupt:  # stopped early: say how far it got
         complete = False
         pool.terminate()
