@@ -25,6 +25,7 @@ from test_probes_torch import (
     show,
 )
 from torch import nn
+from training_mutants import with_top_p
 
 from autograder.checks import VISIBLE_SEED, run_in_process
 from autograder.judging import block_judges
@@ -156,17 +157,20 @@ def _sample(model, idx, max_new_tokens, temperature, top_k, generator):
     return idx
 
 
+@with_top_p
 def generate_global_rng(model, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None):
     """Right distribution, but draws from torch's global random state."""
     return _sample(model, idx, max_new_tokens, temperature, top_k, None)
 
 
+@with_top_p
 def generate_own_seed(model, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None):
     """Reproducible, but never what the caller's generator asks for."""
     own = torch.Generator().manual_seed(0)
     return _sample(model, idx, max_new_tokens, temperature, top_k, own)
 
 
+@with_top_p
 def _seeded_inside(model, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None):
     torch.manual_seed(1234)
     return _sample(model, idx, max_new_tokens, temperature, top_k, None)

@@ -169,3 +169,13 @@ def test_top_p_by_hand():
     assert support(p, top_p=1.0) == [0, 1, 2, 3, 4]
     assert support(p, top_p=0.75, top_k=2) == [1, 2]
     assert np.isclose(sum(p), 1.0)
+
+
+@pytest.mark.parametrize("name", ["lr_at", "configure_optimizer", "train_step"])
+def test_an_unfinished_exercise_scores_zero_and_says_so(name):
+    def unfinished(*args, **kwargs):
+        raise NotImplementedError
+
+    results = _run(name, unfinished, VISIBLE_SEED)
+    assert results and all(r.score == 0 for r in results)
+    assert all("not implemented yet" in r.output for r in results), _show(results)

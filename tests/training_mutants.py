@@ -386,3 +386,46 @@ RIGHT = [
     ("gen-restores-mode", "generate", gen_knobs(mode="restore")),
     ("gen-knobs", "generate", gen_knobs()),
 ]
+
+
+# ================================================================ older generates, given top_p
+
+
+class _Nucleus(nn.Module):
+    """A model whose last position's logits outside the top_p set are -inf (the set found after
+    the temperature and top_k, as SPEC orders them): how `with_top_p` gives top_p to a generate
+    written before it existed."""
+
+    def __init__(self, model, temperature, top_k, top_p):
+        super().__init__()
+        self.model, self.block_size = model, model.block_size
+        self.temperature, self.top_k, self.top_p = temperature, top_k, top_p
+
+    def forward(self, idx):
+        logits = self.model(idx)
+        last = logits[:, -1, :] / self.temperature
+        if self.top_k is not None:
+            kth = torch.topk(last, min(self.top_k, last.shape[-1])).values[:, [-1]]
+            last = last.masked_fill(last < kth, float("-inf"))
+        probs, order = last.softmax(-1).sort(dim=-1, descending=True, stable=True)
+        drop = probs.cumsum(-1) - probs >= self.top_p
+        drop[:, 0] = False
+        out = logits.clone()
+        out[:, -1, :] = logits[:, -1, :].masked_fill(drop.scatter(1, order, drop), float("-inf"))
+        return out
+
+
+def with_top_p(fn):
+    """A generate(model, idx, max_new_tokens, temperature, top_k, generator) given SPEC's
+    top_p, for the catalogues' answers written before top_p: their own mistakes unchanged."""
+
+    def generate(
+        model, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None, top_p=None
+    ):
+        if top_p is not None and top_p < 1.0:
+            model = _Nucleus(model, temperature, top_k, top_p)
+        return fn(model, idx, max_new_tokens, temperature, top_k, generator)
+
+    generate.__name__ = generate.__qualname__ = fn.__name__
+    generate.__doc__ = fn.__doc__
+    return generate

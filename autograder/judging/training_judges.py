@@ -56,6 +56,8 @@ def lr_schedule(responses, *, what, calls, expected, variants):
             raise Fail(f"{what}: an answer could not be read.")
         if answer.get("error"):
             err = answer["error"]
+            if err.get("type") == "NotImplementedError":
+                raise Fail("lr_at is not implemented yet (it raises NotImplementedError).")
             shown = ", ".join(map(str, args)) + "".join(f", {k}={v}" for k, v in kwargs.items())
             raise Fail(f"lr_at({shown}) raised {err.get('type')}: {err.get('message')}")
         value = responses[0].decode(answer.get("value"))
