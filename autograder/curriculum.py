@@ -67,7 +67,17 @@ NOTEBOOKS = (
         "Training an auto-regressive language model (PyTorch)",
         "torch",
         "autoregressive_lm",
-        ("make_examples", "CharTokenizer", "get_batch", "GPT", "lm_loss", "generate"),
+        (
+            "make_examples",
+            "CharTokenizer",
+            "get_batch",
+            "GPT",
+            "lm_loss",
+            "lr_at",
+            "configure_optimizer",
+            "train_step",
+            "generate",
+        ),
     ),
 )
 

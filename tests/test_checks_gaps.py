@@ -25,9 +25,10 @@ from test_probes_torch import (
     show,
 )
 from torch import nn
+from training_mutants import with_top_p
 
 from autograder.checks import VISIBLE_SEED, run_in_process
-from autograder.judging import torch_contracts
+from autograder.judging import block_judges
 from autograder.probes import transformer_block as block_probes
 from autograder.probes.base import build_cases
 
@@ -68,13 +69,13 @@ def test_new_cases_are_paid_inside_each_function_total():
         "CharTokenizer": 3.5,
         "GPT": 7.0,  # the order case (0.5) came out of causality (2.0 -> 1.5)
         "lm_loss": 3.0,
-        "generate": 8.0,
+        "generate": 12.0,  # 8.0, then top_p (3.0), temperature with top_k and the mode (0.5 each)
     }
     for name, total in totals.items():
         stem = "05_transformer_block" if name[0] in "sFT" else "06_autoregressive_lm"
         cases = build_cases(stem, "points", functions={name})
         assert sum(c.points for c in cases) == pytest.approx(total), name
-        assert any(c.judge.name.startswith("torch_contracts.") for c in cases), name
+        assert any(c.judge.name.startswith(("block_judges.", "lm_judges.")) for c in cases), name
 
 
 # ================================================================ CharTokenizer
@@ -156,17 +157,20 @@ def _sample(model, idx, max_new_tokens, temperature, top_k, generator):
     return idx
 
 
+@with_top_p
 def generate_global_rng(model, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None):
     """Right distribution, but draws from torch's global random state."""
     return _sample(model, idx, max_new_tokens, temperature, top_k, None)
 
 
+@with_top_p
 def generate_own_seed(model, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None):
     """Reproducible, but never what the caller's generator asks for."""
     own = torch.Generator().manual_seed(0)
     return _sample(model, idx, max_new_tokens, temperature, top_k, own)
 
 
+@with_top_p
 def _seeded_inside(model, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None):
     torch.manual_seed(1234)
     return _sample(model, idx, max_new_tokens, temperature, top_k, None)
@@ -362,7 +366,7 @@ def test_dropout_alternatives_keep_full_marks(cls):
 
 
 def test_the_dropout_statistics_pass_the_reference_under_many_secrets():
-    """The bounds in torch_contracts make a false failure of the right answer astronomically
+    """The bounds in block_judges make a false failure of the right answer astronomically
     unlikely; here 12 secrets (12 draws of inputs and seeds) all pass, with extra dropout too."""
     for i in range(12):
         cls = R.TransformerBlock if i % 2 else BlockExtraDropout
@@ -374,17 +378,17 @@ def test_the_dropout_statistics_pass_the_reference_under_many_secrets():
 
 
 def test_the_dropout_bounds_are_far_from_the_mistakes_they_catch():
-    """Hoeffding's bounds for the default case (see torch_contracts' docstring), computed here
+    """Hoeffding's bounds for the default case (see block_judges' docstring), computed here
     from the constants the probe and the judge use."""
     import math
 
     p, copies = block_probes.DROPOUT["p"], block_probes.DROPOUT["copies"]
     entries = copies * 5 * 16
-    false_zero_fraction = 2 * math.exp(-2 * entries * torch_contracts.DROP_TOL**2)
-    false_mean = 2 * math.exp(-2 * copies * torch_contracts.MEAN_TOL**2 * (1 - p) ** 2)
+    false_zero_fraction = 2 * math.exp(-2 * entries * block_judges.DROP_TOL**2)
+    false_mean = 2 * math.exp(-2 * copies * block_judges.MEAN_TOL**2 * (1 - p) ** 2)
     assert false_zero_fraction < 1e-13 and false_mean < 1e-9
-    assert abs((1 - p) - 1) > 2 * torch_contracts.MEAN_TOL  # no rescaling: T = 1 - p
-    assert abs((1 - p) - p) > 10 * torch_contracts.DROP_TOL  # p read as the keep probability
+    assert abs((1 - p) - 1) > 2 * block_judges.MEAN_TOL  # no rescaling: T = 1 - p
+    assert abs((1 - p) - p) > 10 * block_judges.DROP_TOL  # p read as the keep probability
 
 
 # ================================================================ GPT: dropout

@@ -31,6 +31,7 @@ from test_probes_torch import (
     show,
 )
 from torch import nn
+from training_mutants import with_top_p
 
 from autograder.checks import run_in_process
 from autograder.probes import autoregressive_lm as lm_probes
@@ -431,6 +432,7 @@ def loss_mean_over_batch(logits, targets):
 # ================================================================ 06: generate
 
 
+@with_top_p
 def generate_ignores_top_k(model, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None):
     for _ in range(max_new_tokens):
         logits = model(idx[:, -model.block_size :])[:, -1, :] / temperature
@@ -439,6 +441,7 @@ def generate_ignores_top_k(model, idx, max_new_tokens, temperature=1.0, top_k=No
     return idx
 
 
+@with_top_p
 def generate_no_temperature(
     model, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None
 ):
@@ -456,6 +459,7 @@ def loss_unflattened(logits, targets):
     return F.cross_entropy(logits, targets)
 
 
+@with_top_p
 def generate_greedy(model, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None):
     for _ in range(max_new_tokens):
         logits = model(idx[:, -model.block_size :])[:, -1, :]

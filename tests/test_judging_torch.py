@@ -194,7 +194,7 @@ def test_every_visible_case_is_a_judgement_that_round_trips(name, stored, tmp_pa
     ]
     for case, back in zip(cases, loaded, strict=True):
         assert isinstance(case.judge, Judgement)
-        assert case.judge.name.startswith(("torch_judges.", "torch_contracts."))
+        assert case.judge.name.startswith(("block_judges.", "lm_judges.", "training_judges."))
         assert back.judge.name == case.judge.name
         assert set(back.judge.params) == set(case.judge.params)
     # the stored requests are, byte for byte, the ones the grader writes for the live cases
@@ -257,7 +257,7 @@ folder, responses = sys.argv[1], sys.argv[2]
 serve({"layer_norm": layer_norm}, request_dir(folder, "layer_norm"), responses + "/layer_norm")
 results = judge_cases(load_cases(folder, "layer_norm"), responses)
 assert not [m for m in sys.modules if m.startswith(FORBIDDEN)]
-assert "autograder.judging.torch_judges" in sys.modules
+assert "autograder.judging.block_judges" in sys.modules
 print(json.dumps([[r.name, r.score, r.output, r.misconceptions] for r in results]))
 """
 

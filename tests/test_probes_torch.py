@@ -12,6 +12,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
+from training_mutants import with_top_p
 
 from autograder import reference as R
 from autograder.checks import run_in_process
@@ -819,9 +820,10 @@ def make_generate(bug=None, sampler="multinomial"):
             idx = torch.cat((idx, nxt), dim=1)
         return idx
 
-    return generate
+    return with_top_p(generate)
 
 
+@with_top_p
 def generate_categorical(model, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None):
     """Samples with torch.distributions, ignoring the generator: the right distribution, but
     seeded samples cannot be reproduced (tests/test_checks_gaps.py)."""
@@ -836,6 +838,7 @@ def generate_categorical(model, idx, max_new_tokens, temperature=1.0, top_k=None
     return out
 
 
+@with_top_p
 def generate_argmax(model, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None):
     for _ in range(max_new_tokens):
         logits = model(idx[:, -model.block_size :])[:, -1]
@@ -917,9 +920,9 @@ def make_gpt(bug=None, tie=False, buffer=False):
 
 
 class GPTTorchLayers(nn.Module):
-    """nn.TransformerEncoder (nn.MultiheadAttention inside, a fused in_proj_weight) with
-    PyTorch's default initialisation, a position table as a bare parameter, a float causal
-    mask."""
+    """nn.TransformerEncoder (nn.MultiheadAttention inside, a fused in_proj_weight), a position
+    table as a bare parameter, a float causal mask, and the notebook's initialisation (weights of
+    std 0.02) applied by a loop over the modules instead of self.apply."""
 
     def __init__(
         self, vocab_size, block_size, d_model=128, n_heads=4, n_layers=4, d_ff=None, dropout=0.0
@@ -935,6 +938,9 @@ class GPTTorchLayers(nn.Module):
         self.drop = nn.Dropout(dropout)
         self.norm = nn.LayerNorm(d_model)
         self.head = nn.Linear(d_model, vocab_size, bias=False)
+        for module in self.modules():
+            if isinstance(module, nn.Linear | nn.Embedding):
+                nn.init.normal_(module.weight, std=0.02)
 
     def forward(self, idx):
         T = idx.size(1)

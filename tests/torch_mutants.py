@@ -24,6 +24,7 @@ from test_checks_gaps import (
 )
 from test_probes_torch import R, make_mha
 from torch import nn
+from training_mutants import with_top_p
 
 # ================================================================ 05: layer_norm
 
@@ -297,18 +298,20 @@ def generate_with(context, position):
             idx = torch.cat([idx, nxt], 1)
         return idx
 
-    return generate
+    return with_top_p(generate)
 
 
 gen_crop_oldest = generate_with(lambda idx, T: idx[:, :T], -1)  # the OLDEST tokens kept
 gen_first_position = generate_with(lambda idx, T: idx[:, -T:], 0)  # position 0's logits
 
 
+@with_top_p
 @torch.no_grad()
 def gen_global_rng(model, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None):
     return R.generate(model, idx, max_new_tokens, temperature, top_k)
 
 
+@with_top_p
 @torch.no_grad()
 def gen_power(model, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None):
     """Right: softmax(z / T) written as p ** (1 / T), renormalised."""
@@ -609,7 +612,7 @@ MORE = [
         "GPT",
         gpt(block_cls=BlockForgetsThePair),
         None,
-        "comes from your TransformerBlock of notebook 05",
+        "raised inside your TransformerBlock (notebook 05)",
     ),
     ("gpt-ln-f-unused", "GPT", gpt(use_ln_f=False), None, "without its final layer norm"),
     ("gpt-no-ln-f", "GPT", gpt(final_norm=False, use_ln_f=False), None, "no final layer norm"),

@@ -17,6 +17,13 @@ Ops (request.json's "op"):
   train   train a language model class target(**init), one AdamW step per batch of "windows"
           (the parent's batches of token windows); answers the model's logits on
           "eval_idx" before and after training (never a loss: the parent computes that).
+  calls   target(*args, **kwargs) for each [args, kwargs] of "calls"; each answers alone.
+  optimizer  target(model, *args, **kwargs) on a toy model ("model", see toy.tiny_lm);
+          answers its parameter groups as plain data (toy.optimizer_groups).
+  step    target(model, optimizer, *args, **kwargs) on a toy model with an SGD optimizer;
+          answers what it returned and did (toy.one_step).
+A call's answer also says, for each argument that is a module, whether it is in train mode
+after the call ("training_after").
 Values may also be {"$ref": name} (an object of the namespace), {"$generator": seed} (a seeded
 torch.Generator), {"$toy_lm": {...}} (a fixed bigram model, see toy.py), {"$slice": [value,
 [[start, stop], ...]]} (value[start:stop, ...], a view: how the notebooks pass logits[:, 2:],
@@ -197,7 +204,36 @@ class Session:
         if request.get("backward") is not None and kept:
             answer.update(self._input_grads(kept[0], args, request["backward"]))
         answer["args_after"] = [self.encode(a) for a in args]
+        answer["training_after"] = [
+            a.training if isinstance(getattr(a, "training", None), bool) else None for a in args
+        ]
         return answer
+
+    def op_calls(self, request):
+        fn = self.lookup(request["target"])
+        return {
+            "calls": [
+                self._call(fn, self.value(args), self.value(kwargs))
+                for args, kwargs in request["calls"]
+            ]
+        }
+
+    def op_optimizer(self, request):
+        from .toy import optimizer_groups
+
+        fn = self.lookup(request["target"])
+        args, kwargs = self.value(request.get("args", [])), self.value(request.get("kwargs", {}))
+        return {
+            "value": self.encode(optimizer_groups(fn, self.value(request["model"]), args, kwargs))
+        }
+
+    def op_step(self, request):
+        from .toy import one_step
+
+        fn = self.lookup(request["target"])
+        args, kwargs = self.value(request.get("args", [])), self.value(request.get("kwargs", {}))
+        model, lr = self.value(request["model"]), request["lr"]
+        return {"value": self.encode(one_step(fn, model, lr, args, kwargs, request.get("seed", 0)))}
 
     def _input_grads(self, out, args, cotangent):
         """Backpropagate (out * cotangent).sum(); the gradients that reached the tensor args."""
@@ -261,6 +297,7 @@ class Session:
                 answer["role_mismatch"] = self.encode(exc.facts)
                 return answer
             answer["tied"] = placed["tied"]
+            answer["distinct_blocks"] = len({id(b) for b in placed["blocks"]})
         jitter = request.get("jitter")
         if jitter:
             noise = torch.Generator().manual_seed(int(jitter["seed"]))

@@ -14,7 +14,7 @@ class ToyLM(nn.Module):
     the context to block_size.
     """
 
-    def __init__(self, table, block_size):
+    def __init__(self, table, block_size, training=True):
         super().__init__()
         # a (frozen) parameter, so code like next(model.parameters()).device works on it
         self.table = nn.Parameter(
@@ -22,6 +22,7 @@ class ToyLM(nn.Module):
         )
         self.block_size = int(block_size)
         self.longest_context = 0
+        self.train(bool(training))
 
     def forward(self, idx):
         self.longest_context = max(self.longest_context, idx.shape[-1])
@@ -136,4 +137,133 @@ def _train_lm(cls, init, windows, eval_idx, lr, seed, stop_below, stop_window):
         "logits_before": before,
         "logits_after": logits(),
         "seconds": time.perf_counter() - started,
+    }
+
+
+class TinyLM(nn.Module):
+    """A small trainable language model for the training exercises (lr_at's neighbours
+    configure_optimizer and train_step): every kind of parameter they tell apart, an embedding
+    table, a matrix with its bias, a norm's gain and bias and the head, which may be tied to the
+    token table. It records the mode (train or eval) of every forward call in `modes`."""
+
+    def __init__(self, vocab_size, block_size, d_model, tied=False, dropout=0.0):
+        super().__init__()
+        self.block_size = int(block_size)
+        self.tok_emb = nn.Embedding(vocab_size, d_model)
+        self.pos_emb = nn.Embedding(block_size, d_model)
+        self.drop = nn.Dropout(dropout)
+        self.fc = nn.Linear(d_model, d_model)
+        self.ln = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, vocab_size, bias=False)
+        if tied:
+            self.head.weight = self.tok_emb.weight
+        self.modes = []
+
+    def forward(self, idx):
+        self.modes.append(self.training)
+        positions = torch.arange(idx.shape[-1], device=idx.device)
+        x = self.drop(self.tok_emb(idx) + self.pos_emb(positions))
+        x = x + torch.tanh(self.fc(x))
+        return self.head(self.ln(x))
+
+
+def tiny_lm(init, state, mode="train", stale_grads=None):
+    """TinyLM(**init) with `state` (its parameters by name) loaded, in `mode`; with
+    `stale_grads` (a number), every parameter starts with a left-over gradient of that value."""
+    model = TinyLM(**init)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if name in state:
+                param.copy_(torch.as_tensor(np.asarray(state[name]), dtype=param.dtype))
+    if stale_grads is not None:
+        for param in model.parameters():
+            param.grad = torch.full_like(param, float(stale_grads))
+    model.train(mode == "train")
+    return model
+
+
+class SGD:
+    """Plain gradient descent, p -= lr * p.grad: the parent reads the gradient an update used
+    from the change of the parameters. The methods an optimizer is called with in a training
+    step (zero_grad, step) and its param_groups."""
+
+    def __init__(self, params, lr):
+        self.param_groups = [{"params": list(params), "lr": lr}]
+        self.steps = 0
+
+    def zero_grad(self, set_to_none=True):
+        for p in self.param_groups[0]["params"]:
+            if set_to_none:
+                p.grad = None
+            elif p.grad is not None:
+                p.grad.zero_()
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        self.steps += 1
+        group = self.param_groups[0]
+        for p in group["params"]:
+            if p.grad is not None:
+                p.sub_(group["lr"] * p.grad)
+
+
+def _names(model):
+    """id(parameter) -> its first name (a tied parameter has several)."""
+    names = {}
+    for name, param in model.named_parameters(remove_duplicate=False):
+        names.setdefault(id(param), name)
+    return names
+
+
+def optimizer_groups(make, model_spec, args, kwargs):
+    """Call make(model, *args, **kwargs) (configure_optimizer) on a TinyLM; describe what it
+    returned as plain data: its class, whether it is an AdamW, and each parameter group's
+    settings and parameters by name ("?" for a tensor that is not the model's)."""
+    model = tiny_lm(**model_spec)
+    optimizer = make(model, *args, **kwargs)
+    names = _names(model)
+    groups = []
+    for group in getattr(optimizer, "param_groups", None) or []:
+        groups.append(
+            {
+                "names": [names.get(id(p), "?") for p in group.get("params", [])],
+                **{k: _plain(group.get(k)) for k in ("lr", "weight_decay", "betas", "eps")},
+            }
+        )
+    return {
+        "type": type(optimizer).__name__,
+        "is_adamw": isinstance(optimizer, torch.optim.AdamW),
+        "groups": groups,
+        "parameters": [n for n, _ in model.named_parameters()],
+    }
+
+
+def _plain(value):
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        return float(value)
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    if isinstance(value, bool | int | float) or value is None:
+        return value
+    return repr(value)[:100]
+
+
+def one_step(step, model_spec, lr, args, kwargs, seed=0):
+    """Call step(model, optimizer, *args, **kwargs) (train_step) once on a TinyLM with an SGD
+    optimizer; answer what it returned and the evidence of what it did: the parameters after,
+    the gradients left behind, the model's mode after and of each forward call, the optimizer's
+    steps."""
+    model = tiny_lm(**model_spec)
+    optimizer = SGD(model.parameters(), lr)
+    torch.manual_seed(seed)
+    out = step(model, optimizer, *args, **kwargs)
+    return {
+        "returned": out,
+        "after": {n: p.detach().clone() for n, p in model.named_parameters()},
+        "grads": {
+            n: p.grad.detach().clone() for n, p in model.named_parameters() if p.grad is not None
+        },
+        "training": model.training,
+        "modes": list(model.modes),
+        "steps": optimizer.steps,
     }

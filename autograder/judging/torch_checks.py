@@ -431,17 +431,26 @@ NOTEBOOK_05 = ("TransformerBlock", "MultiHeadAttention", "FeedForward", "LayerNo
 
 
 def gpt_error(r, what):
-    """The error a GPT raised, blamed on notebook 05 when it was raised inside one of its
-    classes or functions (the innermost of the student's own frames says where)."""
+    """The error a GPT raised. Raised inside notebook 05's classes or functions (the innermost
+    of the student's own frames says where), it is said as such, without blaming notebook 05:
+    what GPT hands them may be at fault (a mask that is not boolean is named), and 05's own
+    checks say whether they are."""
     message = compare.error_message(r, what)
     where = r.error.get("where") or []
     inner = where[-1].split(" in ", 1)[-1] if where else ""
     owner = inner.split(".")[0]
     if owner in NOTEBOOK_05 and len(where) > 1:
+        said = r.error.get("message", "").lower()
+        if "bool" in said or "bitwise_not" in said:
+            return Fail(
+                message.rstrip(".") + f". Your {owner} (notebook 05) expects a boolean mask, "
+                "and your GPT hands it another kind. " + explain(["mask-not-boolean"]),
+                ["mask-not-boolean"],
+            )
         message = (
-            message.rstrip(".") + f". The error comes from your {owner} of notebook 05, which "
-            "GPT uses: fix it there (its checks in notebook 05 say how), then run this "
-            "notebook again."
+            message.rstrip(".") + f". It is raised inside your {owner} (notebook 05), on "
+            f"what your GPT hands it: x of shape (B, T, d_model) and a boolean (T, T) mask. If "
+            f"{owner}'s checks in notebook 05 fail, fix it there first."
         )
     return Fail(message)
 
@@ -468,3 +477,31 @@ def gpt_logits(r, what, shape):
             "diagonal)."
         )
     return got.astype(np.float64)
+
+
+def differentiable_and_unchanged(r, what, got, expected, inputs, input_grads):
+    """The case "differentiable, and leaves its inputs unchanged": a modified input or no (right)
+    gradient is said as such. With wrong values the gradients are wrong too, so then only their
+    presence is checked, and the case fails saying that the inputs and gradients are fine and
+    the values are not (their own cases say how): nobody hunts for an in-place bug that is not
+    there, and an answer that returns its input untouched earns nothing here."""
+    for (name, before), now in zip(inputs, args_after(r), strict=False):
+        compare.assert_unchanged(before, np.asarray(now), name)
+    assert_differentiable(r, what)
+    if input_grads is None:
+        return
+    names = [name for name, _ in inputs]
+    if compare.is_close(got, expected, **FLOAT32):
+        input_grads_match(r, what, names, input_grads)
+    else:
+        input_grads_flow(r, what, names, input_grads)
+        raise Fail(
+            f"{what} leaves its inputs unchanged and gradients reach them, good. This test's "
+            "points also need the right values, which the tests above check: fix those first."
+        )
+
+
+IN_EVAL_MODE = (
+    "dropout acts only in train mode: nn.Dropout switches itself off after model.eval(); "
+    "F.dropout needs training=self.training"
+)

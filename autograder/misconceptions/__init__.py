@@ -172,3 +172,52 @@ _TORCH_ENTRIES = [
 ]  # fmt: skip
 
 CATALOGUE.update({i: Misconception(i, mistake, hint) for i, mistake, hint in _TORCH_ENTRIES})
+
+
+# Ids recognised by notebook 06's training pieces and sampling (lr_at, configure_optimizer,
+# train_step, generate's top_p) and by its GPT's dropout, initialisation and mode.
+_TRAINING_ENTRIES = [
+    ("warmup-off-by-one", "a warm-up one step out (step / warmup_steps, or one step too long)",
+     "steps count from 0, and the first step already trains: at step s of the warm-up the rate "
+     "is (s + 1) / warmup_steps of max_lr, which reaches max_lr at the last warm-up step."),
+    ("cosine-not-reaching-min", "a half-cosine that does not reach min_lr at the last step",
+     "the last step is total_steps - 1: the cosine's progress should be exactly 1 there, so "
+     "count the steps after the warm-up up to that one."),
+    ("decay-on-biases", "weight decay on the biases and the norms' gains",
+     "weight decay pulls a weight towards 0; a bias or a layer norm's gain set near 0 does "
+     "not make the model simpler, it breaks it. Which parameters are matrices?"),
+    ("tied-parameter-twice", "a tied weight listed twice in the optimizer",
+     "a weight shared by two modules is one parameter: collect the parameters so that each "
+     "comes once (model.parameters() already does)."),
+    ("clip-after-step", "clipping the gradients after the optimizer's step",
+     "clipping protects the update: the step must already use the clipped gradients."),
+    ("clip-per-parameter", "clipping each parameter's gradient on its own",
+     "the global norm is the norm of all the gradients together, as one long vector; "
+     "clipping scales them all by the same factor."),
+    ("no-zero-grad", "gradients not zeroed, so they add up across calls",
+     "backward adds into .grad: whatever was there before the call would join this "
+     "batch's gradient unless it is cleared first."),
+    ("loss-after-update", "returning the loss measured after the update",
+     "the loss to report is the one the gradients came from, computed before the step."),
+    ("eval-mode-training", "training with the model in eval mode",
+     "a model handed over in eval mode keeps its dropout off: put it in train mode first."),
+    ("top-p-excludes-boundary", "top_p dropping the token that makes the sum reach top_p",
+     "the kept set is the smallest one whose probabilities add up to AT LEAST top_p: the token "
+     "that crosses the line belongs to it."),
+    ("top-p-before-temperature", "choosing the top_p set before applying the temperature",
+     "temperature changes the probabilities, and so which tokens make up top_p of them: "
+     "divide by the temperature first."),
+    ("top-p-no-renormalise", "sampling from the kept probabilities without renormalising them",
+     "after dropping tokens, the kept probabilities no longer add up to 1: divide by their sum "
+     "(or mask the logits with -inf and take the softmax again)."),
+    ("generate-leaves-train-mode", "generate switching the model to train mode",
+     "a model handed over in eval mode should still be in eval mode afterwards; if generate "
+     "changes the mode, put back the one it found (model.training says which)."),
+    ("dropout-after-final-norm", "the dropout after the final layer norm instead of on the embeddings",
+     "the GPT's own dropout acts on the sum of the token and position embeddings, before the blocks."),
+    ("init-before-modules", "the weight initialisation run before the layers exist",
+     "self.apply(...) only reaches the modules that exist when it runs: make every layer first, "
+     "then apply the initialisation."),
+]  # fmt: skip
+
+CATALOGUE.update({i: Misconception(i, mistake, hint) for i, mistake, hint in _TRAINING_ENTRIES})

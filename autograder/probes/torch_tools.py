@@ -3,7 +3,7 @@
 Drawing float32 tensors and weights, loading them into a reference module, and working out the
 reference's gradients, all as plain data for a Judgement. The judges themselves (and the
 checks they share: module answers, gradients, misconception diagnosis) live in
-autograder.judging.torch_judges and torch_checks, which run no model answer.
+autograder.judging (block_judges, lm_judges, training_judges, and torch_checks, which they share), which run no model answer.
 """
 
 import hashlib

@@ -5,7 +5,7 @@ to load under SPEC's attribute names and which inputs to run (op "module"), then
 outputs and the gradients with the reference loaded with the same weights. A failure is
 diagnosed by the known-wrong variants' outputs on the same weights (torch_variants). All of
 that is computed here, when the cases are built, and handed to the judges
-(autograder.judging.torch_judges) as plain data in a Judgement.
+(autograder.judging.block_judges) as plain data in a Judgement.
 """
 
 import numpy as np
@@ -60,7 +60,7 @@ def layer_norm_cases(rng):
     x = tensor(rng, 2, 5, d, scale=2.0, grad=True)
     cot = tensor(rng, 2, 5, d)  # drawn last: the cases above keep their inputs
     judge_grad = Judgement(
-        "torch_judges.layer_norm",
+        "block_judges.layer_norm",
         {
             "what": "layer_norm(x, weight, bias)",
             "expected": np_(ref.layer_norm(x, w, b)),
@@ -96,7 +96,7 @@ def _one_row_tiny(x):
 def _layer_norm_values(name, points, x, w, b, eps):
     kwargs = {} if eps is None else {"eps": eps}
     judge = Judgement(
-        "torch_judges.layer_norm",
+        "block_judges.layer_norm",
         {
             "what": "layer_norm(x, weight, bias" + ("" if eps is None else f", eps={eps}") + ")",
             "expected": np_(ref.layer_norm(x, w, b, **kwargs)),
@@ -131,7 +131,7 @@ def pe_far_case(rng):
     n, d, base = int(rng.integers(6000, 10001)), 4, round(float(rng.uniform(8.0, 16.0)), 3)
     what = f"sinusoidal_positional_encoding({n}, {d}, base={base:g})"
     judge = Judgement(
-        "torch_judges.positional_encoding_far",
+        "block_judges.positional_encoding_far",
         {"what": what, "expected": np_(ref.sinusoidal_positional_encoding(n, d, base))},
     )
     return Case(
@@ -148,7 +148,7 @@ def _pe_case(name, points, args, kwargs):
     base = kwargs.get("base", 10000.0)
     shown = ", ".join([str(n), str(d)] + [f"{k}={v:g}" for k, v in kwargs.items()])
     judge = Judgement(
-        "torch_judges.positional_encoding",
+        "block_judges.positional_encoding",
         {
             "what": f"sinusoidal_positional_encoding({shown})",
             "expected": np_(ref.sinusoidal_positional_encoding(n, d, base)),
@@ -194,7 +194,7 @@ def _mha_case(name, points, d, H, x, state, mask=None, context=None, bias=True):
         "kwargs": kwargs,
     }
     judge = Judgement(
-        "torch_judges.attention_module",
+        "block_judges.attention_module",
         {
             "call": "forward(x" + "".join(f", {k}=..." for k in kwargs) + ")",
             "expected": expected,
@@ -353,7 +353,7 @@ def ff_cases(rng):
 def _ff_case(name, points, init, state, x, expected, variants):
     request = {"op": "module", "init": init, "state": state, "args": [x]}
     judge = Judgement(
-        "torch_judges.feed_forward",
+        "block_judges.feed_forward",
         {
             "shown": ", ".join(f"{k}={v!r}" for k, v in init.items()),
             "activation": init.get("activation"),
@@ -433,7 +433,7 @@ def _block_case(name, points, init, state, x, mask, expected, variants):
     what = f"TransformerBlock({shown}).forward(x{', mask' if mask is not None else ''})"
     halves, switched = _block_halves(init, state, x, mask)
     judge = Judgement(
-        "torch_judges.transformer_block",
+        "block_judges.transformer_block",
         {"what": what, "expected": expected, "variants": variants, "halves": halves},
     )
     requests = [request] + [{**request, "state": st} for st in switched]
@@ -470,13 +470,13 @@ def _block_halves(init, state, x, mask):
 
 def _gradients_judge(cls_name, what, reference):
     return Judgement(
-        "torch_judges.module_gradients",
+        "block_judges.module_gradients",
         {"cls_name": cls_name, "what": what, "reference": reference},
     )
 
 
 # ---------------------------------------------------------------- what later cells rely on
-# Cases judged by autograder.judging.torch_contracts: each calls the student's code the way a
+# Cases of what later cells rely on (judged in autograder.judging.block_judges): each calls the student's code the way a
 # later cell does (a float32 sum with the embeddings, one sequence without a batch axis,
 # dropout in train and eval mode), drawing its inputs after the cases above.
 
@@ -486,7 +486,7 @@ def pe_float32_case(rng):
     n, d = int(rng.integers(6, 13)), 8
     what = f"sinusoidal_positional_encoding({n}, {d})"
     judge = Judgement(
-        "torch_contracts.float32_encoding",
+        "block_judges.float32_encoding",
         {"what": what, "expected": np_(ref.sinusoidal_positional_encoding(n, d))},
     )
     return Case(
@@ -505,7 +505,7 @@ def ff_unbatched_case(rng):
     with torch.no_grad():
         expected = np_(load(ref.FeedForward(d, d_ff), state)(x))
     judge = Judgement(
-        "torch_contracts.module_values",
+        "block_judges.module_values",
         {
             "cls_name": "FeedForward",
             "what": f"FeedForward({d}, {d_ff}).forward(x) for one sequence x of shape ({n}, {d})",
@@ -535,7 +535,7 @@ def _zeroed(state, *layers):
 def block_dropout_cases(rng):
     """Dropout (SPEC's TransformerBlock): nothing in eval mode; in train mode each sub-layer's
     output is dropped with probability p and the rest scaled by 1 / (1 - p), and the residual
-    path never is. The statistics and their false-failure bounds are in torch_contracts."""
+    path never is. The statistics and their false-failure bounds are in block_judges."""
     d, H, d_ff, n = 16, 4, 32, 5
     p, p_residual, copies = DROPOUT["p"], DROPOUT["p_residual"], DROPOUT["copies"]
     mask = _causal(n)
@@ -564,7 +564,7 @@ def block_dropout_cases(rng):
         0.5,
         requests,
         Judgement(
-            "torch_contracts.block_dropout_eval",
+            "block_judges.block_dropout_eval",
             {"p": p, "expected": expected, "labels": ["pre-norm", "post-norm"]},
         ),
     )
@@ -596,7 +596,7 @@ def block_dropout_cases(rng):
         1.0,
         requests,
         Judgement(
-            "torch_contracts.block_dropout_train",
+            "block_judges.block_dropout_train",
             {"p": p, "p_residual": p_residual, "x": np_(x[0]), "sublayers": sublayers},
         ),
     )

@@ -40,6 +40,9 @@ _TORCH_MODULE_OF = {
     "get_batch": "autoregressive_lm",
     "GPT": "autoregressive_lm",
     "lm_loss": "autoregressive_lm",
+    "lr_at": "autoregressive_lm",
+    "configure_optimizer": "autoregressive_lm",
+    "train_step": "autoregressive_lm",
     "generate": "autoregressive_lm",
 }
 

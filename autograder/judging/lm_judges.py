@@ -1,12 +1,15 @@
-"""The judges of the PyTorch notebooks (05-06): verdicts from the student's answers and plain data.
+"""The judges of notebook 06's model and data (make_examples, CharTokenizer, get_batch, GPT,
+lm_loss, generate): verdicts from plain data.
 
-Each judge is registered as "torch_judges.<name>" and named by a Judgement that the probes
-(autograder/probes/transformer_block.py, autoregressive_lm.py) build with plain-data params:
-the reference's outputs and gradients and the variants' outputs, computed when the case was
-built, or for property checks (causality, shapes, errors, reproducibility, sampling against the
-harness's toy model) only the inputs the parent chose. No judge runs a model answer, and every
-number a verdict depends on is computed here from returned values (logits, tokens, tensors),
-never taken from a number the student's process reports (a loss, a count).
+Registered as "lm_judges.<name>" and named by the Judgements of
+autograder/probes/autoregressive_lm.py. Values are compared with the reference's, worked out
+when the case was built; properties (causality, shapes, errors, reproducibility, sampling from
+the harness's toy model) from the inputs the parent chose alone; and what the later cells rely
+on (tok.chars, a ValueError for an unknown character, sliced logits, the generator, dropout in
+the right places) by calling the student's code as those cells do. No judge runs a model answer,
+and every number a verdict depends on is computed here from returned values (logits, tokens),
+never taken from a number the student's process reports (a loss, a count). The training
+pieces (lr_at, configure_optimizer, train_step) are judged in training_judges.
 """
 
 import math
@@ -17,254 +20,20 @@ from autograder.judging import compare, judge
 from autograder.judging.base import Fail, Response
 from autograder.judging.compare import FLOAT32, describe_encoded, fmt
 from autograder.judging.torch_checks import (
-    args_after,
-    assert_differentiable,
+    IN_EVAL_MODE,
     chi_square,
     chi_square_limit,
     close_or_diagnose,
     cross_entropy,
-    diagnose,
+    differentiable_and_unchanged,
     explain,
     gpt_error,
     gpt_logits,
-    grads_match,
     hint_for,
-    input_grads_flow,
-    input_grads_match,
-    module_answer,
     one_diagnosis,
 )
 from autograder.misconceptions import CATALOGUE
 from autograder.results import NOT_IMPLEMENTED
-
-PE_TOL = {"rtol": 1e-4, "atol": 5e-5}  # sin of angles up to ~30 rad computed in float32
-# Angles of thousands of radians computed in float64, then rounded to float32: within 6e-8.
-# The same angles computed in float32 are off by 1e-4 (half an ulp of 2000).
-FAR_TOL = {"rtol": 1e-6, "atol": 2e-6}
-
-
-# ================================================================ 05: layer_norm
-
-
-@judge
-def layer_norm(responses, *, what, expected, variants, inputs=None, input_grads=None):
-    """Values against the reference; with `inputs` ([name, value before the call] for x, weight,
-    bias), also differentiable (the gradients that reached the inputs against the reference's
-    `input_grads`) and the inputs left unchanged."""
-    (r,) = responses
-    got = compare.returned(r, what, framework="torch")
-    if inputs is None:
-        close_or_diagnose(got, expected, variants, what)
-        return
-    _differentiable_and_unchanged(r, what, got, expected, inputs, input_grads)
-
-
-def _differentiable_and_unchanged(r, what, got, expected, inputs, input_grads):
-    """The case "differentiable, and leaves its inputs unchanged": a modified input or no (right)
-    gradient is said as such. With wrong values the gradients are wrong too, so then only their
-    presence is checked, and the case fails saying that the inputs and gradients are fine and
-    the values are not (their own cases say how): nobody hunts for an in-place bug that is not
-    there, and an answer that returns its input untouched earns nothing here."""
-    for (name, before), now in zip(inputs, args_after(r), strict=False):
-        compare.assert_unchanged(before, np.asarray(now), name)
-    assert_differentiable(r, what)
-    if input_grads is None:
-        return
-    names = [name for name, _ in inputs]
-    if compare.is_close(got, expected, **FLOAT32):
-        input_grads_match(r, what, names, input_grads)
-    else:
-        input_grads_flow(r, what, names, input_grads)
-        raise Fail(
-            f"{what} leaves its inputs unchanged and gradients reach them, good. This test's "
-            "points also need the right values, which the tests above check: fix those first."
-        )
-
-
-# ================================================================ 05: positional encoding
-
-
-@judge
-def positional_encoding(responses, *, what, expected, variants, d_model, lecture_table):
-    got = compare.returned(responses[0], what, framework="torch")
-    hint = ""
-    if got.shape == expected.shape and d_model >= 2:
-        if not compare.is_close(got[:, 0], expected[:, 0], **PE_TOL):
-            hint = "column 0 should be sin(k): 0 at position 0, 0.84 at position 1"
-        elif not compare.is_close(got[:, 1], expected[:, 1], **PE_TOL):
-            hint = "column 1 should be cos(k): 1 at position 0, 0.54 at position 1"
-    if got.ndim == 2 and got.shape[1] == 4 and lecture_table:
-        hint = (hint + "; " if hint else "") + (
-            "the lecture's table (its first 4 rows) has P[1] = [0.84, 0.54, 0.10, 1.00] and "
-            "P[3] = [0.14, -0.99, 0.30, 0.96]"
-        )
-    close_or_diagnose(got, expected, variants, what, tol=PE_TOL, hint=hint)
-
-
-@judge
-def positional_encoding_far(responses, *, what, expected):
-    """Many positions: the first rows right and the far ones drifting is float32 angles."""
-    got = compare.returned(responses[0], what, framework="torch")
-    compare.assert_shape(got, np.shape(expected), what)
-    near = min(100, len(expected))
-    if compare.is_close(got, expected, **FAR_TOL):
-        return
-    if compare.is_close(got[:near], expected[:near], **PE_TOL):
-        worst = int(np.argmax(np.abs(got.astype(np.float64) - expected).max(axis=1)))
-        raise Fail(
-            f"{what}: the first {near} positions are right, but the far ones drift (the worst "
-            f"is position {worst}, off by {fmt(float(np.abs(got[worst] - expected[worst]).max()))}). "
-            + explain(["pe-float32-angles"]),
-            ["pe-float32-angles"],
-        )
-    compare.assert_close(got, expected, what, hint="the shorter cases above say more", **FAR_TOL)
-
-
-# ================================================================ 05: modules
-
-
-@judge
-def attention_module(responses, *, call, expected, variants, no_bias=False):
-    """MultiHeadAttention.forward: (y, attn) against the reference's, diagnosed by variants."""
-    what = f"MultiHeadAttention.{call}"
-    if responses[0].error and "context=" in call:
-        raise Fail(
-            compare.error_message(responses[0], what).rstrip(".") + ". With context given, "
-            "the keys and values come from context (n_k tokens), the queries from x."
-        )
-    r = module_answer(responses[0], "MultiHeadAttention", what)
-    y, attn = compare.returned(r, what, framework="torch", count=2, names=["y", "attn"])
-    if no_bias:
-        names = r.decode(r.raw.get("state_names")) or {}
-        biased = sorted(k for k in names if k.endswith("bias"))
-        if biased:
-            raise Fail(
-                f"with bias=False your MultiHeadAttention still has {biased[0]}: pass "
-                "bias=bias to each nn.Linear."
-            )
-    want = np.shape(expected[1])
-    if attn.shape == want[:1] + want[2:]:  # (B, n, n_k): one pattern, the heads' axis gone
-        y_right = compare.is_close(y, expected[0], **FLOAT32)
-        raise Fail(
-            f"attn of {what} has shape {tuple(attn.shape)}, without the heads' axis"
-            + (" (y itself is right)" if y_right else "")
-            + f": return the weights of every head, shape {tuple(want)} (B, H, n, n_k), not "
-            "their mean over the heads."
-        )
-    close_or_diagnose(
-        (y, attn),
-        tuple(expected),
-        variants,
-        (f"y of {what}", f"attn (B, H, n, n_k) of {what}"),
-        hint=_attention_where(attn, expected[1]),
-    )
-
-
-def _attention_where(attn, expected_attn):
-    """Which half of attention is wrong, from the weights alone: said when no single known
-    mistake explains the output."""
-    if compare.is_close(attn, expected_attn, **FLOAT32):
-        return (
-            "The attention weights attn are right, so the mistake comes after the softmax: "
-            "the values (v_proj), attn @ v, putting the heads back side by side, or out_proj"
-        )
-    return (
-        "The attention weights attn are already wrong: look at the queries and keys "
-        "(q_proj, k_proj), how they are split into heads, the scale, the mask and the softmax"
-    )
-
-
-@judge
-def module_gradients(responses, *, cls_name, what, reference):
-    """Gradients of the input and of every parameter against the reference's (stored)."""
-    r = module_answer(responses[0], cls_name, what)
-    grads_match(r, reference, cls_name)
-
-
-@judge
-def feed_forward(responses, *, shown, activation, expected, variants):
-    r = module_answer(responses[0], "FeedForward", f"FeedForward({shown})")
-    got = compare.returned(r, "FeedForward.forward(x)", framework="torch")
-    gelu = activation == "gelu"
-    gelu_tanh = diagnose(got, variants[2:3], **FLOAT32) and gelu
-    close_or_diagnose(
-        got,
-        expected,
-        variants if gelu else variants[:2] + variants[3:],
-        f"FeedForward({shown}).forward(x)",
-        fraction=0.5 if gelu_tanh else 0.0,
-    )
-
-
-@judge
-def transformer_block(responses, *, what, expected, variants, halves=None):
-    """The block's output against the reference's. A known wiring mistake is named by the
-    variants' outputs; otherwise `halves` locates the faulty half by behaviour: the same block
-    with one sub-layer switched off (its last linear layer set to zero, so it adds nothing),
-    answered by responses[1:], against the reference's output for that switch
-    ([[which half is switched off, expected output], ...], computed when the case was built)."""
-    r = responses[0]
-    if r.error and r.error["type"] == "TypeError" and "tuple" in r.error["message"]:
-        raise Fail(
-            compare.error_message(r, what).rstrip(".") + ". self.attn(...) returns a pair "
-            "(y, attn): add y, its first item, to the residual."
-        )
-    r = module_answer(r, "TransformerBlock", what)
-    got = compare.returned(r, what, framework="torch")
-    if compare.is_close(got, expected, **FLOAT32) or one_diagnosis(got, variants, **FLOAT32):
-        close_or_diagnose(got, expected, variants, what)
-        return
-    hint = _block_half_at_fault(responses[1:], halves or [])
-    close_or_diagnose(got, expected, variants, what, hint=hint)
-
-
-_HALVES = {
-    "attention": ("attention", "attn.out_proj", "ln1, attn and the residual around them"),
-    "feed-forward": ("feed-forward", "ff.fc2", "ln2, ff and the residual around them"),
-}
-
-
-def _block_half_at_fault(responses, halves):
-    """Compare the block with its attention off, and with its feed-forward off, to the
-    reference's: right with X off means the other half works on its own."""
-    right = {}
-    for r, (off, want) in zip(responses, halves, strict=False):
-        if r.error or "state_mismatch" in r.raw or "value" not in r.raw:
-            return ""
-        try:
-            got = compare.as_array(r.decode(r.raw["value"]))
-        except Fail:
-            return ""
-        right[off] = compare.is_close(got, want, **FLOAT32)
-    if set(right) != {"attention", "feed-forward"}:
-        return ""
-
-    def switched(off):
-        name, layer, _ = _HALVES[off]
-        return f"with the {name} sublayer switched off ({layer} set to zero)"
-
-    if right["attention"] and right["feed-forward"]:
-        return (
-            f"Each half is right on its own ({switched('attention')}, and "
-            f"{switched('feed-forward')}), but not together: the feed-forward half should "
-            "take h, the attention half's output, not the block's input x"
-        )
-    for off, other in (("feed-forward", "attention"), ("attention", "feed-forward")):
-        if right[off] and not right[other]:
-            works, broken = _HALVES[other], _HALVES[off]
-            fix = "MultiHeadAttention" if broken[0] == "attention" else "FeedForward"
-            return (
-                f"{switched(off).capitalize()} your block is right, so its {works[0]} half "
-                f"works; the {broken[0]} half is wrong: look at {broken[2]} (if {fix} fails "
-                "its own checks, fix it first)"
-            )
-    return (
-        f"It is also wrong {switched('attention')} and {switched('feed-forward')}: look at "
-        "what both halves share, the residual connections and where the layer norms sit"
-    )
-
-
-# ================================================================ 06: make_examples
 
 
 def _plain(v):
@@ -330,22 +99,23 @@ def make_examples(responses, *, what, tokens, context_size, right, variants):
     )
 
 
-# ================================================================ 06: CharTokenizer
-
-
-def _not_implemented(step, what):
-    if (step.get("error") or {}).get("type") == "NotImplementedError":
-        raise Fail(
-            f"CharTokenizer is not implemented yet ({what} raises NotImplementedError).",
-            reason=NOT_IMPLEMENTED,
-        )
+def _object_steps(r, label="CharTokenizer"):
+    """The steps of an object request, after the errors every step shares."""
+    if r.error:
+        raise Fail(compare.error_message(r, f"{label}(text)"))
+    steps = r.raw["steps"]
+    for step in steps:
+        if (step.get("error") or {}).get("type") == "NotImplementedError":
+            raise Fail(
+                f"{label} is not implemented yet (it raises NotImplementedError).",
+                reason=NOT_IMPLEMENTED,
+            )
+    return steps
 
 
 def _step(r, i, what):
-    if r.error:
-        raise Fail(compare.error_message(r, "CharTokenizer(text)"))
-    step = r.raw["steps"][i]
-    _not_implemented(step, what)
+    """The value of step i of a CharTokenizer object request, or a Fail saying what went wrong."""
+    step = _object_steps(r)[i]
     if step.get("missing"):
         raise Fail(
             f"{step['missing']} does not exist: CharTokenizer needs the methods encode and decode."
@@ -427,7 +197,6 @@ def known_sample_encodes(r, sample, sample_ids):
     """Property points need a working tokenizer: encode(sample), every character known, must
     give the right ids (a tokenizer that always raises would otherwise earn them)."""
     step = r.raw["steps"][1]
-    _not_implemented(step, "encode")
     if step.get("error"):
         err = step["error"]
         raise Fail(
@@ -442,32 +211,32 @@ def known_sample_encodes(r, sample, sample_ids):
         )
 
 
-@judge
-def tokenizer_unknown(responses, *, bad, unknown, sample=None, sample_ids=None):
-    r = responses[0]
-    if r.error:
-        raise Fail(compare.error_message(r, "CharTokenizer(text)"))
-    if sample is not None and len(r.raw.get("steps", [])) > 1:
+def _unknown_encoded(r, bad, unknown, sample, sample_ids, wanted):
+    """The error encode(bad) raised, after the checks both unknown-character cases share: the
+    tokenizer built, encode known characters right (for the points), encode(bad) raising."""
+    step, *rest = _object_steps(r)
+    if sample is not None and rest:
         known_sample_encodes(r, sample, sample_ids)
-    step = r.raw["steps"][0]
-    _not_implemented(step, "encode")
     if step.get("missing"):
         raise Fail(f"{step['missing']} does not exist.")
     if not step.get("error"):
         raise Fail(
             f"encode({bad!r}) returned {describe_encoded(step.get('value'))} although {unknown!r} "
-            "is not in the vocabulary: raise an error that names the character."
+            f"is not in the vocabulary: raise {wanted} that names the character."
         )
-    message = step["error"]["message"]
-    if unknown not in message:
+    return step["error"]
+
+
+@judge
+def tokenizer_unknown(responses, *, bad, unknown, sample=None, sample_ids=None):
+    """encode(bad) raises an error whose message names the unknown character."""
+    err = _unknown_encoded(responses[0], bad, unknown, sample, sample_ids, "an error")
+    if unknown not in err["message"]:
         raise Fail(
-            f"encode({bad!r}) raised {step['error']['type']}: {message[:80]!r}, which does not "
+            f"encode({bad!r}) raised {err['type']}: {err['message'][:80]!r}, which does not "
             f"name the unknown character {unknown!r}: say which character is missing.",
             fraction=0.5,
         )
-
-
-# ================================================================ 06: get_batch
 
 
 def _batch(r, what, B, T):
@@ -493,26 +262,27 @@ def _window_check(data, x, y, what):
             raise Fail(
                 f"row {b} of x is not {T} consecutive tokens of data: take data[s : s + block_size]."
             )
+        if any(s + T < N and np.array_equal(data[s + 1 : s + T + 1], y[b]) for s in starts):
+            continue  # right, even where a run of one token makes y equal x
         if np.array_equal(y[b], x[b]):
             raise Fail(
                 f"{what}: row {b} of y equals row {b} of x. " + explain(["targets-not-shifted"]),
                 ["targets-not-shifted"],
             )
-        if not any(s + T < N and np.array_equal(data[s + 1 : s + T + 1], y[b]) for s in starts):
-            if any(s > 0 and np.array_equal(data[s - 1 : s - 1 + T], y[b]) for s in starts):
-                raise Fail(
-                    f"{what}: row {b} of y is x's window shifted one token BACK (y starts one "
-                    "token before x): x and y are swapped. x = data[s : s + block_size] and "
-                    "y = data[s + 1 : s + 1 + block_size], the tokens that follow."
-                )
-            if tuple(y[b]) in windows:
-                raise Fail(
-                    f"{what}: row {b} of y is a window of data, but not x's window shifted by one: "
-                    "y must use the same start s as x, plus one."
-                )
+        if any(s > 0 and np.array_equal(data[s - 1 : s - 1 + T], y[b]) for s in starts):
             raise Fail(
-                f"{what}: row {b} of y is not x's window shifted by one: y = data[s + 1 : s + 1 + block_size]."
+                f"{what}: row {b} of y is x's window shifted one token BACK (y starts one "
+                "token before x): x and y are swapped. x = data[s : s + block_size] and "
+                "y = data[s + 1 : s + 1 + block_size], the tokens that follow."
             )
+        if tuple(y[b]) in windows:
+            raise Fail(
+                f"{what}: row {b} of y is a window of data, but not x's window shifted by one: "
+                "y must use the same start s as x, plus one."
+            )
+        raise Fail(
+            f"{what}: row {b} of y is not x's window shifted by one: y = data[s + 1 : s + 1 + block_size]."
+        )
 
 
 @judge
@@ -554,9 +324,6 @@ def batch_reproducible(responses, *, what, data, batch_size, block_size):
             f"{what} gave different batches: draw the random starts with the `generator` "
             "argument (torch.randint(..., generator=generator)) so batches are reproducible."
         )
-
-
-# ================================================================ 06: GPT
 
 
 @judge
@@ -764,13 +531,26 @@ def _without_gradient(r):
     return [n for n in names if not isinstance(grads.get(n), np.ndarray)]
 
 
+SPREAD_FACTOR = 2.5  # PyTorch's default initialisation spreads these logits about 5 times more
+
+
 @judge
-def gpt_initial_loss(responses, *, shape, targets, ln_vocab):
-    """The untrained model's cross-entropy, computed here from its logits, near ln(V)."""
+def gpt_initial_loss(responses, *, shape, targets, ln_vocab, spread=None):
+    """The untrained model's cross-entropy, computed here from its logits, near ln(V); with
+    `spread` (the notebook's untrained GPT's logits' standard deviation), logits no more than
+    SPREAD_FACTOR times as spread out: the initialisation reached every layer."""
     logits = gpt_logits(responses[0], "GPT(...)(idx)", tuple(shape))
     reads_its_input(logits, "GPT(...)(idx)")
     V = shape[-1]
     loss = cross_entropy(logits, targets)
+    if spread is not None and float(logits.std()) > SPREAD_FACTOR * spread:
+        raise Fail(
+            f"the untrained model's logits have a standard deviation of "
+            f"{fmt(float(logits.std()))}; the notebook's initialisation (weights of std 0.02) "
+            f"gives {fmt(spread)} here, so some layers kept PyTorch's default weights. "
+            + explain(["init-before-modules"]),
+            ["init-before-modules"],
+        )
     if abs(loss - ln_vocab) > 1.5:
         raise Fail(
             f"the untrained model's loss on random targets is {fmt(loss)}; with {V} tokens a "
@@ -824,9 +604,6 @@ def gpt_training(responses, *, targets, threshold, steps, period):
         )
 
 
-# ================================================================ 06: lm_loss
-
-
 @judge
 def lm_loss(responses, *, what, expected, variants, positions, inputs=None, input_grads=None):
     """The loss against the reference's; with `inputs` ([name, value before]), also
@@ -848,10 +625,7 @@ def lm_loss(responses, *, what, expected, variants, positions, inputs=None, inpu
     if inputs is None:
         close_or_diagnose(got, expected, variants, what)
         return
-    _differentiable_and_unchanged(r, what, got, expected, inputs, input_grads)
-
-
-# ================================================================ 06: generate
+    differentiable_and_unchanged(r, what, got, expected, inputs, input_grads)
 
 
 def _generated(r, what, shape, V, prefix=None):
@@ -939,10 +713,23 @@ def generate_top_k(responses, *, what, shape, vocab_size, prompt, top):
 
 @judge
 def generate_distribution(
-    responses, *, what, samples, vocab_size, p, p_multiplied, temperature, top_k, p_plain=None
+    responses,
+    *,
+    what,
+    samples,
+    vocab_size,
+    p,
+    p_multiplied,
+    temperature,
+    top_k,
+    p_plain=None,
+    top_p=None,
+    named=(),
 ):
     """One token sampled `samples` times; Pearson's test against p, the distribution the toy
-    model's row gives (and p_multiplied, what the temperature-multiplied mistake gives)."""
+    model's row gives (and p_multiplied, what the temperature-multiplied mistake gives; p_plain
+    what ignoring the temperature, or with top_p ignoring top_p, gives; `named`: [id, the
+    distribution of that mistake], e.g. top_p's)."""
     B, V = samples, vocab_size
     got = _generated(responses[0], what, (B, 2), V)
     p, p_mul = np.asarray(p), np.asarray(p_multiplied)
@@ -953,18 +740,40 @@ def generate_distribution(
     freq = counts / B
     top = int(np.argmax(p))
     seen = f"token {top}, the most likely, came {fmt(100 * freq[top])}% of the time; expected about {fmt(100 * p[top])}%"
-    if freq.max() == 1.0:
+    if freq.max() == 1.0 and p.max() < 1.0:
         raise Fail(
             f"{what}: all {B} samples are token {int(np.argmax(freq))}: generate should sample from the distribution (torch.multinomial), not take the argmax."
         )
+
+    def fits(q, loosely=True):
+        stat_q, dof_q = chi_square(counts, np.asarray(q))
+        return stat_q <= chi_square_limit(dof_q) or (loosely and stat_q < stat / 10)
+
+    if top_p is not None:
+        for id_, q in named:
+            if not fits(q, loosely=False):
+                continue
+            if id_ == "ties-by-higher-id":
+                raise Fail(
+                    f"{what}: of two tokens with the same probability at the edge of the set, "
+                    "the one of HIGHER id was kept; keep ties in order of id (a stable sort, "
+                    "torch.sort(..., stable=True), keeps them so)."
+                )
+            raise Fail(f"{what}: {seen}. " + explain([id_]), [id_])
+        outside = int(counts[p == 0].sum())
+        if p_plain is not None and fits(p_plain, loosely=False) and top_p < 1.0:
+            raise Fail(
+                f"{what}: the samples follow the whole distribution, {outside} of them outside "
+                "the top_p set: keep only the smallest set of likeliest tokens whose "
+                "probabilities add up to at least top_p."
+            )
     if temperature != 1.0:
-        stat_mul, dof_mul = chi_square(counts, p_mul)
-        if stat_mul <= chi_square_limit(dof_mul) or stat_mul < stat / 10:
+        if fits(p_mul):
             raise Fail(
                 f"{what}: {seen}. " + explain(["temperature-multiplied"]),
                 ["temperature-multiplied"],
             )
-        if p_plain is not None:
+        if p_plain is not None and top_p is None:
             stat_one, dof_one = chi_square(counts, np.asarray(p_plain))
             if stat_one <= chi_square_limit(dof_one):
                 raise Fail(
@@ -974,11 +783,24 @@ def generate_distribution(
     raise Fail(
         f"{what}: the {B} samples do not follow softmax(logits / temperature)"
         + (" restricted to the top k" if top_k else "")
+        + (" restricted to the top_p set" if top_p is not None and top_p < 1.0 else "")
         + f", by far more than chance explains: {seen}."
     )
 
 
-# ================================================================ 06: GPT by values
+@judge
+def generate_mode(responses, *, what, shape, vocab_size):
+    """generate on a model in eval mode: the tokens are valid and the model is still in eval
+    mode afterwards."""
+    r = responses[0]
+    _generated(r, what, tuple(shape), vocab_size)
+    after = r.raw.get("training_after") or []
+    if after and after[0] is True:
+        raise Fail(
+            f"{what}: the model came in eval mode and was left in train mode. "
+            + explain(["generate-leaves-train-mode"]),
+            ["generate-leaves-train-mode"],
+        )
 
 
 @judge
@@ -1000,6 +822,13 @@ def gpt_values(responses, *, what, expected, expected_tied, variants, blocks, fi
         facts = r.decode(r.raw["role_mismatch"])
         message, ids = _architecture_message(facts if isinstance(facts, dict) else {}, sizes)
         raise Fail(message, ids)
+    distinct = r.raw.get("distinct_blocks")
+    if isinstance(distinct, int) and distinct < len(blocks):
+        raise Fail(
+            f"{what}: your GPT's {len(blocks)} blocks are {distinct} block object(s) repeated "
+            "(as nn.ModuleList([block] * n_layers) makes them), so the layers share one set "
+            "of weights: build a new TransformerBlock for each layer."
+        )
     logits = gpt_logits(r, what, tuple(np.shape(expected)))
     want = np.asarray(expected_tied if r.raw.get("tied") is True else expected)
     if compare.is_close(logits, want, **FLOAT32):
@@ -1152,3 +981,185 @@ def _shapes(named):
         if isinstance(item, list) and len(item) == 2 and isinstance(item[1], list):
             out.append(tuple(int(s) for s in item[1]))
     return out
+
+
+@judge
+def tokenizer_value_error(responses, *, bad, unknown, sample=None, sample_ids=None):
+    """encode(bad) raises ValueError: the exception the notebook's cells catch (and, for the
+    points, encode works on known characters)."""
+    err = _unknown_encoded(responses[0], bad, unknown, sample, sample_ids, "a ValueError")
+    if err["type"] != "ValueError":
+        lookup = " (what a dictionary lookup raises)" if err["type"] == "KeyError" else ""
+        raise Fail(
+            f"encode({bad!r}) raised {err['type']}{lookup}; the exercise asks for a ValueError, "
+            "which the cells below catch: check each character and raise ValueError(...) naming "
+            "the unknown one."
+        )
+
+
+@judge
+def tokenizer_chars(responses, *, chars):
+    """`chars` is the sorted list of the distinct characters, for each text."""
+    for r, want in zip(responses, chars, strict=True):
+        step = _object_steps(r)[0]
+        if step.get("error"):
+            raise Fail(
+                "CharTokenizer has no attribute chars: keep the sorted distinct characters of "
+                "the text as self.chars (chars[i] is the character of id i); the cells below "
+                "read it."
+            )
+        got = r.decode(step["value"])
+        if isinstance(got, list | tuple | str) and list(got) == sorted(want, key=str.lower) != list(
+            want
+        ):
+            raise Fail(
+                f"chars is {''.join(got)!r}: " + explain(["tokenizer-case-insensitive"]),
+                ["tokenizer-case-insensitive"],
+            )
+        if not isinstance(got, list | tuple | str) or list(got) != list(want):
+            raise Fail(
+                f"chars is {describe_encoded(step['value'])}: {got!r:.60}; expected the "
+                f"{len(want)} distinct characters of the text, sorted (sorted(set(text)))."
+            )
+
+
+@judge
+def sliced_loss(responses, *, what, expected, positions):
+    """The loss of views that are not contiguous, as held_out_loss passes them."""
+    r = responses[0]
+    if r.error:
+        view = "view" in r.error["message"]
+        raise Fail(
+            compare.error_message(r, what)
+            + ". The notebook calls lm_loss on slices such as logits[:, 2:], which are not "
+            "contiguous in memory"
+            + (": .view cannot flatten them, .reshape (or .flatten) can." if view else ".")
+        )
+    got = compare.returned(r, what, framework="torch")
+    if got.size != 1:
+        raise Fail(
+            f"{what} has shape {tuple(got.shape)}: the loss is one number, the mean over all "
+            f"{positions} positions."
+        )
+    compare.assert_close(got.reshape(()), np.float64(expected), what, **FLOAT32)
+
+
+def _tokens(r, what, shape, vocab_size):
+    if r.error:
+        raise Fail(compare.error_message(r, what))
+    got = compare.returned(r, what, framework="torch")
+    compare.assert_shape(got, shape, what)
+    if got.dtype.kind not in "iu":
+        raise Fail(f"{what} holds {got.dtype} values; token ids are integers (torch.long).")
+    if got.min() < 0 or got.max() >= vocab_size:
+        raise Fail(f"{what} holds ids outside 0..{vocab_size - 1}.")
+    return got.astype(np.int64)
+
+
+@judge
+def generate_reproducible(responses, *, what, shape, vocab_size):
+    """Three calls: two with generators seeded alike, one seeded differently."""
+    first, again, other = (_tokens(r, what, tuple(shape), vocab_size) for r in responses)
+    if not np.array_equal(first, again):
+        differ = int((first != again).sum())
+        raise Fail(
+            f"{what}: two calls with generators seeded alike gave different tokens ({differ} "
+            f"of {first.size} differ). Draw every random choice from `generator` "
+            "(torch.multinomial(probs, 1, generator=generator)), not from torch's global "
+            "random state, so that seeded samples can be reproduced."
+        )
+    if np.array_equal(first, other):
+        raise Fail(
+            f"{what}: generators seeded differently gave exactly the same {first.size} tokens: "
+            "the sampling does not use `generator` (is a seed set inside generate?)."
+        )
+
+
+@judge
+def gpt_dropout(responses, *, p, shape, in_eval=()):
+    """GPT(dropout=0) and GPT(dropout=p) built with one seed, in eval mode, agree; in train mode
+    GPT(dropout=p) gives two identical sequences of one batch different logits."""
+    shape = tuple(shape)
+    without = gpt_logits(responses[0], "GPT(..., dropout=0) in eval mode", shape)
+    reads_its_input(without, "GPT(..., dropout=0) in eval mode")
+    what = f"GPT(..., dropout={p:g})"
+    with_p = gpt_logits(responses[1], f"{what} in eval mode", shape)
+    if not compare.is_close(with_p, without, **FLOAT32):
+        worst = float(np.abs(with_p - without).max())
+        raise Fail(
+            f"in eval mode, {what} gives different logits from GPT(..., dropout=0) built with "
+            f"the same seed (largest difference {fmt(worst)}): {IN_EVAL_MODE}."
+        )
+    trained = gpt_logits(responses[2], f"{what} in train mode", shape)
+    if np.array_equal(trained[0], trained[1]):
+        raise Fail(
+            f"in train mode, {what} gives two identical sequences exactly the same logits: "
+            "dropout is not applied. Pass dropout to every TransformerBlock, and apply "
+            "nn.Dropout(dropout) to the sum of the two embeddings."
+        )
+    # responses[3:]: in train mode, then in eval mode, the settings of the probe: blocks
+    # passing their input through; embeddings all zero; both (nothing left before ln_f)
+    where = [
+        (
+            "embedding-dropout-missing",
+            "with every block passing its input through (the last layers of attention and of "
+            "the feed-forward network zero), two identical sequences get the same logits: "
+            "nothing drops entries of the embeddings",
+            False,
+        ),
+        (
+            "block-dropout-not-passed",
+            "with the embeddings of every token and position zero (so dropout on the "
+            "embeddings has nothing to drop), two identical sequences get the same logits: "
+            "the blocks drop nothing",
+            False,
+        ),
+        (
+            "dropout-after-final-norm",
+            "with the embeddings zero AND every block passing its input through, nothing "
+            "before the final layer norm is left to drop, yet two identical sequences get "
+            "different logits: something after the blocks drops entries",
+            True,
+        ),
+    ]
+    n = min(len(where), len(in_eval), (len(responses) - 3) // 2)
+    trains, evals = responses[3 : 3 + n], responses[3 + n : 3 + 2 * n]
+    order = [2, 0, 1] if n == 3 else list(range(n))  # after the norm first: it fools the others
+    for k in order:
+        r, (id_, seen, differing_is_wrong) = trains[k], where[k]
+        if "role_mismatch" in r.raw or r.error:
+            continue  # the architecture case says why the weights could not be placed
+        try:
+            right = compare.is_close(
+                gpt_logits(evals[k], what, (2, *shape[1:])), in_eval[k], **FLOAT32
+            )
+        except Fail:
+            right = False
+        if not right:
+            continue  # wrong even in eval mode: the architecture case says how
+        logits = gpt_logits(r, f"{what} in train mode", (2, *shape[1:]))
+        if np.array_equal(logits[0], logits[1]) != differing_is_wrong:
+            raise Fail(f"in train mode, {what}: {seen}. " + explain([id_]), [id_])
+
+
+ORDER_TOL = 1e-3  # of the logits' spread: no positions gives ~1e-6, the reference >= 6e-2
+
+
+@judge
+def gpt_positions(responses, *, shape, swaps):
+    """A one-block GPT, every parameter jittered: swapping two earlier tokens must move the
+    logits at the last position (which attends to all of them). Without position information
+    it cannot tell the two orders apart."""
+    what = "GPT(..., n_layers=1) on a sequence and on copies with two earlier tokens swapped"
+    logits = gpt_logits(responses[0], what, tuple(shape))
+    last = logits[:, -1]
+    spread = float(last[0].std())
+    if spread == 0.0:
+        raise Fail(f"{what}: every logit at the last position is the same number.")
+    moved = max(float(np.abs(last[k + 1] - last[0]).max()) for k in range(len(swaps)))
+    if moved <= ORDER_TOL * spread:
+        raise Fail(
+            f"{what}: the logits at the last position stay the same whichever order the "
+            "earlier tokens come in, so the model cannot tell where a token is. Add a position "
+            "embedding for positions 0..T-1 to the token embeddings before the blocks."
+        )

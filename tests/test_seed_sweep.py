@@ -1,0 +1,66 @@
+"""Issue 29 item 6: every judge right under every seed. The model answers are graded through
+every hidden test of every notebook whose probes are registered (a new notebook joins by
+itself), in this process, under SEEDS (secret, student) pairs: not one point may be lost. GPT's
+short training run, the one costly case, runs under TRAINING_SEEDS of them here;
+benchmarks/seed_sweep.py runs thousands of both.
+"""
+
+import numpy as np
+import pytest
+
+from autograder.judging.base import Fail
+from autograder.judging.lm_judges import _window_check
+from autograder.probes import seed_sweep
+
+SEEDS = 200
+TRAINING_SEEDS = 24
+CHUNKS = 4  # so that xdist can share the sweep between workers
+
+NOTEBOOKS = [notebook.stem for notebook, _ in seed_sweep.swept_notebooks()]
+PAIRS = seed_sweep.seeds(SEEDS, secret="ci-sweep")
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def _shown(lost):
+    return "\n".join(
+        f"{s}/{t} {stem} {name} '{case}' -{pts:g}: {msg[:300]}"
+        for s, t, stem, name, case, pts, msg in lost
+    )
+
+
+@pytest.mark.parametrize("chunk", range(CHUNKS))
+@pytest.mark.parametrize("stem", NOTEBOOKS)
+def test_the_model_answers_lose_no_point_under_any_seed(stem, chunk):
+    lost = seed_sweep.sweep(PAIRS[chunk::CHUNKS], stems={stem}, training=False)
+    assert not lost, _shown(lost)
+
+
+def test_the_training_run_passes_under_every_seed():
+    lost = seed_sweep.training_cases(seed_sweep.seeds(TRAINING_SEEDS, secret="ci-training"))
+    assert not lost, lost
+
+
+def test_every_notebook_with_hidden_tests_is_swept():
+    assert NOTEBOOKS[:6] == [
+        "01_soft_lookup",
+        "02_dot_product_softmax",
+        "03_matrix_attention",
+        "04_multihead_attention",
+        "05_transformer_block",
+        "06_autoregressive_lm",
+    ]
+
+
+def test_a_run_of_one_token_is_not_taken_for_unshifted_targets():
+    """With a run of equal tokens longer than a window, a right window has y equal to x: the
+    judge accepts it (it failed such a draw as targets-not-shifted), and still names the
+    mistake where y equals x and is not the window shifted by one."""
+    data = np.array([3, 1, 2, 2, 2, 2, 2, 2, 0, 4])
+    x, y = data[2:6][None], data[3:7][None]
+    assert np.array_equal(x, y)
+    _window_check(data, x, y, "get_batch")  # right: no Fail
+    wrong_x = data[0:4][None]
+    with pytest.raises(Fail) as failure:
+        _window_check(data, wrong_x, wrong_x.copy(), "get_batch")
+    assert failure.value.misconceptions == ["targets-not-shifted"]
