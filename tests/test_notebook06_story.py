@@ -196,3 +196,12 @@ def test_the_baselines_are_the_independent_reproductions_numbers(run):
     # the prose: add-α stops helping after the 4-gram; interpolation takes the 5-gram well below it
     assert table[5][0] >= table[4][0] and table[6][0] > table[4][0]
     assert table[5][1] < table[4][0] - 0.05
+
+
+def test_the_logit_lens_loss_falls_block_by_block(run):
+    out = stdout(cell(run, "nb06-lens-1"))
+    if "skipped: no tiny Shakespeare" in out:
+        pytest.skip("tiny Shakespeare is not on this machine (set TINYSHAKESPEARE_PATH)")
+    losses = [float(x) for x in re.findall(r": held-out loss ([\d.]+)", out)]
+    assert len(losses) == 4  # the embeddings, then each of the 3 blocks
+    assert all(b < a for a, b in zip(losses, losses[1:], strict=False)), "each block lowers it"
