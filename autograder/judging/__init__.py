@@ -20,7 +20,7 @@ import importlib
 from dataclasses import dataclass, field
 
 # The modules whose judges a Judgement may name (a stored case names one by "module.function").
-JUDGE_MODULES = ("numpy_judges", "torch_judges", "torch_contracts")
+JUDGE_MODULES = ("numpy_judges", "torch_judges", "torch_contracts", "modern_lm")
 
 JUDGES = {}
 
