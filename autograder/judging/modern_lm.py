@@ -110,12 +110,33 @@ def bpe_merges(responses, *, what, expected, variants):
         )
 
 
+def _expand(ids, merges):
+    """The bytes a list of ids stands for under `merges` (None if an id is unknown)."""
+    vocab = [bytes([i]) for i in range(256)]
+    for a, b in merges:
+        vocab.append(vocab[a] + vocab[b])
+    if any(not 0 <= i < len(vocab) for i in ids):
+        return None
+    return b"".join(vocab[i] for i in ids)
+
+
 @judge
-def bpe_encode(responses, *, what, expected, variants):
+def bpe_encode(responses, *, what, expected, variants, merges, text):
+    """encode(text) against the expected ids. Ids that spell the right bytes with the learned
+    merges, but not the expected ones, are merges applied in another order (whatever order)."""
     r = responses[0]
-    got = _ids(_step(r, 0, what), what)
+    got = _ids(_step(r, 1, what), what)
     if got != list(expected):
+        own = r.raw["steps"][0]
+        learned = own.get("value") is not None and not own.get("error")
+        if not learned or _pairs(r.decode(own["value"]), "merges") != [tuple(m) for m in merges]:
+            raise Fail(
+                f"{what} gave other ids than the merges the text calls for give; your merges "
+                "differ from those already (the test of the merges says how): fix them first."
+            )
         ids = [i for i, v in variants if list(v) == got][:1]
+        if not ids and _expand(got, merges) == text.encode("utf-8"):
+            ids = ["bpe-encode-order"]
         raise Fail(
             f"{what} gave {len(got)} ids, not the encoding the merges give"
             + (f" ({got[:12]}{' ...' if len(got) > 12 else ''})" if len(got) else "")
@@ -139,6 +160,13 @@ def bpe_decode(responses, *, text, partial, partial_decoded):
         raise Fail(f"decode returned {describe_encoded(r.raw['steps'][0]['value'])}, not a str.")
     if got != text:
         raise Fail(f"decode(encode(s)) gave {got[:40]!r}, not s = {text[:40]!r}.")
+    err = r.raw["steps"][1].get("error") or {}
+    if err.get("type") == "UnicodeDecodeError":
+        raise Fail(
+            f"decode({partial}) raised UnicodeDecodeError: these ids end in the middle of a "
+            "UTF-8 character, which a model's sample can do; decode with errors='replace' "
+            "(each broken character becomes '\\ufffd')."
+        )
     got = _step(r, 1, f"decode({partial})")
     if got != partial_decoded:
         raise Fail(

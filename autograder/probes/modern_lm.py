@@ -33,6 +33,7 @@ from autograder.reference import modern_lm as ref
 
 SYLLABLES = ("ab", "ba", "aa", "ca", "ac", "bc", "cb", "ée", "a", "b", "c", "aaa", "bb")
 TRIES = 200  # redraws until every mistake changes the answer (a draw rarely needs more than 5)
+SAMPLE_TRIES = 100  # texts to encode tried per training text
 
 
 def _bpe_text(rng, words):
@@ -41,16 +42,28 @@ def _bpe_text(rng, words):
 
 def _bpe_draw(rng):
     """A training text (and its vocab_size) on which every tie-order and counting mistake
-    learns other merges: made of a few random words over a small alphabet, so runs and ties occur."""
+    learns other merges, and a text to encode on which applying the merges in another order
+    gives other ids. Made of a few random words over a small alphabet, so runs and ties occur."""
     for _ in range(TRIES):
         words = ["".join(rng.choice(SYLLABLES, size=int(rng.integers(1, 4)))) for _ in range(5)]
         text = _bpe_text(rng, words)
         vocab_size = 256 + int(rng.integers(6, 11))
-        right = [list(p) for p in ref.BPETokenizer(text, vocab_size).merges]
+        tok = ref.BPETokenizer(text, vocab_size)
+        right = [list(p) for p in tok.merges]
         variants = mv.merge_variants(text, vocab_size)
         # (merging singletons changes nothing before training would stop: the next case)
-        if all(v != right for i, v in variants if i != "bpe-merges-singletons"):
-            return text, vocab_size, words, right, variants
+        if any(v == right for i, v in variants if i != "bpe-merges-singletons"):
+            continue
+        chars = sorted(set(text))
+        for k in range(SAMPLE_TRIES):
+            if k % 2:
+                sample = _bpe_text(rng, words)[: int(rng.integers(12, 30))]
+            else:
+                sample = "".join(rng.choice(chars, size=int(rng.integers(12, 30))))
+            encoded = tok.encode(sample)
+            encodings = mv.encode_variants(right, sample)
+            if all(v != encoded for _, v in encodings[:2]):  # newest first, one scan
+                return text, vocab_size, right, variants, sample, encoded, encodings
     raise RuntimeError("no discriminating BPE text drawn")
 
 
@@ -60,7 +73,7 @@ def _obj(text, vocab_size, steps):
 
 @torch_probe("BPETokenizer")
 def bpe_cases(rng):
-    text, vocab_size, words, merges, variants = _bpe_draw(rng)
+    text, vocab_size, merges, variants, sample, encoded, enc_variants = _bpe_draw(rng)
     tok = ref.BPETokenizer(text, vocab_size)
     what = f"BPETokenizer(text of {len(text)} characters, vocab_size={vocab_size})"
     cases = [
@@ -95,21 +108,21 @@ def bpe_cases(rng):
         )
     )
 
-    for _ in range(TRIES):
-        sample = _bpe_text(rng, words)[: int(rng.integers(12, 30))]
-        encoded = tok.encode(sample)
-        enc_variants = mv.encode_variants(merges, sample)
-        if all(v != encoded for _, v in enc_variants):
-            break
     cases.append(
         Case(
             "BPETokenizer",
             "encode applies the merges in the order learned",
             1.5,
-            [_obj(text, vocab_size, [{"method": "encode", "args": [sample]}])],
+            [_obj(text, vocab_size, [{"attr": "merges"}, {"method": "encode", "args": [sample]}])],
             Judgement(
                 "modern_lm.bpe_encode",
-                {"what": f"encode({sample!r})", "expected": encoded, "variants": enc_variants},
+                {
+                    "what": f"encode({sample!r})",
+                    "expected": encoded,
+                    "variants": enc_variants,
+                    "merges": merges,
+                    "text": sample,
+                },
             ),
         )
     )
@@ -594,7 +607,8 @@ def generate_cached_cases(rng):
         variants = [
             (v, mv.cached_greedy(table, positions, prompt, steps, v)) for v in CACHED_VARIANTS
         ]
-        if all(chain != want for _, chain in variants):
+        chains = [want] + [chain for _, chain in variants]
+        if all(a != b for i, a in enumerate(chains) for b in chains[i + 1 :]):
             break
     seed = int(rng.integers(2**31))
     idx = torch.from_numpy(prompt).long()
@@ -689,8 +703,9 @@ def _distribution_case(rng, label, kwargs, variant_ids, seed):
     table[last] + positions[1]; spread so that top-k and top-p cut inside the distribution."""
     table, positions = _toy(rng)
     start = int(rng.integers(0, TOY_V))
-    # distinct probabilities spread over a wide range, for chi-square to tell the variants apart
-    row = rng.permutation(np.linspace(-1.2, 1.6, TOY_V))
+    # distinct probabilities, none above 0.4: top-p at 0.6 or 0.8 keeps 3 or 4 tokens and the
+    # boundary mistake one fewer, so chi-square tells them apart
+    row = rng.permutation(np.linspace(-0.8, 0.8, TOY_V))
     table[start] = row - positions[1]
     prompt = np.tile(np.array([[int(rng.integers(0, TOY_V)), start]]), (SAMPLES, 1))
     p = mv.sampling_distribution(row, **kwargs)
