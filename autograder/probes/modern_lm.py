@@ -121,6 +121,7 @@ def bpe_cases(rng):
                     "expected": encoded,
                     "variants": enc_variants,
                     "merges": merges,
+                    "spelled": [list(tok.vocab[256 + i]) for i in range(len(merges))],
                     "text": sample,
                 },
             ),
