@@ -2,8 +2,11 @@
 
 Cook labels from unlabeled text (every prefix predicts the token after it), stack notebook 05's
 blocks under a causal mask so every position trains in parallel without peeking ahead, and
-sample from the model one token at a time.
+sample from the model one token at a time. Training is written from three pieces: a learning
+rate for each step, an optimizer that decays only the matrices, and one clipped update.
 """
+
+import math
 
 import torch
 import torch.nn.functional as F
@@ -91,13 +94,51 @@ def lm_loss(logits, targets):
 
 
 @torch.no_grad()
-def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None, top_p=None):
     """Extend idx (B, T0) by max_new_tokens sampled tokens -> (B, T0 + max_new_tokens)."""
     for _ in range(max_new_tokens):
         logits = model(idx[:, -model.block_size :])[:, -1, :] / temperature  # (B, V)
         if top_k is not None:
             kth_largest = torch.topk(logits, min(top_k, logits.shape[-1])).values[:, [-1]]
             logits = logits.masked_fill(logits < kth_largest, float("-inf"))
+        if top_p is not None and top_p < 1.0:
+            # Most probable first; a stable sort keeps tied tokens in order of id.
+            probs, order = logits.softmax(dim=-1).sort(dim=-1, descending=True, stable=True)
+            mass_before = probs.cumsum(dim=-1) - probs  # what the more probable tokens hold
+            drop = mass_before >= top_p  # the set already held top_p without this token
+            drop[:, 0] = False  # the most probable token always stays
+            logits = logits.masked_fill(drop.scatter(1, order, drop), float("-inf"))
         next_token = torch.multinomial(logits.softmax(dim=-1), 1, generator=generator)  # (B, 1)
         idx = torch.cat([idx, next_token], dim=1)
     return idx
+
+
+def lr_at(step, max_lr, warmup_steps, total_steps, min_lr=0.0):
+    """The learning rate of step `step` (from 0): a linear warm-up, then a half-cosine to min_lr."""
+    if step < warmup_steps:
+        return max_lr * (step + 1) / warmup_steps
+    progress = (step - warmup_steps) / max(1, total_steps - 1 - warmup_steps)
+    progress = min(max(progress, 0.0), 1.0)  # 0 right after the warm-up, 1 at the last step
+    return min_lr + 0.5 * (max_lr - min_lr) * (1 + math.cos(math.pi * progress))
+
+
+def configure_optimizer(model, lr, weight_decay, betas=(0.9, 0.95)):
+    """AdamW whose weight decay pulls matrices and embeddings, never biases or norm gains."""
+    parameters = list(model.parameters())  # a tied parameter comes once
+    groups = [
+        {"params": [p for p in parameters if p.dim() >= 2], "weight_decay": weight_decay},
+        {"params": [p for p in parameters if p.dim() < 2], "weight_decay": 0.0},
+    ]
+    return torch.optim.AdamW(groups, lr=lr, betas=betas)
+
+
+def train_step(model, optimizer, x, y, clip=1.0):
+    """One update on the batch (x, y): returns its loss, measured before the update."""
+    model.train()
+    optimizer.zero_grad()
+    loss = lm_loss(model(x), y)
+    loss.backward()
+    if clip is not None:
+        nn.utils.clip_grad_norm_(model.parameters(), clip)  # rescale so the global norm <= clip
+    optimizer.step()
+    return loss.item()
