@@ -287,3 +287,33 @@ def test_top_p_keeps_the_smallest_prefix_and_boundary_ties_by_id():
     )
     assert counts[[0, 4]].sum() == 0 and counts[3] > 0  # 0.4 + 0.2 < 0.7: id 3 joins
     assert abs(counts[1] / 20000 - 0.5) < 0.02  # renormalised: 0.4 / 0.8
+
+
+class _LogitsOnly(nn.Module):
+    """A TinyLlama as notebook 06's generate calls a model: logits only, no cache."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model, self.block_size = model, model.block_size
+
+    def forward(self, idx):
+        return self.model(idx)[0]
+
+
+@pytest.mark.parametrize(
+    "sampling", [{}, {"temperature": 0.7, "top_k": 5, "top_p": 0.8}, {"top_p": 0.5}]
+)
+def test_generate_cached_gives_notebook_06s_generate_token_for_token(sampling):
+    from autograder.reference.autoregressive_lm import generate
+
+    torch.manual_seed(8)
+    model = TinyLlama(20, 16, d_model=32, n_heads=2, n_layers=2).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.mul_(20)
+    idx = torch.randint(20, (8, 3))
+    ours = generate_cached(model, idx, 13, generator=torch.Generator().manual_seed(3), **sampling)
+    theirs = generate(
+        _LogitsOnly(model), idx, 13, generator=torch.Generator().manual_seed(3), **sampling
+    )
+    assert torch.equal(ours, theirs)

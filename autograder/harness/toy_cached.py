@@ -27,9 +27,7 @@ class ToyCachedLM(nn.Module):
         B, T = idx.shape
         T_past = 0 if cache is None else int(cache[0][0].shape[2])
         if T_past + T > self.block_size:
-            raise ValueError(
-                f"{T_past} cached + {T} new positions exceed block_size {self.block_size}"
-            )
+            raise ValueError(f"the toy model holds {self.block_size} positions, not {T_past + T}")
         logits = self.table[idx] + self.positions[T_past : T_past + T]
         k = torch.zeros(B, 1, T_past + T, 1)
         return logits, [(k, k.clone())]

@@ -209,14 +209,14 @@ def sample_next_token(logits, temperature=1.0, top_k=None, top_p=None, generator
     if top_k is not None:
         kth_largest = torch.topk(logits, min(top_k, logits.shape[-1])).values[:, [-1]]
         logits = logits.masked_fill(logits < kth_largest, float("-inf"))
-    probs = logits.softmax(dim=-1)
     if top_p is not None and top_p < 1.0:
-        # most probable first (ties by id); keep a token while the ones before it sum to < top_p
-        sorted_probs, order = torch.sort(probs, dim=-1, descending=True, stable=True)
-        before = sorted_probs.cumsum(dim=-1) - sorted_probs
-        keep = torch.zeros_like(probs, dtype=torch.bool).scatter(-1, order, before < top_p)
-        probs = probs.masked_fill(~keep, 0.0)
-        probs = probs / probs.sum(dim=-1, keepdim=True)
+        # Most probable first; a stable sort keeps tied tokens in order of id.
+        probs, order = logits.softmax(dim=-1).sort(dim=-1, descending=True, stable=True)
+        mass_before = probs.cumsum(dim=-1) - probs  # what the more probable tokens hold
+        drop = mass_before >= top_p  # the set already held top_p without this token
+        drop[:, 0] = False  # the most probable token always stays
+        logits = logits.masked_fill(drop.scatter(1, order, drop), float("-inf"))
+    probs = logits.softmax(dim=-1)
     return torch.multinomial(probs, 1, generator=generator)
 
 
