@@ -1,4 +1,4 @@
-"""The course in one registry: the six notebooks, their graded names, and the points of each.
+"""The course in one registry: the notebooks, their graded names, and the points of each.
 
 Everything that needs to know "which notebook holds which graded name" reads it from here:
 the release step, the single-source test, the grader's probes and the reports.
@@ -77,6 +77,21 @@ NOTEBOOKS = (
             "configure_optimizer",
             "train_step",
             "generate",
+        ),
+    ),
+    Notebook(
+        "07_modern_lm",
+        "From GPT-2 to today's small language models (PyTorch)",
+        "torch",
+        "modern_lm",
+        (
+            "BPETokenizer",
+            "rms_norm",
+            "apply_rope",
+            "SwiGLU",
+            "CausalSelfAttention",
+            "TinyLlama",
+            "generate_cached",
         ),
     ),
 )

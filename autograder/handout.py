@@ -195,7 +195,7 @@ def student_requirements(pyproject=REPO / "pyproject.toml"):
 
 
 def notebooks_of(stage=None):
-    """The notebooks of a stage: 01..stage, or all six."""
+    """The notebooks of a stage: 01..stage, or all of them."""
     if stage is None:
         return NOTEBOOKS
     if not 1 <= stage <= len(NOTEBOOKS):
@@ -313,8 +313,10 @@ def _write_readme(out, notebooks, stage):
     (out / "README.md").write_text(
         README.format(
             stage_title=f" (notebooks 01-{stage:02d})" if partial else "",
-            count={1: "One", 2: "Two", 3: "Three", 4: "Four", 5: "Five", 6: "Six"}[len(notebooks)],
-            destination=notebooks[-1].title.lower() if partial else "a small GPT",
+            count={1: "One", 2: "Two", 3: "Three", 4: "Four", 5: "Five", 6: "Six", 7: "Seven"}[
+                len(notebooks)
+            ],
+            destination=notebooks[-1].title.lower() if partial else "a small modern language model",
             table=table,
         )
     )

@@ -25,7 +25,8 @@ Ops (request.json's "op"):
 A call's answer also says, for each argument that is a module, whether it is in train mode
 after the call ("training_after").
 Values may also be {"$ref": name} (an object of the namespace), {"$generator": seed} (a seeded
-torch.Generator), {"$toy_lm": {...}} (a fixed bigram model, see toy.py), {"$slice": [value,
+torch.Generator), {"$toy_lm": {...}} (a fixed bigram model, see toy.py), {"$toy_cached_lm":
+{...}} (the same with positions and a cache, toy_cached.py), {"$slice": [value,
 [[start, stop], ...]]} (value[start:stop, ...], a view: how the notebooks pass logits[:, 2:],
 which is not contiguous) or {"$repeat": [tensor, copies]} (copies of a tensor stacked along its
 first axis, e.g. one sequence many times for dropout's statistics).
@@ -143,6 +144,10 @@ class Session:
                 from .toy import ToyLM
 
                 return ToyLM(**self.value(data["$toy_lm"]))
+            if "$toy_cached_lm" in data:
+                from .toy_cached import ToyCachedLM
+
+                return ToyCachedLM(**self.value(data["$toy_cached_lm"]))
             if "$tuple" in data:
                 return tuple(self.value(x) for x in data["$tuple"])
             if "$slice" in data:

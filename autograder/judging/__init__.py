@@ -20,7 +20,7 @@ import importlib
 from dataclasses import dataclass, field
 
 # The modules whose judges a Judgement may name (a stored case names one by "module.function").
-JUDGE_MODULES = ("numpy_judges", "block_judges", "lm_judges", "training_judges")
+JUDGE_MODULES = ("numpy_judges", "block_judges", "lm_judges", "training_judges", "modern_lm")
 
 JUDGES = {}
 

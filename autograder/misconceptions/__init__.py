@@ -221,3 +221,81 @@ _TRAINING_ENTRIES = [
 ]  # fmt: skip
 
 CATALOGUE.update({i: Misconception(i, mistake, hint) for i, mistake, hint in _TRAINING_ENTRIES})
+
+
+# Ids recognised by notebook 07's probes (modern_lm_variants.py).
+_MODERN_ENTRIES = [
+    ("bpe-tie-order", "breaking a tie between equally frequent pairs by something other than first occurrence",
+     "when several pairs are the most frequent, the one whose first occurrence comes earliest in "
+     "the sequence wins: count the pairs in the order you meet them and keep the first maximum."),
+    ("bpe-overlapping-count", "counting the pairs of a run like 'aaa' without overlap",
+     "pairs are counted at every adjacent position, as minbpe does: 'aaa' holds the pair (a, a) twice."),
+    ("bpe-merges-singletons", "merging pairs that occur only once",
+     "training stops when no pair occurs twice: merging a pair seen once compresses nothing."),
+    ("bpe-encode-order", "applying the merges at encode time in another order than they were learned",
+     "encode repeats one rule: of the pairs present, merge the one learned earliest (lowest rank), "
+     "everywhere, then look again. Later merges are built on earlier ones."),
+    ("rmsnorm-mean-subtracted", "subtracting the mean (that is layer norm)",
+     "RMSNorm does not centre: it divides x by the root of the mean of x**2, nothing is subtracted."),
+    ("rmsnorm-eps-outside-sqrt", "adding eps after the square root",
+     "eps goes inside the square root, with the mean of the squares."),
+    ("rmsnorm-no-gain", "forgetting the gain weight",
+     "after dividing by the root mean square, multiply by weight, one gain per feature."),
+    ("rmsnorm-wrong-axis", "taking the mean of the squares over the wrong axis",
+     "each token is normalised over its own features: the last axis, keepdim=True."),
+    ("rmsnorm-eps-ignored", "ignoring the eps argument",
+     "use the eps the caller passes, not a fixed number."),
+    ("rmsnorm-no-mean", "the sum of the squares (the length of x) instead of their mean",
+     "RMS is the root of the MEAN square: divide the sum by the number of features."),
+    ("rope-half-split", "pairing feature i with feature i + d/2 (GPT-NeoX's rotate_half layout)",
+     "this notebook pairs neighbours, as the RoFormer paper does: (x[..., 2i], x[..., 2i+1])."),
+    ("rope-wrong-frequency", "the wrong frequency for pair i",
+     "pair i turns by position * base**(-2i/d_head): 2i runs over the even features 0, 2, 4, ..."),
+    ("rope-wrong-position", "ignoring the positions argument (rotating by 0, 1, 2, ... instead)",
+     "the angle uses the positions you are given, which need not start at 0 nor be in order."),
+    ("rope-rotation-reversed", "turning the pairs the other way",
+     "rotate by +angle: the first of the pair becomes x0 cos - x1 sin, the second x0 sin + x1 cos."),
+    ("rope-on-values", "rotating the values too",
+     "RoPE rotates the queries and the keys only: their dot product is what should see the distance."),
+    ("rope-queries-only", "rotating only the queries, or only the keys",
+     "both the queries and the keys are rotated, each at its own position: then q.k depends on the distance."),
+    ("swiglu-gate-swapped", "silu on the w3 branch instead of the w1 branch",
+     "w1 is the gate that goes through silu; w3's output is multiplied by it unchanged."),
+    ("swiglu-other-activation", "another activation than silu in the gate",
+     "the gate is silu(z) = z * sigmoid(z) (F.silu), not gelu, relu or a plain sigmoid."),
+    ("swiglu-no-gate", "leaving out the w3 branch",
+     "SwiGLU multiplies two branches: silu(w1 x) times w3 x, then w2."),
+    ("cache-positions-restart", "rotating the new tokens at positions 0, 1, ... although the cache holds earlier ones",
+     "with T_past cached positions, the new tokens sit at T_past .. T_past + T - 1."),
+    ("cache-not-appended", "returning a cache that holds only the new positions",
+     "the cache returned is the old keys and values with the new ones added after them (torch.cat on the positions' axis)."),
+    ("cache-not-used", "attending over the new tokens only, ignoring the cached keys and values",
+     "new queries attend over the cached keys and the new ones together."),
+    ("cache-mask-not-offset", "a causal mask whose diagonal ignores the cached positions",
+     "new token t sits at position T_past + t: it may see every key up to that position, all the cached ones included."),
+    ("cache-not-updated", "passing the prompt's cache at every step instead of the newest one",
+     "each call returns a longer cache: keep it and pass it to the next call."),
+    ("llama-no-final-norm", "no final RMSNorm before lm_head",
+     "after the last block, apply self.norm, then lm_head."),
+    ("llama-d-ff-default", "a d_ff default other than the notebook's",
+     "with d_ff=None the width is 8 * d_model / 3 rounded UP to a multiple of 64."),
+    ("llama-bias", "linear layers with biases",
+     "every nn.Linear of this model is built with bias=False."),
+    ("head-not-tied", "an output layer with its own weight",
+     "the output layer reuses the token embedding's matrix: assign lm_head.weight = tok_emb.weight "
+     "after the layers are built (and initialised)."),
+    ("top-p-excludes-boundary", "top-p dropping the token that makes the sum reach top_p",
+     "keep the most probable tokens until their sum reaches top_p, the one that crosses it included."),
+    ("top-p-ignored", "top_p ignored",
+     "after the temperature and top-k, keep only the most probable tokens whose probabilities add up to top_p."),
+    ("top-k-ignored", "top_k ignored",
+     "with top_k given, every logit below the k-th largest becomes -inf before the softmax."),
+]  # fmt: skip
+
+CATALOGUE.update(
+    {
+        i: Misconception(i, mistake, hint)
+        for i, mistake, hint in _MODERN_ENTRIES
+        if i not in CATALOGUE
+    }
+)

@@ -1,6 +1,6 @@
 """The model answers: every graded name of SPEC.md, one module per notebook.
 
-NumPy for notebooks 01-04, PyTorch for 05-06. The solution notebooks carry these same
+NumPy for notebooks 01-04, PyTorch for 05-07. The solution notebooks carry these same
 definitions, character for character in the AST (tests/test_single_source.py).
 """
 
@@ -44,6 +44,13 @@ _TORCH_MODULE_OF = {
     "configure_optimizer": "autoregressive_lm",
     "train_step": "autoregressive_lm",
     "generate": "autoregressive_lm",
+    "BPETokenizer": "modern_lm",
+    "rms_norm": "modern_lm",
+    "apply_rope": "modern_lm",
+    "SwiGLU": "modern_lm",
+    "CausalSelfAttention": "modern_lm",
+    "TinyLlama": "modern_lm",
+    "generate_cached": "modern_lm",
 }
 
 
