@@ -26,7 +26,7 @@ import torch
 
 import autograder.checks as checks
 from autograder import reference as R
-from autograder.curriculum import BY_STEM, GRADED_NAMES, NOTEBOOKS
+from autograder.curriculum import BY_STEM, GRADED_NAMES, NOTEBOOKS, OPTIONAL, handed_out
 from autograder.handout import SHIPPED, STUDENT_PACKAGES, build_handout
 from autograder.release import REPO, SOLUTIONS
 
@@ -55,10 +55,10 @@ def secrets():
 
 # -- what is in it ---------------------------------------------------------------------------
 def test_the_handout_holds_the_notebooks_the_data_and_a_checker_without_answers(handout):
-    assert sorted(p.name for p in (handout / "notebooks").iterdir()) == [
-        nb.filename for nb in NOTEBOOKS
-    ]
-    for nb in NOTEBOOKS:  # the released notebooks, exactly
+    assert sorted(p.name for p in (handout / "notebooks").iterdir()) == sorted(
+        nb.filename for nb in handed_out()
+    )
+    for nb in handed_out():  # the released notebooks, exactly, the optional ones too
         assert (handout / "notebooks" / nb.filename).read_text() == (
             REPO / "notebooks" / nb.filename
         ).read_text()
@@ -104,6 +104,22 @@ def test_a_weekly_stage_holds_its_notebooks_and_only_their_cases(handout, tmp_pa
     assert set(leaks.leaks(tmp_path / "week3", secrets)) == KNOWN_LEAKS
     with pytest.raises(FileExistsError):
         build_handout(tmp_path / "week3", stage=3)
+
+
+def test_an_optional_notebook_ships_with_the_notebook_it_follows_and_is_never_graded(
+    handout, tmp_path
+):
+    (extra,) = OPTIONAL
+    assert extra.graded == () and extra.stem not in BY_STEM  # nothing grades it
+    readme = (handout / "README.md").read_text()
+    assert f"| `{extra.filename}` | optional, not graded |" in readme
+    released = nbformat.read(handout / "notebooks" / extra.filename, as_version=4)
+    assert not [c for c in released.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    build_handout(tmp_path / "week4", stage=4)
+    assert extra.filename not in {p.name for p in (tmp_path / "week4" / "notebooks").iterdir()}
+    build_handout(tmp_path / "week5", stage=5)
+    week5 = sorted(p.name for p in (tmp_path / "week5" / "notebooks").iterdir())
+    assert week5 == sorted([nb.filename for nb in NOTEBOOKS[:5]] + [extra.filename])
 
 
 # -- no answers in it --------------------------------------------------------------------------
