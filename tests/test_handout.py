@@ -134,7 +134,9 @@ def test_the_secrets_cover_every_answer(secrets):
         module = BY_STEM[checks.NOTEBOOK_OF[name].stem].reference_module
         assert f"autograder/reference/{module}.py: {name}" in wheres, name
     regions = {w.rsplit(" of ", 1)[-1] for w in wheres if "solution region" in w}
-    assert regions == set(GRADED_NAMES) - TOO_SMALL
+    # notebook 05's bridge: two ungraded exercises, stubbed by the release like the graded ones
+    practice = {"softmax_t", "split_heads_t"}
+    assert regions == (set(GRADED_NAMES) | practice) - TOO_SMALL
     assert any(w.startswith("autograder/probes/") for w in wheres)
     assert any(w.startswith("autograder/misconceptions/") for w in wheres)
 
