@@ -2,6 +2,10 @@
 
 Everything that needs to know "which notebook holds which graded name" reads it from here:
 the release step, the single-source test, the grader's probes and the reports.
+
+OPTIONAL holds the notebooks handed out but never graded (no graded names, no probes): the
+release and the handout ship them, each right after the notebook it follows; the grader, the
+reports and the points never see them.
 """
 
 from dataclasses import dataclass
@@ -99,3 +103,25 @@ NOTEBOOKS = (
 BY_STEM = {nb.stem: nb for nb in NOTEBOOKS}
 NOTEBOOK_OF = {name: nb for nb in NOTEBOOKS for name in nb.graded}
 GRADED_NAMES = tuple(NOTEBOOK_OF)
+
+
+OPTIONAL = (
+    Notebook(
+        "05b_encoder_decoder",
+        "Encoder, decoder, and before transformers (optional, not graded)",
+        "torch",
+        "",  # no model answers: nothing is graded
+        (),
+    ),
+)
+FOLLOWS = {"05b_encoder_decoder": "05_transformer_block"}  # optional stem -> the one it follows
+
+
+def handed_out(notebooks=NOTEBOOKS):
+    """The notebooks a student receives with `notebooks`: each optional one right after the
+    graded notebook it follows, when that one is among them."""
+    out = []
+    for nb in notebooks:
+        out.append(nb)
+        out += [extra for extra in OPTIONAL if FOLLOWS[extra.stem] == nb.stem]
+    return tuple(out)

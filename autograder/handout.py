@@ -29,7 +29,7 @@ import nbformat
 
 from autograder import __version__
 from autograder.checks import VISIBLE_SEED
-from autograder.curriculum import NOTEBOOKS
+from autograder.curriculum import NOTEBOOKS, handed_out
 from autograder.release import REPO, SOLUTIONS, release_notebook, render
 
 PACKAGE = REPO / "autograder"
@@ -307,7 +307,10 @@ def _write_checker(checker, notebooks):
 
 def _write_readme(out, notebooks, stage):
     table = "\n".join(
-        f"| `{nb.filename}` | {', '.join(f'`{name}`' for name in nb.graded)} |" for nb in notebooks
+        f"| `{nb.filename}` | {', '.join(f'`{name}`' for name in nb.graded)} |"
+        if nb.graded
+        else f"| `{nb.filename}` | optional, not graded |"
+        for nb in handed_out(notebooks)
     )
     partial = stage is not None and stage < len(NOTEBOOKS)
     (out / "README.md").write_text(
@@ -329,7 +332,7 @@ def build_handout(out, stage=None, solutions=SOLUTIONS):
         raise FileExistsError(f"{out} is not empty: choose a new folder for the handout")
     notebooks = notebooks_of(stage)
     (out / "notebooks").mkdir(parents=True, exist_ok=True)
-    for nb in notebooks:
+    for nb in handed_out(notebooks):  # with the optional notebooks, which nothing grades
         solution = nbformat.read(Path(solutions) / nb.filename, as_version=4)
         (out / "notebooks" / nb.filename).write_text(render(release_notebook(solution)))
     _write_checker(out / "checker", notebooks)

@@ -18,7 +18,7 @@ from nbgrader.preprocessors import (
     LockCells,
 )
 
-from autograder.curriculum import NOTEBOOKS
+from autograder.curriculum import handed_out
 
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = REPO / "solutions"
@@ -52,7 +52,7 @@ def release(solutions_dir=SOLUTIONS, out_dir=STUDENT_NOTEBOOKS, check=False):
     """Write (or, with check=True, compare) every student notebook. Returns the stale file names."""
     out_dir = Path(out_dir)
     stale = []
-    for notebook in NOTEBOOKS:
+    for notebook in handed_out():  # the graded notebooks and the optional ones
         source = Path(solutions_dir) / notebook.filename
         if not source.exists():
             continue

@@ -26,7 +26,7 @@ import torch
 
 import autograder.checks as checks
 from autograder import reference as R
-from autograder.curriculum import BY_STEM, GRADED_NAMES, NOTEBOOKS
+from autograder.curriculum import BY_STEM, GRADED_NAMES, NOTEBOOKS, OPTIONAL, handed_out
 from autograder.handout import SHIPPED, STUDENT_PACKAGES, build_handout
 from autograder.release import REPO, SOLUTIONS
 
@@ -57,10 +57,10 @@ def secrets():
 
 # -- what is in it ---------------------------------------------------------------------------
 def test_the_handout_holds_the_notebooks_the_data_and_a_checker_without_answers(handout):
-    assert sorted(p.name for p in (handout / "notebooks").iterdir()) == [
-        nb.filename for nb in NOTEBOOKS
-    ]
-    for nb in NOTEBOOKS:  # the released notebooks, exactly
+    assert sorted(p.name for p in (handout / "notebooks").iterdir()) == sorted(
+        nb.filename for nb in handed_out()
+    )
+    for nb in handed_out():  # the released notebooks, exactly, the optional ones too
         assert (handout / "notebooks" / nb.filename).read_text() == (
             REPO / "notebooks" / nb.filename
         ).read_text()
@@ -108,6 +108,22 @@ def test_a_weekly_stage_holds_its_notebooks_and_only_their_cases(handout, tmp_pa
         build_handout(tmp_path / "week3", stage=3)
 
 
+def test_an_optional_notebook_ships_with_the_notebook_it_follows_and_is_never_graded(
+    handout, tmp_path
+):
+    (extra,) = OPTIONAL
+    assert extra.graded == () and extra.stem not in BY_STEM  # nothing grades it
+    readme = (handout / "README.md").read_text()
+    assert f"| `{extra.filename}` | optional, not graded |" in readme
+    released = nbformat.read(handout / "notebooks" / extra.filename, as_version=4)
+    assert not [c for c in released.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    build_handout(tmp_path / "week4", stage=4)
+    assert extra.filename not in {p.name for p in (tmp_path / "week4" / "notebooks").iterdir()}
+    build_handout(tmp_path / "week5", stage=5)
+    week5 = sorted(p.name for p in (tmp_path / "week5" / "notebooks").iterdir())
+    assert week5 == sorted([nb.filename for nb in NOTEBOOKS[:5]] + [extra.filename])
+
+
 # -- no answers in it --------------------------------------------------------------------------
 def test_no_answer_is_anywhere_in_the_handout(handout, secrets):
     assert set(leaks.leaks(handout, secrets)) == KNOWN_LEAKS
@@ -120,7 +136,10 @@ def test_the_secrets_cover_every_answer(secrets):
         module = BY_STEM[checks.NOTEBOOK_OF[name].stem].reference_module
         assert f"autograder/reference/{module}.py: {name}" in wheres, name
     regions = {w.rsplit(" of ", 1)[-1] for w in wheres if "solution region" in w}
-    assert regions == (set(GRADED_NAMES) - TOO_SMALL) | UNGRADED_EXERCISES
+    # ungraded exercises the release stubs like the graded ones: notebook 05's bridge and
+    # notebook 06's training loop
+    practice = {"softmax_t", "split_heads_t"} | UNGRADED_EXERCISES
+    assert regions == (set(GRADED_NAMES) | practice) - TOO_SMALL
     assert any(w.startswith("autograder/probes/") for w in wheres)
     assert any(w.startswith("autograder/misconceptions/") for w in wheres)
 

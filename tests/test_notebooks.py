@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 from nbclient import NotebookClient
 
-from autograder.curriculum import NOTEBOOKS
+from autograder.curriculum import BY_STEM, NOTEBOOKS, OPTIONAL
 
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = REPO / "solutions"
@@ -94,6 +94,18 @@ LECTURE = {
         "mha_shapes": lambda: (
             [[4, 3]] * 3 + [[15, 4], [2, 4]] + [[2, 3]] * 3 + [[2, 2], [2, 3], [2, 15], [2, 4]]
         ),
+        # Deck 004's training-data and training-compute columns, as the deck prints them (typed
+        # in from the deck's text, quoted in the course review, item W1), in the order of the
+        # notebook's model table; a dash where the deck gives no figure.
+        "training_data": lambda: [
+            *["–", "–"],  # Transformer-Base, -Large
+            *["13 GB", "13 GB", "126 GB", "160 GB", "40 GB", "174 GB", "–", "694 GB"],
+        ],
+        "training_compute": lambda: [
+            *["8x P100 (12 hours)", "8x P100 (3.5 days)", "–", "–"],
+            *["512x TPU-v3 (2.5 days)", "1024x V100 (1 day)", "–", "512x V100 (9 days)"],
+            *["256x V100", "–"],
+        ],
     },
     "05_transformer_block": {
         # "I am a Robot", d = 4, base 100: the lecture's table, rounded to 2 decimals as printed.
@@ -190,6 +202,27 @@ def test_solution_runs_without_errors_and_passes_its_checks(notebook):
     for name in notebook.graded:
         out = stdout(check_cell(nb, name))
         assert f"✓ {name} passes all" in out, f"visible check of {name} in the solution: {out!r}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "notebook",
+    [nb for nb in OPTIONAL if (SOLUTIONS / nb.filename).exists()],
+    ids=lambda nb: nb.stem,
+)
+def test_an_optional_notebook_runs_and_its_own_checks_pass(notebook):
+    """An ungraded notebook keeps its checks as assertions in its cells: none may raise."""
+    nb = execute(SOLUTIONS / notebook.filename, cwd=SOLUTIONS)
+    assert not errors(nb), "the optional notebook raised:\n" + "\n".join(errors(nb))
+
+
+def test_the_block_notebook_is_no_longer_than_the_one_that_trains_the_model():
+    """05 was the course's cliff (twice any other notebook); its side topics live in 05b."""
+    block, lm = (
+        nbformat.read(SOLUTIONS / BY_STEM[stem].filename, as_version=4)
+        for stem in ("05_transformer_block", "06_autoregressive_lm")
+    )
+    assert len(block.cells) <= len(lm.cells), (len(block.cells), len(lm.cells))
 
 
 @pytest.mark.slow

@@ -136,9 +136,67 @@ _MATMUL = re.compile(
 )
 
 
+# PyTorch's errors that notebook 05 teaches before they bite, in the notebooks' words.
+_TORCH_ERRORS = (
+    (
+        re.compile(r"view size is not compatible with input tensor's size and stride"),
+        lambda m: (
+            "`.view` needs a tensor whose entries lie in memory in reading order (contiguous), "
+            "and one that went through `.transpose` is not: use `.reshape(...)`, which copies "
+            "when it must (or call `.contiguous()` before `.view`)"
+        ),
+    ),
+    (
+        re.compile(r"(?:Subtraction|Negation), the `-` operator, (?:with|on) a bool tensor"),
+        lambda m: (
+            "a boolean mask cannot be subtracted from 1 or negated with `-`: "
+            "flip it with `~mask` (or `mask.logical_not()`)"
+        ),
+    ),
+    (
+        re.compile(r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)"),
+        lambda m: (
+            "in a matrix product A @ B (an nn.Linear is one), A's last axis and B's "
+            f"second-to-last axis must have the same size; here A's last axis has size "
+            f"{m.group(2)} and B's second-to-last {m.group(3)}"
+        ),
+    ),
+    (
+        re.compile(
+            r"The size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) "
+            r"at non-singleton dimension (\d+)"
+        ),
+        lambda m: (
+            f"two tensors combined entry by entry have sizes {m.group(1)} and {m.group(2)} "
+            f"on axis {m.group(3)}: broadcasting needs equal sizes, or a size of 1"
+        ),
+    ),
+    (
+        re.compile(r"(?:must have|to have) the same dtype, but got:? (\w+) (?:and|!=) (\w+)"),
+        lambda m: (
+            f"PyTorch does not mix {m.group(1).lower()} and {m.group(2).lower()} tensors in one "
+            "product: models work in float32, and torch.from_numpy keeps NumPy's float64 "
+            "(convert with `.float()`)"
+        ),
+    ),
+    (
+        re.compile(r"(?:only supports boolean masks|expected condition to be a boolean tensor)"),
+        lambda m: (
+            "the mask must be a boolean tensor (True = may attend), not numbers: "
+            "build it with a comparison, or convert it with `.bool()`"
+        ),
+    ),
+)
+
+
 def plain_error_text(message):
     """A library's error message in the words the notebooks use (NumPy's matmul speaks of
-    gufunc signatures and core dimensions, which no notebook teaches); others unchanged."""
+    gufunc signatures and core dimensions, which no notebook teaches; PyTorch's `.view` and mask
+    errors name fixes notebook 05 teaches); others unchanged."""
+    for pattern, words in _TORCH_ERRORS:
+        found = pattern.search(message)
+        if found:
+            return words(found)
     found = _MATMUL.search(message)
     if found:
         operand, _, size, other = found.groups()

@@ -58,7 +58,9 @@ _ENTRIES = [
     ("pe-wrong-exponent", "the wrong frequency exponent",
      "the angle is k / base^(2i/d_model), where 2i is the even column index."),
     ("pe-not-interleaved", "all the sines first, then all the cosines",
-     "sin and cos alternate column by column: sin, cos, sin, cos, ..."),
+     "the exercise's formula alternates sin and cos column by column: sin, cos, sin, cos, ... "
+     "(all sines then all cosines is a valid layout in some libraries, the same encoding up to a "
+     "fixed permutation of the features, but not the formula this exercise asks for)."),
     ("targets-not-shifted", "targets equal to the inputs instead of the next tokens",
      "the label of position t is the token at position t + 1."),
     ("loss-sum-reduction", "summing the per-token losses instead of averaging",
