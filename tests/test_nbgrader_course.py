@@ -5,6 +5,7 @@ nbgrader's submitted/ tree, `python -m autograder nbgrader grade`, `nbgrader exp
 One course holds both layouts: one assignment per notebook, and one assignment ("attention")
 holding all six. Few notebooks per student keep it fast."""
 
+import contextlib
 import csv
 import importlib.util
 import json
@@ -490,6 +491,13 @@ def test_generate_and_release_feedback_pair_each_page_with_the_students_secret(c
 @pytest.fixture(scope="module")
 def formgrader(course, tmp_path_factory):
     """A Jupyter server with nbgrader's formgrader in the course folder: (base url, token)."""
+    with formgrader_server(course["path"], tmp_path_factory.mktemp("formgrader-home")) as served:
+        yield served
+
+
+@contextlib.contextmanager
+def formgrader_server(folder, home):
+    """A Jupyter server with nbgrader's formgrader in `folder`, HOME at `home`: (url, token)."""
     import secrets
     import socket
     import time
@@ -499,7 +507,6 @@ def formgrader(course, tmp_path_factory):
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     token = secrets.token_hex(16)
-    home = tmp_path_factory.mktemp("formgrader-home")
     env = {**os.environ, "HOME": str(home), "JUPYTER_RUNTIME_DIR": str(home / "runtime")}
     server = subprocess.Popen(
         [sys.executable, "-m", "jupyter", "server", "--no-browser", "--ip=127.0.0.1"]
@@ -509,7 +516,7 @@ def formgrader(course, tmp_path_factory):
             "--ServerApp.port_retries=0",
             "--allow-root",
         ],
-        cwd=course["path"],
+        cwd=folder,
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
