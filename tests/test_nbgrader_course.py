@@ -7,6 +7,7 @@ holding all six. Few notebooks per student keep it fast."""
 
 import contextlib
 import csv
+import html
 import importlib.util
 import json
 import os
@@ -19,6 +20,7 @@ import nbformat
 import pytest
 
 from autograder.curriculum import BY_STEM
+from autograder.platforms.nbgrader import FAILED_COLOUR
 from autograder.probes.base import build_cases
 
 REPO = Path(__file__).resolve().parent.parent
@@ -453,9 +455,10 @@ def test_autograded_notebooks_hold_our_verdicts_in_the_grade_cells(course):
             assert "BEGIN HIDDEN TESTS" not in cell.source  # nbgrader's own hidden tests never ran
     assert set(outputs) == {f"test_{n}" for n in BY_STEM[NB03].graded}
     [attacked] = outputs["test_scaled_dot_product_attention"]
-    assert attacked.name == "stderr" and "✗" in attacked.text
+    assert "✗" in attacked.data["text/plain"] and "✗" in attacked.data["text/html"]
+    assert FAILED_COLOUR in attacked.data["text/html"]  # measured in tests/test_nbgrader_hostile
     [honest] = outputs["test_attention_scores"]
-    assert honest.name == "stdout" and "✗" not in honest.text
+    assert "✗" not in honest.data["text/plain"] and FAILED_COLOUR not in honest.data["text/html"]
     assert "Graded by the course's autograder" in nb.cells[0].source
 
 
@@ -477,7 +480,8 @@ def test_generate_and_release_feedback_pair_each_page_with_the_students_secret(c
     done = run(["nbgrader", "generate_feedback", NB03], cwd=path)
     assert done.returncode == 0, done.stdout + done.stderr
     page = (path / "feedback" / "cheater" / NB03 / f"{NB03}.html").read_text()
-    assert "points from the course's hidden tests" in page and "✗" in page
+    shown = html.unescape(page)
+    assert "points from the course's hidden tests" in shown and "✗" in shown
     done = run(["nbgrader", "release_feedback", NB03, f"--Exchange.root={exchange}"], cwd=path)
     assert done.returncode == 0, done.stdout + done.stderr
     secret = (path / "autograded" / "cheater" / NB03 / "submission_secret.txt").read_text()
@@ -688,11 +692,11 @@ def test_a_students_text_in_formgraders_notebook_and_feedback_stays_text(course)
     path = course["path"]
     nb = read(path / "autograded" / "html_raiser" / NB01 / f"{NB01}.ipynb")
     [raised] = [c for c in nb.cells if c.source.startswith("raise ValueError")]
-    assert PLANTED in raised.outputs[0].text and raised.outputs[0].name == "stderr"
+    assert PLANTED in raised.outputs[0].data["text/plain"]
     done = run(["nbgrader", "generate_feedback", NB01, "--student", "html_raiser"], cwd=path)
     assert done.returncode == 0, done.stdout + done.stderr
     page = (path / "feedback" / "html_raiser" / NB01 / f"{NB01}.html").read_text()
-    assert "&lt;b id=planted&gt;" in page
+    assert PLANTED in html.unescape(page)  # shown, as text
     assert "<b id=planted>" not in page and "<img src=x" not in page
 
 

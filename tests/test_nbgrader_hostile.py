@@ -407,6 +407,6 @@ def test_the_autograded_notebook_keeps_the_students_code_as_text(hostile):
     nb = nbformat.read(
         hostile["path"] / "autograded" / STUDENT / NB01 / f"{NB01}.ipynb", as_version=4
     )
-    sources = [c.source for c in nb.cells if c.cell_type == "code"]
+    sources = [c.source.strip() for c in nb.cells if c.cell_type == "code"]
     assert "# <img src=x onerror=alert(90)>\nx = 1" in sources
     assert UNNORMALISED.strip() in sources

@@ -89,7 +89,7 @@ def _highlight_classes():
     return {name for name in STANDARD_TYPES.values() if name}
 
 
-CLASSES = {"span": _highlight_classes(), "div": {"highlight"}}
+CLASSES = {"span": _highlight_classes(), "div": {"highlight"}, "a": {"anchor-link"}}
 URL_SCHEMES = {"http", "https", "mailto", "data"}  # data: only for raster images, below
 IMAGE_DATA = re.compile(r"data:image/(png|jpeg|gif);base64,([A-Za-z0-9+/=\s]*)", re.I)
 IMAGE_MAGIC = {
@@ -154,12 +154,13 @@ _CLEANER = nh3.Cleaner(
 
 
 # -- our serialiser: one line, every meaningful character escaped ---------------------------------
-ESCAPED = set("&<>\"'`*_[](){}!$\\~|#+-=:;^%@\n\r\t\x0b\x0c")
+ESCAPED = set("&<>`*_[](){}!$\\~|#+-=:;^%@\n\r\t\x0b\x0c")  # in text
+ESCAPED_IN_VALUES = ESCAPED | set("\"'")
 MATHJAX_LINKS = re.compile(r"\\(?=(?:href|require)(?![A-Za-z]))")
 
 
-def _escape(text):
-    return "".join(f"&#{ord(ch)};" if ch in ESCAPED else ch for ch in text)
+def _escape(text, escaped=ESCAPED):
+    return "".join(f"&#{ord(ch)};" if ch in escaped else ch for ch in text)
 
 
 class _Serialiser(HTMLParser):
@@ -178,7 +179,7 @@ class _Serialiser(HTMLParser):
         parts = [tag]
         for name, value in attrs:
             if name in allowed or (name == "rel" and tag == "a"):
-                parts.append(f'{name}="{_escape(value or "")}"')
+                parts.append(f'{name}="{_escape(value or "", ESCAPED_IN_VALUES)}"')
         self.out.append(f"<{' '.join(parts)}>")
 
     def handle_startendtag(self, tag, attrs):
