@@ -22,8 +22,8 @@ never trusted as markdown either:
    a PNG/JPEG/GIF data URL (never SVG). Entity-encoded, mixed-case and whitespace-split schemes
    are decoded before they are judged.
 3. The result is written again by our own serialiser: on one line, inside one <div>, every
-   character with a meaning to HTML or markdown (`& < > " '`, brackets, parentheses, `$`, `\\`,
-   `*`, `_`, newlines, ...) as a numeric character reference. The markdown renderer reads that
+   character with a meaning to HTML or markdown (`& < >`, quotes in attribute values, brackets,
+   parentheses, `$`, `\\`, `*`, `_`, newlines, ...) as a numeric character reference. The markdown renderer reads that
    as one HTML block and passes it through untouched; this is checked for every cell by
    rendering the new source again and comparing, and a cell that does not pass is shown as its
    escaped source text instead (and, failing that, as a notice).
