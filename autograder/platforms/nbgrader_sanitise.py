@@ -44,6 +44,7 @@ Nothing here changes a code cell's source: the instructor reads the student's co
 import base64
 import binascii
 import copy
+import functools
 import html
 import math
 import re
@@ -204,13 +205,21 @@ def clean_html(fragment):
 
 
 # -- markdown cells -------------------------------------------------------------------------------
+@functools.cache
+def _exporter_settings():
+    """HTMLExporter's heading-anchor settings (making an exporter costs ~60 ms: once)."""
+    from nbconvert.exporters import HTMLExporter
+
+    exporter = HTMLExporter()
+    return exporter.anchor_link_text, exporter.exclude_anchor_links
+
+
 def render_markdown(source, attachments=None):
     """nbconvert's rendering of a markdown cell, as HTMLExporter (formgrader's and the feedback
     page's) makes it; an attachment: the cell does not hold becomes no image at all."""
-    from nbconvert.exporters import HTMLExporter
     from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 
-    exporter = HTMLExporter()
+    anchor_link_text, exclude_anchor_links = _exporter_settings()
     held = dict(attachments or {})
 
     class Renderer(IPythonRenderer):
@@ -223,8 +232,8 @@ def render_markdown(source, attachments=None):
         escape=False,
         attachments=held,
         embed_images=False,
-        anchor_link_text=exporter.anchor_link_text,
-        exclude_anchor_links=exporter.exclude_anchor_links,
+        anchor_link_text=anchor_link_text,
+        exclude_anchor_links=exclude_anchor_links,
     )
     return MarkdownWithMath(renderer=renderer).render(source)
 
