@@ -156,7 +156,7 @@ _CLEANER = nh3.Cleaner(
 
 # -- our serialiser: one line, every meaningful character escaped ---------------------------------
 ESCAPED = set("&<>`*_[](){}!$\\~|#+-=:;^%@\n\r\t\x0b\x0c")  # in text
-ESCAPED_IN_VALUES = ESCAPED | set("\"'")
+ESCAPED_IN_VALUES = set("&<>\"'`\n\r\t\x0b\x0c")
 MATHJAX_LINKS = re.compile(r"\\(?=(?:href|require)(?![A-Za-z]))")
 
 
