@@ -5,7 +5,9 @@ nbgrader's submitted/ tree, `python -m autograder nbgrader grade`, `nbgrader exp
 One course holds both layouts: one assignment per notebook, and one assignment ("attention")
 holding all six. Few notebooks per student keep it fast."""
 
+import contextlib
 import csv
+import html
 import importlib.util
 import json
 import os
@@ -18,6 +20,7 @@ import nbformat
 import pytest
 
 from autograder.curriculum import BY_STEM
+from autograder.platforms.nbgrader import FAILED_COLOUR
 from autograder.probes.base import build_cases
 
 pytestmark = (
@@ -465,9 +468,11 @@ def test_autograded_notebooks_hold_our_verdicts_in_the_grade_cells(course):
             assert "BEGIN HIDDEN TESTS" not in cell.source  # nbgrader's own hidden tests never ran
     assert set(outputs) == {f"test_{n}" for n in BY_STEM[NB03].graded}
     [attacked] = outputs["test_scaled_dot_product_attention"]
-    assert attacked.name == "stderr" and "✗" in attacked.text
+    assert "✗" in attacked.data["text/plain"] and "✗" in attacked.data["text/html"]
+    assert FAILED_COLOUR in html.unescape(attacked.data["text/html"])  # seen: test_nbgrader_hostile
     [honest] = outputs["test_attention_scores"]
-    assert honest.name == "stdout" and "✗" not in honest.text
+    assert "✗" not in honest.data["text/plain"]
+    assert FAILED_COLOUR not in html.unescape(honest.data["text/html"])
     assert "Graded by the course's autograder" in nb.cells[0].source
 
 
@@ -489,7 +494,8 @@ def test_generate_and_release_feedback_pair_each_page_with_the_students_secret(c
     done = run(["nbgrader", "generate_feedback", NB03], cwd=path)
     assert done.returncode == 0, done.stdout + done.stderr
     page = (path / "feedback" / "cheater" / NB03 / f"{NB03}.html").read_text()
-    assert "points from the course's hidden tests" in page and "✗" in page
+    shown = html.unescape(page)
+    assert "points from the course's hidden tests" in shown and "✗" in shown
     done = run(["nbgrader", "release_feedback", NB03, f"--Exchange.root={exchange}"], cwd=path)
     assert done.returncode == 0, done.stdout + done.stderr
     secret = (path / "autograded" / "cheater" / NB03 / "submission_secret.txt").read_text()
@@ -503,6 +509,13 @@ def test_generate_and_release_feedback_pair_each_page_with_the_students_secret(c
 @pytest.fixture(scope="module")
 def formgrader(course, tmp_path_factory):
     """A Jupyter server with nbgrader's formgrader in the course folder: (base url, token)."""
+    with formgrader_server(course["path"], tmp_path_factory.mktemp("formgrader-home")) as served:
+        yield served
+
+
+@contextlib.contextmanager
+def formgrader_server(folder, home):
+    """A Jupyter server with nbgrader's formgrader in `folder`, HOME at `home`: (url, token)."""
     import secrets
     import socket
     import time
@@ -512,7 +525,6 @@ def formgrader(course, tmp_path_factory):
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     token = secrets.token_hex(16)
-    home = tmp_path_factory.mktemp("formgrader-home")
     env = {**os.environ, "HOME": str(home), "JUPYTER_RUNTIME_DIR": str(home / "runtime")}
     server = subprocess.Popen(
         [sys.executable, "-m", "jupyter", "server", "--no-browser", "--ip=127.0.0.1"]
@@ -522,7 +534,7 @@ def formgrader(course, tmp_path_factory):
             "--ServerApp.port_retries=0",
             "--allow-root",
         ],
-        cwd=course["path"],
+        cwd=folder,
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -694,11 +706,11 @@ def test_a_students_text_in_formgraders_notebook_and_feedback_stays_text(course)
     path = course["path"]
     nb = read(path / "autograded" / "html_raiser" / NB01 / f"{NB01}.ipynb")
     [raised] = [c for c in nb.cells if c.source.startswith("raise ValueError")]
-    assert PLANTED in raised.outputs[0].text and raised.outputs[0].name == "stderr"
+    assert PLANTED in raised.outputs[0].data["text/plain"]
     done = run(["nbgrader", "generate_feedback", NB01, "--student", "html_raiser"], cwd=path)
     assert done.returncode == 0, done.stdout + done.stderr
     page = (path / "feedback" / "html_raiser" / NB01 / f"{NB01}.html").read_text()
-    assert "&lt;b id=planted&gt;" in page
+    assert PLANTED in html.unescape(page)  # shown, as text
     assert "<b id=planted>" not in page and "<img src=x" not in page
 
 

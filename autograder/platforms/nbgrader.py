@@ -14,7 +14,9 @@ grade cell's score, `test_<name>` = the sum of the hidden tests of <name>, into 
 gradebook through `nbgrader.api.Gradebook`, exactly where `nbgrader autograde` writes its own,
 and writes what autograde leaves in autograded/<student>/<assignment>/: each notebook as
 submitted (put through nbgrader's own sanitising preprocessors; its code never run here) with
-our verdicts as the outputs of its grade cells, and the submission's timestamp.txt and
+our verdicts as the outputs of its grade cells (wrapping, failures in red), every markdown cell,
+raw cell and output cleaned by an allow-list (nbgrader_sanitise.py: formgrader renders them
+under the instructor's login), and the submission's timestamp.txt and
 submission_secret.txt. formgrader then lists the submission with its per-cell scores and
 "tests failed", `nbgrader export` has our partial credit, and `nbgrader generate_feedback`,
 `release_feedback` and `fetch_feedback` give each student nbgrader's feedback page per notebook,
@@ -339,31 +341,53 @@ SANITISERS = (  # nbgrader autograde's own, before it would execute (we never do
 )
 
 
-def _verdict_output(tests, name):
-    """A grade cell's output: one line per hidden test of `name` (stdout when every point was
-    earned, stderr otherwise, which formgrader and the feedback page show in red)."""
+FAILED_COLOUR = "#c62828"  # red, as Jupyter's own error outputs
+VERDICT_BOX = "white-space:pre-wrap;overflow-wrap:anywhere;word-break:break-word;margin:0"
+
+
+def _lines_output(lines):
+    """An output holding `lines` (text, failed?) that wraps at any width and shows the failed
+    ones in red wherever nbgrader renders it: formgrader's grading page shows a stream in black
+    and neither it nor the feedback page wraps one, but both render our HTML (cleaned like the
+    student's, see nbgrader_sanitise). The text/plain copy is what Jupyter and `nbgrader
+    validate` read."""
+    import html
+
     import nbformat
 
+    shown = []
+    for text, bad in lines:
+        escaped = html.escape(terminal(text), quote=False)
+        shown.append(f'<span style="color:{FAILED_COLOUR}">{escaped}</span>' if bad else escaped)
+    data = {
+        "text/plain": "\n".join(terminal(text) for text, _ in lines) + "\n",
+        "text/html": f'<pre style="{VERDICT_BOX}">' + "\n".join(shown) + "</pre>",
+    }
+    return nbformat.v4.new_output("display_data", data)
+
+
+def _verdict_output(tests, name):
+    """A grade cell's output: one line per hidden test of `name`, the lines of a test that lost
+    points (its ✗, message and hint) in red, and the first line too when any point was lost."""
     from autograder.misconceptions import CATALOGUE
 
     earned = sum(float(t.get("score", 0)) for t in tests)
     worth = sum(float(t.get("max_score", 0)) for t in tests)
-    lines = [f"{name}: {earned:g} / {worth:g} points from the course's hidden tests"]
+    full = worth > 0 and earned >= worth - 1e-9
+    lines = [(f"{name}: {earned:g} / {worth:g} points from the course's hidden tests", not full)]
     for t in tests:
-        mark = "✓" if t.get("status") == "passed" else "✗"
+        passed = t.get("status") == "passed"
+        mark = "✓" if passed else "✗"
         test = str(t.get("name", "")).split(": ", 1)[-1]
-        lines.append(
-            f"{mark} {test} ({float(t.get('score', 0)):g}/{float(t.get('max_score', 0)):g})"
-        )
-        if t.get("status") != "passed":
-            lines += [f"    {line}" for line in str(t.get("output", "")).splitlines()[:12]]
+        score = f"({float(t.get('score', 0)):g}/{float(t.get('max_score', 0)):g})"
+        lines.append((f"{mark} {test} {score}", not passed))
+        if not passed:
+            lines += [(f"    {line}", True) for line in str(t.get("output", "")).splitlines()[:12]]
             for mid in t.get("misconceptions") or []:
                 known = CATALOGUE.get(mid)
                 if known is not None:
-                    lines.append(f"    likely: {known.mistake}. Hint: {known.hint}")
-    text = "\n".join(terminal(line) for line in lines) + "\n"
-    full = worth > 0 and earned >= worth - 1e-9
-    return nbformat.v4.new_output("stream", name="stdout" if full else "stderr", text=text)
+                    lines.append((f"    likely: {known.mistake}. Hint: {known.hint}", True))
+    return _lines_output(lines)
 
 
 def _resources(db_url, student, assignment, stem):
@@ -429,10 +453,13 @@ def autograded_notebook(coursedir, config, student, assignment, stem, payload, f
     """The notebook formgrader shows: the student's (read as the grader reads it: bounded, no
     link, outputs dropped), sanitised by nbgrader's preprocessors, with our verdicts as each
     grade cell's output, the errors its cells raised while graded, and a first cell saying how it
-    was graded. A notebook that cannot be read or sanitised is shown as released, and says so."""
+    was graded. A notebook that cannot be read or sanitised is shown as released, and says so.
+    Last, everything in it that formgrader and the feedback page render as HTML is cleaned
+    (nbgrader_sanitise): no student's script reaches the instructor's browser."""
     import nbformat
 
     from autograder.notebook_files import load_notebook
+    from autograder.platforms.nbgrader_sanitise import sanitise_notebook
 
     filename = BY_STEM[stem].filename
     info = (payload.get("notebooks") or {}).get(stem, {})
@@ -451,9 +478,7 @@ def autograded_notebook(coursedir, config, student, assignment, stem, payload, f
                 cell = nb.cells[index]
                 if cell.cell_type == "code":
                     text = f"While graded, this cell raised {err.get('type')}: {err.get('message')}"
-                    cell.outputs.append(
-                        nbformat.v4.new_output("stream", name="stderr", text=terminal(text) + "\n")
-                    )
+                    cell.outputs.append(_lines_output([(text, True)]))
     tests = [t for t in payload.get("tests", []) if t.get("notebook") == stem]
     for cell in nb.cells:
         grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
@@ -479,7 +504,7 @@ def autograded_notebook(coursedir, config, student, assignment, stem, payload, f
     if nb.get("nbformat_minor", 0) < 5:
         summary.pop("id", None)
     nb.cells.insert(0, summary)
-    return nb
+    return sanitise_notebook(nb)
 
 
 def _file_modes(groupshared):
