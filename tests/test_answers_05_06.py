@@ -1,4 +1,4 @@
-"""Every "going further" question of notebooks 05-06 has an answer in solutions/answers/, and every
+"""Every "going further" question of notebooks 05-07 has an answer in solutions/answers/, and every
 question graded by hand carries a rubric that the release strips from the handout.
 
 The answers are instructor and self-learner material: they live beside the solutions, one
@@ -21,6 +21,7 @@ QUESTION_LISTS = {
     "05_transformer_block": "## Going further",
     "05b_encoder_decoder": "## Going further",
     "06_autoregressive_lm": "**Things to try.**",
+    "07_modern_lm": "## Going further",
 }
 
 
