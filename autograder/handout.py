@@ -257,9 +257,9 @@ COLAB_EARLIER = """\
 """
 
 
-def colab_cell(nb, repository):
+def colab_cell(nb, repository, solutions=SOLUTIONS):
     """The Colab cell of a handout notebook (nbformat cell): see COLAB_CELL."""
-    source = nbformat.read(SOLUTIONS / nb.filename, as_version=4)
+    source = nbformat.read(Path(solutions) / nb.filename, as_version=4)
     text = "\n".join(cell.source for cell in source.cells if cell.cell_type == "code")
     earlier = [other.filename for other in NOTEBOOKS if other is not nb and other.filename in text]
     cell = nbformat.v4.new_code_cell(
@@ -478,7 +478,7 @@ def build_handout(out, stage=None, solutions=SOLUTIONS, repository=None):
     for nb in notebooks:
         solution = nbformat.read(Path(solutions) / nb.filename, as_version=4)
         released = release_notebook(solution)
-        released.cells.insert(0, colab_cell(nb, repository))
+        released.cells.insert(0, colab_cell(nb, repository, solutions))
         (out / "notebooks" / nb.filename).write_text(render(released))
     _write_checker(out / "checker", notebooks)
     (out / "requirements.txt").write_text(

@@ -85,3 +85,12 @@ def test_every_package_of_the_course_is_listed_in_pyproject():
     assert on_disk == listed, (
         f"unlisted: {sorted(on_disk - listed)}; gone: {sorted(listed - on_disk)}"
     )
+
+
+def test_the_readme_opens_every_notebook_of_the_handout_in_colab():
+    from autograder.curriculum import NOTEBOOKS
+    from autograder.handout import colab_link, handout_repository
+
+    readme = (REPO / "README.md").read_text()
+    links = re.findall(r"\]\((https://colab\.research\.google\.com/\S+)\)", readme)
+    assert links == [colab_link(handout_repository(), nb.filename) for nb in NOTEBOOKS]
