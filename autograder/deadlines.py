@@ -18,6 +18,19 @@ The policy file (TOML):
     period_hours = 24
     grace_minutes = 0               # handed in within this after the due date: not late
 
+    [extensions]                    # per student, by the name they are graded under
+    ada = 48                        # every due date 48 hours later
+    "bo-lee" = { "03_matrix_attention" = "2026-11-06 23:59", all = "2026-12-20 23:59" }
+
+An extension moves that student's due dates only: a number of hours (finite, > 0) for every
+notebook, or new dates (a table like [due], whose `all` covers the notebooks it does not name;
+a notebook it leaves out keeps the class's date). Student names are compared ignoring case.
+Under nbgrader, give extensions in nbgrader's own gradebook instead (its `extension` per
+student and assignment), which its late penalty reads.
+
+Every number must be finite: points >= 0, grace_minutes >= 0, period_hours > 0 and at most a
+year; any other file is refused with where and why, before anything is graded or written.
+
 The rules are nbgrader's (nbgrader.preprocessors.AssignLatePenalties with its
 LateSubmissionPlugin): a notebook handed in after its due date gets a penalty from the policy,
 never below 0 and never above the notebook's score, and nothing when on time. "zero" is nbgrader's
@@ -34,7 +47,7 @@ needs no regrading.
 import json
 import math
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -43,6 +56,7 @@ from autograder.curriculum import BY_STEM, NOTEBOOKS
 
 METHODS = ("none", "zero", "per-period")
 ALL = "all"
+MAX_HOURS = 24 * 366  # a period, a grace or an extension longer than a year is a typing slip
 
 
 class PolicyError(ValueError):
@@ -56,6 +70,14 @@ class LatePolicy:
     points: float = 0.0
     period: timedelta = timedelta(hours=1)
     grace: timedelta = timedelta(0)
+    extensions: dict = field(default_factory=dict)  # folded student name -> {stem: datetime}
+
+    def for_student(self, student):
+        """This policy with the student's extended due dates (itself when they have none)."""
+        moved = self.extensions.get(str(student or "").casefold())
+        if not moved:
+            return self
+        return replace(self, due={**self.due, **moved}, extensions={})
 
     def seconds_late(self, stem, handed_in):
         """Seconds after the due date (0 when on time, within the grace, or no due date)."""
@@ -101,27 +123,14 @@ def parse_policy(data, source="the deadlines file"):
     """A LatePolicy from the policy's data (a dict, as TOML reads it)."""
     if not isinstance(data, dict):
         raise PolicyError(f"{source}: expected a table")
-    unknown = set(data) - {"timezone", "due", "penalty"}
+    unknown = set(data) - {"timezone", "due", "penalty", "extensions"}
     if unknown:
         raise PolicyError(f"{source}: unknown key(s) {', '.join(sorted(unknown))}")
     try:
         zone = ZoneInfo(data["timezone"]) if "timezone" in data else UTC
     except (ZoneInfoNotFoundError, ValueError, TypeError):
         raise PolicyError(f"{source}: unknown timezone {data['timezone']!r}") from None
-    due_table = data.get("due", {})
-    if not isinstance(due_table, dict):
-        raise PolicyError(f"{source}: [due] must be a table of notebook = date")
-    due = {}
-    for key, value in due_table.items():
-        if key == ALL:
-            continue
-        if notebook_of(key) is None:
-            raise PolicyError(f"{source}: [due] names no notebook of the course: {key!r}")
-        due[notebook_of(key)] = _when(value, zone, f"{source}, due.{key}")
-    if ALL in due_table:
-        fallback = _when(due_table[ALL], zone, f"{source}, due.all")
-        for nb in NOTEBOOKS:
-            due.setdefault(nb.stem, fallback)
+    due = _due_dates(data.get("due", {}), zone, source, "due")
     penalty = data.get("penalty", {})
     if not isinstance(penalty, dict):
         raise PolicyError(f"{source}: [penalty] must be a table")
@@ -129,20 +138,75 @@ def parse_policy(data, source="the deadlines file"):
     if method not in METHODS:
         raise PolicyError(f"{source}: penalty.method must be one of {', '.join(METHODS)}")
     numbers = {}
+    unknown = set(penalty) - {"method", "points", "period_hours", "grace_minutes"}
+    if unknown:
+        raise PolicyError(f"{source}: unknown key(s) in [penalty]: {', '.join(sorted(unknown))}")
     for key, default in (("points", 0.0), ("period_hours", 1.0), ("grace_minutes", 0.0)):
         value = penalty.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-            raise PolicyError(f"{source}: penalty.{key} must be a number >= 0")
+        if not _finite(value) or value < 0:
+            raise PolicyError(f"{source}: penalty.{key} must be a finite number >= 0")
         numbers[key] = float(value)
-    if method == "per-period" and (numbers["points"] <= 0 or numbers["period_hours"] <= 0):
+    if numbers["period_hours"] <= 0 or numbers["period_hours"] > MAX_HOURS:
+        raise PolicyError(f"{source}: penalty.period_hours must be > 0 and at most {MAX_HOURS}")
+    if numbers["grace_minutes"] > MAX_HOURS * 60:
+        raise PolicyError(f"{source}: penalty.grace_minutes must be at most {MAX_HOURS * 60}")
+    if method == "per-period" and numbers["points"] <= 0:
         raise PolicyError(f"{source}: per-period needs points > 0 and period_hours > 0")
+    extensions = _extensions(data.get("extensions", {}), due, zone, source)
     return LatePolicy(
         due=due,
         method=method,
         points=numbers["points"],
         period=timedelta(hours=numbers["period_hours"]),
         grace=timedelta(minutes=numbers["grace_minutes"]),
+        extensions=extensions,
     )
+
+
+def _finite(value):
+    return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
+
+
+def _due_dates(table, zone, source, where):
+    """{stem: aware datetime} from a table of notebook = date, with `all` for the rest."""
+    if not isinstance(table, dict):
+        raise PolicyError(f"{source}: [{where}] must be a table of notebook = date")
+    due = {}
+    for key, value in table.items():
+        if key == ALL:
+            continue
+        if notebook_of(key) is None:
+            raise PolicyError(f"{source}: [{where}] names no notebook of the course: {key!r}")
+        due[notebook_of(key)] = _when(value, zone, f"{source}, {where}.{key}")
+    if ALL in table:
+        fallback = _when(table[ALL], zone, f"{source}, {where}.all")
+        for nb in NOTEBOOKS:
+            due.setdefault(nb.stem, fallback)
+    return due
+
+
+def _extensions(table, due, zone, source):
+    """{folded student: {stem: extended due date}} from [extensions]."""
+    if not isinstance(table, dict):
+        raise PolicyError(f"{source}: [extensions] must be a table of student = hours or dates")
+    extensions = {}
+    for student, value in table.items():
+        where = f"{source}, extensions.{student}"
+        if student.casefold() in extensions:
+            raise PolicyError(f"{where}: this student is given twice (names ignore case)")
+        if isinstance(value, dict):
+            moved = _due_dates(value, zone, source, f"extensions.{student}")
+        elif _finite(value) and 0 < value <= MAX_HOURS:
+            if not due:
+                raise PolicyError(f"{where}: hours extend due dates, and [due] gives none")
+            moved = {stem: when + timedelta(hours=value) for stem, when in due.items()}
+        else:
+            raise PolicyError(
+                f"{where}: expected a number of hours (> 0, at most {MAX_HOURS}) or a table "
+                "of notebook = date"
+            )
+        extensions[student.casefold()] = moved
+    return extensions
 
 
 def load_policy(path):
@@ -165,6 +229,7 @@ def apply_late_policy(payload, policy, handed_in):
     before = json.dumps([payload.get("late"), payload.get("score"), payload.get("notebooks")])
     if policy is None:
         policy = LatePolicy()  # no due dates: every penalty 0
+    policy = policy.for_student(payload.get("student"))
     raw = {}
     for test in payload.get("tests", []):
         raw[test["notebook"]] = raw.get(test["notebook"], 0.0) + float(test["score"])

@@ -53,6 +53,17 @@ def add_arguments(commands):
         help="Moodle: the user field the first column holds (email from the roster's email, "
         "idnumber from student_number, username from username; default: email)",
     )
+    cmd.add_argument(
+        "--lms-users",
+        help="a CSV of the LMS's own users, to name every roster row it does not know before "
+        "writing: Canvas's gradebook export, or Moodle's grade export or participants download",
+    )
+    cmd.add_argument(
+        "--only-matched",
+        action="store_true",
+        help="write only the roster rows the LMS will match (the others are named); without "
+        "it, any such row stops the export before anything is written",
+    )
 
 
 def grade_columns(students, which):
@@ -75,42 +86,87 @@ def grade_columns(students, which):
 
 
 def grades_of(results, columns):
-    """{title: points} of one student, or None when grading failed (no grade to export)."""
+    """{title: points} of one student, or None when grading failed (no grade to export).
+
+    Each notebook's points are results.json's `notebooks.<stem>.score` (late penalty included),
+    the total its `score`: exactly what the student's page and grades.csv show. A notebook with
+    tests but no entry there (an older results.json) is the sum of its tests' points."""
     if results.get("internal_error") or not results.get("tests"):
         return None
     per = defaultdict(float)
     for t in results["tests"]:
         per[t.get("notebook")] += float(t.get("score", 0.0))
+    notebooks = results.get("notebooks") if isinstance(results.get("notebooks"), dict) else {}
+    for stem, info in notebooks.items():
+        if isinstance(info, dict) and isinstance(info.get("score"), int | float):
+            per[stem] = float(info["score"])
     grades = {title: round(per[title], 4) for title, _ in columns if title != TOTAL}
     if any(title == TOTAL for title, _ in columns):
         grades[TOTAL] = round(float(results.get("score", sum(per.values()))), 4)
     return grades
 
 
-def export(roster_path, fmt, grades_dir, out=None, which="both", identifier="email"):
-    """Write the export and the unmatched list; returns (lines for the terminal, exit status)."""
+class ExportRefused(Exception):
+    """Rows the LMS would not match: nothing written; the lines say which and what to do."""
+
+    def __init__(self, lines):
+        super().__init__("\n".join(lines))
+        self.lines = lines
+
+
+def _lms(fmt):
+    return canvas if fmt == "canvas" else moodle
+
+
+def export(
+    roster_path,
+    fmt,
+    grades_dir,
+    out=None,
+    which="both",
+    identifier="email",
+    lms_users=None,
+    only_matched=False,
+):
+    """Write the export and the unmatched list; returns (lines for the terminal, exit status).
+
+    Before anything is written, every roster row the LMS would not match (no identity it reads;
+    with `lms_users`, a file of the LMS's own users, one it does not list) is named, and the
+    export is refused (ExportRefused) unless only_matched, which writes the other rows only."""
     grades_dir = Path(grades_dir)
     people = read_roster(roster_path)
     students = collect_results(grades_dir)
     if not students:
         raise RosterError(f"no results.json under {grades_dir}: run `grade` first")
+    lms = _lms(fmt)
+    known = lms.read_users(lms_users, identifier) if lms_users else None
     by_name = {s.student: s for s in students}
     match = match_submissions(people, list(by_name))
     columns = grade_columns(students, which)
-    rows, notes = [], []
+    rows, notes, left_out = [], [], []
     for person in people:
         name = match.by_person.get(person.row)
         grades = grades_of(by_name[name].results, columns) if name else None
         if name and grades is None:
             notes.append(f"{person.label}: grading failed for {name}; exported with no grade")
-        if fmt == "moodle" and moodle.missing_identifier(person, identifier):
-            notes.append(f"{person.label} (roster line {person.row}) has no {identifier}: left out")
+        matched, reason = lms.identify(person, identifier, known)
+        if matched is None:
+            left_out.append(f"  {person.label} (roster line {person.row}): {reason}")
             continue
-        rows.append((person, grades))
-    if fmt == "canvas":
-        text = canvas.gradebook_csv(rows, columns)
-    else:
-        text = moodle.grade_import_csv(rows, columns, identifier)
+        if reason:
+            notes.append(f"{person.label} (roster line {person.row}): {reason}")
+        rows.append((matched, grades))
+    if left_out and not only_matched:
+        raise ExportRefused(
+            [
+                f"nothing written: {len(left_out)} roster row(s) {fmt.capitalize()} would not "
+                f"match{lms.CONSEQUENCE}:",
+                *left_out,
+                f"Fix the roster, or add --only-matched to write only the other {len(rows)} "
+                "row(s).",
+            ]
+        )
+    text = lms.import_csv(rows, columns, identifier)
     target = Path(out) if out else grades_dir / DEFAULT_FILES[fmt]
     atomic_write(target, text)
     unmatched = [csv_row(["submission", "reason"])]
@@ -122,6 +178,9 @@ def export(roster_path, fmt, grades_dir, out=None, which="both", identifier="ema
         f"wrote {len(rows)} roster entries ({graded} with grades, {len(rows) - graded} with "
         f"none) in {fmt}'s format -> {target}"
     ]
+    if left_out:
+        lines.append(f"left out (--only-matched), {fmt.capitalize()} would not match them:")
+        lines += left_out
     lines += notes
     if match.unmatched:
         lines.append(
@@ -129,16 +188,27 @@ def export(roster_path, fmt, grades_dir, out=None, which="both", identifier="ema
             f"{grades_dir / UNMATCHED_FILE}):"
         )
         lines += [f"  {name}: {reason}" for name, reason in match.unmatched]
+    lines += lms.import_steps(columns, identifier)
     return [terminal(line) for line in lines], 0
 
 
 def run(args):
     try:
         lines, status = export(
-            args.roster, args.format, args.grades, args.out, args.columns, args.identifier
+            args.roster,
+            args.format,
+            args.grades,
+            args.out,
+            args.columns,
+            args.identifier,
+            args.lms_users,
+            args.only_matched,
         )
     except RosterError as exc:
         print(f"error: {terminal(str(exc))}", file=sys.stderr)
+        return 2
+    except ExportRefused as exc:
+        print("\n".join(terminal(line) for line in exc.lines), file=sys.stderr)
         return 2
     print("\n".join(lines))
     return status

@@ -21,6 +21,7 @@ answer is in the bundle, and runs it installed in a venv without the course.
 """
 
 import ast
+import json
 import shutil
 import tomllib
 from pathlib import Path
@@ -50,7 +51,8 @@ SHIPPED = (
 SHIPPED_DATA = ("*.py", "*.json")  # of coursedata (data/)
 
 # The distributions a student needs (the course's pins are read from pyproject.toml): the
-# grader's own (nbgrader, nbclient, nbconvert, jinja2) are the instructor's business.
+# grader's own (nbgrader, nbclient, nbconvert, jinja2) are the instructor's business. The
+# handout's requirements.txt pins them exactly, as the course does.
 STUDENT_PACKAGES = (
     "numpy",
     "torch",
@@ -60,6 +62,21 @@ STUDENT_PACKAGES = (
     "nbformat",
     "tqdm",
 )
+
+# What the checker itself requires: ranges, so that installing it where these packages already
+# are (Colab, a lab image with its own PyTorch) replaces none that fits. The lower bounds are the
+# oldest versions the checks and the notebooks were run with (Debian 13's own packages, Python
+# 3.13: benchmarks/newer_python.sh); the course's pins must fall inside (tests/test_handout.py).
+# JupyterLab is the `lab` extra: Colab and JupyterHub bring their own front end.
+CHECKER_REQUIREMENTS = {
+    "numpy": ">=2.2,<3",
+    "torch": ">=2.6,<3",
+    "matplotlib": ">=3.8",
+    "ipykernel": ">=6.20",
+    "nbformat": ">=5.9",
+    "tqdm": ">=4.64",
+}
+CHECKER_EXTRAS = {"lab": {"jupyterlab": ">=4.0"}}
 
 INIT = '''"""The visible checks of the attention course: `from autograder.checks import check`.
 
@@ -79,12 +96,16 @@ build-backend = "setuptools.build_meta"
 name = "attention-course-checker"
 version = "{version}"
 description = "The visible checks and data of the attention course's notebooks (no answers)."
-requires-python = ">=3.11,<3.12"
+requires-python = "{requires_python}"
 license = {{ text = "MIT" }}
-# The course's own pins: every student runs the versions the checks were made with.
+# Ranges, not pins: an installed PyTorch (Colab's, a lab image's) that fits is kept. The
+# handout's requirements.txt holds the course's exact versions.
 dependencies = [
 {dependencies}
 ]
+
+[project.optional-dependencies]
+{extras}
 
 [tool.setuptools]
 packages = [
@@ -128,32 +149,39 @@ with prose, worked numbers and plots, and has exercises: write the function, the
 below it, which checks your function on a few inputs and tells you what is wrong, never what the
 answer is.
 
-| notebook | graded exercises |
-| --- | --- |
+| notebook | graded exercises | on Colab |
+| --- | --- | --- |
 {table}
 
 ## Set up (once)
 
-On Python 3.11, in this folder:
+On Python 3.11, 3.12 or 3.13, in this folder. On Linux, pip's default PyTorch brings gigabytes
+of CUDA libraries that a laptop does not use, so install PyTorch's CPU build first, then the
+course's pinned packages and its checker:
 
 ```bash
-python -m venv .venv && . .venv/bin/activate && pip install ./checker
+python -m venv .venv && . .venv/bin/activate
+pip install torch=={torch} --index-url https://download.pytorch.org/whl/cpu
+pip install -r requirements.txt
 ```
 
-(or `pip install -r requirements.txt`: the same packages, pinned). On Windows activate with
-`.venv\\Scripts\\activate`. On Linux, pip's default PyTorch brings gigabytes of CUDA libraries
-that a laptop does not use: install the CPU build first, then the checker:
+On macOS and Windows (whose PyTorch wheels are CPU builds already) the second line can be left
+out; on Windows activate with `.venv\\Scripts\\activate`. Where PyTorch is already installed
+(a lab machine's image), install only the checker: it keeps an installed PyTorch {torch_range}.
 
 ```bash
-pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
-pip install ./checker
+pip install "./checker[lab]"
 ```
 
-(macOS's and Windows' PyTorch wheels are CPU builds already.) Then:
+Then:
 
 ```bash
 jupyter lab notebooks/
 ```
+
+On Google Colab, open a notebook from the table above: its first cell installs the checks beside
+Colab's own PyTorch. From notebook 03 on, a notebook uses your earlier ones: upload them next to
+it (the Files pane).
 
 ## Working through the notebooks
 
@@ -184,6 +212,81 @@ package `coursedata`). It contains no solutions.
 """
 
 
+# The first cell of every handout notebook. On Colab (its kernel has imported google.colab, and
+# it sets COLAB_RELEASE_TAG) it installs the checker from the handout's repository, keeping
+# every package Colab already has at the version it has (a pip constraint per package), so
+# Colab's PyTorch is never replaced; anywhere else it does nothing.
+COLAB_CELL = """\
+# Google Colab only: install this course's checks and data beside Colab's own PyTorch and NumPy
+# (nothing Colab already has is replaced). Anywhere else this cell does nothing.
+import os
+import sys
+
+if "google.colab" in sys.modules or "COLAB_RELEASE_TAG" in os.environ:
+    import subprocess
+    import tempfile
+    from importlib.metadata import PackageNotFoundError, version
+
+    keep = []
+    for package in {packages}:
+        try:
+            keep.append(f"{{package}}=={{version(package)}}")
+        except PackageNotFoundError:
+            pass
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as constraints:
+        constraints.write("\\n".join(keep) + "\\n")
+    print("keeping what Colab has:", ", ".join(keep))
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "pip", "install", "--quiet", "-c", constraints.name,
+            "git+{repository}#subdirectory=checker",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        raise RuntimeError("could not install the course's checks:\\n" + done.stderr[-2000:])
+    print("the course's checks are installed")
+{earlier}"""
+
+COLAB_EARLIER = """\
+    for earlier in {files}:
+        if not os.path.exists(earlier):
+            print(f"This notebook uses your own {{earlier}}: upload it next to this notebook "
+                  "(the Files pane, on the left), then run the notebook again.")
+"""
+
+
+def colab_cell(nb, repository, solutions=SOLUTIONS):
+    """The Colab cell of a handout notebook (nbformat cell): see COLAB_CELL."""
+    source = nbformat.read(Path(solutions) / nb.filename, as_version=4)
+    text = "\n".join(cell.source for cell in source.cells if cell.cell_type == "code")
+    earlier = [other.filename for other in NOTEBOOKS if other is not nb and other.filename in text]
+    cell = nbformat.v4.new_code_cell(
+        COLAB_CELL.format(
+            packages=json.dumps(list(CHECKER_REQUIREMENTS)),
+            repository=repository,
+            earlier=COLAB_EARLIER.format(files=json.dumps(earlier)) if earlier else "",
+        )
+    )
+    cell.id = "colab-setup"
+    return cell
+
+
+def handout_repository(pyproject=REPO / "pyproject.toml"):
+    """Where the handout is published (pyproject.toml's [project.urls] Handout)."""
+    return tomllib.loads(Path(pyproject).read_text())["project"]["urls"]["Handout"]
+
+
+def colab_link(repository, filename):
+    """The "Open in Colab" address of a handout notebook, or None for a non-GitHub repository."""
+    prefix = "https://github.com/"
+    if not repository.startswith(prefix):
+        return None
+    path = repository.removeprefix(prefix).removesuffix(".git").strip("/")
+    return f"https://colab.research.google.com/github/{path}/blob/main/notebooks/{filename}"
+
+
 def student_requirements(pyproject=REPO / "pyproject.toml"):
     """['numpy==2.4.6', 'torch==2.13.0', ...]: the course's own pins for STUDENT_PACKAGES."""
     pins = tomllib.loads(Path(pyproject).read_text())["project"]["dependencies"]
@@ -192,6 +295,33 @@ def student_requirements(pyproject=REPO / "pyproject.toml"):
     if missing:
         raise ValueError(f"pyproject.toml pins no {', '.join(missing)}")
     return [by_name[name] for name in STUDENT_PACKAGES]
+
+
+def requires_python(pyproject=REPO / "pyproject.toml"):
+    """The course's supported Pythons (">=3.11,<3.14"): the checker supports the same."""
+    return tomllib.loads(Path(pyproject).read_text())["project"]["requires-python"]
+
+
+def checker_requirements():
+    """(['numpy>=2.2,<3', ...], {'lab': ['jupyterlab>=4.0']}): what the checker's pyproject says."""
+    return (
+        [f"{name}{spec}" for name, spec in CHECKER_REQUIREMENTS.items()],
+        {
+            extra: [f"{name}{spec}" for name, spec in specs.items()]
+            for extra, specs in CHECKER_EXTRAS.items()
+        },
+    )
+
+
+def _described(spec):
+    """'2.6 or later, before 3' for '>=2.6,<3'."""
+    lower, upper = spec.split(",")
+    return f"{lower.removeprefix('>=')} or later, before {upper.removeprefix('<')}"
+
+
+def _pin(name):
+    """The course's version of a package ('2.13.0' for torch)."""
+    return next(p.split("==")[1] for p in student_requirements() if p.split("==")[0] == name)
 
 
 def notebooks_of(stage=None):
@@ -296,20 +426,34 @@ def _write_checker(checker, notebooks):
 
     packages = ["autograder", "autograder.harness", "autograder.judging"]
     packages += ["autograder.misconceptions", "coursedata"]
+    dependencies, extras = checker_requirements()
     (checker / "pyproject.toml").write_text(
         PYPROJECT.format(
             version=__version__,
-            dependencies="\n".join(f'    "{pin}",' for pin in student_requirements()),
+            requires_python=requires_python(),
+            dependencies="\n".join(f'    "{spec}",' for spec in dependencies),
+            extras="\n".join(
+                f"{extra} = [{', '.join(repr(s).replace(chr(39), chr(34)) for s in specs)}]"
+                for extra, specs in extras.items()
+            ),
             packages="\n".join(f'    "{name}",' for name in packages),
         )
     )
 
 
-def _write_readme(out, notebooks, stage):
+def _colab_badge(repository, nb):
+    link = colab_link(repository, nb.filename)
+    return f"[Open in Colab]({link})" if link else "-"
+
+
+def _write_readme(out, notebooks, stage, repository):
     table = "\n".join(
-        f"| `{nb.filename}` | {', '.join(f'`{name}`' for name in nb.graded)} |"
-        if nb.graded
-        else f"| `{nb.filename}` | optional, not graded |"
+        (
+            f"| `{nb.filename}` | {', '.join(f'`{name}`' for name in nb.graded)} | "
+            if nb.graded
+            else f"| `{nb.filename}` | optional, not graded | "
+        )
+        + f"{_colab_badge(repository, nb)} |"
         for nb in handed_out(notebooks)
     )
     partial = stage is not None and stage < len(NOTEBOOKS)
@@ -321,12 +465,17 @@ def _write_readme(out, notebooks, stage):
             ],
             destination=notebooks[-1].title.lower() if partial else "a small modern language model",
             table=table,
+            torch=_pin("torch"),
+            torch_range=_described(CHECKER_REQUIREMENTS["torch"]),
         )
     )
 
 
-def build_handout(out, stage=None, solutions=SOLUTIONS):
-    """Write the handout into `out` (which must be empty or absent). Returns its files."""
+def build_handout(out, stage=None, solutions=SOLUTIONS, repository=None):
+    """Write the handout into `out` (which must be empty or absent). Returns its files.
+    repository: where the handout will be published (default: pyproject.toml's Handout URL),
+    for the notebooks' Colab cell and the README's Colab links."""
+    repository = repository or handout_repository()
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         raise FileExistsError(f"{out} is not empty: choose a new folder for the handout")
@@ -334,7 +483,9 @@ def build_handout(out, stage=None, solutions=SOLUTIONS):
     (out / "notebooks").mkdir(parents=True, exist_ok=True)
     for nb in handed_out(notebooks):  # with the optional notebooks, which nothing grades
         solution = nbformat.read(Path(solutions) / nb.filename, as_version=4)
-        (out / "notebooks" / nb.filename).write_text(render(release_notebook(solution)))
+        released = release_notebook(solution)
+        released.cells.insert(0, colab_cell(nb, repository, solutions))
+        (out / "notebooks" / nb.filename).write_text(render(released))
     _write_checker(out / "checker", notebooks)
     (out / "requirements.txt").write_text(
         "# The course's pinned packages, then the checks and data of its notebooks.\n"
@@ -342,7 +493,7 @@ def build_handout(out, stage=None, solutions=SOLUTIONS):
         + "./checker\n"
     )
     (out / ".gitignore").write_text(GITIGNORE)
-    _write_readme(out, notebooks, stage)
+    _write_readme(out, notebooks, stage, repository)
     return sorted(p for p in out.rglob("*") if p.is_file())
 
 

@@ -20,8 +20,9 @@ needs at least one identity a submission can be matched on:
     section         Canvas's "Section"
     username        Moodle's username
 
-A submission is matched to the person whose `submission`, `email` or `student_number` equals
-its name, else whose `github` equals it, else whose `github` is the longest one it ends with
+Every comparison ignores case (GitHub's user names, e-mail addresses and the student numbers of
+an LMS do: `S1001` and `s1001` are one student). A submission is matched to the person whose
+`submission`, `email` or `student_number` equals its name, else whose `github` equals it, else whose `github` is the longest one it ends with
 after a dash (a user `ann-lee` and a user `lee` both end `hw1-ann-lee`: `ann-lee` is chosen).
 Anything else is not guessed: a submission two people match equally, and a person two
 submissions match, are reported as conflicts and exported for nobody.
@@ -44,6 +45,7 @@ COLUMNS = (
     "username",
 )
 IDENTITIES = ("submission", "github", "email", "student_number")  # what a submission matches
+EXACT = ("submission", "email", "student_number")  # matched whole (ignoring case) before github
 ALIASES = {"studentnumber": "student_number", "idnumber": "student_number", "login": "github"}
 MAX_ROSTER_BYTES = 20 * 2**20
 
@@ -140,9 +142,7 @@ def _candidates(name, people):
     exact = [
         p
         for p in people
-        if p.get("submission") == name
-        or (p.get("email") and p.get("email").casefold() == folded)
-        or (p.get("student_number") and p.get("student_number") == name)
+        if any(p.get(column) and p.get(column).casefold() == folded for column in EXACT)
     ]
     if exact:
         return exact

@@ -124,3 +124,36 @@ def test_a_repository_name_that_is_not_a_student_id_is_refused():
     ):
         with pytest.raises(GatherError):
             student_of(bad, "attention-")
+
+
+def test_gather_writes_only_where_it_is_told(tmp_path, monkeypatch, capsys):
+    before = DEADLINE - timedelta(hours=3)
+    ada = _repo(tmp_path / "remote", "attention-ada", [(before, {"01_soft_lookup.ipynb": _notebook("a")})])  # fmt: skip
+    listing = tmp_path / "repos.txt"
+    listing.write_text(f"{ada}\n")
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
+    code = main(
+        [
+            "classroom",
+            "gather",
+            str(listing),
+            "--into",
+            str(tmp_path / "class"),
+            "--prefix",
+            "attention-",
+        ]
+    )
+    assert code == 0, capsys.readouterr()
+    assert list(cwd.iterdir()) == []  # no clones, no record in the current directory
+    assert list((tmp_path / "tmp").iterdir()) == []  # the temporary clones are gone
+    assert [p.name for p in (tmp_path / "class" / "ada").iterdir()] == ["01_soft_lookup.ipynb"]
+    assert "record" not in capsys.readouterr().out
+    with pytest.raises(SystemExit):  # and --into is never guessed
+        main(["classroom", "gather", str(listing)])

@@ -277,3 +277,59 @@ def test_grade_applies_a_policy_to_students_graded_before_without_regrading(tmp_
     again = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr
     assert json.loads((out / "ada" / "results.json").read_text())["score"] == 5.0
+
+
+# -- per-student extensions and what a deadlines file may hold ----------------------------------
+EXTENDED = {
+    "due": {"all": "2026-10-01T12:00:00+00:00"},
+    "penalty": {"method": "per-period", "points": 3.0, "period_hours": 24},
+    "extensions": {
+        "Ada": 48,  # every notebook 48 h later; the name as graded, any case
+        "bo": {"01_soft_lookup": "2026-10-05T12:00:00+00:00"},  # one notebook moved
+    },
+}
+
+
+@pytest.mark.parametrize(
+    "student, hours_late, penalty_01, penalty_02",
+    [
+        ("cy", 30, 4.0, 1.0),  # no extension: two periods (6 points) capped at 4 and at 1
+        ("ada", 30, 0.0, 0.0),  # 48 h more for every notebook: on time
+        ("ADA", 60, 3.0, 1.0),  # 12 h past the extended date: one period; names ignore case
+        ("bo", 30, 0.0, 1.0),  # 01 moved four days, 02 keeps the class's date
+    ],
+)
+def test_an_extension_moves_only_that_students_due_dates(
+    student, hours_late, penalty_01, penalty_02
+):
+    policy = parse_policy(EXTENDED)
+    payload = {**_payload(), "student": student}
+    handed_in = {stem: DUE + timedelta(hours=hours_late) for stem in payload["notebooks"]}
+    apply_late_policy(payload, policy, handed_in)
+    late = payload["late"]["notebooks"]
+    assert late["01_soft_lookup"]["penalty"] == penalty_01
+    assert late["02_dot_product_softmax"]["penalty"] == penalty_02
+    assert payload["score"] == 5.0 - penalty_01 - penalty_02
+
+
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        ({"penalty": {"method": "per-period", "points": float("nan")}}, "finite number"),
+        ({"penalty": {"method": "per-period", "points": float("inf")}}, "finite number"),
+        ({"penalty": {"method": "per-period", "points": 1, "period_hours": 0}}, "> 0"),
+        ({"penalty": {"method": "per-period", "points": 1, "period_hours": 1e9}}, "at most"),
+        ({"penalty": {"method": "zero", "grace_minutes": float("nan")}}, "finite number"),
+        ({"penalty": {"method": "zero", "pionts": 2}}, "unknown key"),
+        ({"extensions": {"ada": float("nan")}}, "number of hours"),
+        ({"extensions": {"ada": -5}}, "number of hours"),
+        ({"extensions": {"ada": True}}, "number of hours"),
+        ({"extensions": {"ada": {"08_nothing": "2026-11-01"}}}, "names no notebook"),
+        ({"extensions": {"ada": {"01_soft_lookup": "soon"}}}, "not a date"),
+        ({"extensions": {"ada": 1, "ADA": 2}}, "given twice"),
+        ({"extensions": ["ada"]}, "must be a table"),
+    ],
+)
+def test_a_bad_deadlines_file_is_refused_before_anything_is_graded(tmp_path, change, words):
+    with pytest.raises(PolicyError, match=words):
+        parse_policy({**EXTENDED, **change})

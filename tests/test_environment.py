@@ -18,7 +18,7 @@ def _environment_requirements():
     env = yaml.safe_load((REPO / "environment.yml").read_text())
     pip_sections = [d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d]
     assert len(pip_sections) == 1, "environment.yml needs exactly one pip section"
-    return env, {r for r in pip_sections[0] if not r.startswith("-e")}
+    return env, {r for r in pip_sections[0] if not r.startswith("-")}  # not -e ., options
 
 
 def test_environment_yml_pins_the_same_packages_as_pyproject():
@@ -28,6 +28,11 @@ def test_environment_yml_pins_the_same_packages_as_pyproject():
         f"only in environment.yml: {sorted(conda_pip - pip_route)}; "
         f"only in pyproject.toml: {sorted(pip_route - conda_pip)}"
     )
+
+
+def test_python_311_to_313_are_supported_and_conda_keeps_311():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert project["requires-python"] == ">=3.11,<3.14"
 
 
 def test_environment_yml_uses_python_311_and_installs_the_course():
@@ -44,6 +49,21 @@ def test_every_requirement_is_pinned_exactly():
 
 def test_torch_is_the_cpu_release_on_these_machines():
     assert "torch==2.13.0" in _pyproject_requirements()
+
+
+def test_every_route_that_installs_torch_says_where_its_cpu_build_comes_from():
+    """PyPI's Linux torch is the CUDA build: each README that installs torch gives PyTorch's CPU
+    index with the exact command, and conda's pip section reads that index too."""
+    command = "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
+    readme = (REPO / "README.md").read_text()
+    setup = readme.split("## Set up", 1)[1].split("\n## ", 1)[0]
+    assert command in setup and setup.index(command) < setup.index('pip install -e ".[dev]"')
+    env, _ = _environment_requirements()
+    pip_section = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in pip_section
+    from autograder.handout import README
+
+    assert command.replace("2.13.0", "{torch}") in README  # the handout's, with the course's pin
 
 
 def test_ci_runs_exactly_the_readme_test_command():
@@ -65,3 +85,12 @@ def test_every_package_of_the_course_is_listed_in_pyproject():
     assert on_disk == listed, (
         f"unlisted: {sorted(on_disk - listed)}; gone: {sorted(listed - on_disk)}"
     )
+
+
+def test_the_readme_opens_every_notebook_of_the_handout_in_colab():
+    from autograder.curriculum import NOTEBOOKS
+    from autograder.handout import colab_link, handout_repository
+
+    readme = (REPO / "README.md").read_text()
+    links = re.findall(r"\]\((https://colab\.research\.google\.com/\S+)\)", readme)
+    assert links == [colab_link(handout_repository(), nb.filename) for nb in NOTEBOOKS]

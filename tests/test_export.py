@@ -104,7 +104,8 @@ def read_csv_file(path):
 def assert_no_formula(rows):
     for row in rows:
         for cell in row:
-            assert not re.match(r"[=+\-@\t\r]", cell), cell  # numbers are never negative here
+            if cell != "-":  # alone, Moodle's "no grade", which a spreadsheet reads as text
+                assert not re.match(r"[=+\-@\t\r]", cell), cell  # no negative numbers here
 
 
 def expected_grades(submission):
@@ -141,23 +142,62 @@ def test_canvas_file_is_what_canvas_imports(graded, capsys):
     assert "'=HYPERLINK" in text
 
 
+def moodle_import(text, users, gradepointmax=100):
+    """Moodle's grade/import/csv/classes/load_data.php, for a file mapped to new grade items:
+    {user: {item: grade or None}}, or the reason the whole import stops. Written from its code:
+    the user column is looked up as written; a blank (PHP empty) user cell is skipped without
+    resetting the user of the row above; an unknown user aborts; in a new item only '-' is no
+    grade (a blank is stored, and becomes 0); a grade above gradepointmax aborts."""
+    header, *rows = list(csv.reader(io.StringIO(text, newline="")))
+    gradebook, student = {}, None
+    for row in rows:
+        if len(row) <= 1:
+            continue
+        value = row[0].strip()
+        if value not in ("", "0"):
+            if value not in users:
+                return f"user {value!r} not found: import aborted"
+            student = value
+        if student is None:
+            return "no user mapping: import aborted"
+        for item, cell in zip(header[1:], row[1:], strict=True):
+            cell = cell.strip()
+            if cell == "-":
+                continue
+            grade = float(cell or 0)
+            if grade > gradepointmax:
+                return f"grade {grade} too big: import aborted"
+            gradebook.setdefault(student, {})[item] = grade
+    return gradebook
+
+
 def test_moodle_file_is_what_moodle_imports(graded, capsys):
     out, roster = graded
+    # Cy has no e-mail: Moodle would put Cy's grades on the row above, so nothing is written
     code, printed = export(capsys, out, roster, "--format", "moodle")
+    assert code == 2 and not (out / "moodle_grades.csv").exists()
+    assert "Cy (roster line 6): no email" in printed.err and "--only-matched" in printed.err
+    code, printed = export(capsys, out, roster, "--format", "moodle", "--only-matched")
     assert code == 0, printed.err
-    _, rows = read_csv_file(out / "moodle_grades.csv")
+    assert "Cy (roster line 6): no email" in printed.out
+    text, rows = read_csv_file(out / "moodle_grades.csv")
     header, *students = rows
     assert header == ["email", *(nb.stem for nb in NOTEBOOKS), "total"]
     emails = {r[0]: r for r in students}
-    # a row whose user Moodle cannot find aborts the import: Cy has no e-mail, so no row
     assert len(students) == len(EXPECTED) - 1 and "" not in emails
-    assert "Cy (roster line 6) has no email: left out" in printed.out
     for row in students:
         for cell in row[1:]:
-            assert cell == "" or re.fullmatch(r"\d+(\.\d+)?", cell), cell  # a number or no grade
+            assert cell == "-" or re.fullmatch(r"\d+(\.\d+)?", cell), cell  # a number or no grade
     assert [float(c) for c in emails["ada@example.org"][1:]] == expected_grades("attention-hw-ada")
-    assert emails["ghost@example.org"][1:] == [""] * 7
+    assert emails["ghost@example.org"][1:] == ["-"] * 7
     assert_no_formula(rows)
+    # as Moodle imports it into new grade items: the absent and the broken keep "no grade"
+    gradebook = moodle_import(text, users=set(emails))
+    assert "ghost@example.org" not in gradebook and "broken@example.org" not in gradebook
+    assert gradebook["ada@example.org"]["total"] == 9.0
+    # and the maxima to give each new item are printed (Moodle's default would be 100)
+    assert "01_soft_lookup: maximum grade 2" in printed.out
+    assert f"total: maximum grade {sum(POINTS.values()):g}" in printed.out
 
 
 def test_moodle_by_idnumber_and_only_the_total(graded, capsys):
@@ -170,7 +210,101 @@ def test_moodle_by_idnumber_and_only_the_total(graded, capsys):
     assert rows[0] == ["idnumber", "total"]
     totals = {r[0]: r[1] for r in rows[1:]}
     assert float(totals["2024001"]) == 0.5 and float(totals["1002"]) == 1.5
-    assert totals["1007"] == ""  # no submission: no grade, not 0
+    assert totals["1007"] == "-"  # no submission: no grade, not 0
+
+
+MOODLE_USERS = """\
+First name,Last name,ID number,Institution,Department,Email address
+Ada,Lovelace,1001,,,Ada@Example.org
+Ann,Lee,1002,,,ann@example.org
+Lee,,1003,,,lee@example.org
+Chevy,Chase,1004,,,bo@example.org
+F,F,1006,,,f@example.org
+Broken,B,1008,,,broken@example.org
+"""
+
+
+def test_moodle_names_the_rows_moodle_does_not_know_and_writes_its_own_spelling(
+    graded, tmp_path, capsys
+):
+    out, roster = graded
+    users = tmp_path / "moodle_export.csv"
+    users.write_text(MOODLE_USERS)
+    code, printed = export(capsys, out, roster, "--format", "moodle", "--lms-users", users)
+    assert code == 2 and not (out / "moodle_grades.csv").exists()
+    assert "2 roster row(s) Moodle would not match" in printed.err
+    assert "Never Came (roster line 8): its email 'ghost@example.org' is not in" in printed.err
+    assert "Cy (roster line 6): no email" in printed.err
+    code, printed = export(
+        capsys, out, roster, "--format", "moodle", "--lms-users", users, "--only-matched"
+    )
+    assert code == 0, printed.err
+    text, rows = read_csv_file(out / "moodle_grades.csv")
+    assert [r[0] for r in rows[1:]] == [
+        "Ada@Example.org", "ann@example.org", "lee@example.org", "bo@example.org",
+        "f@example.org", "broken@example.org",
+    ]  # fmt: skip
+    known = {line.split(",")[-1] for line in MOODLE_USERS.splitlines()[1:]}
+    gradebook = moodle_import(text, users=known)  # a case-sensitive database finds them all
+    assert isinstance(gradebook, dict), gradebook
+
+
+def test_canvas_names_the_rows_canvas_does_not_know_and_writes_its_ids(graded, tmp_path, capsys):
+    out, roster = graded
+    users = tmp_path / "canvas_export.csv"
+    users.write_text(
+        "Student,ID,SIS User ID,SIS Login ID,Section,Assignment 1\n"
+        "    Points Possible,,,,,10\n"
+        '"Lovelace, Ada",501,S1001,ADA@example.org,Sec A,\n'
+        '"Lee, Ann",502,S1002,ann@example.org,Sec A,\n'
+        "Lee,503,S1003,lee@example.org,Sec B,\n"
+        '"Chase, Chevy",504,,,Sec B,\n'
+        "Cy,505,S1005,,Sec B,\n"
+        '"=HYPERLINK(""http://x"")",506,S1006,f@example.org,Sec B,\n'
+        "Broken,508,S1008,broken@example.org,Sec C,\n"
+        '"Student, Test",999,,,,\n'
+    )
+    code, printed = export(capsys, out, roster, "--format", "canvas", "--lms-users", users)
+    assert code == 2 and not (out / "canvas_grades.csv").exists()
+    assert "1 roster row(s) Canvas would not match" in printed.err
+    assert "Never Came (roster line 8): not among the students" in printed.err
+    code, printed = export(
+        capsys, out, roster, "--format", "canvas", "--lms-users", users, "--only-matched"
+    )
+    assert code == 0, printed.err
+    _, rows = read_csv_file(out / "canvas_grades.csv")
+    ids = {r[1]: r for r in rows[2:]}
+    assert sorted(ids) == ["501", "502", "503", "504", "505", "506", "508"]
+    assert ids["501"][3] == "ADA@example.org"  # Canvas's own spelling of the login
+
+
+def test_canvas_refuses_a_row_it_cannot_match_at_all(graded, tmp_path, capsys):
+    out, _ = graded
+    roster = tmp_path / "r.csv"
+    roster.write_text("github,name,canvas_id\nada,,\nlee,Lee,\nann-lee,,502\n")
+    code, printed = export(capsys, out, roster, "--format", "canvas")
+    assert code == 2 and "ada (roster line 2): no canvas_id, sis_user_id" in printed.err
+    code, printed = export(capsys, out, roster, "--format", "canvas", "--only-matched")
+    assert code == 0
+    assert "Lee (roster line 3): no Canvas ID or SIS id: Canvas matches it by name" in printed.out
+    _, rows = read_csv_file(out / "canvas_grades.csv")
+    assert [r[0] for r in rows[2:]] == ["Lee", "ann-lee"]
+
+
+def test_roster_matching_ignores_case_in_every_identity(tmp_path, capsys):
+    out = tmp_path / "grades"
+    for name in ("S2024001", "Hw1-ADA", "MySubmission"):
+        (out / name).mkdir(parents=True)
+        (out / name / "results.json").write_text(json.dumps(results(name, {"01_soft_lookup": 1})))
+    roster = tmp_path / "roster.csv"
+    roster.write_text(
+        "name,github,student_number,submission,canvas_id\n"
+        "A,ada,,,1\nB,,s2024001,,2\nC,,,mysubmission,3\n"
+    )
+    code, printed = export(capsys, out, roster, "--format", "canvas")
+    assert code == 0 and "in no export" not in printed.out
+    _, rows = read_csv_file(out / "canvas_grades.csv")
+    assert {r[0]: float(r[5]) for r in rows[2:]} == {"A": 1.0, "B": 1.0, "C": 1.0}
 
 
 def test_submissions_without_a_roster_entry_are_listed_on_screen_and_in_a_file(graded, capsys):
@@ -234,3 +368,77 @@ def test_a_roster_saved_by_excel_with_a_byte_order_mark_reads(graded, capsys):
     assert code == 0
     _, rows = read_csv_file(out / "canvas_grades.csv")
     assert len(rows) == 2 + len(EXPECTED)
+
+
+# -- every cell is what results.json holds, late penalties included --------------------------------
+LATE_ROSTER = """\
+name,github,email,canvas_id
+Ada,ada,ada@example.org,1
+Bo,bo,bo@example.org,2
+Cy,cy,cy@example.org,3
+Dee,dee,dee@example.org,4
+"""
+
+
+def _late_class(out):
+    """ada on time, bo late with two notebooks (penalties), cy late beyond a notebook's score,
+    dee absent, zed in no roster; results.json written as grading writes them."""
+    from datetime import UTC, datetime, timedelta
+
+    from autograder.deadlines import apply_late_policy, parse_policy
+
+    due = datetime(2026, 10, 1, tzinfo=UTC)
+    policy = parse_policy(
+        {
+            "due": {"all": due.isoformat()},
+            "penalty": {"method": "per-period", "points": 1.5, "period_hours": 24},
+        }
+    )
+    full = {nb.stem: POINTS[nb.stem] for nb in NOTEBOOKS}
+    late = {
+        "ada": (full, {}),
+        "bo": (full, {"01_soft_lookup": 1, "03_matrix_attention": 25}),  # hours late
+        "cy": ({"02_dot_product_softmax": 1.0}, {"02_dot_product_softmax": 100}),
+        "zed": (full, {}),
+    }
+    for student, (scores, hours) in late.items():
+        payload = results(student, scores)
+        payload["notebooks"] = {nb.stem: {"score": 0.0} for nb in NOTEBOOKS}
+        handed_in = {nb.stem: due + timedelta(hours=hours.get(nb.stem, -1)) for nb in NOTEBOOKS}
+        apply_late_policy(payload, policy, handed_in)
+        (out / student).mkdir(parents=True)
+        (out / student / "results.json").write_text(json.dumps(payload))
+    bo = json.loads((out / "bo" / "results.json").read_text())
+    assert bo["notebooks"]["01_soft_lookup"]["score"] == POINTS["01_soft_lookup"] - 1.5
+    assert bo["notebooks"]["03_matrix_attention"]["score"] == POINTS["03_matrix_attention"] - 3
+    assert bo["score"] == sum(POINTS.values()) - 4.5  # the penalties are really there
+
+
+@pytest.mark.parametrize("fmt", ["canvas", "moodle"])
+@pytest.mark.parametrize("which", ["both", "notebooks", "total"])
+def test_every_cell_is_the_grade_results_json_holds(tmp_path, capsys, fmt, which):
+    out = tmp_path / "grades"
+    _late_class(out)
+    roster = tmp_path / "roster.csv"
+    roster.write_text(LATE_ROSTER)
+    code, printed = export(capsys, out, roster, "--format", fmt, "--columns", which)
+    assert code == 0, printed.err
+    _, rows = read_csv_file(out / f"{fmt}_grades.csv")
+    header, students = (rows[0], rows[2:]) if fmt == "canvas" else (rows[0], rows[1:])
+    first = 5 if fmt == "canvas" else 1
+    titles = header[first:]
+    expected_titles = {"both": [*(nb.stem for nb in NOTEBOOKS), "total"], "total": ["total"]}
+    assert titles == expected_titles.get(which, [nb.stem for nb in NOTEBOOKS])
+    blank = "" if fmt == "canvas" else "-"
+    by_student = {r[0].split("@")[0].lower(): r for r in students}
+    assert sorted(by_student) == ["ada", "bo", "cy", "dee"]  # zed is in no roster: no row
+    for student, row in by_student.items():
+        path = out / student / "results.json"
+        if not path.exists():
+            assert row[first:] == [blank] * len(titles), student  # absent: no grade, not 0
+            continue
+        payload = json.loads(path.read_text())
+        for title, cell in zip(titles, row[first:], strict=True):
+            held = payload["score"] if title == "total" else payload["notebooks"][title]["score"]
+            assert float(cell) == pytest.approx(held, abs=1e-9), (student, title)
+    assert "zed: no roster entry matches this name" in printed.out

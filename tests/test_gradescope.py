@@ -175,6 +175,33 @@ def test_zip_holds_what_gradescope_needs(autograder_zip):
     assert installed | {torch[0]} == pins
 
 
+@pytest.mark.parametrize(
+    "version, chosen",
+    [((3, 10), "python3.11"), ((3, 11), "python3"), ((3, 12), "python3"), ((3, 13), "python3"),
+     ((3, 14), "python3.11")],
+)  # fmt: skip
+def test_setup_uses_the_images_python_when_the_course_supports_it(
+    autograder_zip, tmp_path, version, chosen
+):
+    """Ubuntu 22.04's python3 is 3.10, Debian 12's 3.11, Ubuntu 24.04's 3.12, Debian 13's 3.13:
+    setup.sh's own choice, run with a python3 that reports each version."""
+    with zipfile.ZipFile(autograder_zip) as archive:
+        setup = archive.read("setup.sh").decode()
+    function = re.search(r"\nsupported\(\) \{\n.*?\n\}\n", setup, re.S).group(0)
+    choice = re.search(r"\nPYTHON=python3\nif ! supported python3; then\n    PYTHON=(\S+)\n", setup)
+    fake = tmp_path / "python3"
+    fake.write_text(
+        "#!/bin/sh\n"
+        f'exec {sys.executable} -c "import sys; sys.version_info = {version + (0, "final", 0)}; '
+        'exec(sys.argv[1])" "$2"\n'
+    )
+    fake.chmod(0o755)
+    script = f"{function}\nif supported {fake}; then echo python3; else echo {choice.group(1)}; fi"
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == chosen, done.stderr
+    assert '"$PYTHON" -m venv "$VENV"' in setup
+
+
 def test_visibility_is_configurable(tmp_path):
     out = tmp_path / "a.zip"
     subprocess.run(

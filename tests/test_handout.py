@@ -10,6 +10,7 @@ The detector itself is tested by planting answers in a copy of the bundle.
 import ast
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -60,10 +61,12 @@ def test_the_handout_holds_the_notebooks_the_data_and_a_checker_without_answers(
     assert sorted(p.name for p in (handout / "notebooks").iterdir()) == sorted(
         nb.filename for nb in handed_out()
     )
-    for nb in handed_out():  # the released notebooks, exactly, the optional ones too
-        assert (handout / "notebooks" / nb.filename).read_text() == (
-            REPO / "notebooks" / nb.filename
-        ).read_text()
+    for nb in (
+        handed_out()
+    ):  # the released notebooks, exactly (the optional ones too), after the Colab cell
+        cells = nbformat.read(handout / "notebooks" / nb.filename, as_version=4).cells
+        released = nbformat.read(REPO / "notebooks" / nb.filename, as_version=4).cells
+        assert cells[0].id == "colab-setup" and cells[1:] == released
     package = handout / "checker" / "autograder"
     shipped = {str(p.relative_to(package)) for p in package.rglob("*.py")}
     expected = {"__init__.py"} | {
@@ -81,16 +84,86 @@ def test_the_handout_holds_the_notebooks_the_data_and_a_checker_without_answers(
     assert stored == list(GRADED_NAMES)
 
 
-def test_the_checker_pins_the_courses_versions(handout):
-    course = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
-    pins = [p for p in course if p.split("==")[0] in STUDENT_PACKAGES]
+def test_the_checker_accepts_ranges_that_hold_the_courses_pins(handout):
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    pins = [p for p in project["dependencies"] if p.split("==")[0] in STUDENT_PACKAGES]
     checker = tomllib.loads((handout / "checker" / "pyproject.toml").read_text())["project"]
-    assert sorted(checker["dependencies"]) == sorted(pins) and "torch==2.13.0" in pins
+    assert checker["requires-python"] == project["requires-python"] == ">=3.11,<3.14"
+    ranges = [Requirement(r) for r in checker["dependencies"]]
+    ranges += [Requirement(r) for r in checker["optional-dependencies"]["lab"]]
+    assert {r.name for r in ranges} == set(STUDENT_PACKAGES)
+    for pin in pins:  # every course version is inside the checker's range ...
+        name, version = pin.split("==")
+        assert next(r for r in ranges if r.name == name).specifier.contains(version), pin
+    torch = next(r for r in ranges if r.name == "torch").specifier
+    assert not torch.contains("2.5.1") and torch.contains("2.6.0") and torch.contains("2.9.1")
+    assert not torch.contains("3.0.0")  # ... and an older or a newer major torch is refused
+    # the handout's requirements.txt keeps the course's exact pins (the course's environment)
     requirements = (handout / "requirements.txt").read_text().splitlines()
     assert sorted(line for line in requirements if "==" in line) == sorted(pins)
-    assert "./checker" in requirements
+    assert "torch==2.13.0" in requirements and "./checker" in requirements
     readme = (handout / "README.md").read_text()
-    assert "pip install ./checker" in readme and "jupyter lab notebooks/" in readme
+    assert "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" in readme
+    assert "pip install -r requirements.txt" in readme and "jupyter lab notebooks/" in readme
+    assert 'pip install "./checker[lab]"' in readme and "3.11, 3.12 or 3.13" in readme
+
+
+def test_the_readme_opens_each_notebook_in_colab_from_the_handouts_repository(tmp_path):
+    out = tmp_path / "h"
+    build_handout(out, stage=2, repository="https://github.com/some-school/attention-2027")
+    links = re.findall(r"\[Open in Colab\]\((\S+)\)", (out / "README.md").read_text())
+    assert links == [
+        "https://colab.research.google.com/github/some-school/attention-2027/blob/main/"
+        f"notebooks/{nb.filename}"
+        for nb in NOTEBOOKS[:2]
+    ]
+    cell = nbformat.read(out / "notebooks" / NOTEBOOKS[1].filename, as_version=4).cells[0]
+    assert "git+https://github.com/some-school/attention-2027#subdirectory=checker" in cell.source
+
+
+def _run_colab_cell(source, env, python=sys.executable):
+    """Run a Colab cell in `python` with subprocess.run recorded (and not run): the commands."""
+    script = (
+        "import json, subprocess, sys\n"
+        "calls = []\n"
+        "class Done:\n    returncode = 0\n    stderr = ''\n"
+        "def record(args, **kw):\n    calls.append(list(args))\n    return Done()\n"
+        "subprocess.run = record\n"
+        f"exec(compile({source!r}, 'colab cell', 'exec'), {{}})\n"
+        "print('CALLS' + json.dumps(calls))\n"
+    )
+    done = subprocess.run(
+        [python, "-c", script], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.split("CALLS", 1)[1]), done.stdout
+
+
+def test_the_colab_cell_does_nothing_outside_colab(handout):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COLAB_")}
+    for nb in NOTEBOOKS:
+        source = nbformat.read(handout / "notebooks" / nb.filename, as_version=4).cells[0].source
+        calls, printed = _run_colab_cell(source, env)
+        assert calls == [] and printed.strip() == "CALLS[]", nb.filename
+
+
+def test_on_colab_the_cell_installs_the_checker_with_every_installed_package_kept(handout):
+    from importlib.metadata import version
+
+    source = nbformat.read(handout / "notebooks" / "04_multihead_attention.ipynb", as_version=4)
+    env = {**os.environ, "COLAB_RELEASE_TAG": "simulated"}
+    calls, printed = _run_colab_cell(source.cells[0].source, env)
+    assert len(calls) == 1
+    command = calls[0]
+    assert command[1:4] == ["-m", "pip", "install"] and "--upgrade" not in command
+    constraints = Path(command[command.index("-c") + 1]).read_text().split()
+    assert f"torch=={version('torch')}" in constraints  # the installed torch is kept
+    assert f"numpy=={version('numpy')}" in constraints
+    assert command[-1].startswith("git+https://github.com/") and command[-1].endswith("=checker")
+    # notebook 04 reads the student's 02 and 03: the cell says to upload them when absent
+    assert "upload it next to this notebook" in printed
 
 
 def test_a_weekly_stage_holds_its_notebooks_and_only_their_cases(handout, tmp_path, secrets):
@@ -301,10 +374,24 @@ def _pip(venv, *args):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
 
+def _git_repository(folder):
+    """Make `folder` a git repository with one commit, as a course would publish the handout."""
+    env = {**os.environ, "GIT_AUTHOR_NAME": "c", "GIT_AUTHOR_EMAIL": "c@example.org"}
+    env |= {"GIT_COMMITTER_NAME": "c", "GIT_COMMITTER_EMAIL": "c@example.org"}
+    for command in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "h"]):
+        subprocess.run(["git", "-C", str(folder), *command], check=True, env=env, timeout=60)
+
+
 @pytest.fixture(scope="module")
 def installed(handout, tmp_path_factory):
-    """A fresh venv (no system site-packages) with only the checker and what notebooks import."""
+    """A fresh venv (no system site-packages) with the course's packages, where the checker is
+    installed by the handout notebooks' own Colab cell, Colab faked by its environment variable:
+    the handout published as a git repository on this disk, the cell run by the venv's python.
+    torch is there first, as on Colab, and must come out untouched."""
     root = tmp_path_factory.mktemp("installed")
+    published = root / "published"
+    build_handout(published, repository=f"file://{published}")
+    _git_repository(published)
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     # the course's pins from the handout's requirements.txt; JupyterLab is not needed to run
@@ -316,7 +403,21 @@ def installed(handout, tmp_path_factory):
     ]
     started = time.perf_counter()
     _pip(venv, *pins)
-    _pip(venv, "--no-deps", str(handout / "checker"))
+    torch_before = _python(venv, TORCH_FILES).stdout
+    cell = nbformat.read(published / "notebooks" / NOTEBOOKS[0].filename, as_version=4).cells[0]
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    done = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", cell.source],
+        capture_output=True,
+        text=True,
+        timeout=1500,
+        cwd=root,
+        env={**env, "COLAB_RELEASE_TAG": "simulated"},
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "the course's checks are installed" in done.stdout
+    assert f"torch=={torch.__version__}" in done.stdout  # the cell named the torch it keeps
+    assert _python(venv, TORCH_FILES).stdout == torch_before  # ... and kept it, file for file
     print(f"installed the handout's venv in {time.perf_counter() - started:.0f} s")
     kernels = root / "jupyter" / "kernels" / "handout-venv"
     kernels.mkdir(parents=True)
@@ -336,6 +437,18 @@ def installed(handout, tmp_path_factory):
         )
     )
     return venv, root / "jupyter"
+
+
+# torch's version, where it is, and its files' sizes and times: any reinstall changes them
+TORCH_FILES = """
+import importlib.metadata as m, os
+d = m.distribution("torch")
+files = sorted(str(f) for f in d.files if str(f).endswith((".py", ".so")))[:400]
+print(d.version, d.locate_file(""))
+for f in files:
+    s = os.stat(d.locate_file(f))
+    print(f, s.st_size, s.st_mtime_ns)
+"""
 
 
 def _python(venv, code):

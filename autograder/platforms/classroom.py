@@ -13,6 +13,8 @@ file names, anywhere in the tree) are written to `class/<student>/` with the com
 their modification time, so a later `grade` regrades only students with new commits, and
 `--record` gets one row per student: student, notebook (empty: all), handed_in (the commit's
 time), repository, commit: `grade --deadlines ... --handed-in handed_in.csv` reads it.
+gather writes nowhere else: without `--cache` the clones go to a temporary folder removed at the
+end, and without `--record` no record is written (the file times carry the commits' times).
 
 The student id is the repository's name without `--prefix` (GitHub Classroom names each
 student's copy `<assignment>-<github user>`). A repository that cannot be cloned, has no commit
@@ -197,12 +199,18 @@ def add_arguments(commands):
     sub = parser.add_subparsers(dest="classroom_command", required=True)
     cmd = sub.add_parser("gather", help="clone or update each repository; write class/<student>/")
     cmd.add_argument("repos", help="a file with one repository URL or path per line")
-    cmd.add_argument("--into", default="class", help="the class folder to write (default: class)")
-    cmd.add_argument("--cache", default="repos", help="where the clones are kept (default: repos)")
+    cmd.add_argument("--into", required=True, help="the class folder to write")
+    cmd.add_argument(
+        "--cache",
+        help="keep the clones here, so the next gather fetches only what is new (default: a "
+        "temporary folder, removed at the end)",
+    )
     cmd.add_argument("--prefix", default="", help="Classroom's assignment prefix, e.g. attention-")
     cmd.add_argument("--deadline", help="only commits dated at or before this (ISO 8601)")
     cmd.add_argument(
-        "--record", default="handed_in.csv", help="the graded commits and their times (CSV)"
+        "--record",
+        help="write the graded commits and their times here (CSV, for grade --handed-in); the "
+        "notebooks' file times are the commits' times either way",
     )
 
 
@@ -215,15 +223,22 @@ def run(args):
             raise SystemExit(f"error: --deadline {args.deadline!r} is not ISO 8601") from None
         if deadline.tzinfo is None:
             raise SystemExit("error: --deadline needs a UTC offset (e.g. +01:00 or Z)")
-    gathered, failed = gather(
-        read_repository_list(args.repos), args.into, args.cache, args.prefix, deadline
-    )
-    write_record(args.record, gathered)
+    repositories = read_repository_list(args.repos)
+    if args.cache:
+        gathered, failed = gather(repositories, args.into, args.cache, args.prefix, deadline)
+    else:
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="attention-gather-") as cache:
+            gathered, failed = gather(repositories, args.into, cache, args.prefix, deadline)
+    if args.record:
+        write_record(args.record, gathered)
     for g in gathered:
         print(f"{printable(g.student)}: {g.commit[:10]} of {g.handed_in:%Y-%m-%d %H:%M} UTC, "
               f"{len(g.notebooks)} notebook(s)")  # fmt: skip
     for repository, why in failed:
         print(f"NOT GATHERED {printable(repository)}: {printable(why)}")
     print(f"gathered {len(gathered)} repositories into {printable(args.into)}; "
-          f"{len(failed)} not gathered; record: {printable(args.record)}")  # fmt: skip
+          f"{len(failed)} not gathered"
+          + (f"; record: {printable(args.record)}" if args.record else ""))  # fmt: skip
     return 1 if failed else 0

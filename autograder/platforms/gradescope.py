@@ -71,6 +71,18 @@ def pinned_requirements():
     return pins
 
 
+def supported_pythons():
+    """((3, 11), (3, 13)): the oldest and newest Python the course supports, from its metadata's
+    Requires-Python (">=3.11,<3.14")."""
+    from packaging.specifiers import SpecifierSet
+
+    spec = SpecifierSet(importlib.metadata.metadata("attention-course")["Requires-Python"])
+    minors = [(3, minor) for minor in range(8, 30) if spec.contains(f"3.{minor}.0")]
+    if not minors:
+        raise RuntimeError(f"Requires-Python {spec} allows no Python 3")
+    return minors[0], minors[-1]
+
+
 def render(template, **values):
     import jinja2
 
@@ -96,9 +108,18 @@ def build_zip(out, secret=None, **settings):
         raise RuntimeError(f"expected one pinned torch in the course's requirements, got {torch}")
     others = [p for p in pins if not p.startswith("torch==")]
     version = importlib.metadata.version("attention-course")
+    oldest, newest = supported_pythons()
     files = {
         "setup.sh": render(
-            "setup.sh.j2", venv=VENV, torch=torch[0], student_user=STUDENT_USER, version=version
+            "setup.sh.j2",
+            venv=VENV,
+            torch=torch[0],
+            student_user=STUDENT_USER,
+            version=version,
+            python_min="{}.{}".format(*oldest),
+            python_max="{}.{}".format(*newest),
+            python_min_tuple=repr(oldest),
+            python_max_tuple=repr(newest),
         ),
         "run_autograder": render("run_autograder.j2", venv=VENV),
         "requirements.txt": "\n".join(others) + "\n",
