@@ -1,5 +1,5 @@
 """The model answers graded through every hidden test of every notebook under thousands of
-(secret, student) seeds, in-process (autograder/probes/seed_sweep.py): the points lost must be 0.
+(secret, student) seeds, in-process (autograder/seed_sweep.py): the points lost must be 0.
 
     python benchmarks/seed_sweep.py --seeds 2000 --training-seeds 2000 --jobs 2
 

@@ -10,7 +10,7 @@ import pytest
 
 from autograder.judging.base import Fail
 from autograder.judging.lm_judges import _window_check
-from autograder.probes import seed_sweep
+from autograder import seed_sweep
 
 SEEDS = 200
 TRAINING_SEEDS = 24
