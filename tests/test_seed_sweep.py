@@ -8,9 +8,9 @@ benchmarks/seed_sweep.py runs thousands of both.
 import numpy as np
 import pytest
 
+from autograder import seed_sweep
 from autograder.judging.base import Fail
 from autograder.judging.lm_judges import _window_check
-from autograder import seed_sweep
 
 SEEDS = 200
 TRAINING_SEEDS = 24
