@@ -88,9 +88,9 @@ def test_every_package_of_the_course_is_listed_in_pyproject():
 
 
 def test_the_readme_opens_every_notebook_of_the_handout_in_colab():
-    from autograder.curriculum import NOTEBOOKS
+    from autograder.curriculum import handed_out
     from autograder.handout import colab_link, handout_repository
 
     readme = (REPO / "README.md").read_text()
     links = re.findall(r"\]\((https://colab\.research\.google\.com/\S+)\)", readme)
-    assert links == [colab_link(handout_repository(), nb.filename) for nb in NOTEBOOKS]
+    assert links == [colab_link(handout_repository(), nb.filename) for nb in handed_out()]
