@@ -81,6 +81,7 @@ def _figures(rows):
     return n, share
 
 
+@pytest.mark.slow  # the whole catalogue under three seeds: minutes of CPU
 def test_the_four_figures_per_notebook(verdicts):
     lines, bad = [], []
     for stem in sorted({r["notebook"] for r in verdicts}):

@@ -84,6 +84,7 @@ def test_the_catalogue_is_large_and_its_keys_unique():
         assert {e[1] for e in per} == set(names)
 
 
+@pytest.mark.slow  # the whole catalogue under three seeds: minutes of CPU
 @pytest.mark.parametrize("nb", sorted(NOTEBOOKS))
 def test_caught_named_exactly_never_misleading_and_the_grader_agrees(nb, capsys):
     rows = [m for name, m in measured().values() if name in NOTEBOOKS[nb]]
