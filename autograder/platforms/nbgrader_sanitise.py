@@ -27,8 +27,9 @@ never trusted as markdown either:
    as one HTML block and passes it through untouched; this is checked for every cell by
    rendering the new source again and comparing, and a cell that does not pass is shown as its
    escaped source text instead (and, failing that, as a notice).
-4. In the text, MathJax's `\\href` and `\\require` are broken (the pages' MathJax runs its Safe
-   extension too): a formula cannot become a link.
+4. In the text, MathJax's `\\href`, `\\require`, `\\style`, `\\bbox`, `\\class` and `\\cssId` are
+   broken (the pages' MathJax runs its Safe extension too, which still allows margins): a
+   formula cannot become a link, nor be moved over formgrader's own boxes.
 
 Raw cells are cleaned like HTML (nbconvert's HTML exporters emit those of mimetype text/html
 or none as they are); a text/markdown raw cell becomes its cleaned rendering. Outputs keep text/plain, stream
@@ -37,6 +38,10 @@ and text/html and text/markdown cleaned as above; SVG, LaTeX, JavaScript, widget
 other mime type are dropped, and so is output metadata (nbconvert puts image widths and file
 names into attributes). Cell metadata keeps only safe tags and nbgrader's own scalar fields;
 notebook metadata only the kernelspec and language names.
+
+Every cell leaves with a kind nbformat knows (else it becomes markdown showing its source as
+text), a valid, unique id, and a code cell's count a number or none: nbconvert validates the
+notebook before it renders, and one bad field would leave the student's page an error.
 
 Nothing here changes a code cell's source: the instructor reads the student's code as text.
 """
@@ -157,7 +162,7 @@ _CLEANER = nh3.Cleaner(
 # -- our serialiser: one line, every meaningful character escaped ---------------------------------
 ESCAPED = set("&<>`*_[](){}!$\\~|#+-=:;^%@\n\r\t\x0b\x0c")  # in text
 ESCAPED_IN_VALUES = set("&<>\"'`\n\r\t\x0b\x0c")
-MATHJAX_LINKS = re.compile(r"\\(?=(?:href|require)(?![A-Za-z]))")
+MATHJAX_UNSAFE = re.compile(r"\\(?=(?:href|require|style|bbox|class|cssId)(?![A-Za-z]))")
 
 
 def _escape(text, escaped=ESCAPED):
@@ -193,7 +198,7 @@ class _Serialiser(HTMLParser):
             self.out.append(f"</{tag}>")
 
     def handle_data(self, data):
-        self.out.append(_escape(MATHJAX_LINKS.sub("\\\\\u200b", data)))
+        self.out.append(_escape(MATHJAX_UNSAFE.sub("\\\\\u200b", data)))
 
 
 def clean_html(fragment):
@@ -263,6 +268,12 @@ def safe_markdown(source, attachments=None):
         if _passes_through(block):
             return block
     return UNSHOWABLE
+
+
+def safe_text(source):
+    """A markdown cell's source showing text as it is (a block nbconvert passes through)."""
+    block = f"<div>{clean_html(f'<pre>{html.escape(str(source))}</pre>')}</div>"
+    return block if _passes_through(block) else UNSHOWABLE
 
 
 def _raster(attachments):
@@ -403,8 +414,14 @@ def sanitise_notebook(nb):
         if names:
             metadata[key] = names
     nb["metadata"] = type(nb.get("metadata", {}))(metadata) if nb.get("metadata") else metadata
-    for cell in nb.cells:
+    taken = set()
+    for index, cell in enumerate(nb.cells):
         kind = cell.get("cell_type")
+        if kind not in ("markdown", "code", "raw"):  # shown as its source, as text
+            source = _text(cell.get("source"))
+            cell.clear()
+            cell.update(cell_type="markdown", metadata={}, source=safe_text(source))
+        _give_id(cell, index, taken, nb.get("nbformat_minor"))
         old = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
         cell.metadata = _safe_cell_metadata(old, kind)
         if kind == "markdown":
@@ -419,7 +436,28 @@ def sanitise_notebook(nb):
             if MIMETYPE.fullmatch(mimetype):
                 cell.metadata["raw_mimetype"] = mimetype
         elif kind == "code":
+            count = cell.get("execution_count")
+            if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+                cell.execution_count = None
             outputs = [safe_output(o) for o in cell.get("outputs") or [] if isinstance(o, dict)]
             cell.outputs = [o for o in outputs if o is not None]
         cell.pop("attachments", None)
     return nb
+
+
+CELL_ID = re.compile(r"[A-Za-z0-9_\-]{1,64}")
+
+
+def _give_id(cell, index, taken, minor):
+    """A cell id nbformat accepts and no other cell holds (kept when it is one already); none
+    before nbformat 4.5, which has no ids."""
+    if not isinstance(minor, int) or minor < 5:
+        cell.pop("id", None)
+        return
+    given = cell.get("id")
+    if not (isinstance(given, str) and CELL_ID.fullmatch(given)) or given in taken:
+        given = f"cell-{index}"
+        while given in taken:
+            given += "-"
+        cell["id"] = given
+    taken.add(given)
