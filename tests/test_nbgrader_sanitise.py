@@ -329,3 +329,28 @@ def test_cell_ids_types_and_counts_are_ones_nbconvert_renders():
     assert Reading(clean.cells[4].source).tags == ["div", "pre"]
     body, _ = HTMLExporter().from_notebook_node(clean)
     assert "an odd kind of cell" in body and "onerror" not in body
+
+
+def test_a_notebook_of_huge_markdown_costs_a_bounded_render_and_says_so():
+    # rendering and cleaning cost ~20 us a character of a markdown table (20 MB notebooks are
+    # read): a student's page is rendered up to a budget ten times the course's largest notebook's
+    # markdown; a cell past it is a notice giving its size, and the cells after it still show
+    from autograder.platforms.nbgrader_sanitise import MAX_SHOWN_CHARACTERS
+
+    assert MAX_SHOWN_CHARACTERS >= 10 * 36_000
+    huge = nbformat.v4.new_markdown_cell("|a|b|\n|-|-|\n" + "|x|y|\n" * (MAX_SHOWN_CHARACTERS // 6))
+    raw = nbformat.v4.new_raw_cell("<b>r</b>" * (MAX_SHOWN_CHARACTERS // 8 + 1))
+    html_out = nbformat.v4.new_code_cell("x")
+    html_out.outputs = [
+        nbformat.v4.new_output("display_data", {"text/html": "<i>o</i>" * MAX_SHOWN_CHARACTERS})
+    ]
+    honest = nbformat.v4.new_markdown_cell("An *honest* answer.")
+    nb = nbformat.v4.new_notebook(cells=[huge, raw, html_out, honest])
+    clean = sanitise_notebook(nb)
+    total = MAX_SHOWN_CHARACTERS // 6 * 6 + 12
+    assert "td" not in Reading(clean.cells[0].source).tags
+    assert f"{total:,} characters" in Reading(clean.cells[0].source).visible()
+    assert "b" not in Reading(clean.cells[1].source).tags
+    assert "i" not in Reading(clean.cells[2].outputs[0].data["text/html"]).tags
+    assert Reading(clean.cells[3].source).tags == ["div", "p", "em"]
+    assert render_markdown(clean.cells[0].source).strip() == clean.cells[0].source

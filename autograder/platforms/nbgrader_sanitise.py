@@ -43,6 +43,10 @@ Every cell leaves with a kind nbformat knows (else it becomes markdown showing i
 text), a valid, unique id, and a code cell's count a number or none: nbconvert validates the
 notebook before it renders, and one bad field would leave the student's page an error.
 
+Markdown, raw cells and HTML outputs are rendered up to MAX_SHOWN_CHARACTERS a notebook (ten
+times the course's largest): a cell past it is a notice of its size, so a 20 MB notebook of
+markdown tables costs seconds of the grading run, not minutes.
+
 Nothing here changes a code cell's source: the instructor reads the student's code as text.
 """
 
@@ -244,6 +248,18 @@ def render_markdown(source, attachments=None):
 
 
 UNSHOWABLE = "<div><p><em>(This cell could not be shown safely here.)</em></p></div>"
+# Rendering and cleaning cost up to ~20 us a character (a markdown table), in the grading parent:
+# a notebook's markdown, raw cells and HTML outputs are shown up to ten times the course's
+# largest notebook's markdown (36,000 characters); a cell past that is a notice of its size.
+MAX_SHOWN_CHARACTERS = 400_000
+
+
+def too_long(size):
+    """The notice shown for a cell (or an output) of `size` characters past the budget."""
+    return (
+        f"<div><p><em>(This holds {size:,} characters, more than this page shows of a "
+        "notebook: open the notebook itself to read it.)</em></p></div>"
+    )
 
 
 def _passes_through(block):
@@ -300,7 +316,7 @@ def _text(value):
     return str(value) if value is not None else ""
 
 
-def _safe_data(data):
+def _safe_data(data, budget):
     """A display bundle with only what renders safely; {} if nothing does."""
     kept = {}
     if not isinstance(data, dict):
@@ -311,15 +327,36 @@ def _safe_data(data):
         value = _text(data.get(mime)) if mime in data else None
         if value and safe_image_data(f"data:{mime};base64,{value}"):
             kept[mime] = re.sub(r"\s", "", value)
-    if "text/html" in data:
-        kept["text/html"] = clean_html(_text(data["text/html"]))
-    elif "text/markdown" in data:
-        kept["text/html"] = clean_html(render_markdown(_text(data["text/markdown"])))
+    for mime in ("text/html", "text/markdown"):
+        if mime in data:
+            text = _text(data[mime])
+            if not budget.take(len(text)):
+                kept["text/html"] = too_long(len(text))
+            elif mime == "text/html":
+                kept["text/html"] = clean_html(text)
+            else:
+                kept["text/html"] = clean_html(render_markdown(text))
+            break
     return kept
 
 
-def safe_output(output):
+class Budget:
+    """What is left of MAX_SHOWN_CHARACTERS for one notebook."""
+
+    def __init__(self, left=MAX_SHOWN_CHARACTERS):
+        self.left = left
+
+    def take(self, size):
+        """True (and spent) when `size` characters still fit."""
+        if size > self.left:
+            return False
+        self.left -= size
+        return True
+
+
+def safe_output(output, budget=None):
     """One output made safe, or None when nothing of it may be shown."""
+    budget = budget if budget is not None else Budget()
     kind = output.get("output_type")
     from nbformat.v4 import new_output
 
@@ -334,7 +371,7 @@ def safe_output(output):
             traceback=[_text(line) for line in output.get("traceback") or []],
         )
     if kind in ("display_data", "execute_result"):
-        data = _safe_data(output.get("data"))
+        data = _safe_data(output.get("data"), budget)
         if not data:
             return None
         if kind == "execute_result":
@@ -414,17 +451,22 @@ def sanitise_notebook(nb):
         if names:
             metadata[key] = names
     nb["metadata"] = type(nb.get("metadata", {}))(metadata) if nb.get("metadata") else metadata
-    taken = set()
+    taken, budget = set(), Budget()
     for index, cell in enumerate(nb.cells):
         kind = cell.get("cell_type")
         if kind not in ("markdown", "code", "raw"):  # shown as its source, as text
             source = _text(cell.get("source"))
+            shown = safe_text(source) if budget.take(len(source)) else too_long(len(source))
             cell.clear()
-            cell.update(cell_type="markdown", metadata={}, source=safe_text(source))
+            cell.update(cell_type="markdown", metadata={}, source=shown)
         _give_id(cell, index, taken, nb.get("nbformat_minor"))
         old = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
         cell.metadata = _safe_cell_metadata(old, kind)
-        if kind == "markdown":
+        if kind in ("markdown", "raw") and not budget.take(len(_text(cell.get("source")))):
+            cell.source = too_long(len(_text(cell.get("source"))))
+            if kind == "raw":
+                cell.metadata["raw_mimetype"] = "text/html"
+        elif kind == "markdown":
             cell.source = safe_markdown(_text(cell.get("source")), cell.get("attachments"))
         elif kind == "raw":
             mimetype = str(old.get("raw_mimetype", "")).lower()
@@ -439,7 +481,9 @@ def sanitise_notebook(nb):
             count = cell.get("execution_count")
             if not isinstance(count, int) or isinstance(count, bool) or count < 0:
                 cell.execution_count = None
-            outputs = [safe_output(o) for o in cell.get("outputs") or [] if isinstance(o, dict)]
+            outputs = [
+                safe_output(o, budget) for o in cell.get("outputs") or [] if isinstance(o, dict)
+            ]
             cell.outputs = [o for o in outputs if o is not None]
         cell.pop("attachments", None)
     return nb
