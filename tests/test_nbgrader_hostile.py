@@ -143,6 +143,7 @@ def hostile_notebook(image_url):
     attachment_cell["attachments"] = {"evil.svg": {"image/svg+xml": SVG_ATTACHMENT}}
     tagged = md("a cell with hostile tags")
     tagged.metadata["tags"] = ['x" onmouseover="alert(80)', "<img src=x onerror=alert(81)>"]
+    tagged["id"] = '"><img src=x onerror=alert(86)>'  # nbformat would refuse to render it
     fake_answer = md("a cell claiming to be an answer")
     fake_answer.metadata["nbgrader"] = {
         "solution": True,

@@ -287,3 +287,70 @@ def test_mathjax_links_are_broken_in_text():
         html.unescape(r"\frac")
         in Reading(render_markdown(safe_markdown(r"$\frac{a}{b}$"))).visible()
     )
+
+
+def test_mathjax_styles_classes_and_boxes_are_broken_in_text():
+    # MathJax's Safe extension still lets \style and \bbox set margins (a formula moved over
+    # formgrader's score boxes), and \class/\cssId name page elements: none is course maths.
+    for macro in (r"\style{margin-top:-900px}{10}", r"\bbox[margin:-9em]{10}",
+                  r"\class{MJX-x}{10}", r"\cssId{MJX-y}{10}"):  # fmt: skip
+        shown = Reading(render_markdown(safe_markdown(f"${macro}$"))).visible()
+        name = macro.split("{")[0].split("[")[0]
+        assert name not in shown, macro
+    honest = Reading(render_markdown(safe_markdown(r"$\mathrm{softmax}\,\boxed{x}$")))
+    assert r"\mathrm{softmax}\,\boxed{x}" in honest.visible()
+
+
+def test_cell_ids_types_and_counts_are_ones_nbconvert_renders():
+    # nbconvert validates the notebook before it renders: one bad field of the student's would
+    # leave formgrader's page and the feedback page for that student an error, not their work
+    from nbconvert import HTMLExporter
+
+    nb = nbformat.v4.new_notebook()
+    code = nbformat.v4.new_code_cell("x = 1")
+    code["id"] = 'a"><img src=x onerror=alert(1)>'
+    code["execution_count"] = "<img src=x onerror=alert(2)>"
+    first = nbformat.v4.new_markdown_cell("first")
+    first["id"] = "same"
+    second = nbformat.v4.new_markdown_cell("second")
+    second["id"] = "same"
+    long = nbformat.v4.new_raw_cell("raw")
+    long["id"] = "x" * 200
+    odd = nbformat.v4.new_markdown_cell("<b>an odd kind of cell</b>")
+    odd["cell_type"] = "<script>"
+    nb.cells = [code, first, second, long, odd]
+    clean = sanitise_notebook(nb)
+    nbformat.validate(clean)
+    ids = [cell["id"] for cell in clean.cells]
+    assert len(set(ids)) == len(ids) and all(re.fullmatch(r"[A-Za-z0-9_-]{1,64}", i) for i in ids)
+    assert clean.cells[1]["id"] == "same"  # a valid id is kept
+    assert clean.cells[0].execution_count is None and clean.cells[0].source == "x = 1"
+    assert clean.cells[4].cell_type == "markdown"
+    assert Reading(clean.cells[4].source).tags == ["div", "pre"]
+    body, _ = HTMLExporter().from_notebook_node(clean)
+    assert "an odd kind of cell" in body and "onerror" not in body
+
+
+def test_a_notebook_of_huge_markdown_costs_a_bounded_render_and_says_so():
+    # rendering and cleaning cost ~20 us a character of a markdown table (20 MB notebooks are
+    # read): a student's page is rendered up to a budget ten times the course's largest notebook's
+    # markdown; a cell past it is a notice giving its size, and the cells after it still show
+    from autograder.platforms.nbgrader_sanitise import MAX_SHOWN_CHARACTERS
+
+    assert MAX_SHOWN_CHARACTERS >= 10 * 36_000
+    huge = nbformat.v4.new_markdown_cell("|a|b|\n|-|-|\n" + "|x|y|\n" * (MAX_SHOWN_CHARACTERS // 6))
+    raw = nbformat.v4.new_raw_cell("<b>r</b>" * (MAX_SHOWN_CHARACTERS // 8 + 1))
+    html_out = nbformat.v4.new_code_cell("x")
+    html_out.outputs = [
+        nbformat.v4.new_output("display_data", {"text/html": "<i>o</i>" * MAX_SHOWN_CHARACTERS})
+    ]
+    honest = nbformat.v4.new_markdown_cell("An *honest* answer.")
+    nb = nbformat.v4.new_notebook(cells=[huge, raw, html_out, honest])
+    clean = sanitise_notebook(nb)
+    total = MAX_SHOWN_CHARACTERS // 6 * 6 + 12
+    assert "td" not in Reading(clean.cells[0].source).tags
+    assert f"{total:,} characters" in Reading(clean.cells[0].source).visible()
+    assert "b" not in Reading(clean.cells[1].source).tags
+    assert "i" not in Reading(clean.cells[2].outputs[0].data["text/html"]).tags
+    assert Reading(clean.cells[3].source).tags == ["div", "p", "em"]
+    assert render_markdown(clean.cells[0].source).strip() == clean.cells[0].source

@@ -27,8 +27,9 @@ never trusted as markdown either:
    as one HTML block and passes it through untouched; this is checked for every cell by
    rendering the new source again and comparing, and a cell that does not pass is shown as its
    escaped source text instead (and, failing that, as a notice).
-4. In the text, MathJax's `\\href` and `\\require` are broken (the pages' MathJax runs its Safe
-   extension too): a formula cannot become a link.
+4. In the text, MathJax's `\\href`, `\\require`, `\\style`, `\\bbox`, `\\class` and `\\cssId` are
+   broken (the pages' MathJax runs its Safe extension too, which still allows margins): a
+   formula cannot become a link, nor be moved over formgrader's own boxes.
 
 Raw cells are cleaned like HTML (nbconvert's HTML exporters emit those of mimetype text/html
 or none as they are); a text/markdown raw cell becomes its cleaned rendering. Outputs keep text/plain, stream
@@ -37,6 +38,14 @@ and text/html and text/markdown cleaned as above; SVG, LaTeX, JavaScript, widget
 other mime type are dropped, and so is output metadata (nbconvert puts image widths and file
 names into attributes). Cell metadata keeps only safe tags and nbgrader's own scalar fields;
 notebook metadata only the kernelspec and language names.
+
+Every cell leaves with a kind nbformat knows (else it becomes markdown showing its source as
+text), a valid, unique id, and a code cell's count a number or none: nbconvert validates the
+notebook before it renders, and one bad field would leave the student's page an error.
+
+Markdown, raw cells and HTML outputs are rendered up to MAX_SHOWN_CHARACTERS a notebook (ten
+times the course's largest): a cell past it is a notice of its size, so a 20 MB notebook of
+markdown tables costs seconds of the grading run, not minutes.
 
 Nothing here changes a code cell's source: the instructor reads the student's code as text.
 """
@@ -157,7 +166,7 @@ _CLEANER = nh3.Cleaner(
 # -- our serialiser: one line, every meaningful character escaped ---------------------------------
 ESCAPED = set("&<>`*_[](){}!$\\~|#+-=:;^%@\n\r\t\x0b\x0c")  # in text
 ESCAPED_IN_VALUES = set("&<>\"'`\n\r\t\x0b\x0c")
-MATHJAX_LINKS = re.compile(r"\\(?=(?:href|require)(?![A-Za-z]))")
+MATHJAX_UNSAFE = re.compile(r"\\(?=(?:href|require|style|bbox|class|cssId)(?![A-Za-z]))")
 
 
 def _escape(text, escaped=ESCAPED):
@@ -193,7 +202,7 @@ class _Serialiser(HTMLParser):
             self.out.append(f"</{tag}>")
 
     def handle_data(self, data):
-        self.out.append(_escape(MATHJAX_LINKS.sub("\\\\\u200b", data)))
+        self.out.append(_escape(MATHJAX_UNSAFE.sub("\\\\\u200b", data)))
 
 
 def clean_html(fragment):
@@ -239,6 +248,18 @@ def render_markdown(source, attachments=None):
 
 
 UNSHOWABLE = "<div><p><em>(This cell could not be shown safely here.)</em></p></div>"
+# Rendering and cleaning cost up to ~20 us a character (a markdown table), in the grading parent:
+# a notebook's markdown, raw cells and HTML outputs are shown up to ten times the course's
+# largest notebook's markdown (36,000 characters); a cell past that is a notice of its size.
+MAX_SHOWN_CHARACTERS = 400_000
+
+
+def too_long(size):
+    """The notice shown for a cell (or an output) of `size` characters past the budget."""
+    return (
+        f"<div><p><em>(This holds {size:,} characters, more than this page shows of a "
+        "notebook: open the notebook itself to read it.)</em></p></div>"
+    )
 
 
 def _passes_through(block):
@@ -265,6 +286,12 @@ def safe_markdown(source, attachments=None):
     return UNSHOWABLE
 
 
+def safe_text(source):
+    """A markdown cell's source showing text as it is (a block nbconvert passes through)."""
+    block = f"<div>{clean_html(f'<pre>{html.escape(str(source))}</pre>')}</div>"
+    return block if _passes_through(block) else UNSHOWABLE
+
+
 def _raster(attachments):
     """A cell's attachments as nbconvert inlines them, keeping PNG/JPEG/GIF images only."""
     kept = {}
@@ -289,7 +316,7 @@ def _text(value):
     return str(value) if value is not None else ""
 
 
-def _safe_data(data):
+def _safe_data(data, budget):
     """A display bundle with only what renders safely; {} if nothing does."""
     kept = {}
     if not isinstance(data, dict):
@@ -300,15 +327,36 @@ def _safe_data(data):
         value = _text(data.get(mime)) if mime in data else None
         if value and safe_image_data(f"data:{mime};base64,{value}"):
             kept[mime] = re.sub(r"\s", "", value)
-    if "text/html" in data:
-        kept["text/html"] = clean_html(_text(data["text/html"]))
-    elif "text/markdown" in data:
-        kept["text/html"] = clean_html(render_markdown(_text(data["text/markdown"])))
+    for mime in ("text/html", "text/markdown"):
+        if mime in data:
+            text = _text(data[mime])
+            if not budget.take(len(text)):
+                kept["text/html"] = too_long(len(text))
+            elif mime == "text/html":
+                kept["text/html"] = clean_html(text)
+            else:
+                kept["text/html"] = clean_html(render_markdown(text))
+            break
     return kept
 
 
-def safe_output(output):
+class Budget:
+    """What is left of MAX_SHOWN_CHARACTERS for one notebook."""
+
+    def __init__(self, left=MAX_SHOWN_CHARACTERS):
+        self.left = left
+
+    def take(self, size):
+        """True (and spent) when `size` characters still fit."""
+        if size > self.left:
+            return False
+        self.left -= size
+        return True
+
+
+def safe_output(output, budget=None):
     """One output made safe, or None when nothing of it may be shown."""
+    budget = budget if budget is not None else Budget()
     kind = output.get("output_type")
     from nbformat.v4 import new_output
 
@@ -323,7 +371,7 @@ def safe_output(output):
             traceback=[_text(line) for line in output.get("traceback") or []],
         )
     if kind in ("display_data", "execute_result"):
-        data = _safe_data(output.get("data"))
+        data = _safe_data(output.get("data"), budget)
         if not data:
             return None
         if kind == "execute_result":
@@ -403,11 +451,22 @@ def sanitise_notebook(nb):
         if names:
             metadata[key] = names
     nb["metadata"] = type(nb.get("metadata", {}))(metadata) if nb.get("metadata") else metadata
-    for cell in nb.cells:
+    taken, budget = set(), Budget()
+    for index, cell in enumerate(nb.cells):
         kind = cell.get("cell_type")
+        if kind not in ("markdown", "code", "raw"):  # shown as its source, as text
+            source = _text(cell.get("source"))
+            shown = safe_text(source) if budget.take(len(source)) else too_long(len(source))
+            cell.clear()
+            cell.update(cell_type="markdown", metadata={}, source=shown)
+        _give_id(cell, index, taken, nb.get("nbformat_minor"))
         old = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
         cell.metadata = _safe_cell_metadata(old, kind)
-        if kind == "markdown":
+        if kind in ("markdown", "raw") and not budget.take(len(_text(cell.get("source")))):
+            cell.source = too_long(len(_text(cell.get("source"))))
+            if kind == "raw":
+                cell.metadata["raw_mimetype"] = "text/html"
+        elif kind == "markdown":
             cell.source = safe_markdown(_text(cell.get("source")), cell.get("attachments"))
         elif kind == "raw":
             mimetype = str(old.get("raw_mimetype", "")).lower()
@@ -419,7 +478,30 @@ def sanitise_notebook(nb):
             if MIMETYPE.fullmatch(mimetype):
                 cell.metadata["raw_mimetype"] = mimetype
         elif kind == "code":
-            outputs = [safe_output(o) for o in cell.get("outputs") or [] if isinstance(o, dict)]
+            count = cell.get("execution_count")
+            if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+                cell.execution_count = None
+            outputs = [
+                safe_output(o, budget) for o in cell.get("outputs") or [] if isinstance(o, dict)
+            ]
             cell.outputs = [o for o in outputs if o is not None]
         cell.pop("attachments", None)
     return nb
+
+
+CELL_ID = re.compile(r"[A-Za-z0-9_\-]{1,64}")
+
+
+def _give_id(cell, index, taken, minor):
+    """A cell id nbformat accepts and no other cell holds (kept when it is one already); none
+    before nbformat 4.5, which has no ids."""
+    if not isinstance(minor, int) or minor < 5:
+        cell.pop("id", None)
+        return
+    given = cell.get("id")
+    if not (isinstance(given, str) and CELL_ID.fullmatch(given)) or given in taken:
+        given = f"cell-{index}"
+        while given in taken:
+            given += "-"
+        cell["id"] = given
+    taken.add(given)
