@@ -412,7 +412,7 @@ def test_the_student_id_is_the_first_valid_one_of_gradescopes_metadata():
 def test_a_submission_the_grader_fails_on_still_gets_a_valid_results_json(
     autograder_zip, tmp_path, monkeypatch, capsys
 ):
-    from autograder import grade
+    from autograder.grading import student as grade
     from autograder.platforms import gradescope
 
     def broken(*args, **kwargs):
