@@ -758,3 +758,43 @@ def test_a_notebook_with_altered_nbgrader_metadata_is_still_shown_with_its_code(
     ]
     expected = [f"test_{n}" for n in BY_STEM[NB03].graded] + sorted(written_answers(NB03))
     assert sorted(grade_ids) == sorted(expected)
+
+
+def test_a_written_answer_with_its_flags_unset_keeps_its_score_box(course, tmp_path):
+    """A student who unsets the grade and solution flags of the written answer's cell (its grade
+    id kept) would hide formgrader's score and comment boxes for it: every cell's nbgrader
+    metadata comes from the released notebook by grade id, whatever the student's says."""
+    from autograder.platforms.nbgrader import autograded_notebook, load_course
+
+    nb = read(course["path"] / "submitted" / "cheater" / NB03 / f"{NB03}.ipynb")
+    written = sorted(written_answers(NB03))
+    assert written, "notebook 03 has a written answer"
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade_id") in written:
+            meta.update({"grade": False, "solution": False, "points": 0})
+    folder = tmp_path / "cheater"
+    folder.mkdir()
+    nbformat.write(nb, folder / f"{NB03}.ipynb")
+    payload = json.loads(
+        (course["path"] / "autograder_grades" / "all" / "cheater" / "results.json").read_text()
+    )
+    config, coursedir = load_course(course["path"])
+    shown = autograded_notebook(
+        coursedir, config, "cheater", NB03, NB03, payload, folder, 20 * 2**20
+    )
+    released = read(course["path"] / "release" / NB03 / f"{NB03}.ipynb")
+    want = {
+        c.metadata["nbgrader"]["grade_id"]: c.metadata["nbgrader"]
+        for c in released.cells
+        if c.metadata.get("nbgrader", {}).get("grade_id") in written
+    }
+    got = {
+        c.metadata["nbgrader"]["grade_id"]: c.metadata["nbgrader"]
+        for c in shown.cells
+        if c.metadata.get("nbgrader", {}).get("grade_id") in written
+    }
+    assert set(got) == set(written)
+    for grade_id, meta in got.items():
+        assert meta["grade"] and meta["solution"], grade_id
+        assert meta["points"] == want[grade_id]["points"] > 0

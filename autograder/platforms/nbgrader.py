@@ -412,15 +412,12 @@ def _sanitise(nb, config, db_url, student, assignment, stem):
 
 
 def _sanitised_or_none(nb, config, coursedir, student, assignment, stem):
-    """The student's notebook through nbgrader's sanitisers; if they refuse its nbgrader metadata
-    (altered, duplicated, an old schema), again with each cell's metadata taken from the released
-    notebook by grade id (once each, none elsewhere); None if even that fails."""
+    """The student's notebook through nbgrader's sanitisers, each cell's nbgrader metadata taken
+    from the released notebook by grade id (once each; none on any other cell), so a student can
+    neither remove a written answer's score box by unsetting its flags nor invent a graded cell;
+    None if nbgrader still refuses it."""
     import copy
 
-    try:
-        return _sanitise(copy.deepcopy(nb), config, coursedir.db_url, student, assignment, stem)
-    except Exception:  # noqa: BLE001 - nbgrader raises many kinds on bad metadata
-        pass
     released = {}
     for cell in _released(coursedir, assignment, BY_STEM[stem].filename).cells:
         meta = cell.get("metadata", {}).get("nbgrader")
@@ -433,7 +430,7 @@ def _sanitised_or_none(nb, config, coursedir, student, assignment, stem):
             cell.metadata["nbgrader"] = copy.deepcopy(released.pop(grade_id))
     try:
         return _sanitise(nb, config, coursedir.db_url, student, assignment, stem)
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - nbgrader raises many kinds on bad metadata
         return None
 
 
