@@ -149,32 +149,30 @@ class TinyLM(nn.Module):
     def __init__(self, vocab_size, block_size, d_model, tied=False, dropout=0.0):
         super().__init__()
         self.block_size = int(block_size)
-        self.tok_emb = nn.Embedding(vocab_size, d_model)
-        self.pos_emb = nn.Embedding(block_size, d_model)
+        self.embed = nn.Embedding(vocab_size, d_model)
+        self.where = nn.Embedding(block_size, d_model)
         self.drop = nn.Dropout(dropout)
         self.fc = nn.Linear(d_model, d_model)
         self.ln = nn.LayerNorm(d_model)
-        self.head = nn.Linear(d_model, vocab_size, bias=False)
+        self.unembed = nn.Linear(d_model, vocab_size, bias=False)
         if tied:
-            self.head.weight = self.tok_emb.weight
+            self.unembed.weight = self.embed.weight
         self.modes = []
 
     def forward(self, idx):
         self.modes.append(self.training)
         positions = torch.arange(idx.shape[-1], device=idx.device)
-        x = self.drop(self.tok_emb(idx) + self.pos_emb(positions))
+        x = self.drop(self.embed(idx) + self.where(positions))
         x = x + torch.tanh(self.fc(x))
-        return self.head(self.ln(x))
+        return self.unembed(self.ln(x))
 
 
 def tiny_lm(init, state, mode="train", stale_grads=None):
     """TinyLM(**init) with `state` (its parameters by name) loaded, in `mode`; with
     `stale_grads` (a number), every parameter starts with a left-over gradient of that value."""
     model = TinyLM(**init)
-    with torch.no_grad():
-        for name, param in model.named_parameters():
-            if name in state:
-                param.copy_(torch.as_tensor(np.asarray(state[name]), dtype=param.dtype))
+    given = {name: torch.as_tensor(np.asarray(value)) for name, value in state.items()}
+    model.load_state_dict(given, strict=False)  # the parameters `state` names; the rest as made
     if stale_grads is not None:
         for param in model.parameters():
             param.grad = torch.full_like(param, float(stale_grads))

@@ -144,7 +144,7 @@ def configure_optimizer_cases(rng):
                 "what": f"configure_optimizer(model, lr={lr:g}, weight_decay={wd:g}"
                 + (f", betas={tuple(want_betas)})" if want_betas != [0.9, 0.95] else ")"),
                 "dims": _dims(tied),
-                "tied": [["tok_emb.weight", "head.weight"]] if tied else [],
+                "tied": [["embed.weight", "unembed.weight"]] if tied else [],
                 "lr": lr,
                 "weight_decay": wd,
                 "betas": list(want_betas),
