@@ -150,7 +150,7 @@ class TinyLM(nn.Module):
         super().__init__()
         self.block_size = int(block_size)
         self.embed = nn.Embedding(vocab_size, d_model)
-        self.where = nn.Embedding(block_size, d_model)
+        self.pos_embed = nn.Embedding(block_size, d_model)
         self.drop = nn.Dropout(dropout)
         self.fc = nn.Linear(d_model, d_model)
         self.ln = nn.LayerNorm(d_model)
@@ -162,7 +162,7 @@ class TinyLM(nn.Module):
     def forward(self, idx):
         self.modes.append(self.training)
         positions = torch.arange(idx.shape[-1], device=idx.device)
-        x = self.drop(self.embed(idx) + self.where(positions))
+        x = self.drop(self.embed(idx) + self.pos_embed(positions))
         x = x + torch.tanh(self.fc(x))
         return self.unembed(self.ln(x))
 
