@@ -36,6 +36,7 @@ from autograder.curriculum import BY_STEM, NOTEBOOKS
 from autograder.misconceptions import CATALOGUE
 from autograder.report import render_feedback
 from autograder.report.sections import teaching_sections
+from autograder.results import FAILED, MISSING_NOTEBOOK, NOT_IMPLEMENTED, PASSED
 
 pytestmark = pytest.mark.slow  # a real headless Chromium, and one student graded in the sandbox (`pytest -m "not slow"` skips it)
 
@@ -133,7 +134,8 @@ def open_in_chromium(payload, tmp_path, name):
 
 
 # -- students built as results dicts --------------------------------------------------------------
-def test_entry(stem, function, name, points, output="", ids=()):
+def test_entry(stem, function, name, points, output="", ids=(), reason=None):
+    """A results.json test; its reason as the judge sets it (passed or failed by default)."""
     return {
         "name": f"{function}: {name}",
         "score": 0.0 if output else points,
@@ -143,6 +145,7 @@ def test_entry(stem, function, name, points, output="", ids=()):
         "notebook": stem,
         "function": function,
         "misconceptions": list(ids),
+        "reason": reason or (FAILED if output else PASSED),
     }
 
 
@@ -176,13 +179,17 @@ def all_tests(failing=None):
     for nb in NOTEBOOKS:
         for function in nb.graded:
             for i, case in enumerate(("small inputs", "a batch", "leaves its inputs unmodified")):
-                output, ids = failing.get((function, i), ("", ()))
-                tests.append(test_entry(nb.stem, function, case, 1.0, output, ids))
+                output, ids, *reason = failing.get((function, i), ("", ()))
+                tests.append(test_entry(nb.stem, function, case, 1.0, output, ids, *reason))
     return tests
 
 
 def not_implemented(function):
-    return f"{function} is not implemented yet (it raises NotImplementedError).", ()
+    return (
+        f"{function} is not implemented yet (it raises NotImplementedError).",
+        (),
+        NOT_IMPLEMENTED,
+    )
 
 
 def blank_student():
@@ -226,7 +233,7 @@ def struggling_student():
             failing[(f, i)] = not_implemented(f)
     for f in BY_STEM["05_transformer_block"].graded:
         for i in range(3):
-            failing[(f, i)] = (MISSING_05, ())
+            failing[(f, i)] = (MISSING_05, (), MISSING_NOTEBOOK)
     notebooks = {
         "05_transformer_block": {"ran": False, "messages": [MISSING_05]},
         "06_autoregressive_lm": {

@@ -3,14 +3,28 @@ notebook (`grade CLASS --notebook STEM`), without losing anyone else's grades.""
 
 import csv
 import json
+from pathlib import Path
 
+import nbformat
 import pytest
 
 from autograder.__main__ import main
 from autograder.curriculum import NOTEBOOKS
 from autograder.report import write_student
 
+REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow  # grades in a real sandbox (`pytest -m "not slow"` skips it)
+
+
+def course_points():
+    """The hidden tests' points, as the solutions' test cells carry them (nbgrader metadata)."""
+    total = 0.0
+    for nb in NOTEBOOKS:
+        for cell in nbformat.read(REPO / "solutions" / nb.filename, as_version=4).cells:
+            meta = cell.metadata.get("nbgrader", {})
+            if meta.get("grade") and str(meta.get("grade_id", "")).startswith("test_"):
+                total += float(meta["points"])
+    return total
 
 
 def test_regrading_one_student_rebuilds_the_class_files(tmp_path):
@@ -31,7 +45,7 @@ def test_regrading_one_student_rebuilds_the_class_files(tmp_path):
                    "--secret", "s", "--layout", "student"])  # fmt: skip
     assert status == 0
     bob = json.loads((out / "bob" / "results.json").read_text())
-    assert bob["score"] == 0 and bob["max_score"] == 88.5
+    assert bob["score"] == 0 and bob["max_score"] == course_points()
     rows = {r["student"]: r for r in csv.DictReader((out / "grades.csv").open())}
     assert set(rows) == {"ada", "bob"} and rows["ada"]["total"] == "3"
 
@@ -44,7 +58,7 @@ def _saved(student, per_notebook=1.0):
         for nb in NOTEBOOKS
     ]  # fmt: skip
     notebooks = {nb.stem: {"score": per_notebook, "max_score": 2.0} for nb in NOTEBOOKS}
-    return {"score": per_notebook * 6, "max_score": 12.0, "student": student, "output": "",
+    return {"score": per_notebook * len(NOTEBOOKS), "max_score": 2.0 * len(NOTEBOOKS), "student": student, "output": "",
             "notebooks": notebooks, "tests": tests}  # fmt: skip
 
 
@@ -64,7 +78,7 @@ def test_regrading_one_notebook_keeps_the_other_notebooks_verdicts(tmp_path):
     )
     regraded = [t for t in ada["tests"] if t["notebook"] == "03_matrix_attention"]
     assert regraded and all("was not found" in t["output"] for t in regraded)
-    assert ada["score"] == 5.0  # five kept notebooks at 1 point, notebook 03 now 0
+    assert ada["score"] == len(NOTEBOOKS) - 1  # the kept notebooks at 1 point, notebook 03 now 0
     assert [t["notebook"] for t in ada["tests"]] == sorted(
         (t["notebook"] for t in ada["tests"]), key=[nb.stem for nb in NOTEBOOKS].index
     )  # in the course's order, as a full grading writes them
