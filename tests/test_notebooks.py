@@ -18,6 +18,7 @@ import math
 import os
 import re
 import shutil
+import tempfile
 from functools import cache
 from pathlib import Path
 
@@ -159,6 +160,28 @@ def errors(nb):
     return found
 
 
+def warnings_printed(nb):
+    """'cell <id>: <line>' for every line of stderr that names a warning (a progress bar is not)."""
+    return [
+        f"cell {cell.get('id')}: {line.strip()}"
+        for cell in nb.cells
+        for out in cell.get("outputs", [])
+        if out.output_type == "stream" and out.get("name") == "stderr"
+        for line in out.get("text", "").splitlines()
+        if "Warning" in line
+    ]
+
+
+def without_ipywidgets(folder):
+    """An environment whose kernel cannot import ipywidgets, as a fresh install of the handout
+    (which does not ask for it): a module of that name on PYTHONPATH that refuses to import."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "ipywidgets.py").write_text("raise ImportError('ipywidgets is not installed')\n")
+    return {
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(folder), os.environ.get("PYTHONPATH")]))
+    }
+
+
 def stdout(cell):
     return "".join(o.get("text", "") for o in cell.get("outputs", []) if o.output_type == "stream")
 
@@ -175,7 +198,8 @@ def check_cell(nb, name):
 
 @cache
 def executed_solution(stem):
-    return execute(SOLUTIONS / f"{stem}.ipynb", cwd=SOLUTIONS)
+    no_widgets = Path(tempfile.mkdtemp(prefix="no-widgets-"))
+    return execute(SOLUTIONS / f"{stem}.ipynb", cwd=SOLUTIONS, env=without_ipywidgets(no_widgets))
 
 
 def lecture_lines(nb):
@@ -199,6 +223,7 @@ def lecture_lines(nb):
 def test_solution_runs_without_errors_and_passes_its_checks(notebook):
     nb = executed_solution(notebook.stem)
     assert not errors(nb), "the solution notebook raised:\n" + "\n".join(errors(nb))
+    assert not warnings_printed(nb), "the solution warns:\n" + "\n".join(warnings_printed(nb))
     for name in notebook.graded:
         out = stdout(check_cell(nb, name))
         assert f"✓ {name} passes all" in out, f"visible check of {name} in the solution: {out!r}"
@@ -270,8 +295,13 @@ def test_released_notebook_leaks_nothing(notebook):
 @pytest.mark.parametrize("notebook", WITH_RELEASE, ids=lambda nb: nb.stem)
 def test_released_notebook_runs_and_every_stub_is_not_implemented(notebook, tmp_path):
     shutil.copytree(RELEASED, tmp_path / "notebooks")  # with its siblings, as a student has it
-    nb = execute(tmp_path / "notebooks" / notebook.filename, cwd=tmp_path / "notebooks")
+    nb = execute(
+        tmp_path / "notebooks" / notebook.filename,
+        cwd=tmp_path / "notebooks",
+        env=without_ipywidgets(tmp_path / "no-widgets"),
+    )
     assert not errors(nb), "the released notebook raised:\n" + "\n".join(errors(nb))
+    assert not warnings_printed(nb), "a fresh install warns:\n" + "\n".join(warnings_printed(nb))
     for name in notebook.graded:
         out = stdout(check_cell(nb, name))
         assert f"{name} is not implemented yet" in out, (
