@@ -8,6 +8,7 @@ wall time and the CPU time of the kernel and everything it started.
     python benchmarks/run_all.py                       # every notebook, on the machine as it is
     python benchmarks/run_all.py 06 07                 # some notebooks, by number
     python benchmarks/run_all.py --burners 2 05 06     # beside two CPU-burning processes
+    python benchmarks/run_all.py --keep /tmp/ran 06    # and keep the executed notebook to read
 
 `--burners N` starts N processes that spin on the CPU for the whole run and stops them at the
 end: the "slow, shared laptop" of the notebooks' headers. The machine's core count and load
@@ -38,6 +39,8 @@ from nbclient import NotebookClient
 nb = nbformat.read(sys.argv[1], as_version=4)
 NotebookClient(nb, timeout=None, kernel_name="python3",
                resources={"metadata": {"path": sys.argv[2]}}).execute()
+if sys.argv[3]:
+    nbformat.write(nb, sys.argv[3])
 """
 
 
@@ -53,13 +56,13 @@ def notebooks(selected: list[str]) -> list[Path]:
     return [nb for nb in found if any(nb.name.startswith(s) for s in selected)]
 
 
-def run_one(notebook: Path) -> tuple[float, float]:
+def run_one(notebook: Path, keep: Path | None = None) -> tuple[float, float]:
     """(wall s, CPU s) of one Run All, the kernel's CPU included (it is our child's child)."""
     env = {k: v for k, v in os.environ.items() if k != "NBGRADER_EXECUTION"}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-c", RUN_ONE, str(notebook), str(notebook.parent)],
+        [sys.executable, "-c", RUN_ONE, str(notebook), str(notebook.parent), str(keep or "")],
         env=env,
         check=True,
     )
@@ -74,6 +77,7 @@ def main() -> None:
     parser.add_argument("notebooks", nargs="*", help="notebook numbers, e.g. 05 06 (default: all)")
     parser.add_argument("--burners", type=int, default=0, help="CPU-burning neighbours")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--keep", type=Path, help="save each executed notebook in this folder")
     args = parser.parse_args()
 
     burners = [multiprocessing.Process(target=_burn, daemon=True) for _ in range(args.burners)]
@@ -83,7 +87,9 @@ def main() -> None:
     rows = []
     try:
         for nb in notebooks(args.notebooks):
-            wall, cpu = run_one(nb)
+            if args.keep:
+                args.keep.mkdir(parents=True, exist_ok=True)
+            wall, cpu = run_one(nb, args.keep / nb.name if args.keep else None)
             rows.append({"notebook": nb.name, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1)})
             print(f"{nb.name:34s} wall {wall:8.1f} s   CPU {cpu:8.1f} s", flush=True)
     finally:
