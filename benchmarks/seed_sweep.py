@@ -29,7 +29,7 @@ def _chunk(task):
     import torch
 
     torch.set_num_threads(1)
-    from autograder.probes import seed_sweep
+    from autograder import seed_sweep
 
     started = time.process_time()
     if kind == "training":
@@ -64,7 +64,7 @@ def main(argv=None):
     )
     args = parser.parse_args(argv)
 
-    from autograder.probes import seed_sweep
+    from autograder import seed_sweep
 
     pairs = seed_sweep.seeds(args.seeds, secret=args.secret)
     training = seed_sweep.seeds(args.training_seeds, secret=args.secret + "-training")

@@ -64,3 +64,25 @@ def test_a_run_of_one_token_is_not_taken_for_unshifted_targets():
     with pytest.raises(Fail) as failure:
         _window_check(data, wrong_x, wrong_x.copy(), "get_batch")
     assert failure.value.misconceptions == ["targets-not-shifted"]
+
+
+@pytest.mark.slow
+def test_the_benchmark_sweeps_and_ends_with_its_json_line():
+    """benchmarks/seed_sweep.py is how the thousands-of-seeds figure is made: it must run."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "seed_sweep.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--seeds", "2", "--training-seeds", "1", "--jobs", "1"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["complete"] and result["points_lost"] == 0
+    assert (result["seeds"], result["training_seeds"]) == (2, 1)
+    assert result["notebooks"] == NOTEBOOKS
