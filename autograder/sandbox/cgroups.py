@@ -149,9 +149,10 @@ class Cgroup:
         found = self.cpu_usage_file()
         return read_cpu_usage(*found) if found else None
 
-    def wait_seconds(self):
+    def wait_seconds(self, with_priority=False):
         """Seconds the cgroup's live threads have spent runnable but waiting for a CPU (the
-        scheduler's run_delay in /proc/TID/schedstat), or None where it is not reported."""
+        scheduler's run_delay in /proc/TID/schedstat), or None where it is not reported. With
+        with_priority: (that, whether any of them has lowered its own priority: lowered_priority)."""
         tids = set()
         for d in dict.fromkeys(self.dirs.values()):
             for name in ("cgroup.threads", "tasks"):
@@ -159,7 +160,7 @@ class Cgroup:
                     tids |= {int(t) for t in (d / name).read_text().split()}
                 except (OSError, ValueError):
                     pass
-        total, seen = 0, False
+        total, seen, slowed = 0, False, False
         for tid in tids:
             try:
                 with open(f"/proc/{tid}/schedstat") as handle:
@@ -167,7 +168,10 @@ class Cgroup:
                 seen = True
             except (OSError, ValueError, IndexError):
                 pass
-        return total / 1e9 if seen or not tids else None
+            if with_priority and not slowed:
+                slowed = lowered_priority(tid)
+        waited = total / 1e9 if seen or not tids else None
+        return (waited, slowed) if with_priority else waited
 
     def peak_pids(self):
         try:
@@ -329,6 +333,23 @@ def _try_v1(mounts, own):
     if "pids" in bases or "memory" in bases:
         return Tree(1, bases)
     return None
+
+
+SCHED_BATCH, SCHED_IDLE = 3, 5
+
+
+def lowered_priority(tid):
+    """True when thread `tid` runs with a nice value above this process's own (the grader may
+    run under `nice`; a sandbox cannot raise its priority, only lower it) or under SCHED_BATCH
+    or SCHED_IDLE."""
+    try:
+        with open(f"/proc/{tid}/stat", "rb") as handle:
+            data = handle.read()
+        fields = data[data.rfind(b")") + 2 :].split()
+        own = os.getpriority(os.PRIO_PROCESS, 0)
+        return int(fields[16]) > own or int(fields[38]) in (SCHED_BATCH, SCHED_IDLE)
+    except (OSError, ValueError, IndexError):
+        return False
 
 
 def read_cpu_usage(path, unit):
