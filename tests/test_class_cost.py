@@ -386,3 +386,18 @@ def test_a_flood_of_output_is_cut_inside_the_sandbox(tmp_path, monkeypatch):
     raw, reader = answer(run, "similarity")
     np.testing.assert_allclose(reader.decode(raw["value"]), np.ones(2))
     assert math.isfinite(run.cpu_seconds) and run.cpu_seconds > 0
+
+
+def test_in_cgroup_v1_the_clock_reads_the_count_a_sandbox_cannot_reset(tmp_path):
+    """cpuacct.usage is writable (0 resets it) by its owner, root; cpuacct.stat is not, and a
+    reset of cpuacct.usage leaves it alone: the clock reads cpuacct.stat where it exists."""
+    folder = tmp_path / "cpuacct" / "sandbox"
+    folder.mkdir(parents=True)
+    (folder / "cpuacct.usage").write_text("0\n")  # reset
+    (folder / "cpuacct.stat").write_text("user 250\nsystem 50\n")
+    group = cgroups.Cgroup(1, {"cpuacct": folder})
+    path, unit = group.cpu_usage_file()
+    assert path.endswith("cpuacct.stat") and unit == pytest.approx(1 / os.sysconf("SC_CLK_TCK"))
+    assert group.cpu_seconds() == pytest.approx(300 / os.sysconf("SC_CLK_TCK"))
+    (folder / "cpuacct.stat").unlink()  # an old kernel: the usage file, in nanoseconds
+    assert group.cpu_usage_file() == (str(folder / "cpuacct.usage"), 1e-9)

@@ -58,6 +58,7 @@ def test_the_job_carries_every_budget_the_driver_applies(tmp_path):
     [
         "123456\n",  # cgroup v1 cpuacct.usage (ns)
         "usage_usec 987654\nuser_usec 5\nsystem_usec 6\n",  # cgroup v2 cpu.stat
+        "user 150\nsystem 50\n",  # cgroup v1 cpuacct.stat (clock ticks)
         "user_usec 5\n",  # no usage line
         "garbage\n",
         "",

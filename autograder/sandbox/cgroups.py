@@ -137,10 +137,16 @@ class Cgroup:
             time.sleep(0.02)
 
     def cpu_usage_file(self):
-        """(path, unit in seconds) of the file holding the cgroup's CPU time, or None."""
+        """(path, unit in seconds) of the file holding the cgroup's CPU time, or None. In v1,
+        cpuacct.stat (user and system, in clock ticks) where it exists: cpuacct.usage can be
+        reset by whoever may write it, which a sandbox running as root could try through the
+        descriptor it is handed (a write to cpuacct.usage leaves cpuacct.stat alone)."""
         if self.version == 2:
-            return str(self.dirs[""] / "cpu.stat"), 1e-6  # usage_usec
+            return str(self.dirs[""] / "cpu.stat"), 1e-6  # usage_usec; read-only
         if "cpuacct" in self.dirs:
+            stat = self.dirs["cpuacct"] / "cpuacct.stat"
+            if stat.exists():
+                return str(stat), 1.0 / os.sysconf("SC_CLK_TCK")
             return str(self.dirs["cpuacct"] / "cpuacct.usage"), 1e-9
         return None
 
@@ -353,7 +359,8 @@ def lowered_priority(tid):
 
 
 def read_cpu_usage(path, unit):
-    """Seconds of CPU in a cgroup's cpu.stat (usage_usec) or cpuacct.usage (ns); None if unread.
+    """Seconds of CPU in a cgroup's cpu.stat (usage_usec), cpuacct.usage (ns) or cpuacct.stat
+    (user + system, in clock ticks); None if unread.
     (inside/driver.py reads the same files with its own copy, _file_cpu: it imports nothing of
     the grader; tests/test_inside_constants.py pins the two together.)"""
     try:
@@ -361,13 +368,16 @@ def read_cpu_usage(path, unit):
             text = handle.read(4096)
     except OSError:
         return None
+    ticks = None
     for line in text.splitlines():
         parts = line.split()
         if len(parts) == 1 and parts[0].isdigit():
             return int(parts[0]) * unit
         if len(parts) == 2 and parts[0] == "usage_usec" and parts[1].isdigit():
             return int(parts[1]) * unit
-    return None
+        if len(parts) == 2 and parts[0] in ("user", "system") and parts[1].isdigit():
+            ticks = (ticks or 0) + int(parts[1])  # v1 cpuacct.stat
+    return None if ticks is None else ticks * unit
 
 
 def _can_make_child(base):

@@ -291,13 +291,18 @@ def _file_cpu(path, unit):
 
 
 def _parse_cpu(text, unit):
+    """cgroups.read_cpu_usage's reading of cpu.stat, cpuacct.usage or cpuacct.stat (0.0 for
+    None; tests/test_inside_constants.py pins the two together)."""
+    ticks = None
     for line in text.splitlines():
         parts = line.split()
         if len(parts) == 1 and parts[0].isdigit():
             return int(parts[0]) * unit
         if len(parts) == 2 and parts[0] == "usage_usec" and parts[1].isdigit():
             return int(parts[1]) * unit
-    return 0.0
+        if len(parts) == 2 and parts[0] in ("user", "system") and parts[1].isdigit():
+            ticks = (ticks or 0) + int(parts[1])
+    return 0.0 if ticks is None else ticks * unit
 
 
 class Watchdog:
