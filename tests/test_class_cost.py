@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from types import SimpleNamespace
 
 import numpy as np
@@ -24,7 +25,7 @@ from autograder.grading.settings import limits_from_args
 from autograder.harness import serve as harness
 from autograder.harness.wire import Reader, Writer
 from autograder.sandbox import Limits, NotebookJob, Sandbox, cgroups
-from autograder.sandbox.inside.driver import CpuClock, _tree_cpu
+from autograder.sandbox.inside.driver import CpuClock, _proc_cpu, _tree_cpu
 from autograder.sandbox.limits import budget, cpu_budget, cpu_clock, preexec
 from autograder.sandbox.starvation import Sampler
 
@@ -163,19 +164,20 @@ def test_the_cgroup_clock_is_read_through_a_descriptor_the_parent_passes_in(tmp_
 
 
 def test_without_a_cgroup_the_driver_counts_its_live_descendants():
-    burner = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import time\nend = time.process_time() + 1.0\n"
-            "while time.process_time() < end: pass\ntime.sleep(60)",
-        ],  # fmt: skip
+    burn = (
+        "import sys, time\nsys.stdin.readline()\nend = time.process_time() + 1.0\n"
+        "while time.process_time() < end: pass\ntime.sleep(60)"
     )
+    burner = subprocess.Popen([sys.executable, "-c", burn], stdin=subprocess.PIPE)
     try:
         before = _tree_cpu(os.getpid())
-        while _tree_cpu(burner.pid) < 0.9:  # the child's own CPU, as /proc counts it
-            threading.Event().wait(0.05)
-        assert _tree_cpu(os.getpid()) - before >= 0.5
+        burner.stdin.write(b"go\n")
+        burner.stdin.flush()
+        for _ in range(1200):  # a bound on waiting, not a timed assertion
+            if _proc_cpu(burner.pid) >= 0.9:  # the child's own CPU, as /proc counts it
+                break
+            time.sleep(0.05)
+        assert _tree_cpu(os.getpid()) - before >= 0.8
     finally:
         burner.kill()
         burner.wait()
