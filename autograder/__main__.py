@@ -12,7 +12,13 @@ from autograder.curriculum import NOTEBOOKS
 def sandbox_options(cmd):
     """The options of the sandbox itself (`grade`, `nbgrader grade`, `selftest`)."""
     cmd.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    cmd.add_argument("--timeout", type=float, default=300.0, help="wall-clock seconds per notebook")
+    cmd.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="CPU seconds for each notebook's cells, and as many for its hidden tests (default: "
+        "10x what the solutions use, measured by the self-test, at least 10; 300 without it)",
+    )
     cmd.add_argument(
         "--memory", type=float, default=6.0, help="address-space limit per process, in GB"
     )

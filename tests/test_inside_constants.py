@@ -27,6 +27,30 @@ def test_the_drivers_budgets_default_to_the_limits_and_travel_in_the_job():
     changed = Limits(recover_cpu_seconds=3.0, request_wall_factor=7.0).driver_times()
     assert changed["recover_cpu_seconds"] == 3.0 and changed["request_wall_factor"] == 7.0
     assert WALL_FACTOR == defaults["request_wall_factor"]
+    assert driver.Watchdog.GRACE_CPU == defaults["grace_cpu_seconds"]
+    assert driver.Watchdog.GRACE_WALL == defaults["grace_wall_seconds"]
+    assert driver.LOG_BYTES == defaults["log_bytes"]
+    from autograder.sandbox.inside import zygote
+
+    assert zygote.READY_SECONDS == defaults["zygote_ready_seconds"]
+
+
+def test_the_job_carries_every_budget_the_driver_applies(tmp_path):
+    """job.json holds Limits' driver times, the log's size and each notebook's two budgets."""
+    from autograder.sandbox import NotebookJob, Sandbox
+
+    limits = Limits(timeout=7, grace_cpu_seconds=2.0, log_bytes=1000)
+    box = Sandbox.__new__(Sandbox)
+    box.limits, box.mode, box.warm, box.lib = limits, "none", False, tmp_path
+    (tmp_path / "submission").mkdir()
+    job = NotebookJob("01_soft_lookup", "01_soft_lookup.ipynb", tmp_path, {"similarity": 3.0})
+    import json
+
+    written = json.loads(box._job_file(tmp_path, [job]).read_text())
+    assert written["times"] == limits.driver_times() and written["times"]["grace_cpu_seconds"] == 2
+    assert written["log_bytes"] == 1000
+    spec = written["notebooks"][0]
+    assert (spec["cells_seconds"], spec["tests_seconds"]) == (7, 3.0)
 
 
 @pytest.mark.parametrize(
@@ -34,6 +58,7 @@ def test_the_drivers_budgets_default_to_the_limits_and_travel_in_the_job():
     [
         "123456\n",  # cgroup v1 cpuacct.usage (ns)
         "usage_usec 987654\nuser_usec 5\nsystem_usec 6\n",  # cgroup v2 cpu.stat
+        "user 150\nsystem 50\n",  # cgroup v1 cpuacct.stat (clock ticks)
         "user_usec 5\n",  # no usage line
         "garbage\n",
         "",

@@ -19,6 +19,11 @@ package's version, the kernel release, and the course's own code (autograder/, c
 solutions and released notebooks). Its cost, two students graded once per environment: see
 docs/grader.md ("The self-test").
 
+It also measures what the solutions cost here: the CPU seconds of each notebook (its cells and
+hidden tests, on the sandbox's own clock), kept with the pass. Unless --timeout was given, each
+notebook's time budget becomes Limits.measured_factor times its figure, at least
+Limits.measured_floor_seconds (Limits.derive; apply_budgets, printed).
+
 Emergencies only: AUTOGRADER_SKIP_SELFTEST=1 (or `grade --skip-selftest`) grades without it,
 with a warning printed before and after grading.
 """
@@ -158,12 +163,14 @@ def run(sandbox, workers=2, work_root=None):
                 for name, folder in STUDENTS.items()
             }
             results = {name: _payload(future) for name, future in futures.items()}
+            cpu = _cpu_per_notebook(futures["solutions"])
         logs = {name: _read_log(out / f"selftest-{name}" / "sandbox.log") for name in STUDENTS}
     finally:
         shutil.rmtree(out, ignore_errors=True)
     report = {
         "scores": {name: [r["score"], r["max_score"]] for name, r in results.items()},
         "seconds": round(time.monotonic() - started, 1),
+        "cpu": cpu,  # the solutions' CPU seconds per notebook: the measured time budgets
     }
     solved, full = results["solutions"]["score"], results["solutions"]["max_score"]
     broken = any(r.get("not_graded") for r in results.values())
@@ -180,6 +187,50 @@ def _payload(future):
     except Exception as exc:  # noqa: BLE001 - the self-test reports it, whatever it was
         reason = f"{type(exc).__name__}: {exc}"
         return {"score": 0.0, "max_score": 0.0, "notebooks": {}, "tests": [], "not_graded": reason}
+
+
+def _cpu_per_notebook(future):
+    """{stem: CPU seconds} of the solutions' notebooks, as their sandbox measured them."""
+    try:
+        per_notebook = future.result().per_notebook
+    except Exception:  # noqa: BLE001 - not graded: _payload says why
+        return {}
+    return {stem: round(info["cpu_seconds"], 2) for stem, info in per_notebook.items()}
+
+
+# -- the time budgets measured from the solutions (the limits' part of the self-test) -------------
+def measured_cpu(report):
+    """The report's {stem: CPU seconds}, each a finite number >= 0 of a notebook of the course
+    (a cache file is read back: anything else is dropped)."""
+    import math
+
+    from autograder.curriculum import NOTEBOOKS
+
+    stems = {nb.stem for nb in NOTEBOOKS}
+    cpu = report.get("cpu") if isinstance(report, dict) else None
+    return {
+        stem: float(value)
+        for stem, value in (cpu.items() if isinstance(cpu, dict) else ())
+        if stem in stems
+        and type(value) in (int, float)
+        and math.isfinite(value)
+        and 0 <= value < 1e6
+    }
+
+
+def apply_budgets(limits, report, out):
+    """Each notebook's budget from the solutions' measured CPU (Limits.derive), said on `out`;
+    nothing when --timeout was given or nothing was measured."""
+    budgets = limits.derive(measured_cpu(report)) if report else {}
+    if budgets:
+        shown = ", ".join(f"{stem[:2]} {seconds:g}" for stem, seconds in sorted(budgets.items()))
+        print(
+            f"time budgets (CPU s per notebook's cells, and as many for its tests; "
+            f"{limits.measured_factor:g}x the solutions' measured cost, at least "
+            f"{limits.measured_floor_seconds:g}): {shown}",
+            file=out,
+        )
+    return budgets
 
 
 def _scored(payload):
@@ -297,15 +348,20 @@ def guard(sandbox, workers=2, work_root=None, skip=False, fresh=False, out=None)
         folder.mkdir(parents=True, exist_ok=True)
         lock = open(folder / f"{key}.lock", "a")  # noqa: SIM115 - held until the pass is kept
     except (AttributeError, OSError):  # no cache folder (no home, read-only): run every time
-        return _run_and_say(sandbox, workers, work_root, out)
+        report = _run_and_say(sandbox, workers, work_root, out)
+        apply_budgets(sandbox.limits, report, out)
+        return report
     passed = folder / f"{key}.json"
     with lock:  # a second run waits for the first one's self-test, then reuses its pass
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not fresh and passed.is_file() and not passed.is_symlink():
             try:
-                return json.loads(passed.read_text())
+                report = json.loads(passed.read_text())
             except ValueError:
-                pass
+                report = None
+            if report is not None:
+                apply_budgets(sandbox.limits, report, out)
+                return report
         report = _run_and_say(sandbox, workers, work_root, out)
         try:
             partial = folder / f".{key}.{os.getpid()}.tmp"
@@ -313,6 +369,7 @@ def guard(sandbox, workers=2, work_root=None, skip=False, fresh=False, out=None)
             partial.replace(passed)
         except OSError:
             pass  # not kept: the next run tests again
+        apply_budgets(sandbox.limits, report, out)
         return report
 
 

@@ -43,7 +43,7 @@ class StudentResult:
     error: str = ""  # the traceback of an internal error of the grader
     seconds: float = 0.0
     refused: str = ""  # why this student was not graded (their id, two submissions)
-    per_notebook: dict = field(default_factory=dict)
+    per_notebook: dict = field(default_factory=dict)  # stem -> {"cpu_seconds": on its clock}
 
 
 def output_folder(out, student):
@@ -102,7 +102,8 @@ def _grade_student(student, folder, settings, sandbox, work, started, placement,
     write_student(target, payload)
     if (work / "sandbox.log").exists():
         copy_tail(work / "sandbox.log", target / "sandbox.log")
-    return StudentResult(student, payload, seconds=time.monotonic() - started)
+    cpu = {stem: {"cpu_seconds": run.cpu_seconds} for stem, run in runs.items()}
+    return StudentResult(student, payload, seconds=time.monotonic() - started, per_notebook=cpu)
 
 
 def run_in_sandbox(student, folder, plans, settings, sandbox, work):

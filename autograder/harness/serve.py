@@ -51,6 +51,12 @@ class RequestTimeout(BaseException):  # BaseException: a student's `except Excep
 WALL_FACTOR = 4.0
 
 
+# graded name -> the request folder of its first timeout, in this kernel: a function that has
+# run out of time once is not called again with a fresh budget by every later test of it (each
+# of them answers a Timeout at once, "after" that first one)
+TIMED_OUT = {}
+
+
 def _alarm(signum, frame):
     raise RequestTimeout()
 
@@ -380,9 +386,25 @@ class Session:
 
 def serve(namespace, request_root, response_root, wall_factor=None):
     """Answer every request under request_root (one sub-directory each, in name order).
-    wall_factor: each request's wall backstop as a multiple of its CPU seconds."""
+    wall_factor: each request's wall backstop as a multiple of its CPU seconds. A request whose
+    target has timed out before in this kernel (TIMED_OUT) is not carried out: it answers a
+    Timeout at once, naming the first."""
     request_root, response_root = Path(request_root), Path(response_root)
     for request_dir in sorted(p for p in request_root.iterdir() if p.is_dir()):
         session = Session(namespace, request_dir, response_root / request_dir.name, wall_factor)
-        answer = session.run(Reader(request_dir).read_json("request.json"))
+        request = Reader(request_dir).read_json("request.json")
+        target = request.get("target")
+        if isinstance(target, str) and target in TIMED_OUT:
+            answer = {
+                "error": {
+                    "type": "Timeout",
+                    "message": "not called: it ran out of time on an earlier test",
+                    "after": TIMED_OUT[target],
+                },
+                "seconds": 0.0,
+            }
+        else:
+            answer = session.run(request)
+            if isinstance(target, str) and (answer.get("error") or {}).get("type") == "Timeout":
+                TIMED_OUT.setdefault(target, f"{request_root.name}/{request_dir.name}")
         session.writer.write_json("response.json", answer)

@@ -17,7 +17,7 @@ from pathlib import Path
 from autograder.curriculum import NOTEBOOK_OF
 from autograder.harness.wire import MAX_ARRAY_BYTES, Reader
 from autograder.judging.base import Response, judgement, request_folder
-from autograder.results import LOST, TestResult
+from autograder.results import LOST, TIMEOUT, TestResult
 from autograder.safe_files import UnsafeFile, check_name, open_below
 
 ARRAY_KEYS = ("$array", "$scalar", "$tensor")
@@ -109,6 +109,7 @@ def judge_cases(cases, response_root, notes=None, trusted_root=None, reason=LOST
     (autograder.results: MISSING_NOTEBOOK, NOT_RUN, ...)."""
     notes = notes or {}
     results = []
+    first_timeout = {}  # function -> the name of its first test that timed out
     for i, case in enumerate(cases):
         if response_root is None:
             fraction, message, ids = 0.0, notes.get(case.function) or notes.get("*", ""), []
@@ -123,6 +124,15 @@ def judge_cases(cases, response_root, notes=None, trusted_root=None, reason=LOST
                 raw, reader = read_answer(folder, root, lost)
                 responses.append(Response(raw, reader))
             fraction, message, ids, why = judgement(case, responses)
+            if why == TIMEOUT and case.function in first_timeout:
+                # the harness did not call it again (harness/serve.py, TIMED_OUT)
+                message = (
+                    f"{case.function} was not run on this test: it ran out of time on an earlier "
+                    f'one ("{first_timeout[case.function]}"), and a function that has run out '
+                    "of time is not called again."
+                )
+            elif why == TIMEOUT:
+                first_timeout[case.function] = case.name
         results.append(
             TestResult(
                 name=f"{case.function}: {case.name}",

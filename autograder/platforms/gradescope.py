@@ -397,8 +397,8 @@ class StudentUserSandbox(Sandbox):
         os.chmod(path, 0o644)
         return path
 
-    def _preexec(self, cgroup=None):
-        super()._preexec(cgroup)  # the cgroup and the rlimits first, while still root
+    def _preexec(self, cgroup=None, cpu_seconds=None):
+        super()._preexec(cgroup, cpu_seconds)  # the cgroup and the rlimits first, while root
         os.setgroups([])
         os.setgid(self.gid)
         os.setuid(self.uid)

@@ -55,7 +55,15 @@ from .isolation import (
     child_pid,
     kill_namespace,
 )
-from .limits import Limits, budget, cpu_clock, make_cgroup, preexec, warn_about_cpu
+from .limits import (
+    Limits,
+    budget,
+    cpu_budget,
+    cpu_clock,
+    make_cgroup,
+    preexec,
+    warn_about_cpu,
+)
 from .notices import warn_once
 from .processes import kill_group
 from .pull import Folder
@@ -130,6 +138,7 @@ class NotebookRun:
     messages: list[str] = field(default_factory=list)  # for the student, about the whole run
     responses: Path | None = None
     seconds: float = 0.0
+    cpu_seconds: float = 0.0  # on the sandbox's clock, as the driver reported it (a figure only)
     timed_out: bool = False
     kernel_died: bool = False
     not_graded: str = ""  # the sandbox failed, not the student: why (the grader's words)
@@ -307,9 +316,14 @@ class Sandbox(Isolation):
 
     def _suspect(self, job, found):
         """status.suspicion, with "wall" kept (as "starved") only when this parent measured
-        that the sandbox was starved of CPU over the notebook's time."""
+        that the sandbox was starved of CPU over the notebook's time. A sandbox this parent
+        killed because it used up its whole CPU budget gets no second run (its CPU is its own,
+        whatever the machine's load); one killed at its wall budget, only when it was starved."""
         status, sampler = found or (None, None)
         why = suspicion(status, job)
+        over = getattr(sampler, "over", "")
+        if over == "cpu" or (over == "wall" and why in ("died", "wall")):
+            why = "wall" if over == "wall" else ""
         if why != "wall":
             return why
         starved = sampler is not None and sampler.starved(*window(status, job), self.limits.cpus)
@@ -402,6 +416,7 @@ class Sandbox(Isolation):
             "startup_timeout": self.limits.startup_seconds,
             "warm": self.warm,
             "times": self.limits.driver_times(),  # Limits' budgets the driver applies
+            "log_bytes": self.limits.log_bytes,  # the driver's OutputCap keeps head and tail
             "harness": f"{p['lib']}/autograder/harness",
             "notebooks": [
                 {
@@ -410,6 +425,13 @@ class Sandbox(Isolation):
                     "requests": f"{root}/requests/{j.stem}",
                     "responses": f"{root}/responses/{j.stem}",
                     "serve": {k: float(v) for k, v in j.serve_seconds.items()},
+                    **dict(
+                        zip(
+                            ("cells_seconds", "tests_seconds"),
+                            self.limits.notebook_budgets(j.stem, j.serve_seconds),
+                            strict=True,
+                        )
+                    ),
                     "wall_factor": j.wall_factor,
                     "skip": demo_cells.skip_plan(work / "submission" / j.filename, j.stem),
                 }
@@ -432,8 +454,8 @@ class Sandbox(Isolation):
     def _budget(self, pending):
         return budget(self.limits, pending)
 
-    def _preexec(self, cgroup):
-        preexec(self.limits, cgroup)
+    def _preexec(self, cgroup, cpu_seconds=None):
+        preexec(self.limits, cgroup, cpu_seconds)
 
     def _cgroup(self):
         return make_cgroup(self.cgroups, self.limits)
@@ -470,7 +492,9 @@ class Sandbox(Isolation):
 
     def _take_folders(self, proc, handshake, info_read, log):
         """Once the driver says its mounts are set up: hold its answers and status folders."""
-        deadline = time.monotonic() + self.limits.startup_seconds + 30
+        deadline = (
+            time.monotonic() + self.limits.startup_seconds + self.limits.handshake_slack_seconds
+        )
         while time.monotonic() < deadline and proc.poll() is None:
             ready, _, _ = select.select([handshake], [], [], 0.5)
             if ready:
@@ -545,7 +569,14 @@ class Sandbox(Isolation):
         handshake = None
         cgroup = self._cgroup()
         job = json.loads(job_path.read_text())
-        job["cpu_clock"] = cpu_clock(cgroup, own_pid_namespace=self.mode == "bwrap")
+        # the driver's clock: the cgroup's own accounting file, opened here read-only and passed
+        # in (the sandbox has no cgroup file system), so every process the sandbox ever had
+        # counts, reaped or not
+        clock_fd = _open_cpu_usage(cgroup)
+        if clock_fd is not None:
+            fds.append(clock_fd)
+        job["cpu_clock"] = cpu_clock(cgroup, self.mode == "bwrap", clock_fd)
+        cpu_limit = cpu_budget(self.limits, pending)
         job["wall_factor"] = self.limits.wall_factor
         job["startup_timeout"] = self.limits.startup_seconds * self.limits.wall_factor
         if self.pull:
@@ -566,11 +597,11 @@ class Sandbox(Isolation):
                 stdout=out_write,
                 stderr=out_write,
                 pass_fds=tuple(fds),
-                preexec_fn=lambda: self._preexec(cgroup),  # noqa: PLW1509 - before exec
+                preexec_fn=lambda: self._preexec(cgroup, cpu_limit),  # noqa: PLW1509 - before exec
                 start_new_session=True,
             )
         finally:
-            for fd in [info_write, out_write, userns_fd, seccomp_fd]:
+            for fd in [info_write, out_write, userns_fd, seccomp_fd, clock_fd]:
                 if fd is not None:
                     os.close(fd)
             if handshake is not None:
@@ -586,9 +617,14 @@ class Sandbox(Isolation):
         try:
             if handshake is not None:
                 child, folders = self._take_folders(proc, handshake, info_read, log)
-            proc.wait(timeout=budget)
-        except subprocess.TimeoutExpired:
-            log.write(f"\n[autograder] sandbox exceeded {budget:.0f} s: killed\n".encode())
+            sampler.over = _wait(proc, budget, cpu_limit, sampler)
+            if sampler.over == "wall":
+                log.write(f"\n[autograder] sandbox exceeded {budget:.0f} s: killed\n".encode())
+            elif sampler.over == "cpu":
+                log.write(
+                    f"\n[autograder] sandbox used more than {cpu_limit:.0f} CPU seconds (its "
+                    "cgroup's count): killed\n".encode()
+                )
         finally:
             if handshake is not None:
                 handshake.close()
@@ -615,9 +651,39 @@ class Sandbox(Isolation):
                     f"\n[autograder] the sandbox reached its cap of {peak} processes\n".encode()
                 )
             cgroup.remove()
-        drain.join(timeout=30)
+        drain.join(timeout=self.limits.drain_join_seconds)
         if slot is not None:
             self._give_slot(slot)
+
+
+def _open_cpu_usage(cgroup):
+    """A read-only descriptor of the cgroup's CPU accounting file (cpu.stat or cpuacct.usage),
+    or None."""
+    found = cgroup.cpu_usage_file() if cgroup is not None else None
+    if not found:
+        return None
+    try:
+        return os.open(found[0], os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+
+
+def _wait(proc, seconds, cpu_seconds, sampler):
+    """Wait for the sandbox: "" when it ended by itself; "wall" when `seconds` passed first;
+    "cpu" when its cgroup counted more than `cpu_seconds` of CPU first (read by this parent, so
+    nothing in the sandbox can hide it)."""
+    end = time.monotonic() + seconds
+    while True:
+        try:
+            proc.wait(timeout=max(0.0, min(1.0, end - time.monotonic())))
+            return ""
+        except subprocess.TimeoutExpired:
+            pass
+        if time.monotonic() >= end:
+            return "wall"
+        used = sampler.cpu_used()
+        if used is not None and used > cpu_seconds:
+            return "cpu"
 
 
 def _drain(fd, log, keep):

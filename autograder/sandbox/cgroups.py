@@ -137,10 +137,16 @@ class Cgroup:
             time.sleep(0.02)
 
     def cpu_usage_file(self):
-        """(path, unit in seconds) of the file holding the cgroup's CPU time, or None."""
+        """(path, unit in seconds) of the file holding the cgroup's CPU time, or None. In v1,
+        cpuacct.stat (user and system, in clock ticks) where it exists: cpuacct.usage can be
+        reset by whoever may write it, which a sandbox running as root could try through the
+        descriptor it is handed (a write to cpuacct.usage leaves cpuacct.stat alone)."""
         if self.version == 2:
-            return str(self.dirs[""] / "cpu.stat"), 1e-6  # usage_usec
+            return str(self.dirs[""] / "cpu.stat"), 1e-6  # usage_usec; read-only
         if "cpuacct" in self.dirs:
+            stat = self.dirs["cpuacct"] / "cpuacct.stat"
+            if stat.exists():
+                return str(stat), 1.0 / os.sysconf("SC_CLK_TCK")
             return str(self.dirs["cpuacct"] / "cpuacct.usage"), 1e-9
         return None
 
@@ -149,9 +155,10 @@ class Cgroup:
         found = self.cpu_usage_file()
         return read_cpu_usage(*found) if found else None
 
-    def wait_seconds(self):
+    def wait_seconds(self, with_priority=False):
         """Seconds the cgroup's live threads have spent runnable but waiting for a CPU (the
-        scheduler's run_delay in /proc/TID/schedstat), or None where it is not reported."""
+        scheduler's run_delay in /proc/TID/schedstat), or None where it is not reported. With
+        with_priority: (that, whether any of them has lowered its own priority: lowered_priority)."""
         tids = set()
         for d in dict.fromkeys(self.dirs.values()):
             for name in ("cgroup.threads", "tasks"):
@@ -159,7 +166,7 @@ class Cgroup:
                     tids |= {int(t) for t in (d / name).read_text().split()}
                 except (OSError, ValueError):
                     pass
-        total, seen = 0, False
+        total, seen, slowed = 0, False, False
         for tid in tids:
             try:
                 with open(f"/proc/{tid}/schedstat") as handle:
@@ -167,7 +174,10 @@ class Cgroup:
                 seen = True
             except (OSError, ValueError, IndexError):
                 pass
-        return total / 1e9 if seen or not tids else None
+            if with_priority and not slowed:
+                slowed = lowered_priority(tid)
+        waited = total / 1e9 if seen or not tids else None
+        return (waited, slowed) if with_priority else waited
 
     def peak_pids(self):
         try:
@@ -331,8 +341,26 @@ def _try_v1(mounts, own):
     return None
 
 
+SCHED_BATCH, SCHED_IDLE = 3, 5
+
+
+def lowered_priority(tid):
+    """True when thread `tid` runs with a nice value above this process's own (the grader may
+    run under `nice`; a sandbox cannot raise its priority, only lower it) or under SCHED_BATCH
+    or SCHED_IDLE."""
+    try:
+        with open(f"/proc/{tid}/stat", "rb") as handle:
+            data = handle.read()
+        fields = data[data.rfind(b")") + 2 :].split()
+        own = os.getpriority(os.PRIO_PROCESS, 0)
+        return int(fields[16]) > own or int(fields[38]) in (SCHED_BATCH, SCHED_IDLE)
+    except (OSError, ValueError, IndexError):
+        return False
+
+
 def read_cpu_usage(path, unit):
-    """Seconds of CPU in a cgroup's cpu.stat (usage_usec) or cpuacct.usage (ns); None if unread.
+    """Seconds of CPU in a cgroup's cpu.stat (usage_usec), cpuacct.usage (ns) or cpuacct.stat
+    (user + system, in clock ticks); None if unread.
     (inside/driver.py reads the same files with its own copy, _file_cpu: it imports nothing of
     the grader; tests/test_inside_constants.py pins the two together.)"""
     try:
@@ -340,13 +368,16 @@ def read_cpu_usage(path, unit):
             text = handle.read(4096)
     except OSError:
         return None
+    ticks = None
     for line in text.splitlines():
         parts = line.split()
         if len(parts) == 1 and parts[0].isdigit():
             return int(parts[0]) * unit
         if len(parts) == 2 and parts[0] == "usage_usec" and parts[1].isdigit():
             return int(parts[1]) * unit
-    return None
+        if len(parts) == 2 and parts[0] in ("user", "system") and parts[1].isdigit():
+            ticks = (ticks or 0) + int(parts[1])  # v1 cpuacct.stat
+    return None if ticks is None else ticks * unit
 
 
 def _can_make_child(base):

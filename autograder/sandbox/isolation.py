@@ -152,8 +152,10 @@ class Isolation:
             "cgroups",
             "no writable cgroup (v2 with the memory and pids controllers, or v1) for the "
             "sandboxes: memory is capped per process (address space) and not per sandbox, "
-            f"and the number of processes by {limit}; the CPU is not shared fairly, and a "
-            "notebook starved by a busy machine is not re-run. Run the grader where it may create "
+            f"and the number of processes by {limit}; the CPU is not shared fairly, children "
+            "that ended unreaped (SIGCHLD ignored) are not charged to the time limits (each "
+            "process is held to the sandbox's CPU budget instead), and a notebook starved by a "
+            "busy machine is not re-run. Run the grader where it may create "
             "cgroups (root, or a delegated cgroup) for hard per-sandbox caps.",
         )
 

@@ -6,6 +6,9 @@ threads spent at least half of that time runnable but waiting for a CPU: other p
 CPU. Code that sleeps or waits for something neither runs nor waits for a CPU, so its timeout
 stays its own, however busy the machine; busy processes of the sandbox's own use its share.
 Without the sandbox's accounting (no cgroup, no schedstat) there is no evidence, and no re-run.
+A sandbox that lowered its own priority (a thread with a nice value above 0, or SCHED_BATCH /
+SCHED_IDLE: what a student may do to look starved next to busy neighbours) is never taken for
+starved, nor is one the parent killed for using up its CPU budget.
 
     sampler = Sampler(cgroup)       # when the sandbox starts
     ...
@@ -27,6 +30,8 @@ class Sampler:
     def __init__(self, cgroup):
         self.cgroup = cgroup
         self.samples = []
+        self.slowed = False  # a thread of the sandbox was seen with its priority lowered
+        self.over = ""  # "cpu" or "wall": the parent killed the sandbox at that budget
         self._done = threading.Event()
         self._sample()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -36,9 +41,9 @@ class Sampler:
         if self.cgroup is None:
             self.samples.append((time.monotonic(), None, None))
             return
-        self.samples.append(
-            (time.monotonic(), self.cgroup.cpu_seconds(), self.cgroup.wait_seconds())
-        )
+        wait, slowed = self.cgroup.wait_seconds(with_priority=True)
+        self.slowed = self.slowed or slowed
+        self.samples.append((time.monotonic(), self.cgroup.cpu_seconds(), wait))
 
     def _run(self):
         while not self._done.wait(INTERVAL):
@@ -49,9 +54,16 @@ class Sampler:
         self._thread.join()
         self._sample()
 
+    def cpu_used(self):
+        """The sandbox's CPU seconds from the first sample to the last, or None unmeasured."""
+        measured = [s[1] for s in list(self.samples) if s[1] is not None]
+        return measured[-1] - measured[0] if measured else None
+
     def starved(self, start, end, cpus=1.0):
         """True when the sandbox was starved between `start` and `end` (time.monotonic, as the
         sandbox reported them: clipped to what was measured, so a lie only moves the window)."""
+        if self.slowed:
+            return False
         inside = [s for s in self.samples if start <= s[0] <= end]
         if len(inside) < 2:
             inside = self.samples

@@ -53,6 +53,8 @@ def clean_status(status, job):
         )
     notes = status.get("notes")
     lost = sorted(n for n in (notes if isinstance(notes, dict) else {}) if n in job.serve_seconds)
+    unrun = status.get("tests_out_of_time")
+    unrun = sorted(n for n in (unrun if isinstance(unrun, list) else []) if n in lost)
 
     def number(key, default):
         value = status.get(key)
@@ -70,6 +72,8 @@ def clean_status(status, job):
         "kernel_start_failed": flag("kernel_start_failed"),
         "wall_backstop": flag("wall_backstop"),
         "seconds": min(number("seconds", 0.0), 1e7),
+        "cpu_seconds": min(number("cpu_seconds", 0.0), 1e7),
+        "unrun": unrun,  # not run: the notebook's tests budget was used up before them
         # the window the parent measures starvation over (clipped to its own samples)
         "started_at": number("started_at", 0.0),
         "ended_at": number("ended_at", float("inf")),
@@ -125,6 +129,7 @@ def apply_status(run, status, job):
     run.executed_ok = status["executed_ok"]
     run.cell_errors = status["cell_errors"]
     run.seconds = status["seconds"]
+    run.cpu_seconds = status["cpu_seconds"]
     run.timed_out = status["timed_out"]
     run.kernel_died = status["kernel_died"]
     run.integrity = status["integrity"]  # known tokens only: hints for a human, never a verdict
@@ -165,6 +170,12 @@ def apply_status(run, status, job):
             text = (
                 "your notebook ran out of time (see the cell errors) and could not be stopped, "
                 "so this could not be tested."
+            )
+        elif name in status["unrun"]:
+            text = (
+                "not tested: the hidden tests of this notebook share one time budget, and the "
+                "names tested before this one used it up (look for an infinite loop, very slow "
+                "code, or code that waits)."
             )
         else:
             text = (

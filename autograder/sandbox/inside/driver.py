@@ -187,42 +187,97 @@ TIMES = {
     "quiet_cell_seconds": 10.0,
     "recover_cpu_seconds": 10.0,
     "recover_wall_seconds": 30.0,
+    "grace_cpu_seconds": 5.0,
+    "grace_wall_seconds": 120.0,
+    "iopub_seconds": 4.0,
+    "zygote_ready_seconds": 40.0,
+    "zygote_stop_seconds": 5.0,
+    "output_stop_seconds": 2.0,
 }
+LOG_BYTES = 256 * 2**10  # Limits.log_bytes: of the sandbox's output, this much head and tail
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
 class CpuClock:
     """CPU seconds used so far by the sandbox (a running total: callers take differences).
 
-    "namespace": every process of the sandbox's own pid namespace, each one's own time plus the
-    time of the children it has reaped (so processes that have ended still count); "cgroup": the
-    sandbox's cgroup's accounting file (without a pid namespace); "process": the kernel process
-    and its reaped children only (neither is available). An unreadable clock reads 0 (the wall
-    backstop still applies)."""
+    "cgroup-fd": the sandbox's cgroup's accounting file, opened read-only by the grading parent
+    and passed in as a descriptor (the cgroup file system is not mounted in the sandbox);
+    "cgroup": the same file by its path (without bubblewrap). The cgroup counts every process
+    the sandbox ever had, so children that ended count, reaped or not (a kernel that sets
+    SIGCHLD to SIG_IGN has its children reaped by the kernel, and their time reaches no one's
+    cutime). Without a cgroup: "namespace", every process of the sandbox's own pid namespace,
+    each one's own time plus that of the children it reaped; "process", the driver and every
+    live process descended from it or in its session, likewise. In those two, a child whose
+    parent ignores SIGCHLD is no longer counted once it ends (each process is then held to the
+    sandbox's CPU budget by RLIMIT_CPU). An unreadable clock reads 0 (the wall budget still
+    applies)."""
 
     def __init__(self, spec):
         spec = spec or {}
         self.kind = spec.get("kind", "process")
         self.path, self.unit = spec.get("path"), float(spec.get("unit", 1e-6))
+        self.fd = spec.get("fd")
 
     def __call__(self, pid=0):
-        if self.kind == "namespace":
-            return sum(_proc_cpu(entry) for entry in os.listdir("/proc") if entry.isdigit())
+        if self.kind == "cgroup-fd":
+            return _fd_cpu(self.fd, self.unit)
         if self.kind == "cgroup":
             return _file_cpu(self.path, self.unit)
-        return _proc_cpu(pid) if pid else 0.0
+        if self.kind == "namespace":
+            return sum(_proc_cpu(entry) for entry in os.listdir("/proc") if entry.isdigit())
+        return _tree_cpu(os.getpid())
 
 
-def _proc_cpu(pid):
+def _fd_cpu(fd, unit):
+    try:
+        text = os.pread(int(fd), 4096, 0).decode("ascii", "replace")
+    except (OSError, TypeError, ValueError):
+        return 0.0
+    return _parse_cpu(text, unit)
+
+
+def _tree_cpu(root):
+    """The CPU seconds of `root` and of every live process descended from it or in its session
+    (its own time plus its reaped children's)."""
+    parents, sessions, cpu = {}, {}, {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        fields = _stat_fields(entry)
+        if fields is None:
+            continue
+        try:
+            parents[int(entry)], sessions[int(entry)] = int(fields[1]), int(fields[3])
+            cpu[int(entry)] = sum(int(x) for x in fields[11:15]) / TICKS
+        except (ValueError, IndexError):
+            continue
+    session = sessions.get(root)
+    total = 0.0
+    for pid in cpu:
+        ancestor, steps = pid, 0
+        while ancestor not in (root, 0, 1) and steps < 4096:
+            ancestor, steps = parents.get(ancestor, 0), steps + 1
+        if ancestor == root or (session is not None and sessions.get(pid) == session):
+            total += cpu[pid]
+    return total
+
+
+def _stat_fields(pid):
+    """The fields of /proc/PID/stat after the command name (which may hold spaces), or None."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
             data = handle.read()
     except OSError:
-        return 0.0
-    fields = data[data.rfind(b")") + 2 :].split()  # after the command name, which may hold spaces
+        return None
+    return data[data.rfind(b")") + 2 :].split()
+
+
+def _proc_cpu(pid):
+    fields = _stat_fields(pid)
     try:
         return sum(int(x) for x in fields[11:15]) / TICKS  # utime stime cutime cstime
-    except ValueError:
+    except (ValueError, TypeError, IndexError):
         return 0.0
 
 
@@ -232,13 +287,22 @@ def _file_cpu(path, unit):
             text = handle.read(4096)
     except OSError:
         return 0.0
+    return _parse_cpu(text, unit)
+
+
+def _parse_cpu(text, unit):
+    """cgroups.read_cpu_usage's reading of cpu.stat, cpuacct.usage or cpuacct.stat (0.0 for
+    None; tests/test_inside_constants.py pins the two together)."""
+    ticks = None
     for line in text.splitlines():
         parts = line.split()
         if len(parts) == 1 and parts[0].isdigit():
             return int(parts[0]) * unit
         if len(parts) == 2 and parts[0] == "usage_usec" and parts[1].isdigit():
             return int(parts[1]) * unit
-    return 0.0
+        if len(parts) == 2 and parts[0] in ("user", "system") and parts[1].isdigit():
+            ticks = (ticks or 0) + int(parts[1])
+    return 0.0 if ticks is None else ticks * unit
 
 
 class Watchdog:
@@ -249,16 +313,25 @@ class Watchdog:
     Both are measured so that a busy machine, which slows a kernel's way out of the cell, never
     turns an interrupt into a kill."""
 
-    GRACE_CPU = 5.0
-    GRACE_WALL = 120.0
+    GRACE_CPU = TIMES["grace_cpu_seconds"]  # Limits.grace_cpu_seconds, sent in job["times"]
+    GRACE_WALL = TIMES["grace_wall_seconds"]  # Limits.grace_wall_seconds
     TICK = 0.25
 
-    def __init__(self, clock):
+    def __init__(self, clock, grace_cpu=None, grace_wall=None):
         self.clock = clock
+        self._grace = (grace_cpu, grace_wall)  # None: the class's (job["times"] sends both)
         self.lock = threading.Lock()
         self.armed = None  # (kernel pid, CPU reading at which it fires)
         self.fired_at = None
         threading.Thread(target=self._watch, daemon=True).start()
+
+    @property
+    def grace_cpu(self):
+        return self.GRACE_CPU if self._grace[0] is None else float(self._grace[0])
+
+    @property
+    def grace_wall(self):
+        return self.GRACE_WALL if self._grace[1] is None else float(self._grace[1])
 
     def arm(self, pid, cpu_seconds):
         with self.lock:
@@ -289,8 +362,8 @@ class Watchdog:
                     if used >= limit:
                         self.fired_at = time.monotonic()
                         _signal_kernel(pid, signal.SIGINT)
-                elif used >= limit + self.GRACE_CPU or (
-                    time.monotonic() > self.fired_at + self.GRACE_WALL
+                elif used >= limit + self.grace_cpu or (
+                    time.monotonic() > self.fired_at + self.grace_wall
                 ):
                     _signal_kernel(pid, signal.SIGKILL)
                     self.armed = None
@@ -416,12 +489,12 @@ class Zygote:
         return cls.pid > 0
 
     @classmethod
-    def stop(cls):
+    def stop(cls, patience=TIMES["zygote_stop_seconds"]):
         if cls.alive_fd >= 0:
             os.close(cls.alive_fd)
             cls.alive_fd = -1
         if cls.pid > 0:
-            deadline = time.monotonic() + 5
+            deadline = time.monotonic() + patience
             while cls.alive() and time.monotonic() < deadline:
                 time.sleep(0.02)
             if cls.pid > 0:
@@ -451,6 +524,7 @@ class WarmKernelManager(AsyncKernelManager):
     """Launches the kernel through the zygote's waiter while the zygote is alive."""
 
     preload = ""  # what the zygote imports before forking this notebook's kernel (zygote.py)
+    ready_seconds = TIMES["zygote_ready_seconds"]  # the waiter's patience for the zygote
 
     def format_kernel_cmd(self, extra_arguments=None):
         command = super().format_kernel_cmd(extra_arguments)
@@ -458,6 +532,7 @@ class WarmKernelManager(AsyncKernelManager):
             # the waiter needs only the standard library: -I -S skip site-packages' start-up
             # (its cold-kernel fallback execs a normal interpreter, with this environment)
             launch = [sys.executable, "-I", "-S", str(ZYGOTE), "--launch", Zygote.socket]
+            launch += ["--ready", repr(float(self.ready_seconds))]
             return [*launch, "--preload", self.preload, *command[3:]]
         return command
 
@@ -469,6 +544,10 @@ class Run:
         self.watchdog = watchdog
         self.wall_factor = float(spec.get("wall_factor") or job.get("wall_factor", 1.0))
         self.times = {**TIMES, **job.get("times", {})}
+        # the notebook's two CPU budgets (Limits.notebook_budgets), each with a wall budget of
+        # wall_factor times as much: its own cells, and all of its hidden tests together
+        self.cells_seconds = float(spec.get("cells_seconds") or job["timeout"])
+        self.tests_seconds = float(spec.get("tests_seconds") or sum(spec["serve"].values()))
         self.status = {
             "stem": spec["stem"],
             "started": True,
@@ -557,16 +636,17 @@ class Run:
             if c.cell_type == "code" and not _released_demo(c, i, spec)
         )
         WarmKernelManager.preload = "torch" if uses_torch else ""
+        WarmKernelManager.ready_seconds = self.times["zygote_ready_seconds"]
         client = QuietClient(
             nb,
             kernel_name="python3",
-            timeout=int(job["timeout"]) + 1,
+            timeout=int(self.cells_seconds) + 1,
             allow_errors=True,
             interrupt_on_timeout=False,
             startup_timeout=int(job.get("startup_timeout", 60)),
             resources={"metadata": {"path": job["workdir"]}},
             record_timing=False,
-            iopub_timeout=4,
+            iopub_timeout=self.times["iopub_seconds"],
             shutdown_kernel="immediate",
             kernel_manager_class=WarmKernelManager if Zygote.alive() else AsyncKernelManager,
         )
@@ -577,8 +657,9 @@ class Run:
             self.run_quietly(client, WATCH_CELL.format(harness=job["harness"]))  # not charged
             # the cells share `timeout` CPU seconds (kernel start not counted), and a backstop
             pid = _kernel_pid(client)
-            cpu_end = self.watchdog.clock(pid) + float(job["timeout"])
-            deadline = time.monotonic() + float(job["timeout"]) * self.wall_factor
+            cpu_start = self.watchdog.clock(pid)
+            cpu_end = cpu_start + self.cells_seconds
+            deadline = time.monotonic() + self.cells_seconds * self.wall_factor
             for index, cell in enumerate(nb.cells):
                 if cell.cell_type != "code" or not cell.source.strip():
                     continue
@@ -597,7 +678,7 @@ class Run:
                         {
                             "cell": index,
                             "type": "Timeout",
-                            "message": f"still running when the notebook's {job['timeout']:g} s ran out",
+                            "message": f"still running when the notebook's {self.cells_seconds:g} s ran out",
                             "line": _first_line(cell.source),
                         }
                     )
@@ -615,7 +696,7 @@ class Run:
                     else:
                         self.message(
                             f"Cell {index + 1} was still running when the notebook's "
-                            f"{job['timeout']:g} s ran out; it was interrupted and the later "
+                            f"{self.cells_seconds:g} s ran out; it was interrupted and the later "
                             "cells were not run. The names defined before it were tested."
                         )
                     break
@@ -666,6 +747,9 @@ class Run:
             self.save()
             if alive and graded:
                 self.serve(client, graded)
+            # the notebook's CPU seconds on the sandbox's clock (the self-test's measurement of
+            # the solutions: grading/selftest.py; for a student, a figure and nothing more)
+            self.status["cpu_seconds"] = max(0.0, self.watchdog.clock(pid) - cpu_start)
         self.status["seconds"] = time.monotonic() - started
         self.status["ended_at"] = time.monotonic()
         self.status["finished"] = True
@@ -701,7 +785,7 @@ class Run:
             sorted({t for t in tokens if t in INTEGRITY_TOKENS}) if isinstance(tokens, list) else []
         )
 
-    def run_driver_cell(self, client, source, cpu_seconds):
+    def run_driver_cell(self, client, source, cpu_seconds, wall_seconds=None):
         """Run one of the driver's own cells (charged like any cell); the cell, with its outputs.
 
         A KeyboardInterrupt that the watchdog did not send is a stray: an interrupt meant for an
@@ -712,7 +796,9 @@ class Run:
         does not buy a second one."""
         pid = _kernel_pid(client)
         cpu_end = self.watchdog.clock(pid) + cpu_seconds
-        wall_end = time.monotonic() + cpu_seconds * self.wall_factor
+        if wall_seconds is None:
+            wall_seconds = cpu_seconds * self.wall_factor
+        wall_end = time.monotonic() + wall_seconds
         for attempt in range(2):
             cell = nbformat.v4.new_code_cell(source)
             cpu_left = cpu_end - self.watchdog.clock(pid)
@@ -740,15 +826,31 @@ class Run:
                 f"({errors[0].get('ename')}: {errors[0].get('evalue')}).",
             )
             return
+        # the tests of all names share the notebook's tests budget, in CPU and on the wall: a
+        # name's serve cell gets its own seconds, or what is left of the notebook's if less
+        pid = _kernel_pid(client)
+        tests_cpu_end = self.watchdog.clock(pid) + self.tests_seconds
+        tests_wall_end = time.monotonic() + self.tests_seconds * self.wall_factor
         for position, name in enumerate(graded):
-            seconds = float(spec["serve"][name])
+            cpu_left = tests_cpu_end - self.watchdog.clock(pid)
+            wall_left = tests_wall_end - time.monotonic()
+            if cpu_left <= 0 or wall_left <= 0:
+                self.status["tests_out_of_time"] = list(graded[position:])
+                self.note_all(
+                    graded[position:],
+                    f"not tested: the notebook's hidden tests had {self.tests_seconds:g} s in "
+                    "all, and the earlier names used them up.",
+                )
+                return
+            seconds = min(float(spec["serve"][name]), cpu_left)
+            wall = min(seconds * self.wall_factor, wall_left)
             source = SERVE_CELL.format(
                 requests=f"{spec['requests']}/{name}",
                 responses=f"{spec['responses']}/{name}",
                 wall_factor=self.times["request_wall_factor"],
             )
             try:
-                cell = self.run_driver_cell(client, source, seconds)
+                cell = self.run_driver_cell(client, source, seconds, wall)
             except CellTimeoutError:
                 self.status["notes"][name] = (
                     f"the tests of {name} took more than {seconds:g} s in total (look for an "
@@ -824,6 +926,101 @@ def kill_strays(keep):
         time.sleep(0.01)
 
 
+class OutputCap:
+    """The sandbox's stdout and stderr (the driver's, the zygote's, every kernel's) go through a
+    pipe to a small process of the sandbox's own, which passes on the first `keep` bytes and the
+    last `keep` and drops the rest: a flood of output (os.write(2, ...) in a loop) is paid for
+    in the sandbox's CPU, charged to the student's cell, never by the grading parent, which reads
+    at most twice `keep` bytes (Limits.log_bytes)."""
+
+    pid = 0
+
+    class _Stop(Exception):
+        pass
+
+    @classmethod
+    def start(cls, keep):
+        read_end, write_end = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+                os.closerange(3, read_end)  # the handshake, the clock: not this process's
+                os.closerange(read_end + 1, 1 << 16)
+                cls._pass_on(read_end, keep)
+            finally:
+                os._exit(0)
+        os.close(read_end)
+        os.dup2(write_end, 1)
+        os.dup2(write_end, 2)
+        os.close(write_end)
+        cls.pid = pid
+
+    @classmethod
+    def _pass_on(cls, fd, keep):
+        def stop(signum, frame):
+            raise cls._Stop()
+
+        signal.signal(signal.SIGTERM, stop)
+        head, tail, dropped = 0, bytearray(), 0
+        try:
+            while True:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    break
+                if head < keep:
+                    part = chunk[: keep - head]
+                    _write_all(2, part)
+                    head += len(part)
+                    chunk = chunk[len(part) :]
+                if chunk:
+                    tail += chunk
+                    if len(tail) > keep:
+                        dropped += len(tail) - keep
+                        del tail[: len(tail) - keep]
+        except (cls._Stop, OSError):
+            pass
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        if dropped:
+            _write_all(2, f"\n[driver] ... {dropped} bytes of output dropped ...\n".encode())
+        _write_all(2, bytes(tail))
+
+    @classmethod
+    def stop(cls, patience=TIMES["output_stop_seconds"]):
+        """At the driver's end: its own ends of the pipe closed, the tail passed on (a process
+        left behind that still holds the pipe only delays this by `patience` seconds)."""
+        if cls.pid <= 0:
+            return
+        sys.stdout.flush()
+        sys.stderr.flush()
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        os.close(null)
+        deadline = time.monotonic() + patience
+        while time.monotonic() < deadline:
+            if os.waitpid(cls.pid, os.WNOHANG)[0]:
+                cls.pid = 0
+                return
+            time.sleep(0.02)
+        try:
+            os.kill(cls.pid, signal.SIGTERM)
+            os.waitpid(cls.pid, 0)
+        except OSError:
+            pass
+        cls.pid = 0
+
+
+def _write_all(fd, data):
+    while data:
+        try:
+            data = data[os.write(fd, data) :]
+        except OSError:
+            return
+
+
 def handshake(fd):
     """Tell the grader our mounts are set up; wait until it holds our answer and status folders."""
     try:
@@ -835,6 +1032,16 @@ def handshake(fd):
 
 def main(job_path):
     job = json.loads(Path(job_path).read_text())
+    times = {**TIMES, **job.get("times", {})}
+    OutputCap.start(int(job.get("log_bytes", LOG_BYTES)))
+    try:
+        return _main(job, times)
+    finally:
+        OutputCap.stop(times["output_stop_seconds"])
+
+
+def _main(job, times):
+
     if job.get("handshake_fd") is not None:
         handshake(int(job["handshake_fd"]))
     seed(job.get("seed", []))
@@ -846,15 +1053,18 @@ def main(job_path):
     try:
         run_all(job)
     finally:
-        Zygote.stop()
+        Zygote.stop(times["zygote_stop_seconds"])
     return 0
 
 
 def run_all(job):
-    watchdog = Watchdog(CpuClock(job.get("cpu_clock")))
+    times = {**TIMES, **job.get("times", {})}
+    watchdog = Watchdog(
+        CpuClock(job.get("cpu_clock")), times["grace_cpu_seconds"], times["grace_wall_seconds"]
+    )
     for index, spec in enumerate(job["notebooks"]):
         if index and job.get("own_pid_namespace"):
-            kill_strays({Zygote.pid} if Zygote.alive() else set())
+            kill_strays(({Zygote.pid} if Zygote.alive() else set()) | {OutputCap.pid})
         run = Run(job, spec, watchdog)
         try:
             run.execute()

@@ -30,7 +30,9 @@ import socket
 import sys
 import types
 
-READY_SECONDS = 40.0  # the waiter's patience for the zygote (it may still be importing torch)
+# the waiter's patience for the zygote (it may still be importing torch): the default of
+# Limits.zygote_ready_seconds, which the driver sends (--ready; tests/test_inside_constants.py)
+READY_SECONDS = 40.0
 PRELOAD = (
     "ipykernel.kernelapp",
     "ipykernel.ipkernel",
@@ -70,12 +72,14 @@ def _cold_kernel(args):
 
 # -- the waiter: the process jupyter_client launched ----------------------------------------------
 def launch(path, args):
-    preload = ""
+    preload, ready = "", READY_SECONDS
+    if args[:1] == ["--ready"]:  # the waiter's patience (Limits.zygote_ready_seconds)
+        ready, args = float(args[1]), args[2:]
     if args[:1] == ["--preload"]:  # what to import before forking (the driver's wish)
         preload, args = args[1], args[2:]
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
-        sock.settimeout(READY_SECONDS)
+        sock.settimeout(ready)
         sock.connect(path)
         request = {"args": args, "cwd": os.getcwd(), "env": dict(os.environ), "preload": preload}
         socket.send_fds(sock, [json.dumps(request).encode()], [0, 1, 2])

@@ -1,0 +1,232 @@
+"""What three hostile students add to a class's cost: CPU and wall of grading N honest students
+alone, against the same N plus an infinite loop, a sleeper and a flood of stderr, side by side.
+
+    nice python benchmarks/class_cost.py [--students 20] [--workers 2] [--timeout S] [--keep]
+
+The honest students are copies of the solutions. The three others are the solutions with one
+change each: "loop" redefines softmax (notebook 02) as `while True: pass` right where it is
+defined, so the notebook's own checks and every hidden test of it call the loop; "sleeper" sleeps
+18 s in a cell of notebook 01 and 2 s in every call of its graded functions; "flood" writes 64 KB
+blocks to stderr for ever in a cell of notebook 01. Each run is `python -m autograder grade`
+with the same options; its CPU is user+sys of the whole process tree, sandboxes included, read
+from a cgroup of its own (benchmarks/grade_vs_nbgrader.py's CpuMeter; rusage where none can be
+made, which misses the sandboxes' reaped processes). The self-test runs first, outside the
+measurement, so that both runs grade under the budgets it measures (unless --timeout is given).
+Prints the machine (cores, CPU model, load averages), one row per run, the ratios (the goal:
+1.5 or less for both), each hostile student's score, and ends with one JSON line.
+"""
+
+import argparse
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+
+REPO = Path(__file__).resolve().parent.parent
+SOLUTIONS = REPO / "solutions"
+SECRET = "class-cost-benchmark"
+
+
+def _sibling(name):
+    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+PEER = _sibling("grade_vs_nbgrader")  # CpuMeter, cpu_model, load_average
+
+LOOP = "\n\ndef softmax(x, axis=-1):\n    while True:\n        pass\n"
+SLEEP_CELL = "import time\ntime.sleep(18)"
+SLEEP_CALLS = """\
+import functools as _functools
+import time as _time
+
+
+def _slowly(function):
+    @_functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        _time.sleep(2)
+        return function(*args, **kwargs)
+
+    return wrapper
+
+
+for _name in {names!r}:
+    if _name in globals():
+        globals()[_name] = _slowly(globals()[_name])
+"""
+FLOOD = "import os\nblock = b'x' * 65536\nwhile True:\n    os.write(2, block)"
+
+
+def graded_names(stem):
+    from autograder.curriculum import BY_STEM
+
+    return list(BY_STEM[stem].graded)
+
+
+def _defining_cell(nb, name):
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type == "code" and f"def {name}(" in cell.source:
+            return index
+    raise SystemExit(f"no cell defines {name}")
+
+
+def hostile(kind, folder):
+    """Write the solutions with one student's change into `folder`."""
+    folder.mkdir(parents=True)
+    for path in sorted(SOLUTIONS.glob("*.ipynb")):
+        shutil.copy(path, folder / path.name)
+    if kind == "loop":
+        path = folder / "02_dot_product_softmax.ipynb"
+        nb = nbformat.read(path, as_version=4)
+        nb.cells[_defining_cell(nb, "softmax")].source += LOOP
+    else:
+        path = folder / "01_soft_lookup.ipynb"
+        nb = nbformat.read(path, as_version=4)
+        names = graded_names("01_soft_lookup")
+        last = max(_defining_cell(nb, name) for name in names)
+        if kind == "sleeper":
+            nb.cells.insert(last + 1, nbformat.v4.new_code_cell(SLEEP_CALLS.format(names=names)))
+            nb.cells.insert(1, nbformat.v4.new_code_cell(SLEEP_CELL))
+        else:
+            nb.cells.insert(last + 1, nbformat.v4.new_code_cell(FLOOD))
+    nbformat.write(nb, path)
+
+
+def build(root, students, with_hostile):
+    for i in range(students):
+        folder = root / f"honest{i + 1:02d}"
+        folder.mkdir(parents=True)
+        for path in sorted(SOLUTIONS.glob("*.ipynb")):
+            shutil.copy(path, folder / path.name)
+    if with_hostile:
+        for kind in ("loop", "sleeper", "flood"):
+            hostile(kind, root / kind)
+    return root
+
+
+def options(args):
+    """The sandbox's options, the same for the self-test and both runs (its cache key)."""
+    found = ["--workers", str(args.workers), "--memory", str(args.memory)]
+    if args.timeout is not None:
+        found += ["--timeout", str(args.timeout)]
+    return found
+
+
+def grade(class_dir, out, args):
+    argv = [sys.executable, "-m", "autograder", "grade", str(class_dir), "--out", str(out)]
+    argv += ["--force", "--quiet", "--secret", SECRET, *options(args)]
+    started = time.perf_counter()
+    with PEER.CpuMeter() as cpu:
+        done = subprocess.run(argv, capture_output=True, text=True, cwd=REPO)
+    wall = time.perf_counter() - started
+    scores = {}
+    for results in sorted(Path(out).glob("*/results.json")):
+        payload = json.loads(results.read_text())
+        scores[results.parent.name] = (payload["score"], payload["max_score"])
+    budgets = [line for line in done.stderr.splitlines() if line.startswith("time budgets")]
+    return {
+        "cpu": cpu.seconds,
+        "wall": wall,
+        "method": cpu.method,
+        "status": done.returncode,
+        "scores": scores,
+        "budgets": budgets[0] if budgets else "",
+        "stderr": done.stderr[-2000:],
+    }
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--students", type=int, default=20, help="honest students (default 20)")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--memory", type=float, default=2.0, help="GB per sandbox process")
+    parser.add_argument(
+        "--timeout", type=float, default=None, help="default: the self-test's measured budgets"
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the temporary folders")
+    args = parser.parse_args(argv)
+
+    machine = {
+        "nproc": os.cpu_count(),
+        "cpu": PEER.cpu_model(),
+        "load_average_at_start": PEER.load_average(),
+        "niceness": os.nice(0),
+    }
+    print(
+        f"machine: {machine['nproc']} cores, {machine['cpu']}, load average "
+        f"{machine['load_average_at_start']}, nice {machine['niceness']}"
+    )
+    env_check = subprocess.run(
+        [sys.executable, "-m", "autograder", "selftest", *options(args)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    if env_check.returncode != 0:
+        raise SystemExit(f"the self-test failed:\n{env_check.stdout}\n{env_check.stderr}")
+    print(env_check.stdout.strip().splitlines()[-1])
+
+    root = Path(tempfile.mkdtemp(prefix="class-cost-"))
+    try:
+        honest = grade(build(root / "honest", args.students, False), root / "out-honest", args)
+        print(f"{args.students} honest: {honest['cpu']:.1f} CPU-s, {honest['wall']:.1f} s wall")
+        mixed = grade(build(root / "mixed", args.students, True), root / "out-mixed", args)
+        print(
+            f"{args.students} honest + loop, sleeper, flood: {mixed['cpu']:.1f} CPU-s, "
+            f"{mixed['wall']:.1f} s wall"
+        )
+    finally:
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+        else:
+            print(f"kept: {root}")
+    for run in (honest, mixed):
+        if run["status"] not in (0, 1):
+            print(run["stderr"], file=sys.stderr)
+    machine["load_average_at_end"] = PEER.load_average()
+    cpu_ratio = mixed["cpu"] / honest["cpu"]
+    wall_ratio = mixed["wall"] / honest["wall"]
+    full = [s for name, s in honest["scores"].items() if s[0] == s[1]]
+    print(f"budgets: {mixed['budgets'] or 'as --timeout says'}")
+    print(f"honest students with full marks: {len(full)} of {len(honest['scores'])}")
+    for kind in ("loop", "sleeper", "flood"):
+        score = mixed["scores"].get(kind)
+        print(f"  {kind}: {score[0]:g} / {score[1]:g}" if score else f"  {kind}: no results")
+    print(
+        f"ratio (with the three / honest alone): CPU {cpu_ratio:.2f}, wall {wall_ratio:.2f} "
+        f"(goal: 1.5 or less); measured by {honest['method']}; load average at the end "
+        f"{machine['load_average_at_end']}"
+    )
+    print(
+        json.dumps(
+            {
+                "students": args.students,
+                "workers": args.workers,
+                "honest_cpu": round(honest["cpu"], 2),
+                "honest_wall": round(honest["wall"], 2),
+                "mixed_cpu": round(mixed["cpu"], 2),
+                "mixed_wall": round(mixed["wall"], 2),
+                "cpu_ratio": round(cpu_ratio, 3),
+                "wall_ratio": round(wall_ratio, 3),
+                "hostile_scores": {k: mixed["scores"].get(k) for k in ("loop", "sleeper", "flood")},
+                "honest_full_marks": len(full),
+                "budgets": mixed["budgets"],
+                "method": honest["method"],
+                **machine,
+            }
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
