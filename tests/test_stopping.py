@@ -28,10 +28,12 @@ from tests.processes import marker, processes_with
 REPO = Path(autograder.__file__).resolve().parent.parent
 SOLVED_01 = REPO / "solutions" / "01_soft_lookup.ipynb"
 LIVENESS = 120  # seconds: a guard against a hung process, never a measure
+SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
+SIGNAL_NAMES = [s.name for s in SIGNALS]
 
 
 # -- the signal handlers -------------------------------------------------------------------------
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.parametrize("signum", SIGNALS, ids=SIGNAL_NAMES)
 def test_the_first_signal_stops_the_sandboxes_then_raises_and_a_second_only_says_so(signum):
     calls, previous = [], signal.getsignal(signum)
     with Stopping() as stop:
@@ -418,22 +420,28 @@ def uninterrupted(tmp_path_factory):
     return class_outputs(root / "out")
 
 
+def start_and_wait_for_the_second_student(cls, out, scratch, disk, tag):
+    """A class run, once ann is graded and mia's notebook is running in its sandbox."""
+    run = grade(cls, out, scratch, disk)
+    deadline = time.monotonic() + 600
+    while not ((out / "ann" / "results.json").exists() and processes_with(tag)):
+        assert run.poll() is None, finish(run)[2][-3000:]
+        assert time.monotonic() < deadline, "the run never reached the second student"
+        time.sleep(0.1)
+    return run
+
+
 @pytest.mark.slow  # grades in a real sandbox
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("signum", SIGNALS, ids=SIGNAL_NAMES)
 def test_a_stopped_run_keeps_the_finished_cleans_up_and_the_next_run_resumes(
     tmp_path, signum, uninterrupted
 ):
-    tag = marker(4 if signum == signal.SIGINT else 6)
+    tag = marker({signal.SIGINT: 4, signal.SIGTERM: 6, signal.SIGHUP: 8}[signum])
     cls = build_class(tmp_path / "class", tag)
     out, disk = tmp_path / "out", tmp_path / "disk"
     scratch = scratch_folder(signal.Signals(signum).name, tmp_path)
     try:
-        run = grade(cls, out, scratch, disk)
-        deadline = time.monotonic() + 600
-        while not ((out / "ann" / "results.json").exists() and processes_with(tag)):
-            assert run.poll() is None, finish(run)[2][-3000:]
-            assert time.monotonic() < deadline, "the run never reached the second student"
-            time.sleep(0.1)
+        run = start_and_wait_for_the_second_student(cls, out, scratch, disk, tag)
         kept = (out / "ann" / "results.json").read_bytes()
         run.send_signal(signum)  # once
         code, stdout, stderr = finish(run)
@@ -467,6 +475,37 @@ def test_a_stopped_run_keeps_the_finished_cleans_up_and_the_next_run_resumes(
         assert class_outputs(out) == uninterrupted
         assert list(scratch.iterdir()) == []
         assert leftover_cgroups(again.pid) == []
+    finally:
+        for leftover in scratch.iterdir():
+            workspace.remove_quietly(leftover)
+        scratch.rmdir()
+
+
+@pytest.mark.slow  # grades in a real sandbox
+def test_a_run_killed_with_sigkill_leaves_what_the_next_run_removes(tmp_path, uninterrupted):
+    """Nothing can clean up after SIGKILL: the sandbox dies with its parent (bubblewrap's
+    --die-with-parent, else the cgroup), the work folder stays until the next run removes it
+    (its lock is free) with the dead run's cgroups, and grades the students without results."""
+    tag = marker(9)
+    cls = build_class(tmp_path / "class", tag)
+    out, disk = tmp_path / "out", tmp_path / "disk"
+    scratch = scratch_folder("SIGKILL", tmp_path)
+    try:
+        run = start_and_wait_for_the_second_student(cls, out, scratch, disk, tag)
+        kept = (out / "ann" / "results.json").read_bytes()
+        run.kill()
+        finish(run)
+        [left] = scratch.iterdir()  # the dead run's work folder
+        assert left.name.startswith(workspace.RUN_PREFIX)
+        again = grade(cls, out, scratch, disk)
+        code, stdout, stderr = finish(again)
+        assert code == 0, stderr[-3000:]
+        assert "graded 2 student(s), skipped 1 up to date" in stdout
+        assert (out / "ann" / "results.json").read_bytes() == kept
+        assert class_outputs(out) == uninterrupted
+        assert list(scratch.iterdir()) == [] and list(disk.iterdir()) == []
+        assert leftover_cgroups(run.pid) == [] and leftover_cgroups(again.pid) == []
+        assert processes_with(tag) == []
     finally:
         for leftover in scratch.iterdir():
             workspace.remove_quietly(leftover)
