@@ -323,6 +323,55 @@ def test_a_run_that_fails_part_way_leaves_no_work_folder(tmp_path, monkeypatch):
     assert list((tmp_path / "scratch").iterdir()) == []
 
 
+def test_the_students_a_stopped_run_left_unfinished_are_graded_again_though_up_to_date(
+    tmp_path, monkeypatch
+):
+    """A run stopped under --force leaves older results.json for the students it had not
+    finished: they look up to date, yet the next run (without --force) grades them again."""
+    from argparse import Namespace
+
+    from autograder.grading import classrun
+    from autograder.grading.settings import settings_from_args
+    from autograder.grading.student import StudentResult, output_folder
+    from autograder.report import write_student
+
+    graded = []
+
+    def fake_grade(student, folder, settings, sandbox, placement=None, kept=None, source=None):
+        graded.append(student)
+        payload = {"score": 1.0, "max_score": 1.0, "student": student, "tests": []}
+        write_student(output_folder(settings.out, student), payload)
+        return StudentResult(student, payload)
+
+    monkeypatch.setattr(classrun, "grade_student", fake_grade)
+    monkeypatch.setattr(classrun, "Sandbox", IdleSandbox)
+    monkeypatch.setenv("AUTOGRADER_WORK_DIR", str(tmp_path / "scratch"))
+    for name in ("ann", "bob", "cy"):
+        student_folder(tmp_path / "class", name)
+    args = Namespace(
+        path=str(tmp_path / "class"),
+        out=str(tmp_path / "out"),
+        secret="s",
+        timeout=10,
+        workers=1,
+        force=False,
+        skip_selftest=True,
+    )
+    out = tmp_path / "out"
+
+    def run():
+        graded.clear()
+        classrun.grade_class(args.path, settings_from_args(args), progress=False)
+        return sorted(graded)
+
+    assert run() == ["ann", "bob", "cy"]
+    assert run() == []  # all up to date
+    workspace.write_unfinished(out, {"bob", "cy", "gone"})  # as a run stopped under --force
+    assert run() == ["bob", "cy"]
+    assert not (out / workspace.UNFINISHED_NAME).exists()  # nothing left unfinished
+    assert run() == []
+
+
 # -- a real class run, stopped and resumed -------------------------------------------------------
 def student_folder(root, name, last_cell=None):
     nb = nbformat.read(SOLVED_01, as_version=4)
