@@ -3,6 +3,8 @@
     settings.py   Settings: what the `grade` options decide
     workspace.py  OUT's lock, the scratch folder, the run's work folders
     classrun.py   the class run: discover, keep the up-to-date, self-test, grade each, report
+    stopping.py   Ctrl-C, SIGTERM, SIGHUP: the sandboxes killed, the finished kept, exit 128+N
+    progress.py   the progress line's notebooks running over their budget
     student.py    one student: plan -> sandbox -> judge -> payload -> late -> one write
     plan.py       NotebookPlan: per notebook, its cases and its sandbox job (or why none)
     payload.py    the results.json payload and its late penalties

@@ -9,15 +9,21 @@ in a pool of workers (late penalties applied there, before results.json's single
 students kept from earlier runs brought up to the current late policy; then the class report
 (autograder.report.write_class) from the results in memory, reading from disk only the students
 of OUT this run did not see.
+
+Stopping (grading/stopping.py): at Ctrl-C, SIGTERM or SIGHUP the running sandboxes are killed and
+no student is started any more; the students whose results.json was written are kept, the class
+report is written from what is finished, the others are listed in OUT/.unfinished.json (graded
+again by the next run, whatever their files' times) and the work folders and cgroups are
+removed; the process then exits with 128 + the signal (130 for Ctrl-C). While grading, the
+progress line names the notebooks running over their budget (grading/progress.py).
 """
 
 import importlib.util
 import json
-import os
 import shutil
 import sys
 import tempfile
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
 from autograder import memory_ceiling, submissions
@@ -25,24 +31,32 @@ from autograder.curriculum import GRADED_NAMES, NOTEBOOKS
 from autograder.grading import selftest
 from autograder.grading.payload import apply_late
 from autograder.grading.plan import registered_probes
+from autograder.grading.progress import OverBudget
+from autograder.grading.stopping import Interrupted, RunStopped, Stopping, signal_name
 from autograder.grading.student import (
     StudentResult,
     grade_student,
     internal_error_result,
     output_folder,
-    remove_quietly,
 )
 from autograder.grading.workspace import (
+    UNFINISHED_NAME,
     clean_interrupted_writes,
+    end_work_root,
     lock_output,
+    read_unfinished,
     release_output,
     start_work_root,
+    write_unfinished,
 )
 from autograder.report import SavedResult, collect_results, write_class, write_student
 from autograder.safe_files import MB, UnsafeFile, printable, read_bytes, walk
-from autograder.sandbox import Sandbox
+from autograder.sandbox import Sandbox, SandboxStopped
 from autograder.sandbox.bubblewrap import BubblewrapUnsupported
 from autograder.sandbox.limits import bound_workers
+
+PROGRESS_SECONDS = 2.0  # how often the progress line looks at the running notebooks
+NAMES_SHOWN = 10  # students named in the message of a stopped run; the others counted
 
 
 def newest_mtime(folder):
@@ -107,29 +121,49 @@ def read_saved(results):
 
 
 def grade_class(path, settings, progress=True, layout="auto", graded_groups=None):
+    """(StudentResults, the class summary); RunStopped (a SystemExit: 128 + the signal) when a
+    signal stopped the run, after it kept what was finished and cleaned up."""
     problem = preflight(settings.sandbox_mode)
     if problem:
         raise SystemExit(problem)
+    with Stopping() as stop:
+        result = None
+        try:
+            result = _grade_class_guarded(path, settings, progress, layout, graded_groups, stop)
+        except Interrupted:
+            pass  # before any student was graded, or while cleaning up: see below
+        if stop.signum is None:
+            return result
+        stop.raising = False  # from here on a signal only says that the run is stopping
+        say_stopped(stop.signum, settings, result)
+        raise RunStopped(stop.signum)
+
+
+def _grade_class_guarded(path, settings, progress, layout, graded_groups, stop):
     lock = lock_output(settings.out)
     budget = settings.parent_memory or memory_ceiling.default_budget(settings.workers)
     try:
         with memory_ceiling.memory_ceiling(budget) as ceiling:
             settings.memory_ceiling = ceiling
-            return _grade_class_locked(path, settings, progress, layout, graded_groups)
+            return _grade_class_locked(path, settings, progress, layout, graded_groups, stop)
     finally:
-        release_output(lock)
+        with stop.deferred():
+            release_output(lock)
 
 
-def _grade_class_locked(path, settings, progress, layout, graded_groups):
+def _grade_class_locked(path, settings, progress, layout, graded_groups, stop):
     clean_interrupted_writes(settings.out)
     # the students' work (made and removed one student at a time) in the scratch folder;
     # the gathered submissions (the whole class's, for the whole run) in the usual temp
     # folder: a class of large notebooks must not fill a memory file system
-    runs = [start_work_root(settings.keep_work)]  # [(folder, its lock's fd)]
+    runs = []  # [(folder, its lock's fd)]
     try:
+        with stop.deferred(raise_after=True):  # made and noted together, or not at all
+            runs.append(start_work_root(settings.keep_work))
         disk = Path(tempfile.gettempdir())
         if runs[0][0].parent != disk:
-            runs.append(start_work_root(settings.keep_work, disk))
+            with stop.deferred(raise_after=True):
+                runs.append(start_work_root(settings.keep_work, disk))
         settings.work_root = runs[0][0]
         staging = runs[-1][0] / "submissions"
         staging.mkdir()
@@ -142,25 +176,29 @@ def _grade_class_locked(path, settings, progress, layout, graded_groups):
             graded_groups=graded_groups,
             notices=notices,
         )
-        done, summary = _grade_class(found, settings, progress)
+        done, summary = _grade_class(found, settings, progress, stop)
         summary["skipped_entries"] = notices  # this run's, not written to summary.json
         return done, summary
     finally:
-        for folder, fd in runs:
-            os.close(fd)
-            if not settings.keep_work:
-                remove_quietly(folder)
+        with stop.deferred():  # every way out: the work folders go (their sandboxes are done)
+            for folder, fd in reversed(runs):
+                end_work_root(folder, fd, settings.keep_work)
 
 
-def _grade_class(found, settings, progress):
+def _grade_class(found, settings, progress, stop):
     todo, done, kept = [], [], {}
+    unfinished_before = read_unfinished(settings.out)  # a stopped run's: graded again
     for sub in found:
         student = sub.student
         if sub.refused:
             done.append(StudentResult(student, {}, refused=sub.refused))
             continue
         results = output_folder(settings.out, student) / "results.json"
-        fresh = not settings.force and up_to_date(sub.source, results)
+        fresh = (
+            not settings.force
+            and student not in unfinished_before
+            and up_to_date(sub.source, results)
+        )
         saved = read_saved(results) if fresh or settings.notebooks else None
         if saved is not None and not settings.notebooks:
             done.append(StudentResult(student, saved, skipped=True))
@@ -171,16 +209,21 @@ def _grade_class(found, settings, progress):
     untested = [name for name in GRADED_NAMES if name not in registered_probes()]
     if untested:
         print(f"warning: no hidden tests registered for: {', '.join(untested)}", file=sys.stderr)
+    unfinished = []
     if todo:
-        done += _grade_todo(todo, kept, settings, progress)
-    done.sort(key=lambda r: r.student)
-    sources = {s.student: s.source for s in found}
-    for result in done:  # the students kept from earlier runs: under the current late policy
-        if result.skipped and apply_late(
-            result.results, settings, result.student, sources[result.student]
-        ):
-            write_student(output_folder(settings.out, result.student), result.results)
-    summary = write_class(settings.out, class_results(settings.out, done))
+        graded, unfinished = _grade_todo(todo, kept, settings, progress, stop)
+        done += graded
+    with stop.deferred():  # what is finished is written whole, even when a signal comes now
+        done.sort(key=lambda r: r.student)
+        sources = {s.student: s.source for s in found}
+        for result in done:  # the students kept from earlier runs: under the current late policy
+            if result.skipped and apply_late(
+                result.results, settings, result.student, sources[result.student]
+            ):
+                write_student(output_folder(settings.out, result.student), result.results)
+        summary = write_class(settings.out, class_results(settings.out, done))
+        write_unfinished(settings.out, unfinished)  # [] (the file removed) when none is left
+    summary["unfinished"] = sorted(unfinished)
     return done, summary
 
 
@@ -198,48 +241,125 @@ def _open_sandbox(settings):
         ) from None
 
 
-def _grade_todo(todo, kept, settings, progress):
-    """The students to grade, graded in a pool of workers after the self-test passed."""
-    from tqdm import tqdm
-
+def _grade_todo(todo, kept, settings, progress, stop):
+    """The students to grade, graded in a pool of workers after the self-test passed:
+    (StudentResults, the students not finished because the run was stopped)."""
     workers, message = bound_workers(max(1, settings.workers), settings.limits)
     if message and len(todo) > 1:
         print(f"note: {message}", file=sys.stderr)
-    sandbox = _open_sandbox(settings)
-    done = []
+    everyone = [s.student for s in todo]
     try:
+        sandbox = _open_sandbox(settings)
+    except Interrupted:
+        return [], everyone
+    try:
+        stop.on_stop(sandbox.stop)  # at a signal: the sandboxes killed, none started
         try:  # the solutions score full marks here and a blank 0, or nobody is graded
             selftest.guard(sandbox, workers, settings.work_root, skip=settings.skip_selftest)
         except selftest.SelfTestFailed as exc:
             raise SystemExit(f"error: {exc}") from None
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = {
-                pool.submit(
-                    grade_student,
-                    s.student,
-                    s.folder,
-                    settings,
-                    sandbox,
-                    s.messages,
-                    kept[s.student],
-                    s.source,
-                ): s.student
-                for s in todo
-            }
-            bar = tqdm(total=len(futures), desc="grading", unit="student", disable=not progress)
-            for future in as_completed(futures):
-                student = futures[future]
-                try:
-                    done.append(future.result())
-                except Exception as exc:  # noqa: BLE001 - report it, grade the others
-                    done.append(
-                        internal_error_result(student, exc, settings.out, settings.memory_ceiling)
-                    )
-                bar.update(1)
-            bar.close()
+        return _grade_pool(todo, kept, settings, progress, sandbox, workers, stop)
+    except (Interrupted, SandboxStopped):  # in the self-test
+        return [], everyone
     finally:
-        sandbox.close()
-    return done
+        with stop.deferred():
+            sandbox.close()
+
+
+def _grade_pool(todo, kept, settings, progress, sandbox, workers, stop):
+    from tqdm import tqdm
+
+    watch = OverBudget(sandbox.running, settings.limits)
+    futures, collected = {}, {}  # future -> student; future -> its StudentResult or None
+    bar, shown = None, ""
+    try:
+        bar = tqdm(total=len(todo), desc="grading", unit="student", disable=not progress)
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            try:
+                for s in todo:
+                    args = (s.student, s.folder, settings, sandbox, s.messages, kept[s.student])
+                    job = pool.submit(watch.grading, s.student, grade_student, *args, s.source)
+                    futures[job] = s.student
+                waiting = set(futures)
+                while waiting:
+                    finished, waiting = wait(
+                        waiting, timeout=PROGRESS_SECONDS, return_when=FIRST_COMPLETED
+                    )
+                    for future in finished:
+                        collected[future] = _collected(future, futures[future], settings)
+                        bar.update(1)
+                    text = watch.text() if progress else ""
+                    if text != shown:  # one line: the bar's end
+                        shown = text
+                        bar.set_postfix_str(shown)
+            except Interrupted:
+                # the queue dropped; the pool's exit waits for the students being graded,
+                # whose sandboxes the signal killed (they end with SandboxStopped)
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+    except Interrupted:
+        pass
+    finally:
+        with stop.deferred():
+            if bar is not None:
+                bar.close()
+    with stop.deferred():
+        for future in futures:  # finished while the run was stopping: kept too
+            if future not in collected and future.done() and not future.cancelled():
+                collected[future] = None if future.exception() else future.result()
+        done = [result for result in collected.values() if result is not None]
+        finished = {result.student for result in done}
+        return done, [s.student for s in todo if s.student not in finished]
+
+
+def _collected(future, student, settings):
+    """A worker's StudentResult; its internal error's (written, graded again next run); None
+    for a student whose sandbox was stopped (the run is stopping: nothing of it is written)."""
+    try:
+        return future.result()
+    except SandboxStopped:
+        return None
+    except Exception as exc:  # noqa: BLE001 - report it, grade the others
+        return internal_error_result(student, exc, settings.out, settings.memory_ceiling)
+
+
+def say_stopped(signum, settings, result):
+    """What a stopped run kept, what it did not finish, and how to go on (stdout)."""
+    out = printable(settings.out)
+    if result is None:
+        lines = [
+            f"stopped by {signal_name(signum)} before any student was graded in this run: "
+            f"{out} is as the last run left it."
+        ]
+    else:
+        done, summary = result
+        graded = [r.student for r in done if not r.skipped and not r.refused]
+        earlier = [r.student for r in done if r.skipped]
+        unfinished = summary.get("unfinished", [])
+        lines = [
+            f"stopped by {signal_name(signum)}: kept {len(graded)} student(s) graded in this "
+            f"run{_names(graded)} and {len(earlier)} up to date from earlier runs; "
+            f"{len(unfinished)} not finished{_names(unfinished)}.",
+            f"The class report ({out}/class.html, grades.csv) holds the students graded so far"
+            + (f"; {out}/{UNFINISHED_NAME} lists the others." if unfinished else "."),
+        ]
+    again = " without --force" if settings.force else ""
+    lines.append(
+        f"To resume, run the same command again{again}: the students kept are not graded again, "
+        "the others are, and the class report is rebuilt."
+    )
+    try:
+        print("\n".join(lines), flush=True)
+    except OSError:  # SIGHUP: the terminal may be gone
+        pass
+
+
+def _names(students):
+    if not students:
+        return ""
+    shown = ", ".join(printable(s) for s in students[:NAMES_SHOWN])
+    more = len(students) - NAMES_SHOWN
+    return f" ({shown}{f' and {more} more' if more > 0 else ''})"
 
 
 def class_results(out, done):

@@ -1,7 +1,9 @@
 """The commands `python -m autograder grade PATH` (the class run, grading/classrun.py, and what it
 prints) and `python -m autograder selftest` (grading/selftest.py, now, in this machine's sandbox).
 
-`grade` exits 0 when grading completed, whatever the scores; 1 when a student was not graded.
+`grade` exits 0 when grading completed, whatever the scores; 1 when a student was not graded;
+128 + N when signal N stopped it (130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP: what was
+finished is kept, and the same command resumes; grading/classrun.py prints what was kept).
 """
 
 import sys

@@ -1,26 +1,40 @@
-"""Where a grading run works: OUT's lock (one run at a time), the scratch folder, and the run's
-work folders (marked by a held flock, so those of runs that died are removed by the next).
+"""Where a grading run works: OUT's lock (one run at a time), the scratch folder, the run's
+work folders (marked by a held flock, so those of runs that died are removed by the next), and
+the students a stopped run left unfinished (OUT/.unfinished.json, graded again by the next).
 
     fd = lock_output(out) ... release_output(fd)
     root, fd = start_work_root(keep=False)          # in scratch_folder()
+    end_work_root(root, fd, keep=False)             # on every way out of the run
+    unfinished = read_unfinished(out); write_unfinished(out, students)
 """
 
 import fcntl
+import json
 import os
 import stat
 import tempfile
 from pathlib import Path
 
 from autograder.grading.student import LOCK_NAME, remove_quietly
-from autograder.report import TEMP_PREFIX
-from autograder.safe_files import printable, walk
+from autograder.report import TEMP_PREFIX, atomic_write
+from autograder.safe_files import MB, UnsafeFile, printable, read_json, walk
 from autograder.switches import switches
 
 RUN_PREFIX = "autograder-run-"  # per-run work folder in the temp dir; stale ones are removed
 MEMORY_FS = Path("/dev/shm")  # preferred for the scratch files when it is a roomy tmpfs
 MEMORY_FS_MIN_FREE = 2 * 2**30  # a Docker container's default 64 MB /dev/shm is not used
+UNFINISHED_NAME = ".unfinished.json"  # in OUT: the students a stopped run did not finish
 
-__all__ = ["LOCK_NAME", "lock_output", "release_output", "scratch_folder", "start_work_root"]
+__all__ = [
+    "LOCK_NAME",
+    "end_work_root",
+    "lock_output",
+    "read_unfinished",
+    "release_output",
+    "scratch_folder",
+    "start_work_root",
+    "write_unfinished",
+]
 
 
 def lock_output(out):
@@ -85,12 +99,12 @@ def _roomy_memory_fs(path):
         return False
 
 
-def start_work_root(keep=False, folder=None):
-    """This run's work folder in `folder` (default: scratch_folder()), marked by a held flock;
-    work folders of runs that died (lock free) are removed first."""
-    temp = Path(folder) if folder is not None else scratch_folder()
-    temp.mkdir(parents=True, exist_ok=True)
-    for stale in sorted(temp.glob(f"{RUN_PREFIX}*")):
+def remove_stale_work(temp):
+    """The work folders in `temp` of runs that died (killed with SIGKILL: nothing of theirs could
+    clean up): those whose lock no process holds. A live run holds its folder's flock for its
+    whole life, so its folder is never taken; folders kept with --keep-work stay. Returns them."""
+    removed = []
+    for stale in sorted(Path(temp).glob(f"{RUN_PREFIX}*")):
         if stale.is_symlink() or not stale.is_dir() or (stale / "keep").exists():
             continue
         try:
@@ -104,9 +118,55 @@ def start_work_root(keep=False, folder=None):
         finally:
             os.close(fd)
         remove_quietly(stale)
+        removed.append(stale)
+    return removed
+
+
+def start_work_root(keep=False, folder=None):
+    """This run's work folder in `folder` (default: scratch_folder()), marked by a held flock;
+    work folders of runs that died (lock free) are removed first."""
+    temp = Path(folder) if folder is not None else scratch_folder()
+    temp.mkdir(parents=True, exist_ok=True)
+    remove_stale_work(temp)
     root = Path(tempfile.mkdtemp(prefix=RUN_PREFIX, dir=temp))
     fd = os.open(root / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     fcntl.flock(fd, fcntl.LOCK_EX)
     if keep:
         (root / "keep").touch()
     return root, fd
+
+
+def end_work_root(root, fd, keep=False):
+    """The run's work folder removed (unless kept), then its lock released: a run that is still
+    removing its folder is never taken for a dead one."""
+    try:
+        if not keep:
+            remove_quietly(root)
+    finally:
+        os.close(fd)
+
+
+# -- a stopped run's unfinished students ---------------------------------------------------------
+def read_unfinished(out):
+    """The students a stopped run left unfinished, as it wrote them; an empty set when there is
+    no such file (or it cannot be read: then the usual up-to-date rule alone decides)."""
+    try:
+        data = read_json(out, [UNFINISHED_NAME], MB)
+    except (UnsafeFile, OSError):
+        return set()
+    students = data.get("students") if isinstance(data, dict) else None
+    if not isinstance(students, list):
+        return set()
+    return {s for s in students if isinstance(s, str)}
+
+
+def write_unfinished(out, students):
+    """Written whole (atomic_write) by a stopped run; removed by a run that finished."""
+    path = Path(out) / UNFINISHED_NAME
+    if students:
+        atomic_write(path, json.dumps({"students": sorted(students)}, indent=1) + "\n")
+    else:
+        try:
+            path.unlink()
+        except OSError:  # none there (or not a file: then it is not read either)
+            pass

@@ -65,13 +65,21 @@ from .limits import (
     warn_about_cpu,
 )
 from .notices import warn_once
-from .processes import kill_group
+from .processes import Running, SandboxStopped, kill_group
 from .pull import Folder
 from .starvation import Sampler
 from .status import apply_status, read_status, suspicion, window
 from .userns import UID_BASE, make_userns
 
-__all__ = ["Limits", "NotebookJob", "NotebookRun", "Sandbox", "SandboxFailure", "copy_submission"]
+__all__ = [
+    "Limits",
+    "NotebookJob",
+    "NotebookRun",
+    "Sandbox",
+    "SandboxFailure",
+    "SandboxStopped",
+    "copy_submission",
+]
 
 # a control run's one-cell notebook (Sandbox.control_works)
 CONTROL_NOTEBOOK = {
@@ -183,6 +191,7 @@ class Sandbox(Isolation):
         self._slots = []  # free uid slots (one uid per concurrent sandbox)
         self._next_slot = 0
         self._slot_lock = threading.Lock()
+        self.running = Running()  # the sandboxes running now (processes.py): stop() kills them
         self._isolate()
         warn_about_cpu(self.cgroups)
 
@@ -257,6 +266,11 @@ class Sandbox(Isolation):
         """matplotlib's font cache, built once per machine (fontcache.py); each sandbox gets a
         copy (saves seconds per kernel)."""
         fontcache.warm(self.mplconfig)
+
+    def stop(self):
+        """The grading run is stopping: kill every running sandbox now and start no other (their
+        workers' run() raises SandboxStopped). Safe in a signal handler."""
+        self.running.stop()
 
     def close(self):
         if self._owned_lib:
@@ -530,6 +544,7 @@ class Sandbox(Isolation):
             share_read_only(path)
 
     def _launch(self, work, pending, log):
+        self.running.check()  # a stopping run starts no sandbox
         job_path = self._job_file(work, pending)
         p = self._paths(work)
         python = sys.executable
@@ -614,9 +629,12 @@ class Sandbox(Isolation):
         budget = self._budget(pending)
         child, folders = None, {}
         sampler = Sampler(cgroup)
+        launch = self.running.add(proc, cgroup, pending, work / "status")
         try:
             if handshake is not None:
                 child, folders = self._take_folders(proc, handshake, info_read, log)
+                if "status" in folders:
+                    self.running.watch(launch, folders["status"].fd)
             sampler.over = _wait(proc, budget, cpu_limit, sampler)
             if sampler.over == "wall":
                 log.write(f"\n[autograder] sandbox exceeded {budget:.0f} s: killed\n".encode())
@@ -626,6 +644,7 @@ class Sandbox(Isolation):
                     "cgroup's count): killed\n".encode()
                 )
         finally:
+            self.running.discard(launch)  # before its folders are closed
             if handshake is not None:
                 handshake.close()
             kill_group(proc)

@@ -6,6 +6,12 @@ and its share of the CPU.
     ... Popen(..., preexec_fn=group.attach_self)   # the sandbox starts inside it
     group.kill(); group.remove()             # after the run: nothing survives, nothing is left
 
+Each cgroup is named after the grading process that made it: autograder-PID-N-START.PIDNS (its
+pid, a counter, the process's start time in clock ticks and its pid namespace's inode). A run
+killed with SIGKILL cannot remove its cgroups; the next run's find_tree() kills what is left in
+them and removes them (Tree.remove_stale), but only those of a dead run: made in this pid
+namespace by a pid that is gone, or now held by another process (another start time).
+
 rlimits are per process (address space) or per uid (RLIMIT_NPROC, void for root); a cgroup
 counts every process, thread and page (tmpfs included) of one sandbox together. cgroup v2 is used
 where our own cgroup may have children with the memory and pids controllers; else cgroup v1
@@ -71,6 +77,46 @@ def _own_paths(cgroup_file="/proc/self/cgroup"):
 def _write(path, text):
     with open(path, "w") as handle:
         handle.write(text)
+
+
+def _start_ticks(pid):
+    """The start time of process `pid` (clock ticks since boot, /proc/PID/stat), or None."""
+    try:
+        with open(f"/proc/{int(pid)}/stat", "rb") as handle:
+            fields = handle.read().rpartition(b")")[2].split()
+        return int(fields[19])  # field 22 of stat: the 20th after the command's name
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _pid_namespace():
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return 0
+
+
+def owner_tag(pid=None):
+    """START.PIDNS of process `pid` (default: this one): with its pid, what names a run."""
+    return f"{_start_ticks(pid or os.getpid()) or 0}.{_pid_namespace()}"
+
+
+def stale(name):
+    """True when the cgroup `name` (one of ours) belongs to a run that is gone; False for a live
+    run's, another pid namespace's, or a name that is not one of ours."""
+    parts = name.split("-")
+    if parts[:2] == ["autograder", "probe"]:
+        parts = parts[:1] + parts[2:]
+    if len(parts) not in (3, 4) or parts[0] != "autograder" or not parts[1].isdigit():
+        return False
+    pid = int(parts[1])
+    start, namespace = parts[3].partition(".")[::2] if len(parts) == 4 else ("0", "")
+    if namespace and namespace != str(_pid_namespace()):
+        return False  # a pid of another namespace: this one cannot tell whether it lives
+    ticks = _start_ticks(pid)
+    if ticks is None or start == "0":  # an older name, or a start time that could not be read
+        return not Path(f"/proc/{pid}").exists()
+    return str(ticks) != start
 
 
 class Cgroup:
@@ -185,10 +231,10 @@ class Cgroup:
         except (OSError, ValueError, TypeError):
             return None
 
-    def remove(self):
+    def remove(self, attempts=50):
         """Remove the directories (after kill); a few retries while the kernel reaps."""
         for d in dict.fromkeys(self.dirs.values()):
-            for _ in range(50):
+            for _ in range(attempts):
                 try:
                     d.rmdir()
                     break
@@ -206,23 +252,25 @@ class Tree:
         self.bases = bases  # {controller (v1) or "" (v2): Path of our own cgroup}
         self.cpu_capped = cpu or "cpu" in bases  # v2: the cpu controller is enabled
 
-    def remove_stale(self):
-        """Remove the empty cgroups a killed grading run left behind (its pid is gone)."""
+    def remove_stale(self, patience=5.0):
+        """The cgroups a grading run killed with SIGKILL left behind (stale()): what still runs
+        in them is killed, and they are removed. Returns the names removed."""
+        names = set()
         for base in dict.fromkeys(self.bases.values()):
             try:
-                children = list(base.iterdir())
+                names |= {child.name for child in base.iterdir() if stale(child.name)}
             except OSError:
                 continue
-            for child in children:
-                parts = child.name.split("-")
-                if len(parts) != 3 or parts[0] != "autograder" or not parts[1].isdigit():
-                    continue
-                if Path(f"/proc/{parts[1]}").exists():
-                    continue
-                try:
-                    child.rmdir()  # refused while processes are inside: left alone
-                except OSError:
-                    pass
+        removed = []
+        for name in sorted(names):
+            dirs = {c: base / name for c, base in self.bases.items() if (base / name).is_dir()}
+            group = Cgroup(self.version, dirs)
+            if name.split("-")[1] != "probe" and len(name.split("-")) == 4:
+                group.kill(patience)  # an older name: left alone while processes are inside
+            group.remove(attempts=5)
+            if not any(d.exists() for d in dirs.values()):
+                removed.append(name)
+        return removed
 
     def describe(self):
         if self.version == 2:
@@ -230,7 +278,7 @@ class Tree:
         return "cgroup v1 (" + ", ".join(sorted(c for c in self.bases if c != "freezer")) + ")"
 
     def create(self, pids, memory_bytes, cpus=1.0):
-        name = f"autograder-{os.getpid()}-{next(_names)}"
+        name = f"autograder-{os.getpid()}-{next(_names)}-{_owner()}"
         made = {}
         try:
             for controller, base in self.bases.items():
@@ -380,8 +428,18 @@ def read_cpu_usage(path, unit):
     return None if ticks is None else ticks * unit
 
 
+_OWNERS = {}  # pid -> owner_tag (per process: a forked child has a pid of its own)
+
+
+def _owner():
+    pid = os.getpid()
+    if pid not in _OWNERS:
+        _OWNERS[pid] = owner_tag(pid)
+    return _OWNERS[pid]
+
+
 def _can_make_child(base):
-    probe = base / f"autograder-probe-{os.getpid()}-{next(_names)}"
+    probe = base / f"autograder-probe-{os.getpid()}-{next(_names)}-{_owner()}"
     try:
         probe.mkdir()
     except OSError:
