@@ -39,26 +39,19 @@ from autograder.grading.workspace import (
     start_work_root,
 )
 from autograder.report import SavedResult, collect_results, write_class, write_student
-from autograder.safe_files import MB, UnsafeFile, printable, read_bytes, walk
+from autograder.safe_files import MB, UnsafeFile, printable, read_bytes
 from autograder.sandbox import Sandbox
 from autograder.sandbox.bubblewrap import BubblewrapUnsupported
 from autograder.sandbox.limits import bound_workers
 
 
-def newest_mtime(folder):
-    """The newest modification time in a student's folder (iterative, links not followed)."""
-    newest = Path(folder).stat().st_mtime
-    for _, name, info in walk(folder):
-        if name is not None:
-            newest = max(newest, info.st_mtime)
-    return newest
-
-
-def up_to_date(folder, results_path):
-    try:
-        return results_path.stat().st_mtime > newest_mtime(folder)
-    except OSError:
-        return False
+def up_to_date(digest, results_path):
+    """True when OUT/<student>/results.json was graded from this very content: its
+    `submission_digest` (submissions.content_digest, recorded when it was graded) is `digest`.
+    File times never decide it: a student sets them (a commit dated in the past, a copy that
+    keeps them), so results without a digest, or of other content, are graded again."""
+    saved = read_saved(results_path) if digest else None
+    return saved is not None and saved.get("submission_digest") == digest
 
 
 def preflight(mode):
@@ -160,8 +153,11 @@ def _grade_class(found, settings, progress):
             done.append(StudentResult(student, {}, refused=sub.refused))
             continue
         results = output_folder(settings.out, student) / "results.json"
-        fresh = not settings.force and up_to_date(sub.source, results)
+        digest = submissions.content_digest(sub)
+        fresh = not settings.force and up_to_date(digest, results)
         saved = read_saved(results) if fresh or settings.notebooks else None
+        if digest and (not settings.notebooks or (saved or {}).get("submission_digest") == digest):
+            settings.submission_digests[student] = digest  # recorded when graded in full
         if saved is not None and not settings.notebooks:
             done.append(StudentResult(student, saved, skipped=True))
         else:

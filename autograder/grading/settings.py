@@ -33,6 +33,7 @@ class Settings:
     skip_selftest: bool = False  # emergencies only (grading/selftest.py): loudly warned
     parent_memory: int | None = None  # the parent's own memory budget (default: by workers)
     memory_ceiling: int | None = None  # RLIMIT_AS set from it for this run (by grade_class)
+    submission_digests: dict = field(default_factory=dict)  # student -> content digest (classrun)
 
 
 def settings_from_args(args):
