@@ -28,8 +28,9 @@ a notebook it leaves out keeps the class's date). Student names are compared ign
 Under nbgrader, give extensions in nbgrader's own gradebook instead (its `extension` per
 student and assignment), which its late penalty reads.
 
-Every number must be finite: points >= 0, grace_minutes >= 0, period_hours > 0 and at most a
-year; any other file is refused with where and why, before anything is graded or written.
+Every number must be finite: points >= 0, grace_minutes >= 0, period_hours at least a minute
+and at most a year; every date must be one UTC can hold; any other file is refused with where
+and why, before anything is graded or written.
 
 The rules are nbgrader's (nbgrader.preprocessors.AssignLatePenalties with its
 LateSubmissionPlugin): a notebook handed in after its due date gets a penalty from the policy,
@@ -57,6 +58,12 @@ from autograder.curriculum import BY_STEM, NOTEBOOKS
 METHODS = ("none", "zero", "per-period")
 ALL = "all"
 MAX_HOURS = 24 * 366  # a period, a grace or an extension longer than a year is a typing slip
+MIN_PERIOD_HOURS = 1 / 60  # a penalty period shorter than a minute is a typing slip
+FILE_TIMES_NOTE = (
+    "note: late penalties come from the notebooks' file times, which are the student's to set "
+    "(a commit's date, a copy that keeps its times); give trusted hand-in times with "
+    "--handed-in (classroom gather --record writes them)."
+)
 
 
 class PolicyError(ValueError):
@@ -116,7 +123,14 @@ def _when(text, zone, where):
             raise PolicyError(f"{where}: {text!r} is not a date and time (ISO 8601)") from None
     else:
         raise PolicyError(f"{where}: expected a date and time, got {type(text).__name__}")
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=zone)
+    moment = moment if moment.tzinfo is not None else moment.replace(tzinfo=zone)
+    try:
+        moment.astimezone(UTC)  # 0001-01-01T00:00+01:00 is before the first UTC date
+    except (OverflowError, ValueError):
+        raise PolicyError(
+            f"{where}: {moment.isoformat()} is outside the dates UTC can hold"
+        ) from None
+    return moment
 
 
 def parse_policy(data, source="the deadlines file"):
@@ -148,6 +162,11 @@ def parse_policy(data, source="the deadlines file"):
         numbers[key] = float(value)
     if numbers["period_hours"] <= 0 or numbers["period_hours"] > MAX_HOURS:
         raise PolicyError(f"{source}: penalty.period_hours must be > 0 and at most {MAX_HOURS}")
+    if numbers["period_hours"] < MIN_PERIOD_HOURS:  # 1e-300 hours is a period of 0 seconds
+        raise PolicyError(
+            f"{source}: penalty.period_hours must be at least {MIN_PERIOD_HOURS:.6g} (a minute); "
+            f"got {numbers['period_hours']:g}"
+        )
     if numbers["grace_minutes"] > MAX_HOURS * 60:
         raise PolicyError(f"{source}: penalty.grace_minutes must be at most {MAX_HOURS * 60}")
     if method == "per-period" and numbers["points"] <= 0:
@@ -224,9 +243,10 @@ def apply_late_policy(payload, policy, handed_in):
     """Set payload["late"] and the penalised scores from the tests' raw scores (idempotent).
     With policy None, a late block of an earlier run is removed and the raw scores restored.
 
-    handed_in: {stem: aware datetime} (a missing stem: its time is not known, no penalty).
+    handed_in: {stem: aware datetime} (a missing stem: its time is not known, no penalty); a
+    HandedIn's flags (gather's) go to payload["handed_in_flags"], as what gather saw.
     Returns True when the payload changed."""
-    before = json.dumps([payload.get("late"), payload.get("score"), payload.get("notebooks")])
+    before = json.dumps([payload.get(k) for k in ("late", "score", "notebooks", "handed_in_flags")])
     if policy is None:
         policy = LatePolicy()  # no due dates: every penalty 0
     policy = policy.for_student(payload.get("student"))
@@ -248,6 +268,11 @@ def apply_late_policy(payload, policy, handed_in):
             }
             total += penalty or 0.0
     payload["score"] = round(sum(raw.values()) - total, 4)
+    flags = [f for f in getattr(handed_in, "flags", ()) if f in GATHER_FLAGS]
+    if flags:  # what gather saw (classroom gather --record): for a human, never a penalty
+        payload["handed_in_flags"] = [{"flag": f, "what": GATHER_FLAGS[f]} for f in flags]
+    else:
+        payload.pop("handed_in_flags", None)
     if policy.due:
         payload["late"] = {
             "policy": policy.describe(),
@@ -256,7 +281,7 @@ def apply_late_policy(payload, policy, handed_in):
         }
     else:
         payload.pop("late", None)
-    after = json.dumps([payload.get("late"), payload.get("score"), payload.get("notebooks")])
+    after = json.dumps([payload.get(k) for k in ("late", "score", "notebooks", "handed_in_flags")])
     return after != before
 
 
@@ -308,15 +333,37 @@ def handed_in_from_files(source):
 
 
 HANDED_IN_COLUMNS = ("student", "notebook", "handed_in")
+GATHER_FLAGS = {  # token (the `flags` column of gather's record) -> what gather saw
+    "backdated": (
+        "the commit graded is dated before the deadline, yet a gather at or after the deadline "
+        "did not have it: it was pushed after the deadline, whatever its date says"
+    ),
+    "history-rewritten": (
+        "the repository's history was rewritten since an earlier gather: the commit that "
+        "gather saw is no longer in it"
+    ),
+}
+
+
+class HandedIn(dict):
+    """{stem: time} of one student, and `flags`: what gather saw of their repository
+    (GATHER_FLAGS tokens), for a human to check; a flag never changes a score."""
+
+    def __init__(self, *args, flags=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.flags = tuple(flags)
 
 
 def load_handed_in(path):
-    """{student: {stem: time}} from a CSV with the columns student, notebook, handed_in (an
-    empty notebook: every notebook of that student), as `classroom gather` writes it."""
+    """{student: HandedIn {stem: time}} from a CSV with the columns student, notebook,
+    handed_in (an empty notebook: every notebook of that student), and optionally flags
+    (GATHER_FLAGS tokens separated by ";"), as `classroom gather` writes it. A row without a
+    student, a notebook or flag the course does not know, or one student and notebook given
+    twice is refused with its line."""
     import csv
 
     path = Path(path)
-    times = {}
+    times, given = {}, set()
     try:
         with path.open(encoding="utf-8", newline="") as handle:
             rows = list(csv.DictReader(handle))
@@ -326,11 +373,26 @@ def load_handed_in(path):
         if set(HANDED_IN_COLUMNS) - set(row):
             raise PolicyError(f"{path}: the columns must be {', '.join(HANDED_IN_COLUMNS)}")
         where = f"{path}, line {number}"
+        student = (row["student"] or "").strip()
+        if not student:
+            raise PolicyError(f"{where}: no student")
         moment = _when(row["handed_in"], UTC, where)
         notebook = (row["notebook"] or "").strip()
         if notebook and notebook_of(notebook) is None:
             raise PolicyError(f"{where}: {notebook!r} is not a notebook of the course")
+        if (student, notebook_of(notebook) if notebook else "") in given:
+            raise PolicyError(
+                f"{where}: {student!r} {notebook or '(all notebooks)'} is given twice"
+            )
+        given.add((student, notebook_of(notebook) if notebook else ""))
+        flags = [f.strip() for f in (row.get("flags") or "").split(";") if f.strip()]
+        unknown = [f for f in flags if f not in GATHER_FLAGS]
+        if unknown:
+            raise PolicyError(f"{where}: unknown flag(s) {', '.join(map(repr, unknown))}")
         stems = [notebook_of(notebook)] if notebook else [nb.stem for nb in NOTEBOOKS]
+        mine = times.setdefault(student, HandedIn())
+        mine.flags = tuple(dict.fromkeys((*mine.flags, *flags)))
         for stem in stems:
-            times.setdefault(row["student"], {})[stem] = moment
+            if notebook or stem not in mine:  # a row for one notebook wins over an empty one
+                mine[stem] = moment
     return times

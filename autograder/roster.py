@@ -91,7 +91,13 @@ def read_roster(path):
         raise RosterError(
             f"the roster {path} is not UTF-8 (byte {exc.start}): save it as CSV UTF-8"
         ) from None
-    rows = list(csv.reader(io.StringIO(text, newline="")))
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        rows = list(reader)
+    except csv.Error as exc:  # a cell past csv's field limit, a broken quote
+        raise RosterError(
+            f"the roster {path}, line {reader.line_num}: not a CSV row the grader can read ({exc})"
+        ) from None
     if not rows:
         raise RosterError(f"the roster {path} is empty: it needs a header row")
     columns = [_column(h) for h in rows[0]]

@@ -297,28 +297,37 @@ def _open_dir(root, parts):
 
 def walk(root, max_depth=MAX_WALK_DEPTH, max_entries=100_000):
     """Yield (relative parts, name, lstat result) for every entry under root, breadth first,
-    never following a link and never deeper than max_depth folders. A walk cut short says so by
-    yielding (parts, None, "too-deep") or (parts, None, "too-many")."""
+    never following a link (a link, a loop of links, a FIFO, a socket or a device is yielded as
+    what it is, never opened) and never deeper than max_depth folders. What is not walked says
+    so, with name None: (parts, None, "too-deep") for a folder nested deeper, (parts, None,
+    "too-many") where the walk stopped, and (parts, None, "unreadable") for a folder that could
+    not be opened or listed, or an entry that could not be looked at (parts then end with it)."""
     queue, seen = [()], 0
     while queue:
         parts = queue.pop(0)
         try:
             fd = _open_dir(root, parts)
         except OSError:
+            yield parts, None, "unreadable"
             continue
         try:
             names = []
-            with os.scandir(fd) as entries:
-                for entry in entries:  # never listed past the cap: a folder may hold millions
-                    if seen + len(names) >= max_entries:
-                        yield parts, None, "too-many"
-                        return
-                    names.append(entry.name)
+            try:
+                with os.scandir(fd) as entries:
+                    for entry in entries:  # never listed past the cap: a folder may hold millions
+                        if seen + len(names) >= max_entries:
+                            yield parts, None, "too-many"
+                            return
+                        names.append(entry.name)
+            except OSError:
+                yield parts, None, "unreadable"
+                continue
             for name in sorted(names):
                 seen += 1
                 try:
                     info = os.lstat(name, dir_fd=fd)
                 except OSError:
+                    yield (*parts, name), None, "unreadable"
                     continue
                 yield parts, name, info
                 if stat.S_ISDIR(info.st_mode):

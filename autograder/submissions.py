@@ -25,6 +25,7 @@ a sub-folder named like the notebook, so notebook 06 still finds the student's o
 
 import difflib
 import hashlib
+import json
 import os
 import shutil
 import stat
@@ -160,6 +161,49 @@ def discover(
     return found
 
 
+def content_digest(sub):
+    """The digest ("sha256:<hex>") of what grading reads for this student, never of file times:
+    every file of sub.folder the copy into the sandbox takes (its path and bytes), every entry
+    it skips and why (autograder/sandbox/copying.py's one rule), and the messages about the
+    files that could not be placed. The same content gives the same digest at every run,
+    whatever its files' times say; results.json keeps it (`submission_digest`), and a student
+    is regraded when it differs (grading/classrun.py). None when the folder cannot be walked at all (then
+    the student is graded, and nothing is recorded)."""
+    try:
+        return _content_digest(sub)
+    except OSError:
+        return None
+
+
+def _content_digest(sub):
+    from autograder.safe_files import UnsafeFile
+    from autograder.sandbox.copying import read_chunks, submission_files
+
+    digest = hashlib.sha256()
+
+    def put(*fields):
+        for text in fields:
+            data = str(text).encode("utf-8", "surrogateescape")
+            digest.update(len(data).to_bytes(8, "big") + data)
+
+    for item in submission_files(sub.folder):
+        if item[0] == "folder":
+            put("folder", "/".join(item[1]))
+        elif item[0] == "skipped":
+            put("skipped", item[1], item[2])
+        else:
+            content = hashlib.sha256()
+            try:
+                for chunk in read_chunks(sub.folder, item[1], item[2]):
+                    content.update(chunk)
+            except (UnsafeFile, OSError) as exc:
+                put("unreadable", "/".join(item[1]), getattr(exc, "message", str(exc)))
+                continue
+            put("file", "/".join(item[1]), content.hexdigest())
+    put("messages", json.dumps(sub.messages, sort_keys=True))
+    return "sha256:" + digest.hexdigest()
+
+
 def _not_a_submission(child, out):
     """Why an entry of a class folder is not a student's submission, or "" when it is one.
     A name starting with "_" is a student's (e-mail addresses can); only the folders tools
@@ -290,11 +334,8 @@ def _gather(sub, source, staging, graded_groups, unpacked):
     return sub
 
 
-def _not_a_file(path):
-    """What a path that is not a regular file is, in words ("is a symbolic link; upload ...")."""
-    if path.is_symlink():
-        return "is a symbolic link; upload the file itself"
-    mode = path.lstat().st_mode
+def _not_a_file_mode(mode):
+    """What an entry that is not a regular file is, in words ("is a named pipe (FIFO), ...")."""
     if stat.S_ISFIFO(mode):
         return "is a named pipe (FIFO), not a notebook file"
     if stat.S_ISDIR(mode):
@@ -314,9 +355,18 @@ def _choose(stem, items, sub):
             "copies to compare, so it was not graded: keep one copy and submit again.",
         )
         return None
-    contents = {_digest(item) for item in items}  # never every copy in memory at once
+    readable, contents = [], set()  # never every copy in memory at once: a hash of each
+    for item in items:
+        digest = _digest(item)
+        if digest is None:
+            sub.add(stem, f"{item.shown} could not be read; it was not graded.")
+        else:
+            readable.append(item)
+            contents.add(digest)
+    if not readable:
+        return None
     if len(contents) == 1:
-        return min(items, key=lambda i: (i.shown.count("/"), i.shown))
+        return min(readable, key=lambda i: (i.shown.count("/"), i.shown))
     sub.add(
         stem,
         f"{stem}.ipynb was found {len(items)} times with different contents ({where}), so it "
@@ -326,23 +376,35 @@ def _choose(stem, items, sub):
 
 
 def _size(item):
-    return item.path.stat().st_size
+    try:
+        return item.path.lstat().st_size
+    except OSError:
+        return 0
 
 
 def _digest(item):
-    """A hash of a found notebook's bytes, read from disk in chunks (a student's tree may hold
-    thousands of copies of a notebook of up to MAX_NOTEBOOK_BYTES each, sparse on disk)."""
+    """A hash of a found notebook's bytes, read in chunks without following a link (a student's
+    tree may hold thousands of copies of a notebook of up to MAX_NOTEBOOK_BYTES each, sparse on
+    disk); None for a file that cannot be read."""
+    from autograder.safe_files import UnsafeFile, open_below
+
     digest = hashlib.sha256()
-    with open(item.path, "rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
+    try:
+        fd = open_below(item.path.parent, [item.path.name])
+        with os.fdopen(fd, "rb") as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+    except (UnsafeFile, OSError):
+        return None
     return digest.digest()
 
 
 def _walk(root, sub, unpacked):
     """Notebook files under `root` (not following links), zips opened; messages for the rest.
     Depth first, names sorted; every folder is listed through _listing, so a folder of a
-    million files costs no more than MAX_FILES entries."""
+    million files costs no more than MAX_FILES entries. Nothing here follows or opens a link
+    (a loop of links included), a FIFO, a socket or a device: each entry is classified by its
+    own lstat, and one that cannot be looked at is named and skipped, never fatal."""
     found, seen = [], 0
     stack = [Path(root)]
     while stack:
@@ -352,31 +414,44 @@ def _walk(root, sub, unpacked):
         if listed is None:
             sub.add(GENERAL, f"more than {MAX_FILES} files: the rest were not searched.")
             return found
+        if listed is False:
+            where = _rel(here, root) if here != Path(root) else "the folder"
+            sub.add(GENERAL, f"{where} could not be read; it was not searched.")
+            continue
         seen += len(listed)
-        dirs = [e.name for e in listed if e.is_dir()]  # links to folders too, as os.walk
-        files = [e.name for e in listed if not e.is_dir()]
         keep = []
-        for d in sorted(dirs):
-            p = here / d
-            if d in SKIPPED_DIRS or d.startswith("."):
-                continue
-            if p.is_symlink():
-                sub.add(GENERAL, f"{_rel(p, root)} is a link to a folder; it was not followed.")
-                continue
-            if depth + 1 > MAX_DEPTH:
-                sub.add(GENERAL, f"{_rel(p, root)} is nested too deep; it was not searched.")
-                continue
-            keep.append(here / d)
-        stack.extend(reversed(keep))
-        for name in sorted(files):
+        for name, mode in sorted(listed):
             p = here / name
-            suffix = p.suffix.lower()
-            if suffix not in (".ipynb", ".zip") or name.startswith("."):
+            if mode is not None and stat.S_ISDIR(mode):
+                if name in SKIPPED_DIRS or name.startswith("."):
+                    continue
+                if depth + 1 > MAX_DEPTH:
+                    sub.add(GENERAL, f"{_rel(p, root)} is nested too deep; it was not searched.")
+                    continue
+                keep.append(p)
                 continue
+            suffix = p.suffix.lower()
             shown = _rel(p, root)
-            if p.is_symlink() or not p.is_file():
-                key = NOTEBOOK_FILES.get(name, GENERAL)  # shown with that notebook's tests
-                sub.add(key, f"{shown} {_not_a_file(p)}; it was not graded.")
+            if name.startswith("."):
+                continue
+            if mode is None:
+                sub.add(GENERAL, f"{shown} could not be looked at; it was skipped.")
+                continue
+            if stat.S_ISLNK(mode):  # never followed; os.path.isdir only looks (a loop: False)
+                if suffix in (".ipynb", ".zip"):
+                    key = NOTEBOOK_FILES.get(name, GENERAL)  # shown with that notebook's tests
+                    sub.add(
+                        key,
+                        f"{shown} is a symbolic link; upload the file itself; it was not graded.",
+                    )
+                elif os.path.isdir(p):
+                    sub.add(GENERAL, f"{shown} is a link to a folder; it was not followed.")
+                continue  # other links: the copy into the sandbox names them
+            if suffix not in (".ipynb", ".zip"):
+                continue
+            if not stat.S_ISREG(mode):
+                key = NOTEBOOK_FILES.get(name, GENERAL)
+                sub.add(key, f"{shown} {_not_a_file_mode(mode)}; it was not graded.")
                 continue
             group = Path(shown).parts[0] if len(Path(shown).parts) > 1 else ""
             if suffix == ".zip":
@@ -386,28 +461,39 @@ def _walk(root, sub, unpacked):
                 continue
             item = _notebook(name, shown, sub, path=p, group=group)
             if item is not None:
-                if p.stat().st_size > MAX_NOTEBOOK_BYTES:
+                try:
+                    size = p.lstat().st_size
+                except OSError:
+                    sub.add(item.stem, f"{shown} could not be looked at; it was not graded.")
+                    continue
+                if size > MAX_NOTEBOOK_BYTES:
                     sub.add(
                         item.stem,
                         f"{shown} is larger than {_mb(MAX_NOTEBOOK_BYTES)}; it was not graded.",
                     )
                     continue
                 found.append(item)
+        stack.extend(reversed(keep))
     return found
 
 
 def _listing(folder, limit):
-    """The entries of `folder` (os.DirEntry), or None when it holds more than `limit`: a
-    listing is never read past the limit. [] for a folder that cannot be read."""
+    """[(name, st_mode or None)] of the entries of `folder`, each classified by its own lstat
+    (never followed: a link, a loop of links, is a link), or None when it holds more than
+    `limit` (a listing is never read past the limit), or False when it cannot be read."""
     entries = []
     try:
         with os.scandir(folder) as scan:
             for entry in scan:
                 if len(entries) >= limit:
                     return None
-                entries.append(entry)
+                try:
+                    mode = entry.stat(follow_symlinks=False).st_mode
+                except OSError:
+                    mode = None
+                entries.append((entry.name, mode))
     except OSError:
-        return []
+        return False
     return entries
 
 

@@ -4,9 +4,11 @@ the graded commits is written, a broken repository costs only itself; and regrad
 """
 
 import csv
+import json
 import os
 import subprocess
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -15,6 +17,7 @@ from autograder.__main__ import main
 from autograder.deadlines import load_handed_in
 
 DEADLINE = datetime(2026, 12, 18, 23, 0, tzinfo=UTC)
+A = "01_soft_lookup.ipynb"
 
 
 def _git(repo, *args, when=None):
@@ -157,3 +160,164 @@ def test_gather_writes_only_where_it_is_told(tmp_path, monkeypatch, capsys):
     assert "record" not in capsys.readouterr().out
     with pytest.raises(SystemExit):  # and --into is never guessed
         main(["classroom", "gather", str(listing)])
+
+
+# -- what each gather saw: backdated pushes, rewritten histories ---------------------------------
+def _rows(tmp_path):
+    return {r["student"]: r for r in csv.DictReader((tmp_path / "handed_in.csv").open())}
+
+
+def test_a_commit_dated_before_the_deadline_but_pushed_after_it_is_flagged(tmp_path, capsys):
+    """`gather --deadline` takes the newest commit dated before the deadline: a student who
+    commits after the deadline with an earlier date was taken as on time, and nothing said so.
+    A gather at or after the deadline that did not have the commit is the proof."""
+    deadline = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=2)
+    ada = _repo(tmp_path / "remote", "attention-ada", [(deadline - timedelta(hours=5), {A: _notebook("early")})])  # fmt: skip
+    bob = _repo(tmp_path / "remote", "attention-bob", [(deadline - timedelta(hours=5), {A: _notebook("bob")})])  # fmt: skip
+    assert _gather(tmp_path, [ada, bob], "--deadline", deadline.isoformat()) == 0  # after it
+    first = _rows(tmp_path)
+    assert first["ada"]["flags"] == "" and first["bob"]["flags"] == ""
+    assert first["ada"]["author_date"] == (deadline - timedelta(hours=5)).isoformat()
+    capsys.readouterr()
+
+    # later: ada commits with a date before the deadline (git lets anyone set it) and pushes
+    (ada / A).write_text(_notebook("late work"))
+    _git(ada, "commit", "-qam", "late", when=deadline - timedelta(minutes=30))
+    bob_commit = first["bob"]["commit"]
+    assert _gather(tmp_path, [ada, bob], "--deadline", deadline.isoformat()) == 0
+    printed = capsys.readouterr().out
+    assert "FLAGGED ada backdated" in printed and "FLAGGED bob" not in printed
+    assert "1 flagged" in printed
+    rows = _rows(tmp_path)
+    assert rows["ada"]["flags"] == "backdated" and rows["bob"]["flags"] == ""
+    assert rows["bob"]["commit"] == bob_commit
+    assert datetime.fromisoformat(rows["ada"]["first_seen"]) > deadline
+    assert datetime.fromisoformat(rows["ada"]["committer_date"]) < deadline
+    assert "late work" in (tmp_path / "class" / "ada" / A).read_text()  # graded, flagged
+    assert load_handed_in(tmp_path / "handed_in.csv")["ada"].flags == ("backdated",)
+    # the history keeps the flag at the next gather, with nothing new pushed
+    assert _gather(tmp_path, [ada, bob], "--deadline", deadline.isoformat()) == 0
+    assert _rows(tmp_path)["ada"]["flags"] == "backdated"
+    history = json.loads((tmp_path / "handed_in.history.json").read_text())
+    assert len(history["students"]["ada"]["gathered"]) == 3
+
+
+def test_without_a_gather_after_the_deadline_nothing_is_claimed(tmp_path, capsys):
+    """Commits first seen by a first gather after the deadline may have been pushed in time:
+    no flag without a gather that proves otherwise."""
+    deadline = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=2)
+    ada = _repo(tmp_path / "remote", "attention-ada", [(deadline - timedelta(minutes=1), {A: _notebook("a")})])  # fmt: skip
+    assert _gather(tmp_path, [ada], "--deadline", deadline.isoformat()) == 0
+    assert "FLAGGED" not in capsys.readouterr().out
+    assert _rows(tmp_path)["ada"]["flags"] == ""
+
+
+@pytest.mark.parametrize("cached", [True, False])
+def test_a_rewritten_history_is_flagged(tmp_path, capsys, cached):
+    when = DEADLINE - timedelta(days=2)
+    ada = _repo(tmp_path / "remote", "attention-ada", [(when, {A: _notebook("one")}), (when + timedelta(hours=1), {A: _notebook("two")})])  # fmt: skip
+    cache = ["--cache", str(tmp_path / "cache")] if cached else []
+
+    def gather():
+        listing = tmp_path / "repos.txt"
+        listing.write_text(f"{ada}\n")
+        return main(["classroom", "gather", str(listing), "--into", str(tmp_path / "class"),
+                     "--prefix", "attention-", "--record", str(tmp_path / "handed_in.csv"),
+                     *cache])  # fmt: skip
+
+    assert gather() == 0
+    _git(ada, "commit", "-q", "--amend", "-m", "rewritten", when=when + timedelta(hours=2))
+    capsys.readouterr()
+    assert gather() == 0
+    assert "FLAGGED ada history-rewritten" in capsys.readouterr().out
+    assert _rows(tmp_path)["ada"]["flags"] == "history-rewritten"
+    _git(ada, "commit", "-q", "--allow-empty", "-m", "more", when=when + timedelta(hours=3))
+    assert gather() == 0  # moving forward is no rewrite; the flag stays in the record
+    assert "FLAGGED" not in capsys.readouterr().out
+    assert _rows(tmp_path)["ada"]["flags"] == "history-rewritten"
+
+
+def test_a_bad_history_is_refused_before_anything_is_gathered(tmp_path, capsys):
+    ada = _repo(tmp_path / "remote", "attention-ada", [(DEADLINE, {A: _notebook("a")})])
+    (tmp_path / "handed_in.history.json").write_text('{"students": {"ada": {"seen": {"x": 5}}}}')
+    with pytest.raises(SystemExit, match="students.ada.seen"):
+        _gather(tmp_path, [ada])
+    assert not (tmp_path / "class").exists() and not (tmp_path / "handed_in.csv").exists()
+
+
+# -- sizes ----------------------------------------------------------------------------------------
+def test_oversized_repositories_are_refused_named_and_not_kept(tmp_path, capsys):
+    """A 150 MB blob was fetched and kept. Caps: the clone's size, and any file's."""
+    import random
+
+    noise = random.Random(0).randbytes(3 * 2**20)  # incompressible: 3 MB on disk too
+    when = DEADLINE - timedelta(days=1)
+    big_file = _repo(tmp_path / "remote", "attention-ada", [(when, {A: _notebook("a")})])
+    (big_file / "data.bin").write_bytes(noise)
+    _git(big_file, "add", "-A")
+    _git(big_file, "commit", "-qm", "data", when=when)
+    _git(big_file, "rm", "-q", "data.bin")  # gone from the tip, still in the history
+    _git(big_file, "commit", "-qm", "removed", when=when)
+    many = _repo(tmp_path / "remote", "attention-bob", [(when, {A: _notebook("b")})])
+    for i in range(3):  # 1.5 MB each, under the file cap; 4.5 MB together, over the other
+        (many / f"part{i}.bin").write_bytes(random.Random(i + 1).randbytes(3 * 2**19))
+    _git(many, "add", "-A")
+    _git(many, "commit", "-qm", "parts", when=when)
+    fine = _repo(tmp_path / "remote", "attention-cy", [(when, {A: _notebook("c")})])
+    status = _gather(tmp_path, [big_file, many, fine], "--max-file-mb", "2", "--max-repository-mb", "4")  # fmt: skip
+    printed = capsys.readouterr().out
+    assert status == 1
+    assert "NOT GATHERED " + str(big_file) in printed and "a file of 3 MB" in printed
+    assert "NOT GATHERED " + str(many) in printed and "larger than 4 MB" in printed
+    assert sorted(p.name for p in (tmp_path / "class").iterdir()) == ["cy"]
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["attention-cy.git"]
+    assert list(_rows(tmp_path)) == ["cy"]
+    # the defaults let both through
+    assert _gather(tmp_path, [big_file, many, fine]) == 0
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan"])
+def test_a_cap_must_be_a_size(tmp_path, value):
+    ada = _repo(tmp_path / "remote", "attention-ada", [(DEADLINE, {A: _notebook("a")})])
+    with pytest.raises(SystemExit, match="max-file-mb"):
+        _gather(tmp_path, [ada], "--max-file-mb", value)
+
+
+@pytest.mark.slow  # grades in a real sandbox
+def test_gather_on_a_backdated_push_shows_the_flag_and_the_regrade(tmp_path, capsys):
+    """The whole story: gathered and graded after the deadline (the released notebook: 0), then
+    the student commits the answers dated before the deadline and pushes. The next gather
+    flags it, and a plain `grade` (no --force) grades it again, with the flag in results.json;
+    file times older than the results never make it "up to date"."""
+    repo = Path(__file__).resolve().parents[1]
+    deadline = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=2)
+    released = (repo / "notebooks" / A).read_text()
+    ada = _repo(tmp_path / "remote", "attention-ada", [(deadline - timedelta(days=1), {A: released})])  # fmt: skip
+    policy = tmp_path / "deadlines.toml"
+    policy.write_text(f'[due]\nall = "{deadline.isoformat()}"\n[penalty]\nmethod = "zero"\n')
+    out = tmp_path / "grades"
+
+    def grade():
+        return main(["grade", str(tmp_path / "class"), "--out", str(out), "--quiet",
+                     "--secret", "s", "--timeout", "120", "--deadlines", str(policy),
+                     "--handed-in", str(tmp_path / "handed_in.csv")])  # fmt: skip
+
+    assert _gather(tmp_path, [ada], "--deadline", deadline.isoformat()) == 0
+    assert grade() == 0
+    before = json.loads((out / "ada" / "results.json").read_text())
+    stem = A.removesuffix(".ipynb")
+    assert before["notebooks"][stem]["score"] == 0 and "handed_in_flags" not in before
+    capsys.readouterr()
+
+    (ada / A).write_text((repo / "solutions" / A).read_text())
+    _git(ada, "commit", "-qam", "answers", when=deadline - timedelta(minutes=10))
+    assert _gather(tmp_path, [ada], "--deadline", deadline.isoformat()) == 0
+    assert "FLAGGED ada backdated" in capsys.readouterr().out
+    gathered = tmp_path / "class" / "ada" / A
+    assert gathered.stat().st_mtime < (out / "ada" / "results.json").stat().st_mtime
+    assert grade() == 0
+    assert "graded 1 student(s), skipped 0 up to date" in capsys.readouterr().out
+    after = json.loads((out / "ada" / "results.json").read_text())
+    info = after["notebooks"][stem]
+    assert info["score"] == info["max_score"] > 0  # regraded: the answers, on time by date
+    assert [f["flag"] for f in after["handed_in_flags"]] == ["backdated"]

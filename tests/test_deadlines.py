@@ -5,8 +5,10 @@ as an instructor sees it after `grade` (results.json, grades.csv, feedback page)
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
+from argparse import Namespace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -239,6 +241,63 @@ def test_a_handed_in_file_names_students_and_notebooks(tmp_path):
         load_handed_in(path)
 
 
+@pytest.mark.parametrize(
+    "rows, words",
+    [
+        (",,2026-10-01T13:00:00Z", "line 2: no student"),
+        ("ada,,2026-10-01T13:00:00Z\nada,,2026-10-02T13:00:00Z", "line 3: 'ada' (all notebooks) is given twice"),
+        ("ada,01_soft_lookup,2026-10-01T13:00:00Z\nada,01_soft_lookup.ipynb,2026-10-01T13:00:00Z", "line 3"),
+        ("ada,,yesterday", "line 2: 'yesterday' is not a date"),
+        ("ada,,0001-01-01T00:00:00+05:00", "line 2: 0001-01-01T00:00:00+05:00 is outside"),
+        ("ada,,2026-10-01T13:00:00Z,,,,,,maybe-late", "line 2: unknown flag(s) 'maybe-late'"),
+    ],
+)  # fmt: skip
+def test_a_bad_handed_in_file_is_refused_with_its_line(tmp_path, rows, words):
+    path = tmp_path / "handed_in.csv"
+    header = "student,notebook,handed_in"
+    if "maybe-late" in rows:
+        header += ",repository,commit,author_date,committer_date,first_seen,flags"
+    path.write_text(f"{header}\n{rows}\n")
+    with pytest.raises(PolicyError, match=re.escape(words)):
+        load_handed_in(path)
+
+
+def test_gathers_flags_reach_results_json_and_never_the_score(tmp_path):
+    path = tmp_path / "handed_in.csv"
+    path.write_text(
+        "student,notebook,handed_in,repository,commit,author_date,committer_date,first_seen,flags\n"
+        "ada,,2026-10-01T11:00:00Z,r,c,,,,backdated;history-rewritten\n"
+        "bo,,2026-10-01T11:00:00Z,r,c,,,,\n"
+    )
+    times = load_handed_in(path)
+    policy = parse_policy({"due": {"all": "2026-10-01T12:00:00Z"}, "penalty": {"method": "zero"}})
+    ada, bo = {**_payload(), "student": "ada"}, {**_payload(), "student": "bo"}
+    assert apply_late_policy(ada, policy, times["ada"])
+    apply_late_policy(bo, policy, times["bo"])
+    assert [f["flag"] for f in ada["handed_in_flags"]] == ["backdated", "history-rewritten"]
+    assert "pushed after the deadline" in ada["handed_in_flags"][0]["what"]
+    assert "handed_in_flags" not in bo
+    assert ada["score"] == bo["score"] == 5.0  # on time by its date: a flag is for a human
+    assert not apply_late_policy(ada, policy, times["ada"])  # idempotent
+    assert apply_late_policy(ada, policy, times["bo"])  # flags withdrawn: removed
+    assert "handed_in_flags" not in ada
+
+
+def test_a_policy_applied_from_file_times_says_they_are_the_students(tmp_path, capsys):
+    from autograder.grading.settings import settings_from_args
+
+    policy = tmp_path / "deadlines.toml"
+    policy.write_text('[due]\nall = 2026-10-01T12:00:00Z\n[penalty]\nmethod = "zero"\n')
+    handed = tmp_path / "handed_in.csv"
+    handed.write_text("student,notebook,handed_in\nada,,2026-10-01T11:00:00Z\n")
+    base = {"out": str(tmp_path / "o"), "secret": "s", "timeout": 30, "workers": 1,
+            "force": False, "memory": None}  # fmt: skip
+    settings_from_args(Namespace(**base, deadlines=str(policy), handed_in=None))
+    assert "file times, which are the student's to set" in capsys.readouterr().err
+    settings_from_args(Namespace(**base, deadlines=str(policy), handed_in=str(handed)))
+    assert "file times" not in capsys.readouterr().err
+
+
 @pytest.mark.slow  # grades in a real sandbox
 def test_grade_applies_a_policy_to_students_graded_before_without_regrading(tmp_path):
     """`grade CLASS --deadlines F`: students whose results are up to date are not regraded,
@@ -253,8 +312,15 @@ def test_grade_applies_a_policy_to_students_graded_before_without_regrading(tmp_
     late = DUE + timedelta(hours=30)
     os.utime(notebook, (late.timestamp(), late.timestamp()))
     os.utime(cls / "ada", (late.timestamp(), late.timestamp()))
-    payload = _payload() | {"student": "ada", "output": ""}
-    write_student(out / "ada", payload)  # graded earlier: newer than every file of ada's
+    from autograder.submissions import content_digest, discover
+
+    [sub] = discover(cls, staging=tmp_path / "staging")
+    payload = _payload() | {
+        "student": "ada",
+        "output": "",
+        "submission_digest": content_digest(sub),
+    }
+    write_student(out / "ada", payload)  # graded earlier, from this very content
     policy = tmp_path / "deadlines.toml"
     policy.write_text(
         '[due]\n"01_soft_lookup" = 2026-10-01T12:00:00Z\n'
@@ -267,6 +333,7 @@ def test_grade_applies_a_policy_to_students_graded_before_without_regrading(tmp_
     )
     assert done.returncode == 0, done.stderr
     assert "skipped 1 up to date" in done.stdout
+    assert "file times, which are the student's to set" in done.stderr
     results = json.loads((out / "ada" / "results.json").read_text())
     assert results["late"]["notebooks"]["01_soft_lookup"]["penalty"] == 2.0  # 30 h: 2 days
     assert results["score"] == 3.0
@@ -328,6 +395,14 @@ def test_an_extension_moves_only_that_students_due_dates(
         ({"extensions": {"ada": {"01_soft_lookup": "soon"}}}, "not a date"),
         ({"extensions": {"ada": 1, "ADA": 2}}, "given twice"),
         ({"extensions": ["ada"]}, "must be a table"),
+        # a period that rounds to 0 seconds once failed every run with ZeroDivisionError
+        ({"penalty": {"method": "per-period", "points": 1, "period_hours": 1e-300}}, "at least"),
+        ({"penalty": {"method": "per-period", "points": 1, "period_hours": 0.001}}, "a minute"),
+        ({"penalty": {"method": "per-period", "points": -2}}, ">= 0"),
+        ({"penalty": {"method": "per-period", "points": 1, "grace_minutes": -1}}, ">= 0"),
+        ({"due": {"all": "0001-01-01T00:00:00+01:00"}}, "outside the dates UTC can hold"),
+        ({"due": {"all": "9999-12-31T23:59:00-01:00"}}, "outside the dates UTC can hold"),
+        ({"due": {"08_nothing": "2026-11-01T00:00:00Z"}}, "names no notebook"),
     ],
 )
 def test_a_bad_deadlines_file_is_refused_before_anything_is_graded(tmp_path, change, words):

@@ -341,6 +341,8 @@ def test_conflicts_are_reported_and_exported_for_nobody(tmp_path, capsys):
         ("name,section\nAda,A\n", "none of the columns a submission is matched on"),
         ("github\nada\nADA\n", "have the same github 'ADA'"),
         ("github,name\n,Ann\nbo,Bo\n", "line 2 has no submission, github, email, student_number"),
+        ("github,name\n   ,Ann\n", "line 2 has no submission"),  # a blank id is no id
+        ("github\nada\n" + "b" * 200_000 + "\n", "line 3: not a CSV row the grader can read"),
     ],
 )
 def test_a_bad_roster_is_refused_with_the_reason(tmp_path, capsys, content, message):

@@ -295,8 +295,16 @@ def test_a_rerun_skips_up_to_date_students_and_force_regrades(graded, capsys):
     assert f"skipped {len(STUDENTS)} up to date" in capsys.readouterr().out
     assert before == {s: (out / s / "results.json").stat().st_mtime_ns for s in STUDENTS}
 
-    later = time.time() + 5
+    later = time.time() + 5  # a newer file time alone is no new work
     os.utime(submissions / "stub" / FILE, (later, later))
+    assert grade(submissions, "--out", out, "--workers", 2, "--timeout", TIMEOUT) == 0
+    assert "graded 0 student(s)" in capsys.readouterr().out
+    # new content is, whatever its file time says (a commit dated a year back)
+    nb = nbformat.read(submissions / "stub" / FILE, as_version=4)
+    nb.cells.append(nbformat.v4.new_markdown_cell("edited"))
+    nbformat.write(nb, submissions / "stub" / FILE)
+    earlier = time.time() - 365 * 86400
+    os.utime(submissions / "stub" / FILE, (earlier, earlier))
     assert grade(submissions, "--out", out, "--workers", 2, "--timeout", TIMEOUT) == 0
     assert "graded 1 student(s)" in capsys.readouterr().out
     after = {s: (out / s / "results.json").stat().st_mtime_ns for s in STUDENTS}

@@ -5,6 +5,7 @@ grade when the sandbox fails and names the cause, and skipping it is possible an
 The self-test's grading itself (the solutions at full marks and a blank at 0 through a real
 sandbox) is run in tests/test_bwrap_versions.py, through Ubuntu 22.04's bubblewrap."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -67,6 +68,65 @@ def test_a_failure_is_not_remembered_and_refuses(counted):
         with pytest.raises(selftest.SelfTestFailed, match="0 / 88.5"):
             selftest.guard(broken)
     assert len(counted) == 2
+
+
+def _entry(tmp_path):
+    [entry] = (tmp_path / "cache" / "autograder" / "selftest").glob("*.json")
+    return entry
+
+
+@pytest.mark.parametrize(
+    "content, why",
+    [
+        ("{}", "does not hold the key"),
+        ("[]", "not a self-test's report"),
+        ("not json", "is not JSON"),
+        ('{"key": "KEY"}', "no scores"),
+        ('{"key": "KEY", "scores": {"solutions": [0, 88.5], "blank": [0, 88.5]}, "seconds": 1}', "not a pass"),
+        ('{"key": "KEY", "scores": {"solutions": [88.5, 88.5], "blank": [3, 88.5]}, "seconds": 1}', "not a pass"),
+        ('{"key": "KEY", "scores": {"solutions": [0, 0], "blank": [0, 0]}, "seconds": 1}', "not a pass"),
+        ('{"key": "KEY", "scores": {"solutions": [NaN, NaN], "blank": [0, 1]}, "seconds": 1}', "no scores"),
+        ('{"key": "other", "scores": {"solutions": [88.5, 88.5], "blank": [0, 88.5]}, "seconds": 1}', "does not hold the key"),
+    ],
+)  # fmt: skip
+def test_a_cache_entry_counts_only_with_its_key_and_a_pass(counted, tmp_path, capsys, content, why):
+    """Any JSON file named after the cache key, even {}, once counted as a pass."""
+    selftest.guard(fake_sandbox())
+    entry = _entry(tmp_path)
+    key = entry.stem
+    assert json.loads(entry.read_text())["key"] == key  # what a pass keeps
+    selftest.guard(fake_sandbox())
+    assert len(counted) == 1  # honoured
+    entry.write_text(content.replace("KEY", key))
+    capsys.readouterr()
+    selftest.guard(fake_sandbox())
+    assert len(counted) == 2  # ignored, and the self-test ran again
+    err = capsys.readouterr().err
+    assert f"the cached entry {entry} is ignored" in err and why in err
+    assert json.loads(entry.read_text())["key"] == key  # the new pass replaced it
+    selftest.guard(fake_sandbox())
+    assert len(counted) == 2
+
+
+@pytest.mark.parametrize("kind", ["link", "folder", "fifo", "huge"])
+def test_a_cache_entry_that_is_no_file_is_ignored(counted, tmp_path, capsys, kind):
+    selftest.guard(fake_sandbox())
+    entry = _entry(tmp_path)
+    good = entry.read_text()
+    entry.unlink()
+    if kind == "link":
+        (tmp_path / "elsewhere.json").write_text(good)
+        entry.symlink_to(tmp_path / "elsewhere.json")
+    elif kind == "folder":
+        entry.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(entry)
+    else:
+        entry.write_text(good[:-1] + ", " + '"pad": "' + "x" * 2**20 + '"}')
+    capsys.readouterr()
+    selftest.guard(fake_sandbox())  # a folder cannot even be replaced: tested each time
+    assert len(counted) == 2
+    assert "is ignored" in capsys.readouterr().err
 
 
 def test_the_key_follows_the_environment(monkeypatch):

@@ -241,3 +241,215 @@ def test_messages_reach_the_students_results(tmp_path):
     assert "01_soft_lookup (1).ipynb is not one of the course's notebooks" in results["output"]
     softmax = [t for t in results["tests"] if t["notebook"] == "02_dot_product_softmax"]
     assert softmax and all("found 2 times" in t["output"] for t in softmax)
+
+
+# -- nothing in a student's folder makes the student ungradable ---------------------------------
+def hostile_folder(root):
+    """A student's folder with two notebooks beside everything a walk can trip on: a loop of
+    links (loopA -> loopB -> loopA), a link to itself, a dangling link, links to a file and a
+    folder elsewhere, a FIFO, a socket, a chain of folders 60 deep, and a helper module."""
+    import socket
+
+    put(root, A, "a = 1")
+    put(root, B, "b = 2")
+    (root / "helper.py").write_text("X = 3\n")
+    os.symlink("loopB", root / "loopA")
+    os.symlink("loopA", root / "loopB")
+    os.symlink("self", root / "self")
+    os.symlink("nowhere", root / "dangling")
+    os.symlink("/etc/passwd", root / "passwd")
+    os.mkfifo(root / "pipe")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(root / "sock"))
+    server.close()
+    deep = root
+    for i in range(60):
+        deep = deep / f"d{i}"
+    deep.mkdir(parents=True)
+    (deep / "bottom.txt").write_text("deep")
+    return root
+
+
+def test_links_loops_and_special_files_are_skipped_named_and_the_notebooks_graded(
+    tmp_path, staging
+):
+    """A loop of links beside the notebooks once made the student NOT GRADED at every run
+    ("Too many levels of symbolic links"). Every walk of the folder skips and names them."""
+    from autograder.deadlines import handed_in_from_files
+    from autograder.notebook_files import load_notebook
+    from autograder.sandbox import copy_submission
+
+    root = hostile_folder(tmp_path / "class" / "ada")
+    put(tmp_path / "class" / "bob", A, "bob")
+    subs = {s.student: s for s in discover(tmp_path / "class", staging=staging)}
+    ada = subs["ada"]
+    assert not ada.refused, ada.refused
+    assert graded(ada) == {A: notebook("a = 1"), B: notebook("b = 2")}
+    assert "is nested too deep" in all_messages(ada)
+    for name, code in ((A, "a = 1"), (B, "b = 2")):
+        nb, message = load_notebook(ada.folder, name)
+        assert nb is not None and nb.cells[0].source == code and message == ""
+    skipped = dict(copy_submission(root, tmp_path / "copy"))  # as for a folder graded in place
+    for name in ("loopA", "loopB", "self", "dangling", "passwd"):
+        assert skipped[name] == "it is a symbolic link", name
+    assert skipped["pipe"] == skipped["sock"] == "it is not a regular file"
+    assert any("nested this deep" in why for why in skipped.values())
+    copied = sorted(p.name for p in (tmp_path / "copy").iterdir() if p.is_file())
+    assert copied == sorted([A, B, "helper.py"])
+    assert submissions.content_digest(ada).startswith("sha256:")
+    times = handed_in_from_files(root)
+    assert times["01_soft_lookup"].timestamp() == pytest.approx((root / A).stat().st_mtime)
+
+
+def test_a_notebook_that_is_a_loop_or_a_fifo_is_named_with_its_notebook(tmp_path, staging):
+    root = tmp_path / "ada"
+    put(root, B, "b")
+    os.symlink("03_matrix_attention.ipynb", root / A)
+    os.symlink(A, root / "03_matrix_attention.ipynb")  # 01 -> 03 -> 01
+    os.mkfifo(root / E)
+    os.symlink("sub", root / "sub")  # a folder-looking link to itself
+    [sub] = discover(root, staging=staging)
+    assert not sub.refused
+    assert graded(sub) == {B: notebook("b")}
+    assert "is a symbolic link" in " ".join(sub.messages["01_soft_lookup"])
+    assert "is a symbolic link" in " ".join(sub.messages["03_matrix_attention"])
+    assert "named pipe (FIFO)" in " ".join(sub.messages["05_transformer_block"])
+
+
+def test_a_folder_that_cannot_be_read_is_named_not_fatal(tmp_path, staging, monkeypatch):
+    """(The tests run as root, whom chmod does not stop: os.scandir is made to refuse.)"""
+    root = tmp_path / "ada"
+    put(root, A, "a")
+    put(root / "locked", B, "b")
+    real = os.scandir
+
+    def scandir(path="."):
+        if str(path).endswith("locked"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    [sub] = discover(root, staging=staging)
+    assert not sub.refused
+    assert graded(sub) == {A: notebook("a")}
+    assert "locked could not be read; it was not searched" in all_messages(sub)
+
+
+def test_a_copy_that_cannot_be_read_is_named_and_the_readable_one_graded(
+    tmp_path, staging, monkeypatch
+):
+    from autograder import safe_files
+
+    root = tmp_path / "ada"
+    put(root, A, "same")
+    put(root / "again", A, "same")
+    put(root, B, "b")
+    real = safe_files.open_below
+
+    def open_below(folder, relpath, shown=None):
+        if str(folder).endswith("again"):
+            raise safe_files.UnsafeFile("unreadable", "could not be opened (Permission denied)")
+        return real(folder, relpath, shown)
+
+    monkeypatch.setattr(safe_files, "open_below", open_below)
+    [sub] = discover(root, staging=staging)
+    assert not sub.refused
+    assert graded(sub) == {A: notebook("same"), B: notebook("b")}  # the copy it could read
+    assert f"again/{A} could not be read" in " ".join(sub.messages["01_soft_lookup"])
+
+
+# -- up to date by content, never by file times --------------------------------------------------
+def test_the_digest_follows_the_content_not_the_file_times(tmp_path, staging):
+    root = tmp_path / "ada"
+    path = put(root, A, "first")
+    (root / "data.txt").write_text("x")
+    [sub] = discover(root, staging=staging)
+    first = submissions.content_digest(sub)
+    os.utime(path, (0, 0))  # a time of 1970: nothing changed
+    assert submissions.content_digest(discover(root, staging=staging)[0]) == first
+    for change in (
+        lambda: path.write_text(notebook("second")),  # the notebook
+        lambda: (root / "data.txt").write_text("y"),  # a file the notebook may read
+        lambda: (root / "data.txt").rename(root / "data2.txt"),  # a name
+        lambda: os.symlink("data2.txt", root / "link"),  # a file now skipped and named
+    ):
+        change()
+        os.utime(path, (0, 0))
+        now = submissions.content_digest(discover(root, staging=staging)[0])
+        assert now != first
+        first = now
+
+
+def test_a_student_is_regraded_when_the_content_changed_whatever_the_file_times(
+    tmp_path, monkeypatch
+):
+    """A commit dated in the past gives files older than results.json: the student was skipped
+    as "up to date" and kept the old 0. Now the run grades whoever's content changed, and
+    only them."""
+    from autograder.grading import classrun
+    from autograder.grading.settings import Settings
+    from autograder.grading.student import StudentResult
+    from autograder.report import write_student
+    from autograder.sandbox import Limits
+
+    cls, out = tmp_path / "class", tmp_path / "grades"
+    for student in ("ada", "bob"):
+        put(cls / student, A, f"{student} before")
+    graded_now = []
+
+    def grade_todo(todo, kept, settings, progress):  # stands in for the sandbox's grading
+        done = []
+        for sub in todo:
+            graded_now.append(sub.student)
+            payload = {"score": 0.0, "max_score": 1.0, "student": sub.student, "output": "",
+                       "notebooks": {}, "tests": [],
+                       "submission_digest": settings.submission_digests[sub.student]}  # fmt: skip
+            write_student(out / sub.student, payload)
+            done.append(StudentResult(sub.student, payload))
+        return done
+
+    monkeypatch.setattr(classrun, "_grade_todo", grade_todo)
+
+    def run():
+        graded_now.clear()
+        settings = Settings(out=out, secret="s", limits=Limits())
+        classrun._grade_class(discover(cls, out=out, staging=tmp_path / "st"), settings, False)
+        return sorted(graded_now)
+
+    assert run() == ["ada", "bob"]
+    assert run() == []  # nothing changed: nobody is graded again
+    changed = put(cls / "ada", A, "ada after")
+    past = (out / "ada" / "results.json").stat().st_mtime - 86400 * 365
+    os.utime(changed, (past, past))  # files dated a year before the results
+    os.utime(cls / "ada", (past, past))
+    assert run() == ["ada"]
+    assert run() == []
+    # results written by a grader that kept no digest: graded again, never trusted by times
+    saved = json.loads((out / "bob" / "results.json").read_text())
+    del saved["submission_digest"]
+    write_student(out / "bob", saved)
+    assert run() == ["bob"]
+
+
+@pytest.mark.slow  # grades in a real sandbox
+def test_a_student_with_a_loop_of_links_is_graded_and_the_links_named(tmp_path):
+    """Last round this student was NOT GRADED at every run ("Too many levels of symbolic
+    links"), so a student could avoid a grade indefinitely."""
+    from autograder.__main__ import main
+
+    root = tmp_path / "class" / "ada"
+    root.mkdir(parents=True)
+    (root / A).write_text((REPO / "solutions" / A).read_text())
+    os.symlink("loopB", root / "loopA")
+    os.symlink("loopA", root / "loopB")
+    os.mkfifo(root / "pipe")
+    out = tmp_path / "grades"
+    command = ["grade", str(tmp_path / "class"), "--out", str(out), "--quiet", "--secret", "s"]
+    assert main([*command, "--timeout", "120"]) == 0
+    results = json.loads((out / "ada" / "results.json").read_text())
+    info = results["notebooks"]["01_soft_lookup"]
+    assert info["score"] == info["max_score"] > 0
+    for name in ("loopA", "loopB", "pipe"):
+        assert any(m.startswith(f"{name} was not copied") for m in results["submission_messages"])
+    assert main([*command, "--timeout", "120"]) == 0  # and the next run: up to date, not lost
+    assert json.loads((out / "ada" / "results.json").read_text())["score"] == results["score"]

@@ -50,7 +50,7 @@ from autograder.grading.workspace import (
     write_unfinished,
 )
 from autograder.report import SavedResult, collect_results, write_class, write_student
-from autograder.safe_files import MB, UnsafeFile, printable, read_bytes, walk
+from autograder.safe_files import MB, UnsafeFile, printable, read_bytes
 from autograder.sandbox import Sandbox, SandboxStopped
 from autograder.sandbox.bubblewrap import BubblewrapUnsupported
 from autograder.sandbox.limits import bound_workers
@@ -59,20 +59,13 @@ PROGRESS_SECONDS = 2.0  # how often the progress line looks at the running noteb
 NAMES_SHOWN = 10  # students named in the message of a stopped run; the others counted
 
 
-def newest_mtime(folder):
-    """The newest modification time in a student's folder (iterative, links not followed)."""
-    newest = Path(folder).stat().st_mtime
-    for _, name, info in walk(folder):
-        if name is not None:
-            newest = max(newest, info.st_mtime)
-    return newest
-
-
-def up_to_date(folder, results_path):
-    try:
-        return results_path.stat().st_mtime > newest_mtime(folder)
-    except OSError:
-        return False
+def up_to_date(digest, results_path):
+    """True when OUT/<student>/results.json was graded from this very content: its
+    `submission_digest` (submissions.content_digest, recorded when it was graded) is `digest`.
+    File times never decide it: a student sets them (a commit dated in the past, a copy that
+    keeps them), so results without a digest, or of other content, are graded again."""
+    saved = read_saved(results_path) if digest else None
+    return saved is not None and saved.get("submission_digest") == digest
 
 
 def preflight(mode):
@@ -194,12 +187,15 @@ def _grade_class(found, settings, progress, stop):
             done.append(StudentResult(student, {}, refused=sub.refused))
             continue
         results = output_folder(settings.out, student) / "results.json"
+        digest = submissions.content_digest(sub)
         fresh = (
             not settings.force
             and student not in unfinished_before
-            and up_to_date(sub.source, results)
+            and up_to_date(digest, results)
         )
         saved = read_saved(results) if fresh or settings.notebooks else None
+        if digest and (not settings.notebooks or (saved or {}).get("submission_digest") == digest):
+            settings.submission_digests[student] = digest  # recorded when graded in full
         if saved is not None and not settings.notebooks:
             done.append(StudentResult(student, saved, skipped=True))
         else:

@@ -16,7 +16,8 @@ A pass is remembered in the grader's cache folder ($XDG_CACHE_HOME/autograder/se
 ~/.cache/autograder/selftest) under a key that changes with the environment: bubblewrap (path,
 version, binary), the sandbox's mode, identity, defences and limits, Python, every installed
 package's version, the kernel release, and the course's own code (autograder/, coursedata, the
-solutions and released notebooks). Its cost, two students graded once per environment: see
+solutions and released notebooks). An entry is honoured only when it holds that key and the
+verdicts of a pass (`cached_pass`); anything else is named and the self-test runs again. Its cost, two students graded once per environment: see
 docs/grader.md ("The self-test").
 
 It also measures what the solutions cost here: the CPU seconds of each notebook (its cells and
@@ -354,23 +355,60 @@ def guard(sandbox, workers=2, work_root=None, skip=False, fresh=False, out=None)
     passed = folder / f"{key}.json"
     with lock:  # a second run waits for the first one's self-test, then reuses its pass
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not fresh and passed.is_file() and not passed.is_symlink():
-            try:
-                report = json.loads(passed.read_text())
-            except ValueError:
-                report = None
+        if not fresh and os.path.lexists(passed):
+            report, why = cached_pass(folder, passed.name, key)
             if report is not None:
                 apply_budgets(sandbox.limits, report, out)
                 return report
+            print(f"self-test: the cached entry {passed} is ignored ({why}).", file=out)
         report = _run_and_say(sandbox, workers, work_root, out)
         try:
             partial = folder / f".{key}.{os.getpid()}.tmp"
-            partial.write_text(json.dumps(report))
+            partial.write_text(json.dumps({**report, "key": key}))
             partial.replace(passed)
         except OSError:
             pass  # not kept: the next run tests again
         apply_budgets(sandbox.limits, report, out)
         return report
+
+
+def cached_pass(folder, name, key):
+    """(report, "") for a cache entry that is a pass of this very key: the key it claims is
+    `key`, and its verdicts are a pass (the solutions at full marks above 0, the blank at 0);
+    (None, why) for anything else: a file named after the key proves nothing by its name."""
+    import math
+
+    from autograder.safe_files import UnsafeFile, read_json
+
+    try:
+        entry = read_json(folder, [name], limit=64 * 2**10)
+    except UnsafeFile as exc:
+        return None, exc.message
+    if not isinstance(entry, dict):
+        return None, "it is not a self-test's report"
+    if entry.get("key") != key:
+        return None, "it does not hold the key it is named after"
+    scores = entry.get("scores")
+
+    def pair(name):
+        value = scores.get(name) if isinstance(scores, dict) else None
+        ok = isinstance(value, list) and len(value) == 2
+        ok = ok and all(
+            isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+            for x in value
+        )
+        return value if ok else None
+
+    solutions, blank = pair("solutions"), pair("blank")
+    if solutions is None or blank is None:
+        return None, "it holds no scores of the solutions and the blank submission"
+    if not (solutions[1] > 0 and solutions[0] == solutions[1] and blank[0] == 0):
+        return None, "its scores are not a pass"
+    seconds = entry.get("seconds")
+    if not isinstance(seconds, int | float) or isinstance(seconds, bool):
+        return None, "it holds no duration"
+    report = {"scores": {"solutions": solutions, "blank": blank}, "seconds": seconds}
+    return {**report, "cpu": measured_cpu(entry)}, ""  # the measured budgets, checked one by one
 
 
 def _run_and_say(sandbox, workers, work_root, out):

@@ -33,6 +33,7 @@ class Settings:
     skip_selftest: bool = False  # emergencies only (grading/selftest.py): loudly warned
     parent_memory: int | None = None  # the parent's own memory budget (default: by workers)
     memory_ceiling: int | None = None  # RLIMIT_AS set from it for this run (by grade_class)
+    submission_digests: dict = field(default_factory=dict)  # student -> content digest (classrun)
 
 
 def settings_from_args(args):
@@ -55,6 +56,10 @@ def settings_from_args(args):
                 handed_in = load_handed_in(args.handed_in)
         except PolicyError as exc:
             raise SystemExit(f"error: {exc}") from None
+        if deadlines.due and not handed_in:  # hand-in times from the files themselves
+            from autograder.deadlines import FILE_TIMES_NOTE
+
+            print(FILE_TIMES_NOTE, file=sys.stderr)
     elif getattr(args, "handed_in", None):
         raise SystemExit("error: --handed-in needs --deadlines (the due dates and the penalty)")
     return Settings(

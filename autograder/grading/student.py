@@ -97,6 +97,8 @@ def _grade_student(student, folder, settings, sandbox, work, started, placement,
         ]
     general = list(placement.get(submissions.GENERAL, [])) + submission_messages
     payload = build_results(student, tests, notebooks, time.monotonic() - started, general)
+    if student in settings.submission_digests:  # what was graded (grading/classrun.py)
+        payload["submission_digest"] = settings.submission_digests[student]
     apply_late(payload, settings, student, source)
     target = output_folder(settings.out, student)
     write_student(target, payload)

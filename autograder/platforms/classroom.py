@@ -3,6 +3,8 @@
     python -m autograder classroom gather REPOS --into class/ [--prefix attention-]
                                           [--deadline 2026-12-18T23:59:00+01:00]
                                           [--cache repos/] [--record handed_in.csv]
+                                          [--history gathers.json]
+                                          [--max-repository-mb 100] [--max-file-mb 50]
 
 REPOS is a text file with one repository per line: a clone URL (`git@github.com:org/
 attention-ada.git`, `https://github.com/org/attention-ada`) or a local path; blank lines and
@@ -10,35 +12,60 @@ attention-ada.git`, `https://github.com/org/attention-ada`) or a local path; bla
 there already), and the commit to grade is chosen: the newest commit of the default branch, or
 with `--deadline`, the newest one whose commit time is not after it. Its notebooks (the course's
 file names, anywhere in the tree) are written to `class/<student>/` with the commit's time as
-their modification time, so a later `grade` regrades only students with new commits, and
-`--record` gets one row per student: student, notebook (empty: all), handed_in (the commit's
-time), repository, commit: `grade --deadlines ... --handed-in handed_in.csv` reads it.
-gather writes nowhere else: without `--cache` the clones go to a temporary folder removed at the
-end, and without `--record` no record is written (the file times carry the commits' times).
+their modification time, and `--record` gets one row per student: student, notebook (empty:
+all), handed_in (the commit's time), repository, commit, its author and committer dates, the
+time a gather first saw it, and the flags below: `grade --deadlines ... --handed-in
+handed_in.csv` reads it (the flags reach results.json's `handed_in_flags`). gather writes
+nowhere else: without `--cache` the clones go to a temporary folder removed at the end, and
+without `--record` no record is written.
+
+Commit times are written by the student's own git: a student can set them. So every gather
+also keeps a history (`--history`, default: beside the record, `<record>.history.json`), read
+and merged at each gather: per student, the commits each gather saw and when it first saw them,
+the branch's head at the last gather, the commit graded, and flags (never a score):
+- backdated: the commit graded is dated before the deadline, yet a gather at or after the
+  deadline did not have it (it was pushed late, whatever its date says). Only a gather at or
+  after the deadline can tell: run one then (a scheduled job), and keep the history;
+- history-rewritten: the head an earlier gather saw is no longer in the branch's history.
+
+Sizes are capped: a clone or fetch is stopped and refused once the repository passes
+`--max-repository-mb` (default 100) on disk, and a repository holding any file (blob, in any
+commit) over `--max-file-mb` (default 50, GitHub's own warning size) is refused; a refused clone
+is removed from the cache. Whoever is refused is named (exit 1), and the others are gathered.
 
 The student id is the repository's name without `--prefix` (GitHub Classroom names each
 student's copy `<assignment>-<github user>`). A repository that cannot be cloned, has no commit
 before the deadline or holds no notebook is reported and left out; the others are gathered.
 
-Commit times are written by the student's own git: a student can set them. `--deadline`
-excludes commits dated after it, which is what an honest history needs; to be sure nothing
-pushed later is graded, run `gather` at the deadline (a scheduled job), and keep `--record`.
 git is run as a program, with prompts for credentials turned off, hooks disabled, and no
-checkout: files are read from the commit with `git show`, never written by git into the class.
+checkout: files are read from the commit with `git cat-file`, never written by git into the
+class.
 """
 
+import contextlib
+import json
 import os
 import re
+import signal
 import subprocess
-from dataclasses import dataclass
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from autograder.curriculum import NOTEBOOKS
+from autograder.deadlines import GATHER_FLAGS
 from autograder.safe_files import printable, remove_tree
+from autograder.sandbox.copying import tree_bytes
 
 NOTEBOOK_FILES = {nb.filename for nb in NOTEBOOKS}
 MAX_NOTEBOOK_BYTES = 20 * 2**20
+MAX_REPOSITORY_MB = 100  # a student's clone on disk (--max-repository-mb)
+MAX_FILE_MB = 50  # any file in any commit (--max-file-mb): GitHub warns from 50 MB
+MAX_COMMITS_SEEN = 10_000  # commits of one repository remembered per gather
+HISTORY_VERSION = 1
 GIT_ENV = {
     "GIT_TERMINAL_PROMPT": "0",  # a private repository without credentials fails, never asks
     "GIT_ASKPASS": "/bin/false",
@@ -56,8 +83,17 @@ class Gathered:
     student: str
     repository: str
     commit: str
-    handed_in: datetime
+    handed_in: datetime  # the commit's committer date
     notebooks: list
+    author_date: datetime | None = None
+    first_seen: datetime | None = None  # when a gather first had this commit
+    flags: list = field(default_factory=list)  # GATHER_FLAGS tokens raised by this gather
+
+
+@dataclass(frozen=True)
+class Caps:
+    repository_bytes: int = MAX_REPOSITORY_MB * 2**20
+    file_bytes: int = MAX_FILE_MB * 2**20
 
 
 def read_repository_list(path):
@@ -93,30 +129,133 @@ def _git(*args, cwd=None, timeout=600):
     return done.stdout
 
 
-def update_clone(repository, cache):
-    """A bare mirror of `repository` in `cache` (cloned, or fetched when it is there)."""
+def _git_bounded(args, watched, limit, cwd=None, timeout=600):
+    """git `args` (a clone or a fetch into `watched`), stopped and refused (GatherError) once
+    `watched` holds more than `limit` bytes: its size is looked at while git runs, so a huge
+    repository is cut off in the transfer, not after it."""
+    with tempfile.TemporaryFile() as errors:
+        process = subprocess.Popen(
+            ["git", "-c", "core.hooksPath=/dev/null", *args],
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+            env={**os.environ, **GIT_ENV},
+            start_new_session=True,  # its own group: stopped with every child it started
+        )
+        started, too_large = time.monotonic(), False
+        while process.poll() is None:
+            if tree_bytes(watched) > limit:
+                too_large = True
+            elif time.monotonic() - started > timeout:
+                too_large = None
+            if too_large is not False:
+                with contextlib.suppress(ProcessLookupError):  # it may have just ended
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+                break
+            time.sleep(0.05)
+        if too_large:
+            raise GatherError(f"the repository is larger than {_mb(limit)}: refused")
+        if too_large is None:
+            raise GatherError(f"git {args[0]} took more than {timeout} s: stopped")
+        if process.returncode != 0:
+            errors.seek(0)
+            text = errors.read(64 * 2**10).decode("utf-8", "replace").strip().splitlines()[-1:]
+            raise GatherError(f"git {args[0]} failed: {printable(' '.join(text))}")
+
+
+def _mb(n):
+    return f"{n / 2**20:g} MB"
+
+
+def update_clone(repository, cache, caps=None):
+    """A bare mirror of `repository` in `cache` (cloned, or fetched when it is there), within
+    `caps` (Caps): over them, GatherError, and the clone is removed."""
+    caps = caps or Caps()
     target = Path(cache) / (student_of(repository) + ".git")
-    if target.is_dir():
-        _git("fetch", "--quiet", "--prune", "origin", "+refs/heads/*:refs/heads/*", cwd=target)
-    else:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        _git("clone", "--quiet", "--bare", "--", repository, str(target))
+    try:
+        if target.is_dir():
+            _git_bounded(
+                ["fetch", "--quiet", "--prune", "origin", "+refs/heads/*:refs/heads/*"],
+                target,
+                caps.repository_bytes,
+                cwd=target,
+            )
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            _git_bounded(
+                ["clone", "--quiet", "--bare", "--", repository, str(target)],
+                target,
+                caps.repository_bytes,
+            )
+        _check_sizes(target, caps)
+    except (GatherError, OSError, subprocess.SubprocessError):
+        if target.exists():
+            remove_tree(target)  # never kept: the next gather clones again
+        raise
     return target
 
 
+def _check_sizes(clone, caps):
+    """GatherError when the clone is over the caps: its size on disk, or any blob's size."""
+    if tree_bytes(clone) > caps.repository_bytes:
+        raise GatherError(f"the repository is larger than {_mb(caps.repository_bytes)}: refused")
+    listing = _git(
+        "cat-file",
+        "--batch-all-objects",
+        "--batch-check=%(objecttype) %(objectsize)",
+        cwd=clone,
+    )
+    for line in listing.split(b"\n"):
+        kind, _, size = line.partition(b" ")
+        if kind == b"blob" and int(size) > caps.file_bytes:
+            raise GatherError(
+                f"the repository holds a file of {_mb(int(size))}, more than the "
+                f"{_mb(caps.file_bytes)} allowed: refused"
+            )
+
+
 def chosen_commit(clone, deadline=None):
-    """(commit, its time) on the default branch: the newest, or the newest not after deadline."""
+    """(commit, committer date, author date) on the default branch: the newest, or the newest
+    whose committer date is not after the deadline."""
     try:
-        lines = _git("log", "--first-parent", "--format=%H %ct", "HEAD", cwd=clone).split(b"\n")
+        lines = _git("log", "--first-parent", "--format=%H %ct %at", "HEAD", cwd=clone).split(b"\n")
     except GatherError:
         lines = []  # an empty repository has no HEAD
     for line in lines:
         if line.strip():
-            commit, seconds = line.decode().split()
-            when = datetime.fromtimestamp(int(seconds), UTC)
+            commit, committed, authored = line.decode().split()
+            when = datetime.fromtimestamp(int(committed), UTC)
             if deadline is None or when <= deadline:
-                return commit, when
+                return commit, when, datetime.fromtimestamp(int(authored), UTC)
     raise GatherError("no commit" + (" before the deadline" if deadline else ""))
+
+
+def _head(clone):
+    try:
+        return _git("rev-parse", "--verify", "--quiet", "HEAD^{commit}", cwd=clone).decode().strip()
+    except GatherError:
+        return ""
+
+
+def _is_ancestor(clone, older, newer):
+    """True when commit `older` is in the history of `newer` (False when `older` is gone)."""
+    done = subprocess.run(
+        ["git", "-c", "core.hooksPath=/dev/null", "merge-base", "--is-ancestor", older, newer],
+        cwd=clone,
+        capture_output=True,
+        timeout=600,
+        env={**os.environ, **GIT_ENV},
+    )
+    return done.returncode == 0
+
+
+def _commits(clone, head):
+    if not head:
+        return []
+    listing = _git("rev-list", f"--max-count={MAX_COMMITS_SEEN}", head, cwd=clone)
+    return listing.decode().split()
 
 
 def export_notebooks(clone, commit, target, when):
@@ -151,10 +290,13 @@ def export_notebooks(clone, commit, target, when):
     return written
 
 
-def gather(repositories, into, cache, prefix="", deadline=None):
-    """([Gathered], [(repository, why)])."""
+def gather(repositories, into, cache, prefix="", deadline=None, history=None, caps=None, now=None):
+    """([Gathered], [(repository, why)]). `history` (a dict, as load_history reads it) is
+    updated in place: the commits seen and when, the head, the commit graded, the flags. `now`:
+    the time of this gather (tests give it; default: the clock, per repository, once fetched)."""
     into, gathered, failed = Path(into), [], []
     into.mkdir(parents=True, exist_ok=True)
+    history = {"students": {}} if history is None else history
     seen = set()
     for repository in repositories:
         try:
@@ -162,8 +304,11 @@ def gather(repositories, into, cache, prefix="", deadline=None):
             if student in seen:
                 raise GatherError(f"a second repository for student {student}")
             seen.add(student)
-            clone = update_clone(repository, cache)
-            commit, when = chosen_commit(clone, deadline)
+            clone = update_clone(repository, cache, caps)
+            at = now or datetime.now(UTC)
+            commit, when, authored = chosen_commit(clone, deadline)
+            record = history["students"].setdefault(student, {})
+            flags = _observe(clone, record, at, commit, when, deadline)
             staging = into / f".{student}.gathering"
             if staging.exists():
                 remove_tree(staging)
@@ -175,22 +320,156 @@ def gather(repositories, into, cache, prefix="", deadline=None):
             if final.exists():
                 remove_tree(final)
             staging.rename(final)
-            gathered.append(Gathered(student, repository, commit, when, notebooks))
-        except (GatherError, OSError, subprocess.TimeoutExpired) as exc:
+            record.update(
+                repository=repository,
+                commit=commit,
+                committer_date=when.isoformat(),
+                author_date=authored.isoformat(),
+                first_seen=record["seen"][commit],
+            )
+            gathered.append(
+                Gathered(
+                    student,
+                    repository,
+                    commit,
+                    when,
+                    notebooks,
+                    author_date=authored,
+                    first_seen=datetime.fromisoformat(record["seen"][commit]),
+                    flags=flags,
+                )
+            )
+        except (GatherError, OSError, subprocess.SubprocessError, ValueError) as exc:
             failed.append((repository, str(exc)))
     return gathered, failed
 
 
-RECORD_COLUMNS = ("student", "notebook", "handed_in", "repository", "commit")
+def _observe(clone, record, at, commit, when, deadline):
+    """Update one student's history `record` with what this gather (at time `at`) sees in the
+    clone; the flags it raises (GATHER_FLAGS tokens) for the commit to grade."""
+    flags = []
+    head = _head(clone)
+    earlier = record.get("head")
+    if earlier and head and earlier != head and not _is_ancestor(clone, earlier, head):
+        flags.append("history-rewritten")
+    seen = record.setdefault("seen", {})
+    stamp = at.isoformat()
+    for sha in _commits(clone, head):
+        seen.setdefault(sha, stamp)
+    seen.setdefault(commit, stamp)
+    first = datetime.fromisoformat(seen[commit])
+    gathers = [datetime.fromisoformat(t) for t in record.get("gathered", [])]
+    if deadline is not None and when <= deadline < first:
+        # proof that it came late: a gather at or after the deadline that did not have it
+        if any(deadline <= g < first for g in gathers):
+            flags.append("backdated")
+    record["gathered"] = [*record.get("gathered", []), stamp]
+    record["head"] = head
+    kept = record.setdefault("flags", [])
+    for flag in flags:
+        entry = {"flag": flag, "commit": commit, "at": stamp}
+        if not any(k.get("flag") == flag and k.get("commit") == commit for k in kept):
+            kept.append(entry)
+    return flags
 
 
-def write_record(path, gathered):
+def load_history(path):
+    """The gathers' history at `path` ({"students": {}} when there is none yet); SystemExit
+    naming the file and the field for one that is not a history gather wrote."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {"version": HISTORY_VERSION, "students": {}}
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise SystemExit(
+            f"error: the gather history {printable(path)} cannot be read ({printable(exc)})"
+        ) from None
+    problem = _history_problem(data)
+    if problem:
+        raise SystemExit(
+            f"error: the gather history {printable(path)}: {problem}; nothing was gathered"
+        )
+    return data
+
+
+def _history_problem(data):
+    if not isinstance(data, dict) or not isinstance(data.get("students"), dict):
+        return "it is not a history gather wrote (no `students` table)"
+    for student, record in data["students"].items():
+        where = f"students.{printable(student)}"
+        if not isinstance(record, dict):
+            return f"{where} is not a table"
+        for key in ("head", "commit", "repository"):
+            if key in record and not isinstance(record[key], str):
+                return f"{where}.{key} is not text"
+        seen = record.get("seen", {})
+        if not isinstance(seen, dict) or not all(_is_time(t) for t in seen.values()):
+            return f"{where}.seen must map commits to times"
+        gathered = record.get("gathered", [])
+        if not isinstance(gathered, list) or not all(_is_time(t) for t in gathered):
+            return f"{where}.gathered must be a list of times"
+        flags = record.get("flags", [])
+        if not isinstance(flags, list) or not all(
+            isinstance(f, dict) and f.get("flag") in GATHER_FLAGS for f in flags
+        ):
+            return f"{where}.flags must be a list of known flags"
+    return ""
+
+
+def _is_time(text):
+    try:
+        return datetime.fromisoformat(text).tzinfo is not None
+    except (TypeError, ValueError):
+        return False
+
+
+def write_history(path, history):
+    from autograder.report import atomic_write
+
+    history["version"] = HISTORY_VERSION
+    atomic_write(path, json.dumps(history, indent=1, sort_keys=True) + "\n")
+
+
+RECORD_COLUMNS = (
+    "student",
+    "notebook",
+    "handed_in",
+    "repository",
+    "commit",
+    "author_date",
+    "committer_date",
+    "first_seen",
+    "flags",
+)
+
+
+def write_record(path, gathered, history=None):
+    """One row per student: this gather's, then (from the history) every student gathered
+    before and not now, whose class folder still holds that commit; `flags`: every flag the
+    history keeps for them."""
     from autograder.escaping import csv_row
     from autograder.report import atomic_write
 
+    students = (history or {}).get("students", {})
+    rows = {}
+    for g in gathered:
+        rows[g.student] = [g.student, "", g.handed_in.isoformat(), g.repository, g.commit,
+                           g.author_date.isoformat() if g.author_date else "",
+                           g.handed_in.isoformat(),
+                           g.first_seen.isoformat() if g.first_seen else ""]  # fmt: skip
+    for student, record in students.items():
+        if student not in rows and record.get("commit") and record.get("committer_date"):
+            rows[student] = [student, "", record["committer_date"], record.get("repository", ""),
+                             record["commit"], record.get("author_date", ""),
+                             record["committer_date"], record.get("first_seen", "")]  # fmt: skip
     lines = [csv_row(RECORD_COLUMNS)]
-    for g in sorted(gathered, key=lambda g: g.student):
-        lines.append(csv_row([g.student, "", g.handed_in.isoformat(), g.repository, g.commit]))
+    for student in sorted(rows):
+        kept = students.get(student, {}).get("flags", [])
+        flags = list(dict.fromkeys(f["flag"] for f in kept))
+        if not students:  # no history: this gather's flags alone
+            flags = next((g.flags for g in gathered if g.student == student), [])
+        lines.append(csv_row([*rows[student], ";".join(flags)]))
     atomic_write(path, "\n".join(lines) + "\n")
 
 
@@ -209,9 +488,37 @@ def add_arguments(commands):
     cmd.add_argument("--deadline", help="only commits dated at or before this (ISO 8601)")
     cmd.add_argument(
         "--record",
-        help="write the graded commits and their times here (CSV, for grade --handed-in); the "
-        "notebooks' file times are the commits' times either way",
+        help="write the graded commits, their dates, when they were first seen and their flags "
+        "here (CSV, for grade --handed-in); the notebooks' file times are the commits' times "
+        "either way",
     )
+    cmd.add_argument(
+        "--history",
+        help="the gathers' history (JSON), read and merged at every gather: the commits seen "
+        "and when, for the backdated and rewritten-history flags (default: beside --record, "
+        "<record>.history.json)",
+    )
+    cmd.add_argument(
+        "--max-repository-mb",
+        type=float,
+        default=MAX_REPOSITORY_MB,
+        help=f"refuse a repository larger than this on disk (default {MAX_REPOSITORY_MB})",
+    )
+    cmd.add_argument(
+        "--max-file-mb",
+        type=float,
+        default=MAX_FILE_MB,
+        help=f"refuse a repository holding a file larger than this (default {MAX_FILE_MB})",
+    )
+
+
+def history_path(args):
+    if args.history:
+        return Path(args.history)
+    if args.record:
+        record = Path(args.record)
+        return record.with_name(record.stem + ".history.json")
+    return None
 
 
 def run(args):
@@ -223,22 +530,43 @@ def run(args):
             raise SystemExit(f"error: --deadline {args.deadline!r} is not ISO 8601") from None
         if deadline.tzinfo is None:
             raise SystemExit("error: --deadline needs a UTC offset (e.g. +01:00 or Z)")
+    for name in ("max_repository_mb", "max_file_mb"):
+        value = getattr(args, name)
+        if not (value > 0 and value < 2**40):  # nan fails too
+            raise SystemExit(f"error: --{name.replace('_', '-')} must be a number of MB > 0")
+    caps = Caps(int(args.max_repository_mb * 2**20), int(args.max_file_mb * 2**20))
     repositories = read_repository_list(args.repos)
+    where = history_path(args)
+    history = load_history(where) if where else None
     if args.cache:
-        gathered, failed = gather(repositories, args.into, args.cache, args.prefix, deadline)
+        gathered, failed = gather(
+            repositories, args.into, args.cache, args.prefix, deadline, history, caps
+        )
     else:
-        import tempfile
-
         with tempfile.TemporaryDirectory(prefix="attention-gather-") as cache:
-            gathered, failed = gather(repositories, args.into, cache, args.prefix, deadline)
+            gathered, failed = gather(
+                repositories, args.into, cache, args.prefix, deadline, history, caps
+            )
+    if where:
+        write_history(where, history)
     if args.record:
-        write_record(args.record, gathered)
+        write_record(args.record, gathered, history)
     for g in gathered:
         print(f"{printable(g.student)}: {g.commit[:10]} of {g.handed_in:%Y-%m-%d %H:%M} UTC, "
               f"{len(g.notebooks)} notebook(s)")  # fmt: skip
+        for flag in g.flags:
+            print(f"FLAGGED {printable(g.student)} {flag}: {GATHER_FLAGS[flag]} "
+                  f"(commit {g.commit[:10]}, first seen {g.first_seen:%Y-%m-%d %H:%M} UTC)")  # fmt: skip
     for repository, why in failed:
         print(f"NOT GATHERED {printable(repository)}: {printable(why)}")
+    flagged = sum(1 for g in gathered if g.flags)
     print(f"gathered {len(gathered)} repositories into {printable(args.into)}; "
           f"{len(failed)} not gathered"
-          + (f"; record: {printable(args.record)}" if args.record else ""))  # fmt: skip
+          + (f"; {flagged} flagged" if flagged else "")
+          + (f"; record: {printable(args.record)}" if args.record else "")
+          + (f"; history: {printable(where)}" if where else ""))  # fmt: skip
+    if where is None:
+        print("note: nothing is kept between gathers without --history (or --record), so a "
+              "commit pushed after the deadline with an earlier date cannot be flagged",
+              file=sys.stderr)  # fmt: skip
     return 1 if failed else 0

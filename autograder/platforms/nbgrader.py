@@ -322,6 +322,12 @@ def assignment_folder(submitted, student, assignment):
         info = os.lstat(submitted / student / assignment)
     except FileNotFoundError:
         return None
+    except OSError as exc:  # a loop of links on the way, an unreadable folder: theirs alone
+        raise NotWritten(
+            student,
+            assignment,
+            f"submitted/…/{terminal(assignment)} could not be looked at ({exc.strerror})",
+        ) from None
     if stat.S_ISDIR(info.st_mode):
         return submitted / student / assignment
     what = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a folder"

@@ -9,63 +9,89 @@ import os
 import stat
 from pathlib import Path
 
+MAX_FILE_BYTES = 64 * 2**20  # one file of a student's folder copied into the sandbox
+MAX_TOTAL_BYTES = 256 * 2**20  # all of them
+_CUT_SHORT = {
+    "too-deep": "folders nested this deep are not copied",
+    "too-many": "the folder holds too many files; the rest were not copied",
+    "unreadable": "it could not be read",
+}
 
-def copy_submission(source, target, max_file_bytes=64 * 2**20, max_total_bytes=256 * 2**20):
-    """Copy the regular files of a student's folder; returns [(relative path, why skipped)].
 
-    Symbolic links and special files are never followed or copied; nothing deeper than
-    safe_files.MAX_WALK_DEPTH folders is copied; a file larger than max_file_bytes, or one that
-    would take the copy past max_total_bytes, is skipped (sizes are the files' apparent sizes,
-    so a sparse file counts as what it would become). Every file is opened without following
-    links (autograder.safe_files), and the walk is iterative.
-    """
-    from autograder.safe_files import UnsafeFile, open_below, walk
+def submission_files(source, max_file_bytes=MAX_FILE_BYTES, max_total_bytes=MAX_TOTAL_BYTES):
+    """What a student's folder gives the sandbox, in the walk's order: ("folder", parts),
+    ("file", parts, size) or ("skipped", relative path, why). One rule for the copy and for
+    the digest of what is graded (autograder/submissions.py): regular files only; symbolic
+    links (loops too), FIFOs, sockets, devices, unreadable entries and what lies deeper than
+    safe_files.MAX_WALK_DEPTH folders are skipped and named, never followed or opened; a file
+    larger than max_file_bytes, or one that would take the total past max_total_bytes, is
+    skipped (apparent sizes: a sparse file counts as what it would become)."""
+    from autograder.safe_files import walk
+
+    total = 0
+    for parts, name, info in walk(source):
+        if name is None:
+            yield ("skipped", "/".join(parts), _CUT_SHORT.get(info, "it was not read"))
+            continue
+        rel = "/".join((*parts, name))
+        mode = info.st_mode
+        if stat.S_ISDIR(mode):
+            yield ("folder", (*parts, name))
+        elif stat.S_ISLNK(mode):
+            yield ("skipped", rel, "it is a symbolic link")
+        elif not stat.S_ISREG(mode):
+            yield ("skipped", rel, "it is not a regular file")
+        elif info.st_size > max_file_bytes:
+            yield ("skipped", rel, f"it is larger than {max_file_bytes // 2**20} MB")
+        elif total + info.st_size > max_total_bytes:
+            yield ("skipped", rel, f"the submission's files exceed {max_total_bytes // 2**20} MB")
+        else:
+            total += info.st_size
+            yield ("file", (*parts, name), info.st_size)
+
+
+def read_chunks(source, parts, size):
+    """The bytes of the regular file source/parts, at most `size` (what it said it was), in
+    chunks; opened without following links (autograder.safe_files; UnsafeFile if refused)."""
+    from autograder.safe_files import open_below
+
+    fd = open_below(source, list(parts))
+    with os.fdopen(fd, "rb") as src:
+        done = 0
+        while done < size:
+            chunk = src.read(min(2**20, size - done))
+            if not chunk:
+                break
+            done += len(chunk)
+            yield chunk
+
+
+def copy_submission(source, target, max_file_bytes=MAX_FILE_BYTES, max_total_bytes=MAX_TOTAL_BYTES):
+    """Copy the regular files of a student's folder (submission_files' rule); returns
+    [(relative path, why skipped)]. Every file is opened without following links
+    (autograder.safe_files), and the walk is iterative."""
+    from autograder.safe_files import UnsafeFile
 
     source, target = Path(source), Path(target)
     target.mkdir(parents=True, exist_ok=True)
-    skipped, total = [], 0
-    for parts, name, info in walk(source):
-        rel = "/".join((*parts, name)) if name else "/".join(parts)
-        if name is None:
-            skipped.append(
-                (
-                    rel,
-                    "folders nested this deep are not copied"
-                    if info == "too-deep"
-                    else "the folder holds too many files; the rest were not copied",
-                )
-            )
-            continue
-        mode = info.st_mode
-        if stat.S_ISDIR(mode):
-            (target.joinpath(*parts, name)).mkdir(exist_ok=True)
-            continue
-        if stat.S_ISLNK(mode):
-            skipped.append((rel, "it is a symbolic link"))
-            continue
-        if not stat.S_ISREG(mode):
-            skipped.append((rel, "it is not a regular file"))
-            continue
-        if info.st_size > max_file_bytes:
-            skipped.append((rel, f"it is larger than {max_file_bytes // 2**20} MB"))
-            continue
-        if total + info.st_size > max_total_bytes:
-            skipped.append((rel, f"the submission's files exceed {max_total_bytes // 2**20} MB"))
-            continue
-        try:
-            fd = open_below(source, [*parts, name])
-        except UnsafeFile as exc:
-            skipped.append((rel, exc.message))
-            continue
-        copied = 0
-        with os.fdopen(fd, "rb") as src, open(target.joinpath(*parts, name), "wb") as dst:
-            while copied <= info.st_size:  # never more than it said it was
-                chunk = src.read(min(2**20, info.st_size + 1 - copied))
-                if not chunk:
-                    break
-                dst.write(chunk)
-                copied += len(chunk)
-        total += copied
+    skipped = []
+    for item in submission_files(source, max_file_bytes, max_total_bytes):
+        if item[0] == "skipped":
+            skipped.append(item[1:])
+        elif item[0] == "folder":
+            target.joinpath(*item[1]).mkdir(exist_ok=True)
+        else:
+            _, parts, size = item
+            try:
+                with open(target.joinpath(*parts), "wb") as dst:
+                    for chunk in read_chunks(source, parts, size):
+                        dst.write(chunk)
+            except UnsafeFile as exc:
+                target.joinpath(*parts).unlink(missing_ok=True)
+                skipped.append(("/".join(parts), exc.message))
+            except OSError as exc:
+                target.joinpath(*parts).unlink(missing_ok=True)
+                skipped.append(("/".join(parts), f"it could not be read ({exc.strerror})"))
     return skipped
 
 
