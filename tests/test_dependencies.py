@@ -55,7 +55,10 @@ def _literal(node, assigned):
     if isinstance(node, ast.Name):
         return assigned[node.id]
     if isinstance(node, ast.Dict):
-        return {_literal(k, assigned): _literal(v, assigned) for k, v in zip(node.keys, node.values)}
+        return {
+            _literal(k, assigned): _literal(v, assigned)
+            for k, v in zip(node.keys, node.values, strict=True)
+        }
     return ast.literal_eval(node)
 
 

@@ -28,7 +28,9 @@ SOFTMAX = "02_dot_product_softmax"
 
 
 def notebook(code):
-    return nbformat.writes(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code, id="c")]))
+    return nbformat.writes(
+        nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code, id="c")])
+    )
 
 
 def put(root, rel, code="x = 1"):
