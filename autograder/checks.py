@@ -15,7 +15,9 @@ hidden tests' `assert_passes` is the strict run, and our grader never runs these
 Where the cases come from: the student handout (`python -m autograder handout`) ships the
 visible seed's cases as plain data in autograder/visible/ (judging.store), and no probe; the
 full course package builds them from the probes. Either way the same requests are served in
-this process and the same judges decide, so both say the same thing.
+this process and the same judges decide, so both say the same thing. A check of a later notebook
+whose earlier notebook could not be used (notebook 03 without its 02 next to it) says so, in the
+same words as the grader (judging.dependencies), rather than "not implemented".
 """
 
 import os
@@ -27,7 +29,8 @@ from autograder.curriculum import NOTEBOOK_OF, NOTEBOOKS
 from autograder.harness import serve
 from autograder.judging.answers import judge_cases
 from autograder.judging.base import VISIBLE_SEED, write_requests
-from autograder.results import DEPENDENCY_NOT_IMPLEMENTED, UNFINISHED
+from autograder.judging.dependencies import kernel_unavailable
+from autograder.results import DEPENDENCY_MISSING, DEPENDENCY_NOT_IMPLEMENTED, UNFINISHED
 
 # The visible seed's cases as stored data: present in the student handout only.
 STORED = Path(__file__).resolve().parent / "visible"
@@ -73,21 +76,37 @@ def cases_and_requests(function, seed, scratch):
     return cases, Path(scratch) / function
 
 
-def run_in_process(function, obj, seed=VISIBLE_SEED, namespace=None):
-    """The TestResults of one graded name's cases, calling `obj` in this process."""
+def run_in_process(function, obj, seed=VISIBLE_SEED, namespace=None, unavailable=None):
+    """The TestResults of one graded name's cases, calling `obj` in this process.
+    `unavailable`: the earlier notebooks' names that could not be imported (earlier_notebooks)."""
     namespace = dict(namespace or {})
     namespace[function] = obj
     with tempfile.TemporaryDirectory(prefix="course-check-", dir=SCRATCH) as tmp:
         cases, requests = cases_and_requests(function, seed, Path(tmp, "requests"))
         responses = Path(tmp, "responses")
         serve(namespace, requests, responses / function)
-        return judge_cases(cases, responses)
+        return judge_cases(cases, responses, unavailable=unavailable)
+
+
+def earlier_notebooks(function, frame_globals):
+    """The names this notebook takes from earlier notebooks that could not be used here: the
+    placeholders coursedata.import_earlier left, and names never defined whose notebook is not
+    next to this one (judging.dependencies.kernel_unavailable)."""
+    try:
+        from coursedata.notebooks import find_notebook
+    except ImportError:  # the checks without the course's data package: nothing to look up
+        return {}
+    return kernel_unavailable(
+        NOTEBOOK_OF[function].stem, frame_globals, lambda name: find_notebook(Path(name)).is_file()
+    )
 
 
 def report(function, results):
     failed = [r for r in results if r.status == "failed"]
     if not failed:
         return f"✓ {function} passes all {len(results)} checks."
+    if all(r.reason == DEPENDENCY_MISSING for r in failed):  # its message says what to do
+        return f"… {failed[0].output}"
     if all(r.reason in UNFINISHED for r in failed):
         if failed[0].reason == DEPENDENCY_NOT_IMPLEMENTED:  # the message names what it calls
             return f"… {failed[0].output}"
@@ -111,9 +130,11 @@ def check(function, obj, **namespace):
     """Run the visible checks of one graded name on your `obj` and print what they found.
     Under nbgrader (Validate), a check that does not pass also raises ChecksFailed."""
     __tracebackhide__ = True  # IPython shows the report, not this module's frames
-    namespace = _graded_names_of(sys._getframe(1).f_globals) | namespace
+    frame_globals = sys._getframe(1).f_globals
+    namespace = _graded_names_of(frame_globals) | namespace
     try:
-        results = run_in_process(function, obj, namespace=namespace)
+        unavailable = earlier_notebooks(function, frame_globals)
+        results = run_in_process(function, obj, namespace=namespace, unavailable=unavailable)
     except Exception as exc:  # noqa: BLE001 - a check must never crash the student's notebook
         text = f"? the checks of {function} could not run: {type(exc).__name__}: {exc}"
         passed = False
@@ -127,7 +148,9 @@ def check(function, obj, **namespace):
 
 def assert_passes(function, obj, seed="nbgrader-hidden", **namespace):
     """Raise AssertionError unless every case passes (nbgrader's hidden test cells)."""
-    namespace = _graded_names_of(sys._getframe(1).f_globals) | namespace
-    results = run_in_process(function, obj, seed=seed, namespace=namespace)
+    frame_globals = sys._getframe(1).f_globals
+    namespace = _graded_names_of(frame_globals) | namespace
+    unavailable = earlier_notebooks(function, frame_globals)
+    results = run_in_process(function, obj, seed=seed, namespace=namespace, unavailable=unavailable)
     failed = [r for r in results if r.status == "failed"]
     assert not failed, report(function, results)

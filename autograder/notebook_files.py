@@ -1,6 +1,15 @@
-"""Reading a notebook a student controls, in the trusted parent, with bounded cost.
+"""Reading a notebook a student controls, in the trusted parent, with bounded cost; and the one
+rule for which file names count as which notebook.
 
     nb, message = load_notebook(folder, "01_soft_lookup.ipynb")   # (NotebookNode | None, text)
+    matched = match_name("02_dot_product_softmax (1).ipynb")      # Match(stem, exact=False)
+    name = locate(folder, "02_dot_product_softmax.ipynb")         # the one file there, or None
+
+Names the grader accepts (docs/instructors.md): a notebook's own file name, and near names that
+can only mean it: another letter case, and one copy suffix a browser or a file manager adds
+(` (1)`, `(2)`, `-1`, ` copy`, ` - Copy`). Where a file sits (one extra folder, a zip's top
+folder) is the folder walk's business (submissions.py). Only the name is compared: a file is
+never looked for outside the student's own folder, and links are never followed.
 
 Bytes, values and cells are all bounded before nbformat sees anything. The file is read through
 safe_files (no link followed, a regular file of at most MAX_NOTEBOOK_BYTES) and decoded under
@@ -14,7 +23,11 @@ bound once cost 470 MB and 10 CPU-s.
 """
 
 import json
+import os
+import re
+from dataclasses import dataclass
 
+from autograder.curriculum import NOTEBOOKS
 from autograder.safe_files import MB, UnsafeFile, parse_json, read_bytes
 
 MAX_NOTEBOOK_BYTES = 20 * MB  # a notebook larger than this is not read (with a message)
@@ -22,6 +35,59 @@ MAX_CELLS = 5_000  # the course's notebooks have fewer than 100
 MAX_TAGS = 50
 _KEPT_NOTEBOOK_METADATA = ("kernelspec", "language_info")
 CLEAR_OUTPUTS = "Clear the outputs (Kernel > Restart & Clear Output), save, and submit it again."
+
+
+_STEMS = {nb.stem.casefold(): nb.stem for nb in NOTEBOOKS}
+# one copy suffix, as browsers ("name (1).ipynb"), macOS ("name copy.ipynb", "name copy 2"),
+# Windows ("name - Copy.ipynb", "name - Copy (2)") and some uploaders ("name-1.ipynb") add it
+_COPY_SUFFIX = re.compile(
+    r"(?: ?\(\d{1,3}\)| copy(?: \d{1,3})?| - copy(?: \(\d{1,3}\))?|-\d{1,3})$"
+)
+MAX_LISTED = 5_000  # entries of a folder looked at by locate()
+
+
+@dataclass(frozen=True)
+class Match:
+    stem: str  # the course notebook the name means, e.g. "02_dot_product_softmax"
+    exact: bool  # the name is the notebook's own file name, byte for byte
+
+
+def match_name(name):
+    """The Match of a file name (no folder), or None when it names no course notebook.
+
+    Exact: "02_dot_product_softmax.ipynb". Near: any letter case, with at most one copy suffix
+    before the extension ("02_dot_product_softmax (1).ipynb", "02_Dot_Product_Softmax.IPYNB")."""
+    if not isinstance(name, str) or not name.casefold().endswith(".ipynb"):
+        return None
+    base = name[: -len(".ipynb")].casefold()
+    stem = _STEMS.get(base) or _STEMS.get(_COPY_SUFFIX.sub("", base, count=1))
+    if stem is None:
+        return None
+    return Match(stem, exact=name == f"{stem}.ipynb")
+
+
+def locate(folder, filename):
+    """The file name in `folder` (its top level) to read as the notebook `filename`: the name
+    itself when an entry has it, else the one entry with a near name (match_name), else None
+    (none, or several). Entries are names only: nothing is opened or followed here."""
+    stem = filename[: -len(".ipynb")]
+    try:
+        os.lstat(os.path.join(folder, filename))
+        return filename
+    except OSError:
+        pass
+    near = []
+    try:
+        with os.scandir(folder) as scan:
+            for i, entry in enumerate(scan):
+                if i >= MAX_LISTED:
+                    return None
+                matched = match_name(entry.name)
+                if matched is not None and matched.stem == stem:
+                    near.append(entry.name)
+    except OSError:
+        return None
+    return near[0] if len(near) == 1 else None
 
 
 def load_notebook(folder, filename, max_bytes=MAX_NOTEBOOK_BYTES, nbgrader_metadata=False):

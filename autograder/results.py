@@ -11,13 +11,18 @@ test's state reads this field, never its English `output`):
 | not-implemented              | met a graded name that itself still raises NotImplementedError |
 | dependency-not-implemented   | met a graded name whose callee still raises NotImplementedError |
 | missing-name                 | found the graded name undefined after the notebook ran        |
+| dependency-missing           | met a name from an earlier notebook that is missing, misnamed or unreadable (`depends_on` names it) |
 | timeout                      | did not finish within its own time limit                      |
 | lost                         | got no readable answer back (the kernel died, a time limit, an unsafe file) |
 | missing-notebook             | could not run: its notebook is not in the submission          |
-| not-run                      | could not run: its notebook could not be read or prepared     |
+| misnamed                     | could not run: several files could each be its notebook (a near name, a copy) |
+| corrupt                      | could not run: its file is not a readable notebook (not JSON, empty, a link, too large) |
+| not-run                      | could not run: its notebook could not be prepared             |
 
 Results written before reasons existed have none: TestResult.from_json reads them as passed or
-failed by their score.
+failed by their score. A test of a notebook that could not run because of its file carries one of
+NOT_RAN (its notebook's own state); a dependency-missing test also says which earlier notebook it
+needed, in `depends_on` (a notebook's stem; the field is written only when set).
 """
 
 from dataclasses import asdict, dataclass, field, fields
@@ -27,9 +32,12 @@ FAILED = "failed"
 NOT_IMPLEMENTED = "not-implemented"
 DEPENDENCY_NOT_IMPLEMENTED = "dependency-not-implemented"
 MISSING_NAME = "missing-name"
+DEPENDENCY_MISSING = "dependency-missing"
 TIMEOUT = "timeout"
 LOST = "lost"
 MISSING_NOTEBOOK = "missing-notebook"
+MISNAMED = "misnamed"
+CORRUPT = "corrupt"
 NOT_RUN = "not-run"
 REASONS = (
     PASSED,
@@ -37,12 +45,17 @@ REASONS = (
     NOT_IMPLEMENTED,
     DEPENDENCY_NOT_IMPLEMENTED,
     MISSING_NAME,
+    DEPENDENCY_MISSING,
     TIMEOUT,
     LOST,
     MISSING_NOTEBOOK,
+    MISNAMED,
+    CORRUPT,
     NOT_RUN,
 )
 UNFINISHED = (NOT_IMPLEMENTED, DEPENDENCY_NOT_IMPLEMENTED)  # the exercise is not done yet
+NOT_RAN = (MISSING_NOTEBOOK, MISNAMED, CORRUPT, NOT_RUN)  # its notebook's file could not run
+UNAVAILABLE = (MISSING_NOTEBOOK, MISNAMED, CORRUPT)  # a later notebook cannot use this one
 
 
 def reason_of(test):
@@ -63,6 +76,7 @@ class TestResult:
     function: str  # SPEC's graded name
     misconceptions: list[str] = field(default_factory=list)  # SPEC's misconception ids
     reason: str = ""  # one of REASONS; "" (not given): passed or failed by the score
+    depends_on: str = ""  # dependency-missing: the earlier notebook's stem it needed
 
     def __post_init__(self):
         if self.reason not in REASONS:
@@ -73,7 +87,10 @@ class TestResult:
         return "passed" if self.score >= self.max_score else "failed"
 
     def to_json(self):
-        return {**asdict(self), "status": self.status}
+        data = {**asdict(self), "status": self.status}
+        if not self.depends_on:
+            del data["depends_on"]  # only dependency-missing tests carry it
+        return data
 
     @classmethod
     def from_json(cls, data):

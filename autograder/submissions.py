@@ -10,10 +10,15 @@ Layouts read (see docs/instructors.md, "Grading"):
   one assignment per notebook or one assignment holding all six;
 - one student's upload whose notebooks are loose, in sub-folders, or in a .zip.
 
-Notebooks are matched by SPEC file name. A file that cannot be placed (an unknown name, two
-different files with the same name, a symbolic link, an unsafe or oversized zip member) gets a
-message naming it, which the student reads in results.json and feedback.html; it is never
-dropped silently. Symbolic links are never followed; zip members are read into files named by
+Notebooks are matched by name through notebook_files.match_name, the one rule for names: the
+SPEC file name, or a near name that can only mean it (another letter case, a browser's ` (1)`),
+anywhere in the student's tree (say in one extra folder, or a zip's top folder). A notebook with
+exactly one candidate file (or several with the same bytes) is taken, and a near name says so
+("... was graded as 02_dot_product_softmax.ipynb"; Placement.graded_as). A notebook with several
+different candidates is taken from none of them and named as misnamed with its candidates
+(Placement.candidates). A file that cannot be placed (an unknown name, a symbolic link, an
+unsafe or oversized zip member) gets a message naming it, which the student reads in
+results.json and feedback.html; it is never dropped silently. Symbolic links are never followed; zip members are read into files named by
 us (a member's own path is never used to write), with caps on count and size.
 
 A student whose folder holds their notebooks loose, with nothing to report (no link, no unknown
@@ -37,6 +42,7 @@ from pathlib import Path, PurePosixPath
 from autograder import notebook_files, student_ids, zip_directory
 from autograder.curriculum import NOTEBOOKS
 from autograder.escaping import terminal as printable
+from autograder.notebook_files import match_name
 
 NOTEBOOK_FILES = {nb.filename: nb.stem for nb in NOTEBOOKS}
 GENERAL = "*"  # key of messages about the whole submission, not one notebook
@@ -51,12 +57,25 @@ MAX_COMPARED_BYTES = 300 * 2**20  # copies of one notebook read to see whether t
 SKIPPED_DIRS = {".ipynb_checkpoints", "__MACOSX", "__pycache__", ".git"}
 
 
+class Placement(dict):
+    """Messages about a student's files, notebook stem or GENERAL -> [text], and, as fields,
+    what name matching decided (grading reads them; they travel with the messages):
+    graded_as {stem: the file taken for that notebook under a near name, as the student knows
+    it}, candidates {stem: [files]} for a notebook that several different files could be, or
+    that is not there but a misspelt file looks like (none of them taken); guesses {stem:
+    [files]}, the misspelt files while the folder is walked."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.graded_as, self.candidates, self.guesses = {}, {}, {}
+
+
 @dataclass
 class Submission:
     student: str
     folder: Path  # holds the notebooks to grade, by SPEC file name, at its top level
     source: Path  # what the instructor gave us for this student (for "is it up to date?")
-    messages: dict = field(default_factory=dict)  # notebook stem or GENERAL -> [text]
+    messages: dict = field(default_factory=Placement)  # notebook stem or GENERAL -> [text]
     refused: str = ""  # why this student is not graded at all (their id, a duplicate)
 
     def add(self, key, text):
@@ -69,6 +88,7 @@ class _Found:
 
     stem: str
     shown: str  # how the student knows it: a path relative to their folder, or zip!member
+    exact: bool = True  # named exactly as the notebook (else a near name: notebook_files)
     path: Path | None = None  # on disk: the student's file, or a zip member unpacked by us
     group: str = ""  # nbgrader assignment (first folder under the student), if any
     unpacked: bool = False  # path is ours (a zip member), moved into the student's folder
@@ -316,6 +336,14 @@ def _gather(sub, source, staging, graded_groups, unpacked):
             support[stem] = item
         else:
             chosen[stem] = item
+    for stem, names in getattr(sub.messages, "guesses", {}).items():
+        if stem not in by_stem:  # nothing else could be it: the misspelt file is named with it
+            sub.add(
+                stem,
+                f"{stem}.ipynb was not found, and {', '.join(names)} looks like it: rename it "
+                f"to {stem}.ipynb and submit again.",
+            )
+            sub.messages.candidates[stem] = names[:20]
 
     loose = all(i.path is not None and i.path.parent == source for i in chosen.values())
     zipped = any(i.unpacked for i in found)
@@ -344,16 +372,19 @@ def _not_a_file_mode(mode):
 
 
 def _choose(stem, items, sub):
-    """The one file to grade for `stem`, or None (with a message) when they disagree."""
+    """The one file to grade for `stem` (exact names and near names alike are its candidates),
+    or None (with a message, and the candidates recorded) when they disagree."""
     if len(items) == 1:
-        return items[0]
+        return _taken(stem, items[0], sub)
     where = ", ".join(item.shown for item in items)
+    near = not all(item.exact for item in items)
     if sum(_size(item) for item in items) > MAX_COMPARED_BYTES:
         sub.add(
             stem,
             f"{stem}.ipynb was found {len(items)} times ({where[:300]}), too many or too large "
             "copies to compare, so it was not graded: keep one copy and submit again.",
         )
+        _ambiguous(stem, items, sub)
         return None
     readable, contents = [], set()  # never every copy in memory at once: a hash of each
     for item in items:
@@ -366,13 +397,36 @@ def _choose(stem, items, sub):
     if not readable:
         return None
     if len(contents) == 1:
-        return min(readable, key=lambda i: (i.shown.count("/"), i.shown))
-    sub.add(
-        stem,
-        f"{stem}.ipynb was found {len(items)} times with different contents ({where}), so it "
-        "was not graded: keep one copy and submit again.",
-    )
+        best = min(readable, key=lambda i: (not i.exact, i.shown.count("/"), i.shown))
+        return _taken(stem, best, sub)
+    if near:
+        sub.add(
+            stem,
+            f"{stem}.ipynb was not graded: {len(items)} different files could each be it "
+            f"({where}). Keep the one you mean, named {stem}.ipynb, and submit again.",
+        )
+    else:
+        sub.add(
+            stem,
+            f"{stem}.ipynb was found {len(items)} times with different contents ({where}), so "
+            "it was not graded: keep one copy and submit again.",
+        )
+    _ambiguous(stem, items, sub)
     return None
+
+
+def _taken(stem, item, sub):
+    """`item` graded as the notebook `stem`; a near name is named for the student."""
+    if not item.exact:
+        sub.add(stem, f"{item.shown} was graded as {stem}.ipynb.")
+        if isinstance(sub.messages, Placement):
+            sub.messages.graded_as[stem] = item.shown
+    return item
+
+
+def _ambiguous(stem, items, sub):
+    if isinstance(sub.messages, Placement):
+        sub.messages.candidates[stem] = [item.shown for item in items][:20]
 
 
 def _size(item):
@@ -437,9 +491,10 @@ def _walk(root, sub, unpacked):
             if mode is None:
                 sub.add(GENERAL, f"{shown} could not be looked at; it was skipped.")
                 continue
+            matched = match_name(name)  # shown with that notebook's tests
+            key = matched.stem if matched is not None else GENERAL
             if stat.S_ISLNK(mode):  # never followed; os.path.isdir only looks (a loop: False)
                 if suffix in (".ipynb", ".zip"):
-                    key = NOTEBOOK_FILES.get(name, GENERAL)  # shown with that notebook's tests
                     sub.add(
                         key,
                         f"{shown} is a symbolic link; upload the file itself; it was not graded.",
@@ -450,7 +505,6 @@ def _walk(root, sub, unpacked):
             if suffix not in (".ipynb", ".zip"):
                 continue
             if not stat.S_ISREG(mode):
-                key = NOTEBOOK_FILES.get(name, GENERAL)
                 sub.add(key, f"{shown} {_not_a_file_mode(mode)}; it was not graded.")
                 continue
             group = Path(shown).parts[0] if len(Path(shown).parts) > 1 else ""
@@ -498,19 +552,22 @@ def _listing(folder, limit):
 
 
 def _notebook(name, shown, sub, **where):
-    """A _Found for a notebook file named `name`, or None with a message for an unknown name."""
-    stem = NOTEBOOK_FILES.get(name)
-    if stem is None:
+    """A _Found for a notebook file named `name` (its own name or a near one, see
+    notebook_files.match_name), or None with a message for an unknown name."""
+    matched = match_name(name)
+    if matched is None:
         base = name.rsplit(".", 1)[0]
         close = difflib.get_close_matches(base, list(NOTEBOOK_FILES.values()), n=1, cutoff=0.6)
         hint = f" Did you mean {close[0]}.ipynb? Rename it." if close else ""
+        if close and isinstance(sub.messages, Placement):
+            sub.messages.guesses.setdefault(close[0], []).append(shown)
         sub.add(
             GENERAL,
             f"{shown} is not one of the course's notebooks (they are named "
             f"{', '.join(sorted(NOTEBOOK_FILES))}), so it was not graded.{hint}",
         )
         return None
-    return _Found(stem, shown, **where)
+    return _Found(matched.stem, shown, exact=matched.exact, **where)
 
 
 def _from_zip(path, shown, sub, unpacked):

@@ -18,9 +18,13 @@ later ones, as if they were one module: notebook 03's scaled_dot_product_attenti
 
 It never raises. A notebook that cannot be found, a name it does not define, or a definition that
 fails to run is reported in a printed note saying what to do, and the name becomes a placeholder
-that raises NotImplementedError: the cells that use it wait, as for an unfinished exercise.
+that raises NotImplementedError: the cells that use it wait, as for an unfinished exercise. A
+placeholder carries `course_unavailable` = {"notebook": file name, "why": "missing" |
+"unreadable" | "undefined" | "failed"}, so the course's checks can say "your notebook 02 is
+missing" rather than "not implemented".
 """
 
+import json
 from pathlib import Path
 
 from .notebooks import _notebook_label, import_definitions
@@ -28,8 +32,9 @@ from .notebooks import _notebook_label, import_definitions
 __all__ = ["import_earlier"]
 
 
-def _placeholder(name, label, reason):
-    """A function called `name` that raises NotImplementedError saying where `name` comes from."""
+def _placeholder(name, label, reason, notebook="", why="failed"):
+    """A function called `name` that raises NotImplementedError saying where `name` comes from,
+    marked with why it stands in (see the module's docstring)."""
     if not name.isidentifier():
         raise ValueError(f"{name!r} is not a Python name")
     message = f"{name} comes from your {label}, which could not be used: {reason}"
@@ -37,6 +42,7 @@ def _placeholder(name, label, reason):
     namespace = {}
     # compiled under a name of its own, so tracebacks (and the checks) show it as `name`
     exec(compile(source, f"<{name}: not imported from {label}>", "exec"), namespace)
+    namespace[name].course_unavailable = {"notebook": Path(notebook).name, "why": why}
     return namespace[name]
 
 
@@ -65,11 +71,13 @@ def import_earlier(sources, namespace=None, quiet=False):
         try:
             defined = import_definitions(notebook)  # all of them: the names are checked below
         except Exception as err:  # noqa: BLE001 - a student's notebook may fail in any way
-            reason = str(err)
+            reason, why = str(err), "missing"
             if not isinstance(err, FileNotFoundError):
                 reason = f"running its definitions raised {type(err).__name__}: {err}"
+                unreadable = isinstance(err, json.JSONDecodeError | UnicodeDecodeError)
+                why = "unreadable" if unreadable else "failed"
             notes.append(f"⚠️ Could not use {label} for {', '.join(names)}.\n{reason}")
-            found.update({name: _placeholder(name, label, reason) for name in names})
+            found.update({name: _placeholder(name, label, reason, notebook, why) for name in names})
             continue
         missing = [name for name in names if name not in defined]
         if missing:
@@ -78,7 +86,9 @@ def import_earlier(sources, namespace=None, quiet=False):
                 f"{', '.join(missing)} in {label}, or paste your definition into a cell here."
             )
             notes.append(f"⚠️ {reason}")
-            found.update({name: _placeholder(name, label, reason) for name in missing})
+            found.update(
+                {name: _placeholder(name, label, reason, notebook, "undefined") for name in missing}
+            )
         # this notebook's functions see the names taken from the earlier ones (its own win)
         shared = {id(g): g for g in map(_module_globals, defined.values()) if g is not None}
         for module_globals in shared.values():

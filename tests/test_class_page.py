@@ -28,7 +28,7 @@ from autograder.curriculum import NOTEBOOKS
 from autograder.integrity import INTEGRITY_FACTS
 from autograder.probes.base import build_cases
 from autograder.report import SavedResult, render_class_page, write_class
-from autograder.report.class_page import class_data
+from autograder.report.class_page import HELP_ORDER, class_data
 
 REPO = Path(__file__).resolve().parent.parent
 NOT_IMPLEMENTED = "softmax is not implemented yet (it raises NotImplementedError)."
@@ -64,6 +64,7 @@ def synthetic_class(n=250, seed=20):
         "passed_test": Counter(),
         "misconception": {},
         "troubled": set(),
+        "gaps": set(),  # a notebook missing or handed in untouched
         "flagged": set(),
     }
     payloads = []
@@ -85,9 +86,11 @@ def synthetic_class(n=250, seed=20):
                     "cell_errors": [], "executed_ok": True}  # fmt: skip
             if state == "missing":
                 tally["not_submitted"][nb.stem] += 1
+                tally["gaps"].add(student)
                 info["messages"] = [f"{nb.filename} was not found in your submission."]
             elif state == "stub":
                 tally["not_started"][nb.stem] += 1
+                tally["gaps"].add(student)
             bad_functions = {f for _, f, _, _ in mine if rng.random() > skill}
             for _, function, name, points in mine:
                 passed = state == "work" and (function not in bad_functions or rng.random() < 0.5)
@@ -181,13 +184,22 @@ def test_students_to_help_first_include_every_run_problem_and_the_lowest(synthet
     payloads, tally, data = synthetic
     listed = {h["student"]: h for h in data["help_first"]}
     assert tally["troubled"] <= set(listed)
-    assert listed[payloads[7]["student"]]["reasons"] == ["internal error"]
+    assert listed[payloads[7]["student"]]["kinds"] == ["not-graded"]
     for student in tally["troubled"] - {payloads[7]["student"]}:
         said = "; ".join(listed[student]["reasons"])
-        assert re.search(r"(timed out|kernel crashed) in notebooks? \d\d", said), said
+        assert re.search(r"timed out in \d\d|notebooks? \d\d(, \d\d)* crashed", said), said
     lowest = min((p for p in payloads if p["tests"]), key=lambda p: p["score"])
     assert lowest["student"] in listed
-    assert len(listed) < 60  # a short list, not the class
+    # every notebook missing (each handed in by most of the class) or untouched is listed
+    assert tally["gaps"] <= set(listed)
+    for student in tally["gaps"] - tally["troubled"]:
+        said = "; ".join(listed[student]["reasons"])
+        assert re.search(r"\d\d missing|handed in untouched|submitted no notebook", said), said
+    others = set(listed) - tally["troubled"] - tally["gaps"]
+    assert len(others) <= 15  # the lowest totals, at most 15 (here, most also have a gap)
+    assert all(listed[s]["kinds"] == ["lowest"] for s in others)
+    kinds = [h["kinds"][0] for h in data["help_first"]]
+    assert kinds == sorted(kinds, key=HELP_ORDER.index)
 
 
 def test_integrity_flags_are_the_known_facts_worded_for_a_human(synthetic):
@@ -338,7 +350,10 @@ def test_the_example_class_page_after_grading(tmp_path):
     assert flag["student"] == "cheater"
     assert {x["fact"] for x in flag["flags"]} == {"answers-looked-up", "comparison-patched"}
     assert {x["notebook"] for x in flag["flags"]} == {"03_matrix_attention"}
-    assert data["help_first"][0]["student"] == "blank"
+    # `late` did not hand in 05, which 06 and 07 use; `blank` handed in every notebook untouched
+    assert [h["student"] for h in data["help_first"][:2]] == ["late", "blank"]
+    assert data["help_first"][0]["reasons"][0].startswith("05 missing (06")
+    assert data["help_first"][1]["kinds"][0] == "untouched"
     assert "cheater" in text and "Students to help first" in text
     # the summary and the page group by the real test names
     summary = json.loads((out / "summary.json").read_text())
@@ -356,3 +371,101 @@ def test_write_class_writes_the_page_and_its_data(tmp_path):
     page = (tmp_path / "class.html").read_text()
     assert page.startswith("<!DOCTYPE html>") and "class.json" in page
     assert {r["href"] for r in data["all_students"]} == {f"s{i}/feedback.html" for i in range(12)}
+
+
+# -- students to help first: in the order the page says ------------------------------------------
+def stand_in(student, reasons=None, notebooks=None, score_of=None, extra=None):
+    """A payload whose every notebook's tests carry one reason: `reasons` {stem: reason}
+    (default passed), with `notebooks` {stem: info} merged into the notebooks' info."""
+    reasons, notebooks = reasons or {}, notebooks or {}
+    tests, infos = [], {}
+    for stem, function, name, points in course_tests():
+        reason = reasons.get(stem, "passed")
+        passed = reason == "passed"
+        score = points if passed else (score_of or {}).get(stem, 0.0)
+        test = {"name": name, "score": score, "max_score": points,
+                "status": "passed" if passed else "failed", "output": "stand-in",
+                "notebook": stem, "function": function, "misconceptions": [], "reason": reason}  # fmt: skip
+        if reason == "dependency-missing":
+            test["depends_on"] = "02_dot_product_softmax"
+        tests.append(test)
+    for nb in NOTEBOOKS:
+        missing = reasons.get(nb.stem) in ("missing-notebook", "misnamed")
+        infos[nb.stem] = {"ran": not missing, "submitted": not missing, "messages": [],
+                          "cell_errors": [], **notebooks.get(nb.stem, {})}  # fmt: skip
+    payload = {"score": sum(t["score"] for t in tests),
+               "max_score": sum(t["max_score"] for t in tests), "student": student,
+               "notebooks": infos, "tests": tests, **(extra or {})}  # fmt: skip
+    return payload
+
+
+def test_help_first_is_ordered_as_it_says_and_names_each_trouble():
+    died = [{"cell": 3, "type": "KernelDied", "message": "died", "line": "x"}]
+    candidates = ["02_dot_product_softmax (1).ipynb", "02_dot_product_softmax (2).ipynb"]
+    slow = {"06_autoregressive_lm": "timeout"}
+    payloads = [
+        *(stand_in(f"fine{i}") for i in range(20)),
+        stand_in("crash", notebooks={"03_matrix_attention": {"cell_errors": died}}),
+        stand_in("slow", slow),
+        stand_in(
+            "no02",
+            {
+                "02_dot_product_softmax": "missing-notebook",
+                "03_matrix_attention": "dependency-missing",
+                "04_multihead_attention": "dependency-missing",
+            },
+        ),  # fmt: skip
+        stand_in(
+            "dup",
+            {"02_dot_product_softmax": "misnamed"},
+            notebooks={"02_dot_product_softmax": {"candidates": candidates}},
+        ),  # fmt: skip
+        stand_in(
+            "typo",
+            {"02_dot_product_softmax": "misnamed"},
+            notebooks={"02_dot_product_softmax": {"candidates": ["02_softmx.ipynb"]}},
+        ),  # fmt: skip
+        stand_in("broken", {"04_multihead_attention": "corrupt"}),
+        stand_in("stub", {"05_transformer_block": "not-implemented"}),
+        stand_in("low", {s: "failed" for s in ("01_soft_lookup", "06_autoregressive_lm")}),
+        {
+            "score": 0.0,
+            "max_score": 0.0,
+            "student": "lost",
+            "internal_error": True,
+            "output": "NOT GRADED",
+            "notebooks": {},
+            "tests": [],
+        },  # fmt: skip
+    ]
+    # the low scorer and the troubled students score below the fine ones
+    data = class_data(saved(payloads))
+    order = [h["student"] for h in data["help_first"]]
+    kinds = [h["kinds"][0] for h in data["help_first"]]
+    assert kinds == sorted(kinds, key=HELP_ORDER.index), kinds
+    assert order[0] == "lost" and order[1] == "crash" and order[2] == "slow"
+    assert set(order[3:7]) == {"no02", "dup", "typo", "broken"}
+    assert order[7] == "stub" and "low" in order[8:]
+    assert not any(s.startswith("fine") for s in order[:9])
+    said = {h["student"]: h["reasons"] for h in data["help_first"]}
+    assert said["lost"][0].startswith("NOT GRADED")
+    assert said["crash"][0] == "notebook 03 crashed"
+    assert said["slow"][0] == "timed out in 06"
+    assert said["no02"][0] == "02 missing (03, 04 use it)"
+    assert said["typo"][0] == "02 misnamed as '02_softmx.ipynb'"
+    assert said["dup"][0].startswith("02 misnamed: 2 files could each be it")
+    assert said["broken"][0] == "04 is not a readable notebook"
+    assert said["stub"][0] == "05 handed in untouched"
+    states = {r["student"]: r["states"] for r in data["all_students"]}
+    assert states["dup"]["02_dot_product_softmax"] == "misnamed"
+    assert states["broken"]["04_multihead_attention"] == "unreadable"
+
+
+def test_a_notebook_most_of_the_class_did_not_hand_in_is_not_a_reason_to_help():
+    """Notebook 07 not yet assigned: missing for all but one, which singles out nobody."""
+    payloads = [stand_in(f"s{i}", {"07_modern_lm": "missing-notebook"}) for i in range(30)]
+    payloads += [stand_in("early"), stand_in("no05", {"05_transformer_block": "missing-notebook",
+                                                      "07_modern_lm": "missing-notebook"})]  # fmt: skip
+    said = {h["student"]: h["reasons"] for h in class_data(saved(payloads))["help_first"]}
+    assert said["no05"][0] == "05 missing"
+    assert not any("07" in r for reasons in said.values() for r in reasons)

@@ -33,10 +33,17 @@ import pytest
 
 from autograder.__main__ import main
 from autograder.curriculum import BY_STEM, NOTEBOOKS
+from autograder.judging.dependencies import Unavailable, dependency_message
 from autograder.misconceptions import CATALOGUE
 from autograder.report import render_feedback
 from autograder.report.sections import teaching_sections
-from autograder.results import FAILED, MISSING_NOTEBOOK, NOT_IMPLEMENTED, PASSED
+from autograder.results import (
+    DEPENDENCY_MISSING,
+    FAILED,
+    MISSING_NOTEBOOK,
+    NOT_IMPLEMENTED,
+    PASSED,
+)
 
 pytestmark = pytest.mark.slow  # a real headless Chromium, and one student graded in the sandbox (`pytest -m "not slow"` skips it)
 
@@ -134,9 +141,11 @@ def open_in_chromium(payload, tmp_path, name):
 
 
 # -- students built as results dicts --------------------------------------------------------------
-def test_entry(stem, function, name, points, output="", ids=(), reason=None):
+def test_entry(stem, function, name, points, output="", ids=(), reason=None, depends_on=None):
     """A results.json test; its reason as the judge sets it (passed or failed by default)."""
+    extra = {"depends_on": depends_on} if depends_on else {}
     return {
+        **extra,
         "name": f"{function}: {name}",
         "score": 0.0 if output else points,
         "max_score": points,
@@ -207,7 +216,10 @@ RESHAPE_SPLIT = (
     "split_heads(X (5, 12), n_heads=3): 48 of 60 entries differ from the expected values."
 )
 RESHAPE_MERGE = "merge_heads(X (3, 5, 4)): 48 of 60 entries differ from the expected values."
-GPT_ERROR = "GPT(...)(idx of shape (3, 8)) raised NameError: name 'TransformerBlock' is not defined"
+# GPT's tests waited for notebook 05, which is missing: the grader's own words (dependency-missing)
+GPT_ERROR = dependency_message(
+    "GPT", "TransformerBlock", Unavailable("05_transformer_block", MISSING_NOTEBOOK)
+)
 MISSING_05 = "05_transformer_block.ipynb was not found in your submission, so its tests score 0."
 HOSTILE = "<script>alert('x')</script> & <b>bold</b>"
 
@@ -224,8 +236,8 @@ def struggling_student():
             + explained("heads-reshape-without-transpose", "This is what happens with"),
             ("heads-reshape-without-transpose",),
         ),
-        ("GPT", 0): (GPT_ERROR, ()),
-        ("GPT", 1): (GPT_ERROR, ()),
+        ("GPT", 0): (GPT_ERROR, (), DEPENDENCY_MISSING, "05_transformer_block"),
+        ("GPT", 1): (GPT_ERROR, (), DEPENDENCY_MISSING, "05_transformer_block"),
         ("generate", 2): (f"generate returned the string {HOSTILE!r}", ()),
     }
     for f in BY_STEM["03_matrix_attention"].graded:
@@ -331,7 +343,7 @@ def test_a_struggling_student_sees_scores_failures_and_what_to_fix_first(tmp_mod
             CATALOGUE["heads-reshape-without-transpose"].hint,
         ),
         # the cause is the missing notebook 05, and fix-first says so
-        ("06_autoregressive_lm", "GPT", "`TransformerBlock` comes from your 05_transformer_block"),
+        ("06_autoregressive_lm", "GPT", "Your notebook 05 (05_transformer_block.ipynb) is missing"),
     ]
     joined = " ".join(" ".join(items).split())
     positions = []
@@ -350,7 +362,8 @@ def test_a_struggling_student_sees_scores_failures_and_what_to_fix_first(tmp_mod
     # every failing message, each hint once, nothing duplicated
     for message in (UNSTABLE, RESHAPE_SPLIT, RESHAPE_MERGE, GPT_ERROR, MISSING_05):
         assert page.shows(message), message
-    assert page.text.count(GPT_ERROR) == 1, "two tests with one message: shown once"
+    assert page.text.count(GPT_ERROR) == 2, "two tests, one message: once in fix-first, once below"
+    assert page.shows("waits for your 05_transformer_block.ipynb"), "06's summary row names 05"
     for id_ in ("softmax-unstable", "heads-reshape-without-transpose"):
         hint = CATALOGUE[id_].hint
         assert page.text.count(hint) == 2, f"{id_}: its hint once in fix-first, once in its box"

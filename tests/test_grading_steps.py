@@ -57,7 +57,7 @@ def test_a_plan_says_why_a_notebook_is_not_run(tmp_path, monkeypatch):
     assert all(isinstance(p, NotebookPlan) and p.job is None for p in plans)
     assert by_stem[STEM].reason == "missing-notebook" and not by_stem[STEM].submitted
     unreadable = by_stem["02_dot_product_softmax"]
-    assert unreadable.reason == "not-run" and unreadable.submitted
+    assert unreadable.reason == "corrupt" and unreadable.submitted
     assert unreadable.note.startswith("not tested: ")
 
 

@@ -185,7 +185,7 @@ def test_bad_zip_is_named(tmp_path, staging):
 
 
 def test_unknown_names_and_conflicting_copies_are_named(tmp_path, staging):
-    put(tmp_path / "ada", "01_soft_lookup (1).ipynb")
+    put(tmp_path / "ada", "01_soft_lookp.ipynb")
     put(tmp_path / "ada", "scratch.ipynb")
     put(tmp_path / "ada", B, "mine")
     put(tmp_path / "ada/old", B, "an older try")
@@ -193,8 +193,9 @@ def test_unknown_names_and_conflicting_copies_are_named(tmp_path, staging):
     put(tmp_path / "ada", F, "same")
     [sub] = discover(tmp_path / "ada", staging=staging)
     general = " ".join(sub.messages[GENERAL])
-    assert "01_soft_lookup (1).ipynb is not one of the course's notebooks" in general
+    assert "01_soft_lookp.ipynb is not one of the course's notebooks" in general
     assert "Did you mean 01_soft_lookup.ipynb?" in general
+    assert sub.messages.candidates["01_soft_lookup"] == ["01_soft_lookp.ipynb"]  # misnamed
     assert "scratch.ipynb is not one of the course's notebooks" in general
     conflict = " ".join(sub.messages["02_dot_product_softmax"])
     assert B in conflict and f"old/{B}" in conflict and "not graded" in conflict
@@ -219,7 +220,7 @@ def test_messages_reach_the_students_results(tmp_path):
     """A student whose only files cannot be placed gets 0 with the reasons, not a silent 0."""
     from autograder.grading.command import grade_command
 
-    put(tmp_path / "class/ada", "01_soft_lookup (1).ipynb")
+    put(tmp_path / "class/ada", "01_soft_lookp.ipynb")
     put(tmp_path / "class/ada", B, "one")
     put(tmp_path / "class/ada/again", B, "two")
     args = Namespace(
@@ -238,9 +239,13 @@ def test_messages_reach_the_students_results(tmp_path):
     assert grade_command(args) == 0
     results = json.loads((tmp_path / "grades/ada/results.json").read_text())
     assert results["score"] == 0
-    assert "01_soft_lookup (1).ipynb is not one of the course's notebooks" in results["output"]
+    assert "01_soft_lookp.ipynb is not one of the course's notebooks" in results["output"]
     softmax = [t for t in results["tests"] if t["notebook"] == "02_dot_product_softmax"]
     assert softmax and all("found 2 times" in t["output"] for t in softmax)
+    assert {t["reason"] for t in softmax} == {"misnamed"}  # two different files, none taken
+    lookup = [t for t in results["tests"] if t["notebook"] == "01_soft_lookup"]
+    assert {t["reason"] for t in lookup} == {"misnamed"}  # a misspelt name, not taken
+    assert results["notebooks"]["01_soft_lookup"]["candidates"] == ["01_soft_lookp.ipynb"]
 
 
 # -- nothing in a student's folder makes the student ungradable ---------------------------------

@@ -5,7 +5,9 @@
 For each notebook not kept from an earlier run (--notebook): the hidden tests' cases drawn from
 the course secret and the student id, and either a NotebookJob for the sandbox (the notebook
 was found, read within its bounds and written out normalised, its requests written as plain
-data) or the note every test of it gets instead (missing, unreadable, could not be prepared).
+data) or the note every test of it gets instead, with its reason (autograder.results): missing,
+misnamed (several files could be it: submissions.Placement.candidates), corrupt (not a readable
+notebook), or not run (could not be prepared).
 """
 
 import os
@@ -16,7 +18,7 @@ from autograder.curriculum import GRADED_NAMES, NOTEBOOKS, Notebook
 from autograder.judging.base import write_requests
 from autograder.notebook_files import load_notebook
 from autograder.probes.base import PROBES, build_cases, derive_seed
-from autograder.results import MISSING_NOTEBOOK, NOT_RUN
+from autograder.results import CORRUPT, MISNAMED, MISSING_NOTEBOOK, NOT_RUN
 from autograder.sandbox import NotebookJob
 
 NOTEBOOK_FILES = {nb.filename for nb in NOTEBOOKS}
@@ -33,6 +35,8 @@ class NotebookPlan:
     message: str = ""  # about the notebook's file, for the student (may be empty)
     submitted: bool = True  # False: its file is not in the submission (the class page counts it)
     reason: str = NOT_RUN  # its tests' reason when it is not run (autograder.results)
+    graded_from: str = ""  # the student's file taken under a near name (submissions.py)
+    candidates: tuple = ()  # misnamed: the files that could each be it
 
 
 def notebook_file(folder, filename):
@@ -73,18 +77,29 @@ def plan_notebooks(student, folder, settings, work, placement, kept):
         seed = derive_seed(settings.secret, encodable(student), nb.stem)
         cases = build_cases(nb.stem, seed, functions=registered_probes())
         placed = " ".join(placement.get(nb.stem, []))
+        candidates = tuple(getattr(placement, "candidates", {}).get(nb.stem, ()))
+        graded_from = getattr(placement, "graded_as", {}).get(nb.stem, "")
         if notebook_file(folder, nb.filename) == "missing":
             note = (
                 placed or f"{nb.filename} was not found in your submission, so its tests score 0."
             )
+            reason = MISNAMED if candidates else MISSING_NOTEBOOK
             plans.append(
-                NotebookPlan(nb, cases, None, note, note, submitted=False, reason=MISSING_NOTEBOOK)
-            )
+                NotebookPlan(
+                    nb, cases, None, note, note, submitted=False, reason=reason,
+                    candidates=candidates,
+                )
+            )  # fmt: skip
             continue
         notebook, message = load_notebook(folder, nb.filename, settings.max_notebook_bytes)
         message = " ".join(m for m in (placed, message) if m)
         if notebook is None:
-            plans.append(NotebookPlan(nb, cases, None, f"not tested: {message}", message))
+            plans.append(
+                NotebookPlan(
+                    nb, cases, None, f"not tested: {message}", message, reason=CORRUPT,
+                    graded_from=graded_from,
+                )
+            )  # fmt: skip
             continue
         try:
             # nbformat.v4's writer, without nbformat.write's second validation (load_notebook
@@ -93,7 +108,11 @@ def plan_notebooks(student, folder, settings, work, placement, kept):
             (prepared / nb.filename).write_text(text, encoding="utf-8")
         except (ValueError, RecursionError) as exc:  # e.g. cell metadata nbformat cannot write
             message = f"{nb.filename} could not be prepared for grading ({type(exc).__name__})."
-            plans.append(NotebookPlan(nb, cases, None, f"not tested: {message}", message))
+            plans.append(
+                NotebookPlan(
+                    nb, cases, None, f"not tested: {message}", message, graded_from=graded_from
+                )
+            )
             continue
         request_dir = work / "run" / "requests" / nb.stem
         write_requests(cases, request_dir)
@@ -104,5 +123,5 @@ def plan_notebooks(student, folder, settings, work, placement, kept):
                 serve.get(case.function, settings.limits.serve_base_seconds) + seconds
             )
         job = NotebookJob(nb.stem, nb.filename, request_dir, serve)
-        plans.append(NotebookPlan(nb, cases, job, None, message))
+        plans.append(NotebookPlan(nb, cases, job, None, message, graded_from=graded_from))
     return plans

@@ -26,8 +26,9 @@ from autograder.curriculum import NOTEBOOKS
 from autograder.grading.payload import apply_late, build_results
 from autograder.grading.plan import NOTEBOOK_FILES, plan_notebooks
 from autograder.judging.answers import judge_cases
+from autograder.judging.dependencies import unavailable_names
 from autograder.report import REPORT_FILES, atomic_write, write_student
-from autograder.results import TestResult
+from autograder.results import UNAVAILABLE, TestResult, reason_of
 from autograder.safe_files import UnsafeFile, printable, read_bytes, remove_tree
 from autograder.sandbox import SandboxFailure, copy_submission
 
@@ -137,8 +138,16 @@ def run_in_sandbox(student, folder, plans, settings, sandbox, work):
 
 
 def judge(plans, runs, kept, work):
-    """(tests in the course's order, {stem: notebook info}) from the answers and kept verdicts."""
+    """(tests in the course's order, {stem: notebook info}) from the answers and kept verdicts.
+    A test that fails because it met a name of an earlier notebook this student's submission
+    cannot provide (missing, misnamed, unreadable) is dependency-missing (judging.dependencies)."""
     tests, notebooks = [], {}
+    not_usable = {p.notebook.stem: p.reason for p in plans if p.job is None}
+    for stem, (kept_tests, _) in kept.items():  # --notebook: as the last run found them
+        reasons = {reason_of(t) for t in kept_tests}
+        if len(reasons) == 1:
+            not_usable[stem] = reasons.pop()
+    not_usable = {stem: why for stem, why in not_usable.items() if why in UNAVAILABLE}
     for stem, (kept_tests, kept_info) in kept.items():
         tests += [TestResult.from_json(t) for t in kept_tests]
         notebooks[stem] = kept_info
@@ -152,7 +161,11 @@ def judge(plans, runs, kept, work):
             notes = dict(run.notes)
             # answers are read below work/run/responses, a folder the sandbox cannot replace
             results = judge_cases(
-                plan.cases, run.responses, notes, trusted_root=work / "run" / "responses"
+                plan.cases,
+                run.responses,
+                notes,
+                trusted_root=work / "run" / "responses",
+                unavailable=unavailable_names(nb.stem, not_usable),
             )
             info = {
                 "ran": True,
@@ -168,6 +181,10 @@ def judge(plans, runs, kept, work):
         info["max_score"] = round(sum(r.max_score for r in results), 4)
         info["title"] = nb.title
         info["submitted"] = plan.submitted
+        if plan.graded_from:
+            info["graded_from"] = plan.graded_from  # a near name, taken (submissions.py)
+        if plan.candidates:
+            info["candidates"] = list(plan.candidates)  # misnamed: none of them taken
         notebooks[nb.stem] = info
         tests += results
     order = {nb.stem: i for i, nb in enumerate(NOTEBOOKS)}

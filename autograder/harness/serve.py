@@ -121,11 +121,15 @@ def _error(exc):
         where.append(f"line {lineno} in {name}")
     where = where[-3:]
     message = str(exc)
-    return {
+    answer = {
         "type": type(exc).__name__,
         "message": message[:500] + (" ..." if len(message) > 500 else ""),
         "where": where,
     }
+    name = getattr(exc, "name", None) if isinstance(exc, NameError) else None
+    if isinstance(name, str) and len(name) <= 100:
+        answer["name"] = name  # which name was undefined, as data (the grader reads no message)
+    return answer
 
 
 class Session:

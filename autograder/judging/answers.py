@@ -17,7 +17,8 @@ from pathlib import Path
 from autograder.curriculum import NOTEBOOK_OF
 from autograder.harness.wire import MAX_ARRAY_BYTES, Reader
 from autograder.judging.base import Response, judgement, request_folder
-from autograder.results import LOST, TIMEOUT, TestResult
+from autograder.judging.dependencies import culprit, dependency_message
+from autograder.results import DEPENDENCY_MISSING, LOST, PASSED, TIMEOUT, TestResult
 from autograder.safe_files import UnsafeFile, check_name, open_below
 
 ARRAY_KEYS = ("$array", "$scalar", "$tensor")
@@ -47,6 +48,11 @@ def checked(raw):
         if not isinstance(where, list) or not all(isinstance(w, str) for w in where):
             return bad
         error = dict(error, type=error["type"][:100], message=str(error.get("message", ""))[:600])
+        name = error.get("name")
+        if name is not None and not (
+            isinstance(name, str) and len(name) <= 100 and name.isidentifier()
+        ):
+            del error["name"]  # a NameError's name (harness): a Python name, or nothing
         raw = dict(raw, error=error)
     return raw
 
@@ -102,15 +108,18 @@ def _unreadable(exc):
     return {"lost": f"your answer could not be read by the grader: {exc.message}."}
 
 
-def judge_cases(cases, response_root, notes=None, trusted_root=None, reason=LOST):
+def judge_cases(cases, response_root, notes=None, trusted_root=None, reason=LOST, unavailable=None):
     """TestResults for every case from the answers under response_root (a folder below
     trusted_root; default: response_root itself). response_root None: no answer came back at
     all, and every case scores 0 with the note for its function (or "*") and `reason`
-    (autograder.results: MISSING_NOTEBOOK, NOT_RUN, ...)."""
+    (autograder.results: MISSING_NOTEBOOK, NOT_RUN, ...). `unavailable`: {name:
+    dependencies.Unavailable}, the names of earlier notebooks that cannot be used; a case
+    that does not pass because one of them raised is dependency-missing, and says so."""
     notes = notes or {}
     results = []
     first_timeout = {}  # function -> the name of its first test that timed out
     for i, case in enumerate(cases):
+        depends_on = ""
         if response_root is None:
             fraction, message, ids = 0.0, notes.get(case.function) or notes.get("*", ""), []
             why = reason
@@ -124,7 +133,11 @@ def judge_cases(cases, response_root, notes=None, trusted_root=None, reason=LOST
                 raw, reader = read_answer(folder, root, lost)
                 responses.append(Response(raw, reader))
             fraction, message, ids, why = judgement(case, responses)
-            if why == TIMEOUT and case.function in first_timeout:
+            name = culprit(responses, unavailable) if unavailable and why != PASSED else None
+            if name is not None:
+                message = dependency_message(case.function, name, unavailable[name])
+                why, ids, depends_on = DEPENDENCY_MISSING, [], unavailable[name].notebook
+            elif why == TIMEOUT and case.function in first_timeout:
                 # the harness did not call it again (harness/serve.py, TIMED_OUT)
                 message = (
                     f"{case.function} was not run on this test: it ran out of time on an earlier "
@@ -143,6 +156,7 @@ def judge_cases(cases, response_root, notes=None, trusted_root=None, reason=LOST
                 function=case.function,
                 misconceptions=ids,
                 reason=why,
+                depends_on=depends_on,
             )
         )
     return results

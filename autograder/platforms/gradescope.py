@@ -230,8 +230,16 @@ def notebook_summary(payload, missing=()):
     """The grader's own lines: one per notebook with its score and what to do next (complete,
     not submitted, not started, not graded, or which functions fail), never a test's message.
     Gradescope shows these even while the tests themselves are hidden (before the due date)."""
-    from autograder.curriculum import NOTEBOOKS
+    from autograder.curriculum import BY_STEM, NOTEBOOKS
     from autograder.report.feedback import notebook_state
+    from autograder.results import (
+        CORRUPT,
+        DEPENDENCY_MISSING,
+        MISNAMED,
+        NOT_RUN,
+        PASSED,
+        reason_of,
+    )
 
     by_notebook = {}
     for test in payload.get("tests", []):
@@ -245,8 +253,25 @@ def notebook_summary(payload, missing=()):
         score = info.get("score", sum(t.get("score", 0) for t in tests))
         max_score = info.get("max_score", sum(t.get("max_score", 0) for t in tests))
         state, _ = notebook_state(tests) if tests else ("in-progress", "")
-        if nb.stem in missing:
+        reasons = {reason_of(t) for t in tests}
+        waits_for = sorted(
+            {t.get("depends_on") for t in tests if reason_of(t) == DEPENDENCY_MISSING}
+            & set(BY_STEM)
+        )
+        if tests and reasons == {MISNAMED}:
+            what = (
+                f"not graded: several of your files could each be {nb.filename}; keep one, "
+                "named exactly so (see the messages below)"
+            )
+        elif tests and reasons <= {CORRUPT, NOT_RUN}:
+            what = "not graded: the file is not a readable notebook (see the messages below)"
+        elif nb.stem in missing:
             what = "not submitted"
+        elif waits_for and not (reasons - {DEPENDENCY_MISSING, PASSED}):
+            what = "waits for your " + ", ".join(
+                f"notebook {stem[:2]} ({BY_STEM[stem].filename}), which could not be used"
+                for stem in waits_for
+            )
         elif not info.get("ran", True):
             what = "not graded: the notebook could not be run (see the messages below)"
         elif state == "complete":

@@ -461,14 +461,16 @@ def autograded_notebook(coursedir, config, student, assignment, stem, payload, f
     (nbgrader_sanitise): no student's script reaches the instructor's browser."""
     import nbformat
 
-    from autograder.notebook_files import load_notebook
+    from autograder.notebook_files import load_notebook, locate
     from autograder.platforms.nbgrader_sanitise import sanitise_notebook
 
     filename = BY_STEM[stem].filename
     info = (payload.get("notebooks") or {}).get(stem, {})
     nb, shown_as_released = None, False
     if folder is not None:
-        nb, _message = load_notebook(folder, filename, limit, nbgrader_metadata=True)
+        # the file graded as this notebook: its own name, or the one near name (notebook_files)
+        found = locate(folder, filename) or filename
+        nb, _message = load_notebook(folder, found, limit, nbgrader_metadata=True)
     if nb is not None:
         nb = _sanitised_or_none(nb, config, coursedir, student, assignment, stem)
     if nb is None:

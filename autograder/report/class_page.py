@@ -5,8 +5,10 @@
 
 What it holds, in reading order: the distribution of totals and of each notebook's score
 (histograms drawn as inline SVG, no script or font from the network), per notebook how many
-students did not submit it or did not start it, the students to help first (internal errors,
-timeouts, crashed kernels, nothing submitted, the lowest totals), each misconception with its
+students did not submit it or did not start it, the students to help first (in this order:
+not graded, a crashed kernel, a timeout, a missing, misnamed or unreadable notebook, a notebook
+handed in untouched, the lowest totals; each entry named for what it is, from the results'
+structured fields and reasons, never their messages), each misconception with its
 students and the section of the notebook that teaches it, the success rate of every graded
 function and of every hidden test under its own name, and the integrity flags: what the grader
 saw a notebook do that a human should look at (never a verdict: scores come from the judges).
@@ -26,10 +28,27 @@ from autograder.misconceptions import CATALOGUE
 from autograder.report.feedback import notebook_state
 from autograder.report.rendering import environment
 from autograder.report.sections import teaching_sections
-from autograder.results import MISSING_NOTEBOOK, reason_of
+from autograder.results import (
+    CORRUPT,
+    MISNAMED,
+    MISSING_NOTEBOOK,
+    NOT_IMPLEMENTED,
+    NOT_RUN,
+    TIMEOUT,
+    reason_of,
+)
 
 BINS = 10  # bars of each histogram
 LOWEST = (3, 15)  # "help first" lists the lowest tenth of totals, at least 3, at most 15
+# "help first", in its order: what puts a student there (each entry's `kind`)
+HELP_ORDER = (
+    "not-graded",  # the grader could not grade them: nothing they did is scored
+    "crashed",  # a notebook's kernel died
+    "timed-out",  # a notebook, or a function on a test, ran past its time limit
+    "file",  # a notebook missing (most of the class handed it in), misnamed or unreadable
+    "untouched",  # a notebook handed in as released: no exercise attempted
+    "lowest",  # among the lowest totals
+)
 
 # What the grader sees of a notebook reaching for the answers, in the student's own errors and
 # in the tests' messages (an import of the model answers fails in the sandbox, and so does
@@ -81,29 +100,70 @@ def _median(values):
 
 
 def _notebook_state(info, tests):
-    """'not-submitted' | 'not-started' | 'complete' | 'in-progress' | 'not-graded'."""
+    """'not-submitted' | 'misnamed' | 'unreadable' | 'not-started' | 'complete' | 'in-progress'
+    | 'not-graded'."""
     if not tests:
         return "not-graded"
-    if info.get("submitted") is False or all(reason_of(t) == MISSING_NOTEBOOK for t in tests):
+    reasons = {reason_of(t) for t in tests}
+    if reasons == {MISNAMED}:
+        return "misnamed"
+    if reasons <= {CORRUPT, NOT_RUN}:
+        return "unreadable"
+    if info.get("submitted") is False or reasons == {MISSING_NOTEBOOK}:
         return "not-submitted"
     state, _ = notebook_state(tests)  # the feedback page's own reading of the tests
     return "in-progress" if state == "one-reason" else state
 
 
-def _run_troubles(results):
-    """[(kind, notebook stem)] for an internal error, a timeout or a crashed kernel."""
+def _run_troubles(results, by_notebook):
+    """[(kind, notebook stem)] for a student not graded, a crashed kernel or a timeout (of a
+    notebook's cell, or of a function on a test), from the results' structured fields."""
     troubles = []
     if results.get("internal_error"):
-        troubles.append(("internal error", ""))
+        troubles.append(("not-graded", ""))
     for stem, info in (results.get("notebooks") or {}).items():
         if not isinstance(info, dict):
             continue
         kinds = {e.get("type") for e in info.get("cell_errors", []) if isinstance(e, dict)}
-        if "Timeout" in kinds or info.get("timed_out"):
-            troubles.append(("timed out", stem))
         if "KernelDied" in kinds or info.get("kernel_died"):
-            troubles.append(("kernel crashed", stem))
+            troubles.append(("crashed", stem))
+        slow = any(reason_of(t) == TIMEOUT for t in by_notebook.get(stem, []))
+        if "Timeout" in kinds or info.get("timed_out") or slow:
+            troubles.append(("timed-out", stem))
     return troubles
+
+
+def _file_troubles(results, by_notebook, states):
+    """{stem: {"state", "candidates", "needed_by"}} of the notebooks whose file could not be
+    graded (not submitted, misnamed, unreadable): what the class page says of each."""
+    needed_by = defaultdict(set)  # earlier stem -> the notebooks whose tests waited for it
+    for stem, tests in by_notebook.items():
+        for t in tests:
+            if isinstance(t.get("depends_on"), str) and t["depends_on"] in states:
+                needed_by[t["depends_on"]].add(stem)
+    out = {}
+    for stem, state in states.items():
+        if state in ("not-submitted", "misnamed", "unreadable"):
+            info = (results.get("notebooks") or {}).get(stem) or {}
+            candidates = info.get("candidates") if state == "misnamed" else None
+            out[stem] = {
+                "state": state,
+                "candidates": [str(c)[:200] for c in (candidates or [])][:5],
+                "needed_by": sorted(needed_by.get(stem, ())),
+            }
+    return out
+
+
+def _untouched(by_notebook, states):
+    """The notebooks handed in as released: they ran, and every test met a graded name that
+    itself still raises NotImplementedError (no exercise attempted)."""
+    return [
+        stem
+        for stem, tests in by_notebook.items()
+        if tests
+        and states.get(stem) == "not-started"
+        and all(reason_of(t) == NOT_IMPLEMENTED for t in tests)
+    ]
 
 
 def _integrity(results):
@@ -195,7 +255,9 @@ def class_data(students, sections=None):
                     stem: round(sum(t.get("score", 0.0) for t in mine), 4)
                     for stem, mine in by_notebook.items()
                 },
-                "troubles": _run_troubles(results),
+                "troubles": _run_troubles(results, by_notebook),
+                "files": _file_troubles(results, by_notebook, states),
+                "untouched": _untouched(by_notebook, states),
                 "flags": _integrity(results),
             }
         )
@@ -260,22 +322,84 @@ def _notebook_view(nb, entry, top):
     }
 
 
+def _numbers(stems):
+    return ", ".join(stem[:2] for stem in stems)
+
+
+def _quoted(names):
+    return ", ".join(f"'{n}'" for n in names)
+
+
+def _file_entry(stem, trouble):
+    """One notebook whose file could not be graded, named for what it is."""
+    number = stem[:2]
+    if trouble["state"] == "misnamed":
+        names = trouble["candidates"]
+        own = f"{stem}.ipynb"
+        if len(names) > 1 and all(n.replace("!", "/").rsplit("/", 1)[-1] == own for n in names):
+            text = f"{number} handed in {len(names)} times, as different files: {_quoted(names)}"
+        elif len(names) == 1:
+            text = f"{number} misnamed as {_quoted(names)}"
+        else:
+            text = f"{number} misnamed: {len(names)} files could each be it ({_quoted(names)})"
+    else:
+        text = f"{number} is not a readable notebook"
+    return text + _used_by(trouble["needed_by"])
+
+
+def _used_by(stems):
+    """' (03, 04 use it)': the later notebooks whose tests waited for this one."""
+    if not stems:
+        return ""
+    return f" ({_numbers(stems)} use{'s' if len(stems) == 1 else ''} it)"
+
+
 def _help_first(rows):
-    """Students with a run problem (internal error, timeout, crash), nothing submitted, or one of
-    the lowest totals (LOWEST) among those who submitted something; lowest total first."""
-    chosen = {}
+    """The students to help first, in HELP_ORDER: each with `reasons` (the page's words, most
+    urgent first) and `kinds` (their HELP_ORDER kinds); students by their most urgent kind, then
+    by total. A missing notebook counts when most of the class handed it in (a notebook not yet
+    assigned is missing for everyone, and says nothing about one student)."""
+    handed_in = Counter()
+    graded = [r for r in rows if any(v != "not-graded" for v in r["states"].values())]
+    for r in graded:
+        handed_in.update(stem for stem, v in r["states"].items() if v != "not-submitted")
+    assigned = {stem for stem, count in handed_in.items() if 2 * count > len(graded)}
+
+    chosen = {}  # student -> [(kind, text)]
     for r in rows:
-        where = defaultdict(list)  # kind -> the notebooks' numbers ("01", "03")
+        entries, where = [], {}  # kind -> the notebooks it happened in
         for kind, stem in r["troubles"]:
-            where[kind] += [stem[:2]] if stem else []
-        reasons = [
-            f"{kind} in notebook{'s' if len(nbs) > 1 else ''} {', '.join(nbs)}" if nbs else kind
-            for kind, nbs in where.items()
-        ]
-        if r["states"] and all(v == "not-submitted" for v in r["states"].values()):
-            reasons.append("submitted no notebook")
-        if reasons:
-            chosen[r["student"]] = reasons
+            stems = where.setdefault(kind, [])
+            if stem and stem not in stems:
+                stems.append(stem)
+        if "not-graded" in where:
+            entries.append(("not-graded", "NOT GRADED: the grader could not grade this submission"))
+        if where.get("crashed"):
+            stems = where["crashed"]
+            many = "s" if len(stems) > 1 else ""
+            entries.append(("crashed", f"notebook{many} {_numbers(stems)} crashed"))
+        if where.get("timed-out"):
+            entries.append(("timed-out", f"timed out in {_numbers(where['timed-out'])}"))
+        files = r["files"]
+        graded_states = [v for v in r["states"].values() if v != "not-graded"]
+        if graded_states and all(v == "not-submitted" for v in graded_states):
+            entries.append(("file", "submitted no notebook"))
+        else:
+            missing = [
+                stem
+                for stem, t in files.items()
+                if t["state"] == "not-submitted" and (stem in assigned or t["needed_by"])
+            ]
+            if missing:
+                needed = sorted({n for stem in missing for n in files[stem]["needed_by"]})
+                entries.append(("file", f"{_numbers(missing)} missing{_used_by(needed)}"))
+            for stem, t in files.items():
+                if t["state"] != "not-submitted":
+                    entries.append(("file", _file_entry(stem, t)))
+        if r["untouched"]:
+            entries.append(("untouched", f"{_numbers(r['untouched'])} handed in untouched"))
+        if entries:
+            chosen[r["student"]] = entries
     submitted = [
         r
         for r in rows
@@ -284,12 +408,19 @@ def _help_first(rows):
     few, many = LOWEST
     lowest = min(many, max(few, len(rows) // 10))
     for r in sorted(submitted, key=lambda r: (r["score"], r["student"]))[:lowest]:
-        chosen.setdefault(r["student"], []).append("among the lowest totals")
+        chosen.setdefault(r["student"], []).append(("lowest", "among the lowest totals"))
+    rank = {kind: i for i, kind in enumerate(HELP_ORDER)}
+
+    def urgency(r):
+        return (min(rank[k] for k, _ in chosen[r["student"]]), r["score"], r["student"])
+
+    listed = sorted((r for r in rows if r["student"] in chosen), key=urgency)
     return [
         {"student": r["student"], "href": r["href"], "score": r["score"],
-         "max_score": r["max_score"], "reasons": chosen[r["student"]]}
-        for r in sorted(rows, key=lambda r: (r["score"], r["student"]))
-        if r["student"] in chosen
+         "max_score": r["max_score"],
+         "kinds": list(dict.fromkeys(k for k, _ in chosen[r["student"]])),
+         "reasons": [text for _, text in chosen[r["student"]]]}
+        for r in listed
     ]  # fmt: skip
 
 

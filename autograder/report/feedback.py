@@ -10,22 +10,31 @@
    away; each misconception explained once on the page (its hint is cut out of the test
    messages that carry it, and later functions showing it point back to the first).
 
-A notebook whose every test fails for one reason (not started, not submitted, unreadable) is one
-line. Only the report's own words are written here; the tests' messages come from the judges.
+A notebook whose every test fails for one reason (not started, not submitted, misnamed,
+unreadable) is one line. A notebook graded from a file under a near name says which file
+("graded from ..."); one whose tests waited for an earlier notebook that is missing says which.
+States are read from the tests' structured reasons (autograder.results), never from their
+messages. Only the report's own words are written here; the tests' messages come from the judges.
 """
 
 import re
 from collections import defaultdict
 
-from autograder.curriculum import NOTEBOOK_OF, NOTEBOOKS
+from autograder.curriculum import BY_STEM, NOTEBOOKS
 from autograder.deadlines import late_line
+from autograder.judging.dependencies import IMPORTS
 from autograder.misconceptions import CATALOGUE
 from autograder.report.sections import teaching_sections
-from autograder.results import MISSING_NOTEBOOK, UNFINISHED, reason_of
+from autograder.results import (
+    DEPENDENCY_MISSING,
+    DEPENDENCY_NOT_IMPLEMENTED,
+    MISSING_NOTEBOOK,
+    UNFINISHED,
+    reason_of,
+)
 
 NOT_IMPLEMENTED = "not implemented yet"  # the page's own words for a stub
 SENTENCE_ENDS = (". ", "? ", "! ", "; ", "\n")  # what ends the sentence before a hint's lead-in
-UNDEFINED = re.compile(r"name '(\w+)' is not defined")
 
 
 def strip_hints(output, ids):
@@ -77,6 +86,7 @@ def _function_view(name, tests, section, explained):
         explained.setdefault(id_, name)
         misconceptions.append(entry)
     not_implemented = bool(failed) and all(reason_of(t) in UNFINISHED for t in failed)
+    reasons = {reason_of(t) for t in failed}
     return {
         "name": name,
         "score": round(sum(t["score"] for t in tests), 4),
@@ -91,7 +101,14 @@ def _function_view(name, tests, section, explained):
         ],
         "misconceptions": misconceptions,
         "section": section,
+        "reasons": sorted(reasons),
+        # the earlier notebooks its dependency-missing tests waited for
+        "waits_for": sorted({t["depends_on"] for t in failed if _depends_on(t)}),
     }
+
+
+def _depends_on(test):
+    return reason_of(test) == DEPENDENCY_MISSING and test.get("depends_on") in BY_STEM
 
 
 def _short(test_name, function):
@@ -111,27 +128,23 @@ def _one_hint(function):
 
 
 def _earlier_cause(function, notebook, states):
-    """Why `function` fails when the cause is an earlier notebook: its tests say a graded name
-    of that notebook is not defined, and that notebook is missing, not started or did not run
-    to it. '' otherwise."""
-    for failure in function["failures"]:
-        for name in UNDEFINED.findall(failure["message"]):
-            earlier = NOTEBOOK_OF.get(name)
-            if earlier is None or earlier.stem >= notebook.stem:
-                continue
-            state, reason = states.get(earlier.stem, ("missing", ""))
-            if state == "complete":
-                continue
-            if state == "missing":
-                why = "was not found with this notebook"
-            elif state == "not-started":
-                why = "is not started yet"
-            else:
-                why = f"did not define `{name}` when it ran (see its part below)"
+    """Why `function` fails when the cause is an earlier notebook, read from its tests' reasons:
+    an earlier notebook it uses is missing, misnamed or unreadable (dependency-missing: its
+    message says so), or something it calls is not implemented and an earlier notebook it uses
+    is not started. '' otherwise."""
+    if function["waits_for"] and function["reasons"] == [DEPENDENCY_MISSING]:
+        return function["failures"][0]["message"] if function["failures"] else ""
+    if DEPENDENCY_NOT_IMPLEMENTED not in function["reasons"]:
+        return ""
+    if not set(function["reasons"]) <= set(UNFINISHED):
+        return ""
+    for stem in sorted(IMPORTS.get(notebook.stem, {}), reverse=True):  # the nearest first
+        state, _ = states.get(stem, ("missing", ""))
+        if state == "not-started":
+            earlier = BY_STEM[stem]
             return (
-                f"`{name}` comes from your {earlier.filename}, which {why}. "
-                f"{notebook.stem} uses your own `{name}`: finish {earlier.stem} first, and hand "
-                f"in both notebooks together."
+                f"{function['name']} uses your work from {earlier.filename}, which is not "
+                f"started yet: finish {earlier.stem} first, and hand in both notebooks together."
             )
     return ""
 
@@ -182,6 +195,9 @@ def feedback_context(payload, sections=None):
                  "section": first["section"]}
             )  # fmt: skip
         first_exercise = next((sections[n] for n in nb.graded if n in sections), None)
+        waits_for = sorted(
+            {t["depends_on"] for t in tests if t.get("status") != "passed" and _depends_on(t)}
+        )
         notebooks.append(
             {
                 "stem": nb.stem,
@@ -194,6 +210,8 @@ def feedback_context(payload, sections=None):
                 "to_fix": len(todo),
                 "first_exercise": first_exercise,
                 "late": late_line(nb.stem, payload.get("late")),
+                "graded_from": info.get("graded_from") if isinstance(info, dict) else None,
+                "waits_for": [BY_STEM[stem].filename for stem in waits_for],
                 "score": info.get("score", round(sum(t["score"] for t in tests), 4)),
                 "max_score": info.get("max_score", round(sum(t["max_score"] for t in tests), 4)),
             }
