@@ -28,7 +28,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from browser_cdp import Browser
-from test_nbgrader_course import (
+from fixtures import (
     NB01,
     TIMESTAMP,
     UNNORMALISED,
