@@ -23,6 +23,7 @@ from pathlib import Path
 from autograder import memory_ceiling, submissions
 from autograder.curriculum import GRADED_NAMES, NOTEBOOKS
 from autograder.grading import selftest
+from autograder.grading.course_files import course_files
 from autograder.grading.payload import apply_late
 from autograder.grading.plan import registered_probes
 from autograder.grading.student import (
@@ -187,7 +188,10 @@ def _grade_class(found, settings, progress):
 def _open_sandbox(settings):
     try:
         return Sandbox(
-            settings.limits, mode=settings.sandbox_mode, lib_root=settings.work_root / "lib"
+            settings.limits,
+            mode=settings.sandbox_mode,
+            lib_root=settings.work_root / "lib",
+            course=course_files(),
         )
     except BubblewrapUnsupported as exc:  # too old for the sandbox: never silently none
         raise SystemExit(f"error: {exc}.") from None
