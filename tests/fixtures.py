@@ -9,6 +9,7 @@ another test file nor from conftest.py."""
 
 import ast
 import contextlib
+import json
 import math
 import os
 import re
@@ -65,6 +66,15 @@ def without_venv_on_path():
 
 def read(path):
     return nbformat.read(path, as_version=4)
+
+
+def formgrader_api(formgrader, route):
+    """GET formgrader's JSON API `route` from a server of formgrader_server: (url, token)."""
+    import urllib.request
+
+    base, token = formgrader
+    with urllib.request.urlopen(f"{base}/formgrader/api/{route}?token={token}", timeout=60) as r:
+        return json.loads(r.read())
 
 
 @contextlib.contextmanager

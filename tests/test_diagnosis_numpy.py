@@ -138,7 +138,7 @@ def test_catalogue_precision_is_one(graded):
 
 
 def test_the_catalogue_covers_every_graded_name_of_01_to_04():
-    from test_probes_numpy import NAMES
+    from numpy_mutants import NAMES
 
     assert {name for name, _, _ in MUTANTS} == set(NAMES)
     assert len(MUTANTS) >= 40

@@ -97,7 +97,7 @@ def test_each_mutant_loses_marks_with_exactly_its_diagnosis(key):
 
 
 def test_the_catalogue_covers_every_graded_name_of_05_and_06():
-    from test_probes_torch import NAMES_05, NAMES_06
+    from torch_probe_mutants import NAMES_05, NAMES_06
 
     assert {name for _, name, *_ in CATALOGUE} == set(NAMES_05 + NAMES_06)
     assert len(CATALOGUE) >= 35

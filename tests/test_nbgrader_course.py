@@ -22,6 +22,7 @@ from fixtures import (
     REPO,
     TIMESTAMP,
     UNNORMALISED,
+    formgrader_api,
     formgrader_server,
     read,
     released_with,
@@ -489,14 +490,6 @@ def formgrader(course, tmp_path_factory):
     """A Jupyter server with nbgrader's formgrader in the course folder: (base url, token)."""
     with formgrader_server(course["path"], tmp_path_factory.mktemp("formgrader-home")) as served:
         yield served
-
-
-def formgrader_api(formgrader, route):
-    import urllib.request
-
-    base, token = formgrader
-    with urllib.request.urlopen(f"{base}/formgrader/api/{route}?token={token}", timeout=60) as r:
-        return json.loads(r.read())
 
 
 def test_formgrader_lists_the_graded_submissions_with_failed_tests(course, formgrader):
