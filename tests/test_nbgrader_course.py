@@ -629,13 +629,27 @@ def test_a_student_entry_that_is_not_a_folder_is_named_and_skipped(course, entry
         assert entry not in {s.id for s in gb.students}
 
 
+def cheaters_autograded_notebook(course, nb, tmp_path):
+    """The autograded notebook 03 formgrader shows for the cheater had they handed in `nb`."""
+    from autograder.platforms.nbgrader import autograded_notebook, load_course
+
+    folder = tmp_path / "cheater"
+    folder.mkdir()
+    nbformat.write(nb, folder / f"{NB03}.ipynb")
+    payload = json.loads(
+        (course["path"] / "autograder_grades" / "all" / "cheater" / "results.json").read_text()
+    )
+    config, coursedir = load_course(course["path"])
+    return autograded_notebook(
+        coursedir, config, "cheater", NB03, NB03, payload, folder, 20 * 2**20
+    )
+
+
 def test_a_notebook_with_altered_nbgrader_metadata_is_still_shown_with_its_code(course, tmp_path):
     """A cell added with made-up grade metadata (100 points), a test cell copied with its
     grade id, an old schema: nbgrader's sanitisers refuse such a notebook; the autograded copy
     then takes each cell's metadata from the released notebook and still shows the student's
     code, with one verdict per real grade cell."""
-    from autograder.platforms.nbgrader import autograded_notebook, load_course
-
     nb = read(course["path"] / "submitted" / "cheater" / NB03 / f"{NB03}.ipynb")
     fake = nbformat.v4.new_code_cell("print('a test cell of my own')")
     fake.metadata["nbgrader"] = {"grade": True, "grade_id": "test_mine", "points": 100}
@@ -645,16 +659,7 @@ def test_a_notebook_with_altered_nbgrader_metadata_is_still_shown_with_its_code(
     for cell in nb.cells:
         if "nbgrader" in cell.metadata:
             cell.metadata["nbgrader"]["schema_version"] = 1
-    folder = tmp_path / "cheater"
-    folder.mkdir()
-    nbformat.write(nb, folder / f"{NB03}.ipynb")
-    payload = json.loads(
-        (course["path"] / "autograder_grades" / "all" / "cheater" / "results.json").read_text()
-    )
-    config, coursedir = load_course(course["path"])
-    shown = autograded_notebook(
-        coursedir, config, "cheater", NB03, NB03, payload, folder, 20 * 2**20
-    )
+    shown = cheaters_autograded_notebook(course, nb, tmp_path)
     sources = [c.source for c in shown.cells]
     assert "print('a test cell of my own')" in sources  # the student's code, shown
     assert "not be shown here" not in shown.cells[0].source
@@ -671,8 +676,6 @@ def test_a_written_answer_with_its_flags_unset_keeps_its_score_box(course, tmp_p
     """A student who unsets the grade and solution flags of the written answer's cell (its grade
     id kept) would hide formgrader's score and comment boxes for it: every cell's nbgrader
     metadata comes from the released notebook by grade id, whatever the student's says."""
-    from autograder.platforms.nbgrader import autograded_notebook, load_course
-
     nb = read(course["path"] / "submitted" / "cheater" / NB03 / f"{NB03}.ipynb")
     written = sorted(written_answers(NB03))
     assert written, "notebook 03 has a written answer"
@@ -680,16 +683,7 @@ def test_a_written_answer_with_its_flags_unset_keeps_its_score_box(course, tmp_p
         meta = cell.metadata.get("nbgrader", {})
         if meta.get("grade_id") in written:
             meta.update({"grade": False, "solution": False, "points": 0})
-    folder = tmp_path / "cheater"
-    folder.mkdir()
-    nbformat.write(nb, folder / f"{NB03}.ipynb")
-    payload = json.loads(
-        (course["path"] / "autograder_grades" / "all" / "cheater" / "results.json").read_text()
-    )
-    config, coursedir = load_course(course["path"])
-    shown = autograded_notebook(
-        coursedir, config, "cheater", NB03, NB03, payload, folder, 20 * 2**20
-    )
+    shown = cheaters_autograded_notebook(course, nb, tmp_path)
     released = read(course["path"] / "release" / NB03 / f"{NB03}.ipynb")
     want = {
         c.metadata["nbgrader"]["grade_id"]: c.metadata["nbgrader"]
