@@ -114,6 +114,29 @@ def test_the_case_model_imports_nothing_above_it():
     assert graph["autograder.judging"] == set()
 
 
+def test_the_sandbox_knows_no_course():
+    """The sandbox runs what grading hands it (grading/course_files.py, each job's skip plan):
+    nothing under autograder/sandbox/ imports the course's modules, nor coursedata."""
+    graph = import_graph(module_files())
+    course = {
+        "autograder.demo_cells",
+        "autograder.curriculum",
+        "autograder.checks",
+        "autograder.reference",
+        "autograder.probes",
+        "autograder.judging",
+        "autograder.grading",
+    }
+    for module, edges in graph.items():
+        if module == "autograder.sandbox" or module.startswith("autograder.sandbox."):
+            assert not {e for e in edges for c in course if e == c or e.startswith(c + ".")}, module
+    for path in sorted((PACKAGE / "sandbox").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+        names += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+        assert not [n for n in names if n.split(".")[0] == "coursedata"], path
+
+
 # -- the tests' own imports ------------------------------------------------------------------------
 TESTS = Path(__file__).resolve().parent
 # imports not yet moved out (the chromium helpers of test_feedback_browser): each must go, and
