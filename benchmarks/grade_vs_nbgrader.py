@@ -368,6 +368,8 @@ def profile(notebooks, timeout, work_root):
     Finally the whole student in one sandbox, as `grade` runs it."""
     import nbformat
 
+    from autograder import demo_cells
+    from autograder.grading.course_files import course_files
     from autograder.grading.plan import registered_probes
     from autograder.grading.settings import DEFAULT_SECRET
     from autograder.probes.base import build_cases, derive_seed, judge_cases, write_requests
@@ -376,7 +378,7 @@ def profile(notebooks, timeout, work_root):
 
     builder = _builder()
     ada = builder.BY_NAME["ada"]
-    box = Sandbox(Limits(timeout=timeout))
+    box = Sandbox(Limits(timeout=timeout), course=course_files())
     counter = iter(range(10**6))
 
     def sandboxed(folder, jobs):
@@ -416,9 +418,10 @@ def profile(notebooks, timeout, work_root):
                 seconds = sum(float(r.get("seconds", case.seconds)) for r in case.requests)
                 serve[case.function] = serve.get(case.function, 10.0) + seconds
             setup = time.process_time() - t
-            bare = NotebookJob(nb_info.stem, nb_info.filename, requests, {})
+            skip = demo_cells.skip_plan(folder / nb_info.filename, nb_info.stem)
+            bare = NotebookJob(nb_info.stem, nb_info.filename, requests, {}, skip=skip)
             _, cells_cpu, cells_wall, _ = sandboxed(folder, [bare])
-            job = NotebookJob(nb_info.stem, nb_info.filename, requests, serve)
+            job = NotebookJob(nb_info.stem, nb_info.filename, requests, serve, skip=skip)
             runs, full_cpu, full_wall, _ = sandboxed(folder, [job])
             t = time.process_time()
             results = judge_cases(

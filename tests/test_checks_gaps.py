@@ -12,19 +12,33 @@ which the hidden tests share.
 import pytest
 import torch
 import torch.nn.functional as F
-from test_probes_torch import (
+from torch import nn
+from torch_gap_mutants import (
+    Block,
+    BlockAfterSum,
+    BlockAlwaysDrops,
+    BlockDropsTheInput,
+    BlockKeepProbability,
+    BlockNoDropout,
+    BlockNotRescaled,
+    BlockSeededInside,
+    FFThreeAxes,
+    GPTDropsInEval,
+    TokenizerKeyError,
+    loss_view,
+    pe_float64,
+)
+from torch_probe_mutants import (
     BlockSequential,
     GPTTorchLayers,
     R,
     TokenizerDict,
     TokenizerIndex,
     generate_categorical,
-    make_ff,
     make_generate,
     make_gpt,
     show,
 )
-from torch import nn
 from training_mutants import with_top_p
 
 from autograder.checks import VISIBLE_SEED, run_in_process
@@ -81,13 +95,6 @@ def test_new_cases_are_paid_inside_each_function_total():
 # ================================================================ CharTokenizer
 
 
-class TokenizerKeyError(TokenizerDict):
-    """The dictionary lookup's KeyError (it names the character): the demo cell crashes."""
-
-    def encode(self, s):
-        return [self.stoi[c] for c in s]
-
-
 class TokenizerSkipsUnknown(TokenizerDict):
     def encode(self, s):
         return [self.stoi.get(c, -1) for c in s]
@@ -119,10 +126,6 @@ def test_tokenizer_alternatives_keep_full_marks(cls):
 
 
 # ================================================================ lm_loss
-
-
-def loss_view(logits, targets):
-    return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
 
 
 def loss_reshape(logits, targets):
@@ -200,20 +203,8 @@ def test_generate_own_seed_ignores_the_generator_too():
 # ================================================================ positional encoding, FeedForward
 
 
-def pe_float64(n_positions, d_model, base=10000.0):
-    return R.sinusoidal_positional_encoding(n_positions, d_model, base).double()
-
-
 def test_a_float64_encoding_loses_the_float32_case_only():
     failed_only(run("sinusoidal_positional_encoding", pe_float64), "float32", "float64", ".float()")
-
-
-class FFThreeAxes(make_ff(style="module")):
-    """Unpacks B, n, d = x.shape: fine on (B, n, d), an error on one sequence (n, d)."""
-
-    def forward(self, x):
-        B, n, d = x.shape
-        return super().forward(x.reshape(B * n, d)).reshape(B, n, -1)
 
 
 def test_a_feed_forward_that_needs_a_batch_axis_fails_on_one_sequence():
@@ -221,77 +212,6 @@ def test_a_feed_forward_that_needs_a_batch_axis_fails_on_one_sequence():
 
 
 # ================================================================ TransformerBlock: dropout
-
-
-class Block(nn.Module):
-    """SPEC's block with the dropout placed by `where` (a mistake) or the right place."""
-
-    where = "sublayer"
-
-    def __init__(self, d_model, n_heads, d_ff, norm_first=True, dropout=0.0):
-        super().__init__()
-        self.norm_first = norm_first
-        self.attn = R.MultiHeadAttention(d_model, n_heads)
-        self.ff = R.FeedForward(d_model, d_ff)
-        self.ln1, self.ln2 = R.LayerNorm(d_model), R.LayerNorm(d_model)
-        self.dropout = nn.Dropout(dropout)
-
-    def drop(self, t):
-        return self.dropout(t)
-
-    def forward(self, x, mask=None):
-        out, res = (
-            (self.drop, lambda t: t) if self.where == "sublayer" else (lambda t: t, self.drop)
-        )
-        if self.norm_first:
-            x = res(x + out(self.attn(self.ln1(x), mask)[0]))
-            return res(x + out(self.ff(self.ln2(x))))
-        x = self.ln1(res(x + out(self.attn(x, mask)[0])))
-        return self.ln2(res(x + out(self.ff(x))))
-
-
-class BlockAfterSum(Block):
-    where = "residual"
-
-
-class BlockNoDropout(Block):
-    def drop(self, t):
-        return t
-
-
-class BlockAlwaysDrops(Block):
-    """F.dropout without training=self.training: dropout also in eval mode."""
-
-    def drop(self, t):
-        return F.dropout(t, self.dropout.p)
-
-
-class BlockNotRescaled(Block):
-    def drop(self, t):
-        return t * (torch.rand_like(t) >= self.dropout.p) if self.training else t
-
-
-class BlockKeepProbability(Block):
-    """nn.Dropout(1 - p): p read as the probability of keeping."""
-
-    def drop(self, t):
-        return F.dropout(t, 1 - self.dropout.p, self.training) if self.dropout.p else t
-
-
-class BlockDropsTheInput(Block):
-    """Dropout on x before the sublayer, pre-norm: x + attn(ln1(dropout(x)))."""
-
-    def forward(self, x, mask=None):
-        if not self.norm_first:
-            return super().forward(x, mask)
-        x = x + self.attn(self.ln1(self.dropout(x)), mask)[0]
-        return x + self.ff(self.ln2(self.dropout(x)))
-
-
-class BlockSeededInside(Block):
-    def forward(self, x, mask=None):
-        torch.manual_seed(0)
-        return super().forward(x, mask)
 
 
 class BlockBernoulli(Block):
@@ -397,24 +317,6 @@ def test_the_dropout_bounds_are_far_from_the_mistakes_they_catch():
 class GPTIgnoresDropout(make_gpt()):
     def __init__(self, vocab_size, block_size, *args, dropout=0.0, **kwargs):
         super().__init__(vocab_size, block_size, *args, dropout=0.0, **kwargs)
-
-
-class GPTDropsInEval(make_gpt()):
-    """Embedding dropout with F.dropout's default training=True."""
-
-    def __init__(self, vocab_size, block_size, *args, dropout=0.0, **kwargs):
-        super().__init__(vocab_size, block_size, *args, dropout=dropout, **kwargs)
-        self.p = dropout
-
-    def forward(self, idx):
-        T = idx.shape[1]
-        if T > self.block_size:
-            raise ValueError("too long")
-        x = F.dropout(self.tok(idx) + self.pos(torch.arange(T)), self.p)
-        mask = torch.ones(T, T, dtype=torch.bool).tril()
-        for block in self.blocks:
-            x = block(x, mask)
-        return self.lm_head(self.ln(x))
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ import pytest
 
 from autograder import demo_cells
 from autograder.curriculum import BY_STEM, NOTEBOOKS
+from autograder.grading.course_files import course_files
 from autograder.release import release_notebook, render
 from autograder.sandbox import NotebookJob, Sandbox
 
@@ -135,7 +136,7 @@ def test_only_released_demo_cells_are_planned_for_skipping_whatever_the_submissi
 # -- in the sandbox ------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def sandbox():
-    box = Sandbox()
+    box = Sandbox(course=course_files())
     yield box
     box.close()
 
@@ -143,9 +144,10 @@ def sandbox():
 def _run(box, nb, tmp_path):
     folder = tmp_path / "submission"
     folder.mkdir()
-    _write(nb, folder / BY_STEM[STEM].filename)
+    path = _write(nb, folder / BY_STEM[STEM].filename)
     (tmp_path / "requests").mkdir()
-    job = NotebookJob(STEM, BY_STEM[STEM].filename, tmp_path / "requests", {})
+    skip = demo_cells.skip_plan(path, STEM)  # as grading's plan hands it in
+    job = NotebookJob(STEM, BY_STEM[STEM].filename, tmp_path / "requests", {}, skip=skip)
     runs = box.run(folder, [job], tmp_path / "work")
     status = json.loads((tmp_path / "work" / "status" / f"{STEM}.json").read_text())
     return runs[STEM], status

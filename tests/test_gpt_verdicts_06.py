@@ -9,7 +9,7 @@ free one (conftest.cheap_training), as in test_torch_catalogue.py.
 
 import pytest
 import torch
-from conftest import cheap_training
+from fixtures import cheap_training
 from torch import nn
 
 from autograder.checks import VISIBLE_SEED, run_in_process

@@ -1,19 +1,26 @@
 """The grading steps of one run (autograder/grading/), without a sandbox: one student's
 results.json written once, late penalties already in it; the class report from memory."""
 
+import hashlib
 import json
 from datetime import UTC, datetime
+from pathlib import Path
+
+import nbformat
 
 from autograder.curriculum import BY_STEM
 from autograder.deadlines import LatePolicy
+from autograder.grading import course_files as course_files_module
 from autograder.grading import plan, student
 from autograder.grading.classrun import class_results
+from autograder.grading.course_files import course_files
 from autograder.grading.plan import NotebookPlan, plan_notebooks
 from autograder.grading.settings import Settings
 from autograder.grading.student import StudentResult
 from autograder.report import write_student
-from autograder.sandbox import Limits
+from autograder.sandbox import CourseFiles, Limits, Sandbox
 
+REPO = Path(__file__).resolve().parent.parent
 STEM = "01_soft_lookup"
 
 
@@ -70,3 +77,55 @@ def test_the_class_report_reads_this_runs_students_from_memory(tmp_path):
     now = {"score": 2.0, "max_score": 2.0, "student": "sam", "tests": []}
     students = class_results(out, [StudentResult("sam", now)])
     assert [(s.student, s.results["score"]) for s in students] == [("sam", 2.0), ("zed", 1.0)]
+
+
+def test_the_plan_hands_the_sandbox_the_released_demo_cells_to_skip(tmp_path, monkeypatch):
+    """The skip plan is the plan's: the released notebook's demo cells, found in the very
+    normalised copy the sandbox runs; an edited demo cell is not in it."""
+    only_notebook_01(monkeypatch)
+    settings = Settings(out=tmp_path / "out", secret="s", limits=Limits())
+    released = nbformat.read(REPO / "notebooks" / f"{STEM}.ipynb", as_version=4)
+    demos = [i for i, c in enumerate(released.cells) if "demo" in c.metadata.get("tags", [])]
+    assert len(demos) >= 2
+    released.cells[demos[0]].source += "\nprint('edited')"
+    (tmp_path / "sam").mkdir()
+    nbformat.write(released, tmp_path / "sam" / f"{STEM}.ipynb")
+    (tmp_path / "work").mkdir()
+    plans = plan_notebooks("sam", tmp_path / "sam", settings, tmp_path / "work", {}, {})
+    [job] = [p.job for p in plans if p.notebook.stem == STEM]
+    assert sorted(int(i) for i in job.skip) == demos[1:]
+    prepared = nbformat.read(tmp_path / "work" / "prepared" / f"{STEM}.ipynb", as_version=4)
+    for index, digest in job.skip.items():
+        source = prepared.cells[int(index)].source
+        assert hashlib.sha256(source.encode("utf-8")).hexdigest() == digest
+
+
+def test_the_sandbox_is_handed_the_course_files(tmp_path, monkeypatch):
+    """What the notebooks import inside (a silent checks.py, coursedata) and the data their
+    loaders read come from grading (course_files); a sandbox made without them has the harness."""
+    files = course_files()
+    assert dict(files.modules)["autograder/checks.py"] == course_files_module.STUB_CHECKS
+    assert dict(files.packages)["coursedata"] == REPO / "data"
+    monkeypatch.setattr(Sandbox, "_warm_matplotlib", lambda self: None)
+    data = tmp_path / "corpus.txt"
+    data.write_text("to be")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("X = 1\n")
+    box = Sandbox.__new__(Sandbox)
+    box.lib = tmp_path / "with"
+    box.course = CourseFiles(
+        (("autograder/checks.py", "Y = 2\n"),), (("pkg", tmp_path / "pkg"),), (data,)
+    )
+    box._build_lib()
+    lib = tmp_path / "with" / "lib"
+    assert (lib / "autograder" / "checks.py").read_text() == "Y = 2\n"
+    assert (lib / "pkg" / "__init__.py").read_text() == "X = 1\n"
+    assert (lib / "autograder" / "harness" / "serve.py").exists()
+    assert box.extra_data == [data]
+    bare = Sandbox.__new__(Sandbox)
+    bare.lib = tmp_path / "bare"
+    bare.course = CourseFiles()
+    bare._build_lib()
+    assert not (tmp_path / "bare" / "lib" / "autograder" / "checks.py").exists()
+    assert not (tmp_path / "bare" / "lib" / "coursedata").exists()
+    assert bare.extra_data == []

@@ -1,4 +1,5 @@
-"""The package's import graph has no cycle, and the case model stays the bottom layer.
+"""The package's import graph has no cycle, and the case model stays the bottom layer; and no
+test file imports another test file (or conftest.py).
 
 An AST walk over autograder/: every `import` and `from ... import` in a module, at any depth (an
 import inside a function is still a dependency, only a later one), is an edge to the module it
@@ -111,3 +112,74 @@ def test_the_case_model_imports_nothing_above_it():
     }
     assert graph["autograder.judging.base"] <= allowed
     assert graph["autograder.judging"] == set()
+
+
+def test_the_sandbox_knows_no_course():
+    """The sandbox runs what grading hands it (grading/course_files.py, each job's skip plan):
+    nothing under autograder/sandbox/ imports the course's modules, nor coursedata."""
+    graph = import_graph(module_files())
+    course = {
+        "autograder.demo_cells",
+        "autograder.curriculum",
+        "autograder.checks",
+        "autograder.reference",
+        "autograder.probes",
+        "autograder.judging",
+        "autograder.grading",
+    }
+    for module, edges in graph.items():
+        if module == "autograder.sandbox" or module.startswith("autograder.sandbox."):
+            assert not {e for e in edges for c in course if e == c or e.startswith(c + ".")}, module
+    for path in sorted((PACKAGE / "sandbox").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+        names += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+        assert not [n for n in names if n.split(".")[0] == "coursedata"], path
+
+
+# -- the tests' own imports ------------------------------------------------------------------------
+TESTS = Path(__file__).resolve().parent
+# imports not yet moved out (the chromium helpers of test_feedback_browser): each must go, and
+# the test fails when one is gone from its file, so the list only shrinks
+NOT_YET_MOVED = {
+    ("browser_cdp.py", "test_feedback_browser"),
+    ("test_class_page.py", "test_feedback_browser"),
+    ("test_nbgrader_course.py", "test_feedback_browser"),
+}
+
+
+def imports_between_test_files(folder=TESTS):
+    """{(file, test module or conftest it imports)} over tests/*.py, at any depth."""
+    test_modules = {p.stem for p in folder.glob("test_*.py")} | {"conftest"}
+    found = set()
+    for path in sorted(folder.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            else:
+                continue
+            found.update(
+                (path.name, n.split(".")[0]) for n in names if n.split(".")[0] in test_modules
+            )
+    return found
+
+
+def test_no_test_file_imports_another_test_file_or_conftest():
+    """Shared catalogues and helpers live in tests/fixtures.py and the data modules beside it
+    (tests/*_mutants.py, browser_cdp.py, processes.py, ...); a test file imports those only."""
+    found = imports_between_test_files()
+    assert found <= NOT_YET_MOVED, sorted(found - NOT_YET_MOVED)
+    assert NOT_YET_MOVED <= found, f"moved: drop {sorted(NOT_YET_MOVED - found)} from the list"
+
+
+def test_the_import_rule_sees_an_import_of_a_test_file(tmp_path):
+    (tmp_path / "test_a.py").write_text("X = 1\n")
+    (tmp_path / "test_b.py").write_text("def f():\n    from test_a import X\n")
+    (tmp_path / "helper.py").write_text("import conftest\nimport fixtures\n")
+    (tmp_path / "conftest.py").write_text("")
+    assert imports_between_test_files(tmp_path) == {
+        ("test_b.py", "test_a"),
+        ("helper.py", "conftest"),
+    }

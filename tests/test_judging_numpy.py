@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_diagnosis_numpy import MUTANTS as DIAGNOSED
-from test_probes_numpy import CORRECT, MUTANTS, NAMES, NUMPY_STEMS, WEIRD
+from numpy_diagnosis_mutants import MUTANTS as DIAGNOSED
+from numpy_mutants import CORRECT, MUTANTS, NAMES, NUMPY_STEMS, WEIRD
 
 from autograder import reference as R
 from autograder.checks import VISIBLE_SEED, run_in_process

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_checks_gaps import (
+from torch_gap_mutants import (
     BlockAfterSum,
     BlockNotRescaled,
     FFThreeAxes,
@@ -24,7 +24,7 @@ from test_checks_gaps import (
     loss_view,
     pe_float64,
 )
-from test_probes_torch import (
+from torch_probe_mutants import (
     NAMES_05,
     NAMES_06,
     BlockSequential,

@@ -19,9 +19,9 @@ import re
 
 import numpy_mutants
 import pytest
+from numpy_diagnosis_mutants import MUTANTS as DIAGNOSIS_MUTANTS
+from numpy_mutants import MUTANTS as PROBE_MUTANTS
 from numpy_mutants import NEW_MUTANTS
-from test_diagnosis_numpy import MUTANTS as DIAGNOSIS_MUTANTS
-from test_probes_numpy import MUTANTS as PROBE_MUTANTS
 
 from autograder.checks import run_in_process
 from autograder.curriculum import NOTEBOOK_OF

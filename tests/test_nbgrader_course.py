@@ -5,19 +5,30 @@ nbgrader's submitted/ tree, `python -m autograder nbgrader grade`, `nbgrader exp
 One course holds both layouts: one assignment per notebook, and one assignment ("attention")
 holding all six. Few notebooks per student keep it fast."""
 
-import contextlib
 import csv
 import html
 import importlib.util
 import json
 import os
 import shutil
-import subprocess
 import sys
-from pathlib import Path
 
 import nbformat
 import pytest
+from fixtures import (
+    NB01,
+    NB02,
+    NB03,
+    REPO,
+    TIMESTAMP,
+    UNNORMALISED,
+    formgrader_api,
+    formgrader_server,
+    read,
+    released_with,
+    run,
+    without_venv_on_path,
+)
 
 from autograder.curriculum import BY_STEM
 from autograder.platforms.nbgrader import FAILED_COLOUR
@@ -27,10 +38,7 @@ pytestmark = (
     pytest.mark.slow
 )  # grades an nbgrader course in the sandbox (`pytest -m "not slow"` skips it)
 
-REPO = Path(__file__).resolve().parent.parent
 SECRET = "nbgrader-test-secret"
-NB01, NB02, NB03 = "01_soft_lookup", "02_dot_product_softmax", "03_matrix_attention"
-TIMESTAMP = "2026-03-01 12:00:00.000000 UTC"
 PLANTED = "<img src=x onerror=alert(1)><b id=planted>bold</b>"  # a student's exception text
 SUBMISSION_SECRET = "5ec7e7" * 20  # what `nbgrader submit` writes (the cheater's only)
 
@@ -70,31 +78,6 @@ def written_answers(stem):
         for c in cells
         if c.cell_type == "markdown" and c.metadata.get("nbgrader", {}).get("grade")
     }
-
-
-VENV_BIN = Path(sys.executable).parent  # the tests find the venv's tools without an activated venv
-
-
-def run(args, cwd=None, timeout=900, env=None):
-    """args[0] a tool of this venv (nbgrader) is run from the venv's bin/, and that bin/ leads
-    the default PATH (nbgrader runs `alembic` from PATH), activated or not."""
-    if env is None:
-        env = {k: v for k, v in os.environ.items() if k != "COURSE_SECRET"}
-        env["PATH"] = os.pathsep.join([str(VENV_BIN), env.get("PATH", "")])
-    if not Path(args[0]).is_absolute() and (VENV_BIN / args[0]).is_file():
-        args = [str(VENV_BIN / args[0]), *args[1:]]
-    done = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
-    return done
-
-
-def without_venv_on_path():
-    """The environment of a shell where the venv is not activated: its python is called by
-    path, and nothing of the venv is on PATH (nbgrader's gradebook runs `alembic` from PATH)."""
-    scripts = str(Path(sys.executable).parent)
-    env = {k: v for k, v in os.environ.items() if k not in ("COURSE_SECRET", "VIRTUAL_ENV")}
-    path = [p for p in env.get("PATH", "").split(os.pathsep) if p and p != scripts]
-    env["PATH"] = os.pathsep.join(p for p in path if not (Path(p) / "alembic").exists())
-    return env
 
 
 # Students whose files or ids must cost only themselves: (folder name as bytes, what they hold).
@@ -152,10 +135,6 @@ def submit(course, student, assignment, stem, nb):
     folder.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, folder / f"{stem}.ipynb")
     (folder / "timestamp.txt").write_text(TIMESTAMP)
-
-
-def read(path):
-    return nbformat.read(path, as_version=4)
 
 
 @pytest.fixture(scope="module")
@@ -513,57 +492,6 @@ def formgrader(course, tmp_path_factory):
         yield served
 
 
-@contextlib.contextmanager
-def formgrader_server(folder, home):
-    """A Jupyter server with nbgrader's formgrader in `folder`, HOME at `home`: (url, token)."""
-    import secrets
-    import socket
-    import time
-    import urllib.request
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    token = secrets.token_hex(16)
-    env = {**os.environ, "HOME": str(home), "JUPYTER_RUNTIME_DIR": str(home / "runtime")}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "jupyter", "server", "--no-browser", "--ip=127.0.0.1"]
-        + [
-            f"--port={port}",
-            f"--IdentityProvider.token={token}",
-            "--ServerApp.port_retries=0",
-            "--allow-root",
-        ],
-        cwd=folder,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(240):  # a bound for a server that never comes up, not a timing check
-            try:
-                urllib.request.urlopen(f"{base}/formgrader/api/status?token={token}", timeout=5)
-                break
-            except OSError:
-                assert server.poll() is None, "the Jupyter server stopped"
-                time.sleep(0.5)
-        else:
-            pytest.fail("formgrader did not answer")
-        yield base, token
-    finally:
-        server.terminate()
-        server.wait(timeout=60)
-
-
-def formgrader_api(formgrader, route):
-    import urllib.request
-
-    base, token = formgrader
-    with urllib.request.urlopen(f"{base}/formgrader/api/{route}?token={token}", timeout=60) as r:
-        return json.loads(r.read())
-
-
 def test_formgrader_lists_the_graded_submissions_with_failed_tests(course, formgrader):
     submissions = {s["student"]: s for s in formgrader_api(formgrader, f"submissions/{NB03}")}
     for student in ("solutions", "stubs", "two_mistakes", "cheater"):
@@ -628,24 +556,6 @@ def test_formgrader_shows_each_grade_cells_score_in_a_browser(course, formgrader
     assert "points from the course's hidden tests" in dom  # our verdicts, in the cells
 
 
-# -- the students' Validate button (issue 17) ----------------------------------------------------
-def released_with(stem, bodies):
-    """notebooks/<stem> as a student hands it in: each solution cell named in `bodies` holds that
-    code ("solution": the model solution's cell)."""
-    released = read(REPO / "notebooks" / f"{stem}.ipynb")
-    solved = {
-        c.metadata["nbgrader"]["grade_id"]: c.source
-        for c in read(REPO / "solutions" / f"{stem}.ipynb").cells
-        if c.metadata.get("nbgrader", {}).get("solution")
-    }
-    for cell in released.cells:
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if grade_id in bodies:
-            body = bodies[grade_id]
-            cell.source = solved[grade_id] if body == "solution" else body
-    return released
-
-
 def validate(nb, tmp_path, name):
     from nbgrader.validator import Validator
 
@@ -653,9 +563,6 @@ def validate(nb, tmp_path, name):
     path.parent.mkdir()
     nbformat.write(nb, path)
     return Validator().validate(str(path))
-
-
-UNNORMALISED = "def percentages(scores):\n    return np.exp(scores)\n"
 
 
 def test_validate_fails_a_blank_notebook_and_a_wrong_one_and_passes_a_solved_one(tmp_path):
@@ -722,13 +629,27 @@ def test_a_student_entry_that_is_not_a_folder_is_named_and_skipped(course, entry
         assert entry not in {s.id for s in gb.students}
 
 
+def cheaters_autograded_notebook(course, nb, tmp_path):
+    """The autograded notebook 03 formgrader shows for the cheater had they handed in `nb`."""
+    from autograder.platforms.nbgrader import autograded_notebook, load_course
+
+    folder = tmp_path / "cheater"
+    folder.mkdir()
+    nbformat.write(nb, folder / f"{NB03}.ipynb")
+    payload = json.loads(
+        (course["path"] / "autograder_grades" / "all" / "cheater" / "results.json").read_text()
+    )
+    config, coursedir = load_course(course["path"])
+    return autograded_notebook(
+        coursedir, config, "cheater", NB03, NB03, payload, folder, 20 * 2**20
+    )
+
+
 def test_a_notebook_with_altered_nbgrader_metadata_is_still_shown_with_its_code(course, tmp_path):
     """A cell added with made-up grade metadata (100 points), a test cell copied with its
     grade id, an old schema: nbgrader's sanitisers refuse such a notebook; the autograded copy
     then takes each cell's metadata from the released notebook and still shows the student's
     code, with one verdict per real grade cell."""
-    from autograder.platforms.nbgrader import autograded_notebook, load_course
-
     nb = read(course["path"] / "submitted" / "cheater" / NB03 / f"{NB03}.ipynb")
     fake = nbformat.v4.new_code_cell("print('a test cell of my own')")
     fake.metadata["nbgrader"] = {"grade": True, "grade_id": "test_mine", "points": 100}
@@ -738,16 +659,7 @@ def test_a_notebook_with_altered_nbgrader_metadata_is_still_shown_with_its_code(
     for cell in nb.cells:
         if "nbgrader" in cell.metadata:
             cell.metadata["nbgrader"]["schema_version"] = 1
-    folder = tmp_path / "cheater"
-    folder.mkdir()
-    nbformat.write(nb, folder / f"{NB03}.ipynb")
-    payload = json.loads(
-        (course["path"] / "autograder_grades" / "all" / "cheater" / "results.json").read_text()
-    )
-    config, coursedir = load_course(course["path"])
-    shown = autograded_notebook(
-        coursedir, config, "cheater", NB03, NB03, payload, folder, 20 * 2**20
-    )
+    shown = cheaters_autograded_notebook(course, nb, tmp_path)
     sources = [c.source for c in shown.cells]
     assert "print('a test cell of my own')" in sources  # the student's code, shown
     assert "not be shown here" not in shown.cells[0].source
@@ -764,8 +676,6 @@ def test_a_written_answer_with_its_flags_unset_keeps_its_score_box(course, tmp_p
     """A student who unsets the grade and solution flags of the written answer's cell (its grade
     id kept) would hide formgrader's score and comment boxes for it: every cell's nbgrader
     metadata comes from the released notebook by grade id, whatever the student's says."""
-    from autograder.platforms.nbgrader import autograded_notebook, load_course
-
     nb = read(course["path"] / "submitted" / "cheater" / NB03 / f"{NB03}.ipynb")
     written = sorted(written_answers(NB03))
     assert written, "notebook 03 has a written answer"
@@ -773,16 +683,7 @@ def test_a_written_answer_with_its_flags_unset_keeps_its_score_box(course, tmp_p
         meta = cell.metadata.get("nbgrader", {})
         if meta.get("grade_id") in written:
             meta.update({"grade": False, "solution": False, "points": 0})
-    folder = tmp_path / "cheater"
-    folder.mkdir()
-    nbformat.write(nb, folder / f"{NB03}.ipynb")
-    payload = json.loads(
-        (course["path"] / "autograder_grades" / "all" / "cheater" / "results.json").read_text()
-    )
-    config, coursedir = load_course(course["path"])
-    shown = autograded_notebook(
-        coursedir, config, "cheater", NB03, NB03, payload, folder, 20 * 2**20
-    )
+    shown = cheaters_autograded_notebook(course, nb, tmp_path)
     released = read(course["path"] / "release" / NB03 / f"{NB03}.ipynb")
     want = {
         c.metadata["nbgrader"]["grade_id"]: c.metadata["nbgrader"]

@@ -28,7 +28,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from browser_cdp import Browser
-from test_nbgrader_course import (
+from fixtures import (
     NB01,
     TIMESTAMP,
     UNNORMALISED,
@@ -348,7 +348,7 @@ VERDICTS = r"""
 
 
 def formgrader_page(hostile):
-    from test_nbgrader_course import formgrader_api
+    from fixtures import formgrader_api
 
     [submission] = formgrader_api(hostile["formgrader"], f"submitted_notebooks/{NB01}/{NB01}")
     base, token = hostile["formgrader"]

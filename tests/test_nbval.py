@@ -21,7 +21,7 @@ import nbformat
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_notebooks import LECTURE, SOLUTIONS, WITH_SOLUTION, lecture_lines  # noqa: E402
+from fixtures import LECTURE, SOLUTIONS, WITH_SOLUTION, lecture_lines  # noqa: E402
 
 pytestmark = pytest.mark.slow  # executes whole notebooks (`pytest -m "not slow"` skips it)
 

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_notebooks import executed_solution, stdout  # noqa: E402
+from fixtures import executed_solution, stdout  # noqa: E402
 
 SOLUTION = Path(__file__).resolve().parent.parent / "solutions" / "06_autoregressive_lm.ipynb"
 STEM = "06_autoregressive_lm"

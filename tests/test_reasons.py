@@ -154,3 +154,62 @@ def _phrase(node):
         and isinstance(node.value, str)
         and any(phrase in node.value for phrase in PHRASES)
     )
+
+
+OUR_TEXTS = {"output", "notes", "not_graded", "messages", "note"}  # the grader's own sentences
+
+
+def _our_text(node):
+    """x.output, x["output"], x.get("output") (likewise notes, not_graded, messages, note)."""
+    if isinstance(node, ast.Attribute):
+        return node.attr in OUR_TEXTS
+    if isinstance(node, ast.Subscript):
+        key = node.slice
+        return isinstance(key, ast.Constant) and key.value in OUR_TEXTS
+    if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "get" and node.args:
+        key = node.args[0]
+        return isinstance(key, ast.Constant) and key.value in OUR_TEXTS
+    return False
+
+
+def text_tests(tree):
+    """Lines that test a literal against the grader's own sentences: `"..." in r.output`,
+    `t["output"].startswith("...")`, `run.not_graded == "..."`."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and any(_our_text(c) for c in node.comparators):
+            if isinstance(node.left, ast.Constant) and isinstance(node.left.value, str):
+                yield node.lineno
+        elif isinstance(node, ast.Compare) and _our_text(node.left):
+            if any(
+                isinstance(c, ast.Constant) and isinstance(c.value, str) for c in node.comparators
+            ):
+                yield node.lineno
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") in (
+            "startswith",
+            "endswith",
+            "find",
+            "count",
+        ):
+            if _our_text(node.func.value):
+                yield node.lineno
+
+
+def test_the_finder_sees_a_test_of_the_words():
+    code = (
+        'a = "not yet" in r.output\n'
+        'b = t["output"].startswith("x")\n'
+        'c = run.not_graded == "x"\n'
+        'd = "x" in t.get("output", "")\n'
+        'e = r.reason == "lost"\n'
+        'f = "broadcast" in message\n'  # a student's exception text: not the grader's sentence
+    )
+    assert list(text_tests(ast.parse(code))) == [1, 2, 3, 4]
+
+
+def test_no_code_reads_a_state_from_the_graders_own_sentences():
+    offenders = [
+        f"{path.relative_to(PACKAGE.parent)}:{line}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for line in text_tests(ast.parse(path.read_text(encoding="utf-8")))
+    ]
+    assert not offenders, offenders

@@ -15,6 +15,7 @@ from fixtures import answer, notebook, run_one
 from processes import marker, processes_with
 
 import autograder
+from autograder.grading.course_files import course_files
 from autograder.sandbox import Limits, NotebookJob, Sandbox
 
 pytestmark = pytest.mark.slow  # grades in a real sandbox (`pytest -m "not slow"` skips it)
@@ -25,7 +26,9 @@ NB2 = "02_dot_product_softmax"
 
 @pytest.fixture(scope="module")
 def sandbox():
-    box = Sandbox(Limits(timeout=30, memory_bytes=2 * 2**30, startup_seconds=60))
+    box = Sandbox(
+        Limits(timeout=30, memory_bytes=2 * 2**30, startup_seconds=60), course=course_files()
+    )
     yield box
     box.close()
 

@@ -16,9 +16,9 @@ GPT answers are judged without the training run (conftest.cheap_training), on on
 
 import pytest
 import torch_mutants
-from conftest import cheap_training
-from test_diagnosis_torch import CATALOGUE
-from test_probes_torch import NAMES_05, NAMES_06, show
+from fixtures import cheap_training
+from torch_diagnosis_mutants import CATALOGUE
+from torch_probe_mutants import NAMES_05, NAMES_06, show
 
 from autograder.checks import VISIBLE_SEED, run_in_process
 from autograder.probes import autoregressive_lm as lm_probes

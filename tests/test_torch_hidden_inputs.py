@@ -7,9 +7,9 @@
 
 import numpy as np
 import pytest
-from test_diagnosis_torch import CATALOGUE
-from test_probes_torch import show
+from torch_diagnosis_mutants import CATALOGUE
 from torch_mutants import MORE
+from torch_probe_mutants import show
 
 from autograder.checks import VISIBLE_SEED, run_in_process
 from autograder.probes.base import build_cases, derive_seed

@@ -11,6 +11,7 @@ from autograder.checks import VISIBLE_SEED, run_in_process
 from autograder.misconceptions import CATALOGUE
 from autograder.probes.base import derive_seed
 from autograder.reference import autoregressive_lm as R
+from autograder.results import NOT_IMPLEMENTED
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -178,4 +179,4 @@ def test_an_unfinished_exercise_scores_zero_and_says_so(name):
 
     results = _run(name, unfinished, VISIBLE_SEED)
     assert results and all(r.score == 0 for r in results)
-    assert all("not implemented yet" in r.output for r in results), _show(results)
+    assert all(r.reason == NOT_IMPLEMENTED for r in results), _show(results)

@@ -10,7 +10,8 @@ import math
 
 import torch
 import torch.nn.functional as F
-from test_checks_gaps import (
+from torch import nn
+from torch_gap_mutants import (
     BlockAfterSum,
     BlockAlwaysDrops,
     BlockDropsTheInput,
@@ -22,8 +23,7 @@ from test_checks_gaps import (
     loss_view,
     pe_float64,
 )
-from test_probes_torch import R, make_mha
-from torch import nn
+from torch_probe_mutants import R, make_mha
 from training_mutants import with_top_p
 
 # ================================================================ 05: layer_norm

@@ -29,6 +29,7 @@ from pathlib import Path
 from autograder import memory_ceiling, submissions
 from autograder.curriculum import GRADED_NAMES, NOTEBOOKS
 from autograder.grading import selftest
+from autograder.grading.course_files import course_files
 from autograder.grading.payload import apply_late
 from autograder.grading.plan import registered_probes
 from autograder.grading.progress import OverBudget
@@ -189,9 +190,7 @@ def _grade_class(found, settings, progress, stop):
         results = output_folder(settings.out, student) / "results.json"
         digest = submissions.content_digest(sub)
         fresh = (
-            not settings.force
-            and student not in unfinished_before
-            and up_to_date(digest, results)
+            not settings.force and student not in unfinished_before and up_to_date(digest, results)
         )
         saved = read_saved(results) if fresh or settings.notebooks else None
         if digest and (not settings.notebooks or (saved or {}).get("submission_digest") == digest):
@@ -226,7 +225,10 @@ def _grade_class(found, settings, progress, stop):
 def _open_sandbox(settings):
     try:
         return Sandbox(
-            settings.limits, mode=settings.sandbox_mode, lib_root=settings.work_root / "lib"
+            settings.limits,
+            mode=settings.sandbox_mode,
+            lib_root=settings.work_root / "lib",
+            course=course_files(),
         )
     except BubblewrapUnsupported as exc:  # too old for the sandbox: never silently none
         raise SystemExit(f"error: {exc}.") from None

@@ -11,6 +11,7 @@ import time
 
 from autograder.grading import selftest
 from autograder.grading.classrun import grade_class
+from autograder.grading.course_files import course_files
 from autograder.grading.settings import limits_from_args, settings_from_args
 from autograder.safe_files import printable
 from autograder.switches import switches
@@ -82,7 +83,7 @@ def selftest_command(args):
 
             sandbox = make_sandbox(limits, args.sandbox)
         else:
-            sandbox = Sandbox(limits, mode=args.sandbox)
+            sandbox = Sandbox(limits, mode=args.sandbox, course=course_files())
     except (RuntimeError, BubblewrapUnsupported) as exc:
         print(f"self-test failed: {exc}", file=sys.stderr)
         return 1

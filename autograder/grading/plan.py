@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder import demo_cells
 from autograder.curriculum import GRADED_NAMES, NOTEBOOKS, Notebook
 from autograder.judging.base import write_requests
 from autograder.notebook_files import load_notebook
@@ -122,6 +123,8 @@ def plan_notebooks(student, folder, settings, work, placement, kept):
             serve[case.function] = (
                 serve.get(case.function, settings.limits.serve_base_seconds) + seconds
             )
-        job = NotebookJob(nb.stem, nb.filename, request_dir, serve)
+        # the released demo cells it may skip, read from the very file the sandbox runs
+        skip = demo_cells.skip_plan(prepared / nb.filename, nb.stem)
+        job = NotebookJob(nb.stem, nb.filename, request_dir, serve, skip=skip)
         plans.append(NotebookPlan(nb, cases, job, None, message, graded_from=graded_from))
     return plans

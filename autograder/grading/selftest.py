@@ -110,7 +110,9 @@ def environment(sandbox):
     )
     course = hashlib.sha256()
     _tree_digest(course, PACKAGE, {".py", ".j2", ".html", ".json"})
-    for folder in (SOLUTIONS, BLANK, getattr(sandbox, "coursedata", None)):
+    handed = getattr(sandbox, "course", None)  # the course's packages the sandbox was handed
+    course_packages = [folder for _, folder in handed.packages] if handed is not None else []
+    for folder in (SOLUTIONS, BLANK, *course_packages):
         if folder is not None and Path(folder).is_dir():
             _tree_digest(course, folder, {".py", ".json", ".ipynb", ".txt"})
     return {

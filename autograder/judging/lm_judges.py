@@ -21,8 +21,6 @@ from autograder.judging.base import Fail, Response
 from autograder.judging.compare import FLOAT32, describe_encoded, fmt
 from autograder.judging.torch_checks import (
     IN_EVAL_MODE,
-    chi_square,
-    chi_square_limit,
     close_or_diagnose,
     cross_entropy,
     differentiable_and_unchanged,
@@ -31,6 +29,7 @@ from autograder.judging.torch_checks import (
     gpt_logits,
     hint_for,
     one_diagnosis,
+    sample_fit,
 )
 from autograder.misconceptions import CATALOGUE
 from autograder.results import NOT_IMPLEMENTED
@@ -734,8 +733,8 @@ def generate_distribution(
     got = _generated(responses[0], what, (B, 2), V)
     p, p_mul = np.asarray(p), np.asarray(p_multiplied)
     counts = np.bincount(got[:, 1], minlength=V)
-    stat, dof = chi_square(counts, p)
-    if stat <= chi_square_limit(dof):
+    stat, fits_p = sample_fit(counts, p)
+    if fits_p:
         return
     freq = counts / B
     top = int(np.argmax(p))
@@ -746,8 +745,8 @@ def generate_distribution(
         )
 
     def fits(q, loosely=True):
-        stat_q, dof_q = chi_square(counts, np.asarray(q))
-        return stat_q <= chi_square_limit(dof_q) or (loosely and stat_q < stat / 10)
+        stat_q, fits_q = sample_fit(counts, q)
+        return fits_q or (loosely and stat_q < stat / 10)
 
     if top_p is not None:
         for id_, q in named:
@@ -774,8 +773,7 @@ def generate_distribution(
                 ["temperature-multiplied"],
             )
         if p_plain is not None and top_p is None:
-            stat_one, dof_one = chi_square(counts, np.asarray(p_plain))
-            if stat_one <= chi_square_limit(dof_one):
+            if sample_fit(counts, p_plain)[1]:
                 raise Fail(
                     f"{what}: {seen}. The samples follow softmax(logits), as if the "
                     "temperature were 1: divide the logits by temperature before the softmax."

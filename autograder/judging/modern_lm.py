@@ -12,11 +12,10 @@ from autograder.judging import compare, judge
 from autograder.judging.base import Fail
 from autograder.judging.compare import describe_encoded, fmt
 from autograder.judging.torch_checks import (
-    chi_square,
-    chi_square_limit,
     close_or_diagnose,
     explain,
     module_answer,
+    sample_fit,
 )
 from autograder.results import NOT_IMPLEMENTED
 
@@ -418,8 +417,7 @@ def cached_distribution(responses, *, what, samples, vocab_size, prompt, p, vari
     the sampling mistake whose distribution fits instead."""
     got = _generated(responses[0], what, (samples, len(prompt[0]) + 1), vocab_size, prompt)
     counts = np.bincount(got[:, -1], minlength=vocab_size)
-    stat, dof = chi_square(counts, np.asarray(p))
-    if stat <= chi_square_limit(dof):
+    if sample_fit(counts, p)[1]:
         return
     top = int(np.argmax(p))
     seen = (
@@ -431,8 +429,7 @@ def cached_distribution(responses, *, what, samples, vocab_size, prompt, p, vari
             f"{what}: all {samples} samples are one token: sample (torch.multinomial), do not take the argmax."
         )
     for id_, q in variants:
-        s, k = chi_square(counts, np.asarray(q))
-        if s <= chi_square_limit(k):
+        if sample_fit(counts, q)[1]:
             raise Fail(f"{what}: {seen}. " + explain([id_]), [id_])
     raise Fail(
         f"{what}: the {samples} samples do not follow the distribution notebook 06's sampling "

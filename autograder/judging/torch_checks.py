@@ -427,6 +427,13 @@ def chi_square_limit(dof):
     return dof * (1 - a + 4.75 * math.sqrt(a)) ** 3
 
 
+def sample_fit(counts, p):
+    """The sampling check of notebooks 06 and 07: Pearson's statistic of the tokens' `counts`
+    against the distribution p, and whether chance explains it (chi_square_limit)."""
+    stat, dof = chi_square(counts, np.asarray(p))
+    return stat, stat <= chi_square_limit(dof)
+
+
 NOTEBOOK_05 = ("TransformerBlock", "MultiHeadAttention", "FeedForward", "LayerNorm", "layer_norm")
 
 

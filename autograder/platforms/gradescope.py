@@ -41,6 +41,7 @@ from pathlib import Path
 from autograder import demo_cells
 from autograder.escaping import terminal
 from autograder.grading import selftest
+from autograder.grading.course_files import course_files
 from autograder.sandbox import Sandbox
 from autograder.sandbox.copying import share_read_only
 from autograder.switches import switches
@@ -363,7 +364,7 @@ class StudentUserSandbox(Sandbox):
     the student's code, run as an unprivileged user (rlimits and timeouts as usual). Its work
     folders are handed to that user; everything else of the grader stays root's."""
 
-    def __init__(self, limits, user=STUDENT_USER):
+    def __init__(self, limits, user=STUDENT_USER, course=None):
         if isinstance(user, int):  # a bare uid (gid = uid), e.g. one no other process uses
             self.uid = self.gid = user
             name = f"uid {user}"
@@ -372,7 +373,7 @@ class StudentUserSandbox(Sandbox):
             self.uid, self.gid, name = entry.pw_uid, entry.pw_gid, entry.pw_name
         with warnings.catch_warnings():  # the generic "no filesystem sandbox" warning: see below
             warnings.simplefilter("ignore", RuntimeWarning)
-            super().__init__(limits, mode="none")
+            super().__init__(limits, mode="none", course=course)
         print(
             f"note: bubblewrap cannot create namespaces here; student code runs as the "
             f"unprivileged user {name} (uid {self.uid}), which cannot read the course, "
@@ -450,13 +451,14 @@ def make_sandbox(limits, mode):
     """bubblewrap when it works here; otherwise the unprivileged-user sandbox."""
     if mode in ("bwrap", "auto"):
         try:
-            return Sandbox(limits, mode="bwrap")
+            return Sandbox(limits, mode="bwrap", course=course_files())
         except RuntimeError:
             if mode == "bwrap":
                 raise
     if os.geteuid() == 0:
-        return StudentUserSandbox(limits, switches().student_user or STUDENT_USER)
-    return Sandbox(limits, mode="none")  # not root (a test run): nothing to drop
+        user = switches().student_user or STUDENT_USER
+        return StudentUserSandbox(limits, user, course=course_files())
+    return Sandbox(limits, mode="none", course=course_files())  # not root (a test run)
 
 
 FAILED = (

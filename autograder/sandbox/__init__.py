@@ -40,7 +40,6 @@ import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from autograder import demo_cells
 from autograder.safe_files import remove_tree
 from autograder.switches import switches
 
@@ -72,6 +71,7 @@ from .status import apply_status, read_status, suspicion, window
 from .userns import UID_BASE, make_userns
 
 __all__ = [
+    "CourseFiles",
     "Limits",
     "NotebookJob",
     "NotebookRun",
@@ -108,22 +108,19 @@ HERE = Path(__file__).resolve().parent
 INSIDE = HERE / "inside"  # what runs inside the sandbox, copied there on its own
 HARNESS = HERE.parent / "harness"
 
+# the package the harness sits in (a regular package: an installed `autograder` cannot shadow it)
 STUB_INIT = '''"""A stand-in for the course package inside the grading sandbox: no reference, no tests."""
 '''
-STUB_CHECKS = '''"""Visible checks are silent no-ops while a notebook is being graded."""
 
 
-def check(function, obj=None, **namespace):
-    return None
+@dataclass(frozen=True)
+class CourseFiles:
+    """What a course hands the sandbox (grading/course_files.py builds this course's): the
+    sandbox itself knows no course. Everything is read-only inside."""
 
-
-def assert_passes(function, obj=None, seed=None, **namespace):
-    return None
-
-
-def run_in_process(*args, **kwargs):
-    return []
-'''
+    modules: tuple[tuple[str, str], ...] = ()  # (path under the sandbox's lib, its text)
+    packages: tuple[tuple[str, Path], ...] = ()  # (folder under the lib, the folder copied there)
+    data: tuple[Path, ...] = ()  # files shown at their own paths (e.g. a data set a loader reads)
 
 
 @dataclass
@@ -135,6 +132,7 @@ class NotebookJob:
     request_dir: Path  # holds <graded name>/<case>_<request>/ folders (write_requests)
     serve_seconds: dict[str, float]  # graded name -> time limit of its serve cell
     wall_factor: float | None = None  # the wall-clock backstop, if not Limits.wall_factor
+    skip: dict[str, str] = field(default_factory=dict)  # cell index -> sha256: demo cells to skip
 
 
 @dataclass
@@ -164,8 +162,9 @@ class Sandbox(Isolation):
     The isolation (which defences this machine allows, the bwrap command line) is inherited
     from isolation.Isolation; limits.py, copying.py and status.py hold the rest."""
 
-    def __init__(self, limits=None, mode="auto", lib_root=None, warm=None):
+    def __init__(self, limits=None, mode="auto", lib_root=None, warm=None, course=None):
         self.limits = limits or Limits()
+        self.course = course or CourseFiles()
         # Warm kernels (zygote.py): each notebook's kernel is forked from one pre-loaded process
         # per student instead of started cold. AUTOGRADER_WARM_KERNELS=0 turns them off.
         if warm is None:
@@ -212,7 +211,9 @@ class Sandbox(Isolation):
         stub = lib / "autograder"
         stub.mkdir(parents=True, exist_ok=True)
         (stub / "__init__.py").write_text(STUB_INIT)
-        (stub / "checks.py").write_text(STUB_CHECKS)
+        for rel, text in self.course.modules:
+            (lib / rel).parent.mkdir(parents=True, exist_ok=True)
+            (lib / rel).write_text(text)
         shutil.copytree(
             HARNESS,
             stub / "harness",
@@ -223,44 +224,17 @@ class Sandbox(Isolation):
         shutil.copy2(INSIDE / "zygote.py", self.lib / "zygote.py")
         # a copy, not a bind mount: where the course lives may be closed to the sandbox's uid
         # (Gradescope's setup.sh makes /autograder/source root's alone)
-        self.coursedata = self._coursedata_dir()
-        if self.coursedata is not None:
+        for name, folder in self.course.packages:
             shutil.copytree(
-                self.coursedata,
-                lib / "coursedata",
+                folder,
+                lib / name,
                 ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
                 dirs_exist_ok=True,
             )
-        self.extra_data = self._extra_data()
+        self.extra_data = list(self.course.data)
         self.mplconfig = self.lib / "mplconfig"
         self._warm_matplotlib()
         share_read_only(self.lib)  # the sandbox's unprivileged uid must read all of it
-
-    @staticmethod
-    def _coursedata_dir():
-        try:
-            import coursedata
-        except ImportError:
-            return None
-        return Path(coursedata.__file__).resolve().parent
-
-    @staticmethod
-    def _extra_data():
-        """Read-only data files the course loaders look for (e.g. tiny Shakespeare), if any."""
-        found = []
-        try:
-            import coursedata
-        except ImportError:
-            return found
-        for attr in ("SHAKESPEARE_PATH", "shakespeare_path", "tiny_shakespeare_path"):
-            value = getattr(coursedata, attr, None)
-            try:
-                path = Path(value() if callable(value) else value) if value else None
-            except Exception:  # noqa: BLE001 - a loader that cannot find its file: nothing to expose
-                path = None
-            if path and path.exists():
-                found.append(path.resolve())
-        return found
 
     def _warm_matplotlib(self):
         """matplotlib's font cache, built once per machine (fontcache.py); each sandbox gets a
@@ -447,7 +421,7 @@ class Sandbox(Isolation):
                         )
                     ),
                     "wall_factor": j.wall_factor,
-                    "skip": demo_cells.skip_plan(work / "submission" / j.filename, j.stem),
+                    "skip": dict(j.skip),
                 }
                 for j in pending
             ],
