@@ -231,6 +231,24 @@ def test_an_import_error_naming_the_model_answers_is_flagged():
     assert data["flags"][0]["flags"][0]["fact"] == "answers-looked-up"
 
 
+def test_what_gather_saw_is_flagged_in_its_own_words():
+    """classroom gather's flags (results.json's handed_in_flags, by grade --handed-in) reach
+    the integrity section as the grader's own sentence; an unknown token or a student-made
+    sentence never does."""
+    from autograder.deadlines import GATHER_FLAGS
+
+    payload = {"score": 1.0, "max_score": 1.0, "student": "s", "notebooks": {}, "tests": [],
+               "handed_in_flags": [{"flag": "backdated", "what": "<script>x</script>"},
+                                   {"flag": "made-up", "what": "anything"}, "not a dict"]}  # fmt: skip
+    plain = {**payload, "student": "p"}
+    plain.pop("handed_in_flags")
+    data = class_data([SavedResult("s", payload), SavedResult("p", plain)])
+    assert [f["student"] for f in data["flags"]] == ["s"]
+    assert data["flags"][0]["flags"] == [
+        {"notebook": "the repository", "fact": "backdated", "what": GATHER_FLAGS["backdated"]}
+    ]
+
+
 def test_links_to_feedback_pages_stay_one_path_segment(synthetic):
     _, _, data = synthetic
     for href in (h["href"] for h in data["all_students"]):

@@ -22,8 +22,10 @@ SHOWN = 2  # students named on the line; the others are counted
 
 
 def notebook_budget(limits, job):
-    """Seconds: the notebook's cells' CPU limit and its hidden tests' (from its Limits)."""
-    return float(limits.timeout) + sum(float(s) for s in job.serve_seconds.values())
+    """Seconds: the notebook's cells' CPU budget and its hidden tests' together, as the sandbox
+    applies them (Limits.notebook_budgets: measured by the self-test, or --timeout)."""
+    cells, tests = limits.notebook_budgets(job.stem, job.serve_seconds)
+    return float(cells) + float(tests)
 
 
 def duration(seconds):

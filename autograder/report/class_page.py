@@ -23,6 +23,7 @@ from collections import Counter, defaultdict
 from urllib.parse import quote
 
 from autograder.curriculum import NOTEBOOK_OF, NOTEBOOKS
+from autograder.deadlines import GATHER_FLAGS
 from autograder.integrity import INTEGRITY_FACTS
 from autograder.misconceptions import CATALOGUE
 from autograder.report.feedback import notebook_state
@@ -185,10 +186,16 @@ def _integrity(results):
         if _ANSWER_LOOKUP.search(str(t.get("output", ""))):
             seen.setdefault((t.get("notebook", ""), "answers-looked-up"), True)
     order = {nb.stem: i for i, nb in enumerate(NOTEBOOKS)}
-    return [
+    found = [
         {"notebook": stem, "fact": fact, "what": INTEGRITY_FACTS[fact]}
         for stem, fact in sorted(seen, key=lambda k: (order.get(k[0], 99), k[1]))
     ]
+    # what `classroom gather` saw of the repository (grade --handed-in): by token, in our words
+    for entry in results.get("handed_in_flags", []) or []:
+        flag = entry.get("flag") if isinstance(entry, dict) else None
+        if flag in GATHER_FLAGS:
+            found.append({"notebook": "the repository", "fact": flag, "what": GATHER_FLAGS[flag]})
+    return found
 
 
 def _section(function, sections):
