@@ -21,6 +21,15 @@ Sandbox modes (what the container allows; `confine` applies it before chroot):
 - no-namespaces   no namespaces at all (no CAP_SYS_ADMIN, no user namespaces: Docker's
                   defaults): no bubblewrap; student code runs as the unprivileged user `student`.
 
+Each run proves its mode twice, from the run itself, never from what the harness meant
+(`evidence`): run_autograder's log names the sandbox it graded in and the uid student code runs
+as (the line `sandbox: KIND, uid UID: ...`, gradescope.py's sandbox_line), and the kernel's
+account of the run's processes agrees: while it grades, /proc is sampled for every process of the
+run's tree, and each notebook process (the sandbox's driver, zygote and kernels) is recorded with
+its real uid, whether it has a user namespace and a pid namespace of its own, whether bubblewrap
+is among its ancestors, and its effective capabilities. A run whose log or processes say another
+mode than the one the container allowed is marked MISMATCH, and `grade` exits 1.
+
 CPU-seconds are the whole process tree's user+sys time, read from a cgroup of its own
 (benchmarks/grade_vs_nbgrader.py's CpuMeter); with --runs N the table shows medians (every run
 is printed). Runs are interleaved (each mode and the standalone grader back to back, submission
@@ -36,6 +45,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -84,6 +94,159 @@ def confine(mode, command):
     os.execvp(command[0], command)
 
 
+# -- what the run itself says about its sandbox ----------------------------------------------------
+# the mode the container allows -> the sandbox run_autograder must log (gradescope.sandbox_line)
+EXPECTED = {"userns": "bwrap-userns", "no-userns": "bwrap-root", "no-namespaces": "student-user"}
+UID_BASE = 1_500_000_000  # autograder/sandbox/userns.py: the first sandbox uid
+NOTEBOOK_PROCESSES = ("driver.py", "zygote.py", "ipykernel")  # the sandbox's own processes
+
+
+def _read(path):
+    try:
+        return Path(path).read_bytes()
+    except OSError:
+        return None
+
+
+class ProcessWatch:
+    """Samples /proc while a run goes on: every process descended from `pid` whose command line
+    names one of NOTEBOOK_PROCESSES, with what the kernel says of it (its uid, namespaces,
+    capabilities, and whether bubblewrap is among its ancestors)."""
+
+    def __init__(self, pid, interval=0.2):
+        self.pid, self.interval = pid, interval
+        self.seen = {}  # (pid, start time) -> record
+        self.own = {ns: os.readlink(f"/proc/self/ns/{ns}") for ns in ("user", "pid")}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+    def _loop(self):
+        while not self._stop.is_set():
+            self.sample()
+            self._stop.wait(self.interval)
+
+    def sample(self):
+        parent, comm, stat = {}, {}, {}
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            raw = _read(entry / "stat")
+            if raw is None:
+                continue
+            text = raw.decode(errors="replace")
+            name, rest = text[text.index("(") + 1 : text.rindex(")")], text[text.rindex(")") + 2 :]
+            fields = rest.split()
+            pid = int(entry.name)
+            parent[pid], comm[pid], stat[pid] = int(fields[1]), name, fields[19]  # ppid, start
+        for pid in parent:
+            chain, at = [], pid
+            while at in parent and at != self.pid and len(chain) < 64:
+                at = parent[at]
+                chain.append(comm.get(at, ""))
+            if at != self.pid:
+                continue
+            cmdline = _read(f"/proc/{pid}/cmdline")
+            if not cmdline or not any(n.encode() in cmdline for n in NOTEBOOK_PROCESSES):
+                continue
+            if comm[pid] == "bwrap":  # bubblewrap itself (its command line names the driver)
+                continue
+            record = self._record(pid, cmdline, chain)
+            if record is not None:  # the latest view (the driver drops to its uid at its start)
+                self.seen[(pid, stat[pid])] = record
+
+    def _record(self, pid, cmdline, chain):
+        status = _read(f"/proc/{pid}/status")
+        try:
+            ns = {n: os.readlink(f"/proc/{pid}/ns/{n}") for n in ("user", "pid")}
+        except OSError:
+            return None
+        if status is None:
+            return None
+        fields = dict(
+            line.split(":", 1)
+            for line in status.decode(errors="replace").splitlines()
+            if ":" in line
+        )
+        words = [w.decode(errors="replace") for w in cmdline.split(b"\0") if w]
+        # the zygote and the warm kernels are forks of the driver: they keep its command line
+        kind = "kernel" if any("ipykernel" in w for w in words) else "driver or fork"
+        if any(w.endswith("zygote.py") for w in words):
+            kind = "kernel launcher"
+        return {
+            "process": kind,
+            "uid": int(fields.get("Uid", "-1").split()[0]),
+            "own_userns": ns["user"] != self.own["user"],
+            "own_pidns": ns["pid"] != self.own["pid"],
+            "under_bwrap": "bwrap" in chain,
+            "cap_eff": fields.get("CapEff", "").strip(),
+        }
+
+
+def logged_sandbox(log):
+    """(KIND, uid) from run_autograder's `sandbox: KIND, uid UID: ...` line; (None, None) if the
+    log has none."""
+    import re
+
+    found = re.findall(r"^sandbox: ([\w-]+), uid (\d+):", log, re.M)
+    if len(set(found)) != 1:
+        return (None, None) if not found else ("several: " + " / ".join(k for k, _ in found), None)
+    kind, uid = found[0]
+    return kind, int(uid)
+
+
+def observed_sandbox(records):
+    """The sandbox the kernel saw: (KIND, sorted uids) from ProcessWatch records (each process
+    as last seen: the driver drops to its uid first thing), where KIND is what all of them agree
+    on, "mixed: ..." when they do not, None when none ran."""
+    kinds = set()
+    for r in records:
+        if r["under_bwrap"] and r["own_userns"] and r["uid"] >= UID_BASE and r["own_pidns"]:
+            kinds.add("bwrap-userns")
+        elif r["under_bwrap"] and not r["own_userns"] and r["uid"] == 0 and r["own_pidns"]:
+            kinds.add("bwrap-root")
+        elif not r["under_bwrap"] and not r["own_userns"] and not r["own_pidns"] and r["uid"]:
+            kinds.add("student-user")
+        else:
+            kinds.add("other " + json.dumps(r, sort_keys=True))
+    if not kinds:
+        return None, []
+    uids = sorted({r["uid"] for r in records})
+    return (kinds.pop() if len(kinds) == 1 else "mixed: " + " / ".join(sorted(kinds))), uids
+
+
+def evidence(mode, log, records):
+    """(ok, one line): does what the run logged, and what its processes were, match `mode`?"""
+    want = EXPECTED[mode]
+    kind, uid = logged_sandbox(log)
+    seen, uids = observed_sandbox(records)
+    caps = sorted({r["cap_eff"] for r in records})
+    ok = kind == want and seen == want and bool(uids)
+    if want == "bwrap-userns":
+        ok = ok and uid is not None and uid >= UID_BASE
+    elif want == "bwrap-root":
+        ok = ok and uid == 0
+    else:
+        ok = ok and uid is not None and uid > 0 and uids == [uid]
+    ok = ok and caps == ["0000000000000000"]  # no notebook process holds a capability
+    counts = {}
+    for r in records:
+        counts[r["process"]] = counts.get(r["process"], 0) + 1
+    line = (
+        f"log: {kind}, uid {uid}; seen: {seen}, uids {','.join(map(str, uids)) or '-'}, "
+        f"kernels' CapEff {','.join(caps) or '-'} "
+        f"({', '.join(f'{n} {name}' for name, n in sorted(counts.items()))})"
+    )
+    return ok, ("" if ok else "MISMATCH: ") + line
+
+
 # -- one Gradescope run --------------------------------------------------------------------------
 MOUNT_SCRIPT = r"""
 set -e
@@ -128,15 +291,22 @@ def gradescope_run(root, mode, notebooks, cpu):
     inner = ["bash", "-c", "cd /autograder && exec /autograder/run_autograder"]
     started = time.perf_counter()
     with CpuMeter() as meter:
-        done = subprocess.run(
-            chroot_command(root, mode, inner, cpu=cpu), capture_output=True, text=True
-        )
+        with subprocess.Popen(
+            chroot_command(root, mode, inner, cpu=cpu),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        ) as proc:
+            with ProcessWatch(proc.pid) as watch:
+                log = proc.communicate()[0]
     wall = time.perf_counter() - started
     try:
         results = json.loads((autograder / "results" / "results.json").read_text())
     except (OSError, ValueError):
         results = None
-    return results, meter.seconds, wall, done.stdout + done.stderr, meter.method
+    ok, proof = evidence(mode, log, list(watch.seen.values()))
+    log += f"\n[field test] {proof}\n"
+    return results, meter.seconds, wall, log, meter.method, (ok, proof)
 
 
 def standalone_run(notebooks, cpu):
@@ -155,13 +325,24 @@ def standalone_run(notebooks, cpu):
         env = {k: v for k, v in os.environ.items() if k != "COURSE_SECRET"}
         started = time.perf_counter()
         with CpuMeter() as meter:
-            done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO)
+            with subprocess.Popen(
+                command,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                env=env,
+                cwd=REPO,
+            ) as proc:
+                with ProcessWatch(proc.pid) as watch:
+                    log = proc.communicate()[0]
         wall = time.perf_counter() - started
         try:
             results = json.loads((base / "out" / EMAIL / "results.json").read_text())
         except (OSError, ValueError):
             results = None
-        return results, meter.seconds, wall, done.stdout + done.stderr, meter.method
+        seen, uids = observed_sandbox(list(watch.seen.values()))  # shown, not checked
+        proof = f"seen: {seen}, uids {','.join(map(str, uids)) or '-'}"
+        return results, meter.seconds, wall, log, meter.method, (True, proof)
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
@@ -184,6 +365,9 @@ def table(rows, submissions=tuple(SUBMISSIONS)):
     """rows: [{"image", "mode", "scores": {submission: "x/y"}, "cpu": {submission: seconds}}]
     -> the field test's table as text, one line per (image, mode)."""
     head = ["image", "sandbox mode", *submissions, "CPU-s per submission"]
+    evidence = any(row.get("evidence") for row in rows)
+    if evidence:
+        head.append("evidence (the run's log; its processes, as the kernel saw them)")
     lines = []
     for row in rows:
         cpu = [row["cpu"][s] for s in submissions if row["cpu"].get(s) is not None]
@@ -193,6 +377,14 @@ def table(rows, submissions=tuple(SUBMISSIONS)):
             [row["image"], row["mode"], *(row["scores"].get(s, "-") for s in submissions)]
             + [f"{mean} ({each})" if each else mean]
         )
+        if evidence:
+            proofs = row.get("evidence") or {}
+            distinct = list(dict.fromkeys(proofs.values()))
+            lines[-1].append(
+                distinct[0] + (" (every submission)" if len(proofs) > 1 else "")
+                if len(distinct) == 1
+                else "; ".join(f"{s}: {proofs[s]}" for s in submissions if s in proofs)
+            )
     widths = [max(len(str(x)) for x in column) for column in zip(head, *lines, strict=True)]
 
     def fmt(cells):
@@ -209,22 +401,28 @@ def grade(args):
     if not args.no_standalone:
         plans.append(("this machine, standalone", "grade --workers 1"))
     seen = {plan: {} for plan in plans}  # plan -> submission -> [(score, cpu, wall)]
+    proofs = {plan: {} for plan in plans}  # plan -> submission -> {evidence line}
+    mismatches = 0
     for name in args.submissions:
         notebooks = sorted(SUBMISSIONS[name].glob("*.ipynb"))
         for _ in range(args.runs):
             for image, mode in plans:
                 if mode == "grade --workers 1":
-                    results, cpu, wall, log, method = standalone_run(notebooks, args.cpu)
+                    results, cpu, wall, log, method, (ok, proof) = standalone_run(
+                        notebooks, args.cpu
+                    )
                 else:
-                    results, cpu, wall, log, method = gradescope_run(
+                    results, cpu, wall, log, method, (ok, proof) = gradescope_run(
                         args.root, mode, notebooks, args.cpu
                     )
+                mismatches += not ok
                 seen[(image, mode)].setdefault(name, []).append(
                     (score_of(results), round(cpu, 2), round(wall, 1), method)
                 )
+                proofs[(image, mode)].setdefault(name, set()).add(proof)
                 print(
                     f"{image} | {mode} | {name}: {score_of(results)}, {cpu:.1f} CPU-s, "
-                    f"{wall:.0f} s wall ({method})",
+                    f"{wall:.0f} s wall ({method}); {proof}",
                     flush=True,
                 )
                 if args.logs:
@@ -243,11 +441,14 @@ def grade(args):
             row["cpu"][name] = statistics.median(row["cpu_runs"][name])
             row["wall"][name] = statistics.median(wall for _, _, wall, _ in done)
             row["cpu_method"] = done[-1][3]
+            row.setdefault("evidence", {})[name] = " or ".join(sorted(proofs[(image, mode)][name]))
         rows.append(row)
     print()
     print(table(rows, tuple(args.submissions)))
+    if mismatches:
+        print(f"{mismatches} run(s) logged or ran another sandbox than their mode: MISMATCH above")
     print(json.dumps(rows))
-    return 0
+    return 1 if mismatches else 0
 
 
 def main(argv=None):
