@@ -37,7 +37,6 @@ by submission), so a change in the machine's load touches every row alike. The l
 """
 
 import argparse
-import ctypes
 import json
 import os
 import shutil
@@ -62,35 +61,63 @@ SUBMISSIONS = {  # name in the table -> folder of notebooks (all six each)
 SECRET = "gradescope-field-test"
 EMAIL = "field.test@example.edu"
 
+# -- the container's limits ----------------------------------------------------------------------
+# Run by the root's own python3 inside the container (after pivot_root the host's venv is gone),
+# and exec'd by `confine` here: one text, so the two cannot differ.
+CONFINE_PY = r"""
+# exec ARGV as a container in MODE would: python3 -I confine.py MODE FILTER -- ARGV
+import ctypes
+import os
+import sys
+
 # prctl(2) and capability numbers (linux/prctl.h, linux/capability.h)
 PR_SET_SECCOMP, PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 22, 38, 24
 SECCOMP_MODE_FILTER, CAP_SYS_ADMIN = 2, 21
 
 
-# -- the container's limits ----------------------------------------------------------------------
-class _SockFprog(ctypes.Structure):
+class SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def take_away(mode, program):
+    # no-namespaces: CAP_SYS_ADMIN out of the bounding set (gone at the next exec); no-userns
+    # and no-namespaces: `program`, a seccomp filter refusing new user namespaces
+    libc = ctypes.CDLL(None, use_errno=True)
+    if mode == "no-namespaces" and libc.prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN)")
+    if mode in ("no-userns", "no-namespaces"):
+        buffer = ctypes.create_string_buffer(program, len(program))
+        fprog = SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
+        if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP)")
+
+
+if __name__ == "__main__":
+    mode, path, dashes, *command = sys.argv[1:]
+    with open(path, "rb") as handle:
+        take_away(mode, handle.read())
+    os.execvp(command[0], command)
+"""
+
+
+def seccomp_program():
+    from autograder.sandbox.seccomp import build_filter
+
+    program = build_filter()  # refuses CLONE_NEWUSER (and the kernel keyring)
+    if program is None:
+        raise SystemExit("no seccomp filter for this machine's architecture")
+    return program
 
 
 def confine(mode, command):
     """exec `command` with what a container in `mode` refuses taken away (never returns)."""
     if mode not in MODES:
         raise SystemExit(f"unknown mode {mode!r}; one of {MODES}")
-    libc = ctypes.CDLL(None, use_errno=True)
-    if mode == "no-namespaces" and libc.prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN)")
-    if mode in ("no-userns", "no-namespaces"):
-        from autograder.sandbox.seccomp import build_filter
-
-        program = build_filter()  # refuses CLONE_NEWUSER (and the kernel keyring)
-        if program is None:
-            raise SystemExit("no seccomp filter for this machine's architecture")
-        buffer = ctypes.create_string_buffer(program, len(program))
-        fprog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
-        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
-        if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP)")
+    code = {"__name__": "confine"}
+    exec(CONFINE_PY, code)  # noqa: S102 - our own text, the one the container runs
+    code["take_away"](mode, seccomp_program() if mode != "userns" else b"")
     os.execvp(command[0], command)
 
 
@@ -251,6 +278,10 @@ def evidence(mode, log, records):
 MOUNT_SCRIPT = r"""
 set -e
 root="$1"; wheels="$2"; shift 2
+# the root becomes the mount namespace's own root, as a container runtime makes it (pivot_root),
+# not a chroot: the kernel refuses new user namespaces to a chrooted process, and bubblewrap
+# cannot pivot_root out of one
+mount --bind "$root" "$root"
 mount --rbind /dev "$root/dev"
 mount -t proc proc "$root/proc"
 mount --rbind /sys "$root/sys"
@@ -258,22 +289,37 @@ if [ -n "$wheels" ]; then
     mkdir -p "$root/opt/wheels"
     mount --bind -o ro "$wheels" "$root/opt/wheels"
 fi
-exec "$@"
+mkdir -p "$root/.field-old-root"
+cd "$root"
+pivot_root . .field-old-root
+exec chroot . /bin/sh -c 'umount -l /.field-old-root && rmdir /.field-old-root && exec "$@"' \
+    container "$@"
 """
+FIELD_DIR = "opt/field-test"  # in the root: confine.py and the seccomp filter
 
 
 def chroot_command(root, mode, inner, cpu=None, wheels=None, env=()):
-    """`inner` run as root in the chroot, in a private mount namespace where /dev, /proc and
-    /sys are mounted (and `wheels` at /opt/wheels, read-only), confined to `mode`, pinned to
-    `cpu` if given, with a clean environment plus `env` ("NAME=value" strings)."""
-    confined = [sys.executable, str(Path(__file__).resolve()), "confine", "--mode", mode, "--"]
+    """`inner` run as root in `root` made a container's root: a private mount namespace whose
+    root it is, with /dev, /proc and /sys mounted (and `wheels` at /opt/wheels, read-only),
+    confined to `mode` by the root's own python3, pinned to `cpu` if given, with a clean
+    environment plus `env` ("NAME=value" strings)."""
+    inside = [
+        "/usr/bin/env",
+        "-i",
+        "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    ]
+    inside += ["HOME=/root", "LANG=C.UTF-8", *env, *inner]
     if cpu is not None:
-        confined += ["taskset", "-c", str(cpu)]
-    confined += ["chroot", str(root), "/usr/bin/env", "-i"]
-    confined += ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]
-    confined += ["HOME=/root", "LANG=C.UTF-8", *env, *inner]
+        inside = ["taskset", "-c", str(cpu), *inside]
+    if mode != "userns":  # nothing to take away otherwise (setup.sh runs before python3 is in)
+        field = Path(root) / FIELD_DIR
+        field.mkdir(parents=True, exist_ok=True)
+        (field / "confine.py").write_text(CONFINE_PY)
+        (field / "seccomp.bpf").write_bytes(seccomp_program())
+        confine_py, program = f"/{FIELD_DIR}/confine.py", f"/{FIELD_DIR}/seccomp.bpf"
+        inside = ["python3", "-I", confine_py, mode, program, "--", *inside]
     mounts = ["unshare", "--mount", "--propagation", "private", "--", "bash", "-c", MOUNT_SCRIPT]
-    return mounts + ["mount-and-run", str(root), str(wheels or ""), *confined]
+    return mounts + ["mount-and-run", str(root), str(wheels or ""), *inside]
 
 
 def gradescope_run(root, mode, notebooks, cpu):
