@@ -407,6 +407,17 @@ def score_of(results):
     return f"{results.get('score', 0):g}/{max_score:g}"
 
 
+def _full(score):
+    """ "126.25/126.25" (every run, if several) -> True."""
+    parts = [part.split("/") for part in score.split(" or ")]
+    return all(len(p) == 2 and float(p[0]) == float(p[1]) > 0 for p in parts)
+
+
+def _zero(score):
+    parts = [part.split("/") for part in score.split(" or ")]
+    return all(len(p) == 2 and float(p[0]) == 0 for p in parts)
+
+
 def table(rows, submissions=tuple(SUBMISSIONS)):
     """rows: [{"image", "mode", "scores": {submission: "x/y"}, "cpu": {submission: seconds}}]
     -> the field test's table as text, one line per (image, mode)."""
@@ -491,8 +502,17 @@ def grade(args):
         rows.append(row)
     print()
     print(table(rows, tuple(args.submissions)))
+    wrong = [  # the field test's own verdict: solutions full marks, blank 0, in every row
+        f"{row['image']} | {row['mode']} | {name}: {score}"
+        for row in rows
+        for name, score in row["scores"].items()
+        if (name == "solutions" and not _full(score)) or (name == "blank" and not _zero(score))
+    ]
+    for line in wrong:
+        print(f"WRONG SCORE: {line} (solutions must score full marks, blank 0)")
+    mismatches += len(wrong)
     if mismatches:
-        print(f"{mismatches} run(s) logged or ran another sandbox than their mode: MISMATCH above")
+        print(f"{mismatches} finding(s): MISMATCH or WRONG SCORE above")
     print(json.dumps(rows))
     return 1 if mismatches else 0
 

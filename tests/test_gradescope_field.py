@@ -110,11 +110,14 @@ def test_runs_are_interleaved_and_the_table_shows_medians(monkeypatch, capsys):
     monkeypatch.setattr(field, "gradescope_run", gradescope_run)
     monkeypatch.setattr(field, "standalone_run", standalone_run)
     args = ["grade", "--root", "/none", "--modes", "userns", "--submissions", "solutions"]
-    assert field.main([*args, "--runs", "3"]) == 0
+    assert field.main([*args, "--runs", "3"]) == 1  # solutions short of full marks once
     assert calls == ["userns", "standalone"] * 3
-    rows = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    out = capsys.readouterr().out
+    rows = json.loads(out.strip().splitlines()[-1])
     assert [row["cpu"]["solutions"] for row in rows] == [4.0, 2.0]
     assert rows[1]["scores"]["solutions"] == "80/88.5 or 88.5/88.5"
+    assert "WRONG SCORE: this machine, standalone | grade --workers 1 | solutions: 80" in out
+    assert "WRONG SCORE: Debian 12" not in out
 
 
 # -- each mode proven by what the run itself says -------------------------------------------------
@@ -221,3 +224,12 @@ def test_the_watch_sees_bubblewrap_and_its_pid_namespace():
     records = _watched([*bwrap, *SLEEPER])
     assert records and all(r["under_bwrap"] and r["own_pidns"] for r in records)
     assert field.observed_sandbox(records) == ("bwrap-root", [0])
+
+
+def test_solutions_short_of_full_marks_or_a_blank_above_zero_are_wrong_scores():
+    field = _field()
+    assert field._full("126.25/126.25") and field._full("88.5/88.5 or 88.5/88.5")
+    assert not field._full("124/126.25") and not field._full("no results.json")
+    assert not field._full("0/0")  # nothing graded is not full marks
+    assert field._zero("0/126.25") and not field._zero("0.5/126.25")
+    assert not field._zero("no results.json")
