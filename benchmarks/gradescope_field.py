@@ -21,6 +21,15 @@ Sandbox modes (what the container allows; `confine` applies it before chroot):
 - no-namespaces   no namespaces at all (no CAP_SYS_ADMIN, no user namespaces: Docker's
                   defaults): no bubblewrap; student code runs as the unprivileged user `student`.
 
+Each run proves its mode twice, from the run itself, never from what the harness meant
+(`evidence`): run_autograder's log names the sandbox it graded in and the uid student code runs
+as (the line `sandbox: KIND, uid UID: ...`, gradescope.py's sandbox_line), and the kernel's
+account of the run's processes agrees: while it grades, /proc is sampled for every process of the
+run's tree, and each notebook process (the sandbox's driver, zygote and kernels) is recorded with
+its real uid, whether it has a user namespace and a pid namespace of its own, whether bubblewrap
+is among its ancestors, and its effective capabilities. A run whose log or processes say another
+mode than the one the container allowed is marked MISMATCH, and `grade` exits 1.
+
 CPU-seconds are the whole process tree's user+sys time, read from a cgroup of its own
 (benchmarks/grade_vs_nbgrader.py's CpuMeter); with --runs N the table shows medians (every run
 is printed). Runs are interleaved (each mode and the standalone grader back to back, submission
@@ -28,7 +37,6 @@ by submission), so a change in the machine's load touches every row alike. The l
 """
 
 import argparse
-import ctypes
 import json
 import os
 import shutil
@@ -36,6 +44,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -52,42 +61,227 @@ SUBMISSIONS = {  # name in the table -> folder of notebooks (all six each)
 SECRET = "gradescope-field-test"
 EMAIL = "field.test@example.edu"
 
+# -- the container's limits ----------------------------------------------------------------------
+# Run by the root's own python3 inside the container (after pivot_root the host's venv is gone),
+# and exec'd by `confine` here: one text, so the two cannot differ.
+CONFINE_PY = r"""
+# exec ARGV as a container in MODE would: python3 -I confine.py MODE FILTER -- ARGV
+import ctypes
+import os
+import sys
+
 # prctl(2) and capability numbers (linux/prctl.h, linux/capability.h)
 PR_SET_SECCOMP, PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 22, 38, 24
 SECCOMP_MODE_FILTER, CAP_SYS_ADMIN = 2, 21
 
 
-# -- the container's limits ----------------------------------------------------------------------
-class _SockFprog(ctypes.Structure):
+class SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def take_away(mode, program):
+    # no-namespaces: CAP_SYS_ADMIN out of the bounding set (gone at the next exec); no-userns
+    # and no-namespaces: `program`, a seccomp filter refusing new user namespaces
+    libc = ctypes.CDLL(None, use_errno=True)
+    if mode == "no-namespaces" and libc.prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN)")
+    if mode in ("no-userns", "no-namespaces"):
+        buffer = ctypes.create_string_buffer(program, len(program))
+        fprog = SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
+        if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP)")
+
+
+if __name__ == "__main__":
+    mode, path, dashes, *command = sys.argv[1:]
+    with open(path, "rb") as handle:
+        take_away(mode, handle.read())
+    os.execvp(command[0], command)
+"""
+
+
+def seccomp_program():
+    from autograder.sandbox.seccomp import build_filter
+
+    program = build_filter()  # refuses CLONE_NEWUSER (and the kernel keyring)
+    if program is None:
+        raise SystemExit("no seccomp filter for this machine's architecture")
+    return program
 
 
 def confine(mode, command):
     """exec `command` with what a container in `mode` refuses taken away (never returns)."""
     if mode not in MODES:
         raise SystemExit(f"unknown mode {mode!r}; one of {MODES}")
-    libc = ctypes.CDLL(None, use_errno=True)
-    if mode == "no-namespaces" and libc.prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN)")
-    if mode in ("no-userns", "no-namespaces"):
-        from autograder.sandbox.seccomp import build_filter
-
-        program = build_filter()  # refuses CLONE_NEWUSER (and the kernel keyring)
-        if program is None:
-            raise SystemExit("no seccomp filter for this machine's architecture")
-        buffer = ctypes.create_string_buffer(program, len(program))
-        fprog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
-        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
-        if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP)")
+    code = {"__name__": "confine"}
+    exec(CONFINE_PY, code)  # noqa: S102 - our own text, the one the container runs
+    code["take_away"](mode, seccomp_program() if mode != "userns" else b"")
     os.execvp(command[0], command)
+
+
+# -- what the run itself says about its sandbox ----------------------------------------------------
+# the mode the container allows -> the sandbox run_autograder must log (gradescope.sandbox_line)
+EXPECTED = {"userns": "bwrap-userns", "no-userns": "bwrap-root", "no-namespaces": "student-user"}
+UID_BASE = 1_500_000_000  # autograder/sandbox/userns.py: the first sandbox uid
+NOTEBOOK_PROCESSES = ("driver.py", "zygote.py", "ipykernel")  # the sandbox's own processes
+
+
+def _read(path):
+    try:
+        return Path(path).read_bytes()
+    except OSError:
+        return None
+
+
+class ProcessWatch:
+    """Samples /proc while a run goes on: every process descended from `pid` whose command line
+    names one of NOTEBOOK_PROCESSES, with what the kernel says of it (its uid, namespaces,
+    capabilities, and whether bubblewrap is among its ancestors)."""
+
+    def __init__(self, pid, interval=0.2):
+        self.pid, self.interval = pid, interval
+        self.seen = {}  # (pid, start time) -> record
+        self.own = {ns: os.readlink(f"/proc/self/ns/{ns}") for ns in ("user", "pid")}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+    def _loop(self):
+        while not self._stop.is_set():
+            self.sample()
+            self._stop.wait(self.interval)
+
+    def sample(self):
+        parent, comm, stat = {}, {}, {}
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            raw = _read(entry / "stat")
+            if raw is None:
+                continue
+            text = raw.decode(errors="replace")
+            name, rest = text[text.index("(") + 1 : text.rindex(")")], text[text.rindex(")") + 2 :]
+            fields = rest.split()
+            pid = int(entry.name)
+            parent[pid], comm[pid], stat[pid] = int(fields[1]), name, fields[19]  # ppid, start
+        for pid in parent:
+            chain, at = [], pid
+            while at in parent and at != self.pid and len(chain) < 64:
+                at = parent[at]
+                chain.append(comm.get(at, ""))
+            if at != self.pid:
+                continue
+            cmdline = _read(f"/proc/{pid}/cmdline")
+            if not cmdline or not any(n.encode() in cmdline for n in NOTEBOOK_PROCESSES):
+                continue
+            if comm[pid] == "bwrap":  # bubblewrap itself (its command line names the driver)
+                continue
+            record = self._record(pid, cmdline, chain)
+            if record is not None:  # the latest view (the driver drops to its uid at its start)
+                self.seen[(pid, stat[pid])] = record
+
+    def _record(self, pid, cmdline, chain):
+        status = _read(f"/proc/{pid}/status")
+        try:
+            ns = {n: os.readlink(f"/proc/{pid}/ns/{n}") for n in ("user", "pid")}
+        except OSError:
+            return None
+        if status is None:
+            return None
+        fields = dict(
+            line.split(":", 1)
+            for line in status.decode(errors="replace").splitlines()
+            if ":" in line
+        )
+        words = [w.decode(errors="replace") for w in cmdline.split(b"\0") if w]
+        # the zygote and the warm kernels are forks of the driver: they keep its command line
+        kind = "kernel" if any("ipykernel" in w for w in words) else "driver or fork"
+        if any(w.endswith("zygote.py") for w in words):
+            kind = "kernel launcher"
+        return {
+            "process": kind,
+            "uid": int(fields.get("Uid", "-1").split()[0]),
+            "own_userns": ns["user"] != self.own["user"],
+            "own_pidns": ns["pid"] != self.own["pid"],
+            "under_bwrap": "bwrap" in chain,
+            "cap_eff": fields.get("CapEff", "").strip(),
+        }
+
+
+def logged_sandbox(log):
+    """(KIND, uid) from run_autograder's `sandbox: KIND, uid UID: ...` line; (None, None) if the
+    log has none."""
+    import re
+
+    found = re.findall(r"^sandbox: ([\w-]+), uid (\d+):", log, re.M)
+    if len(set(found)) != 1:
+        return (None, None) if not found else ("several: " + " / ".join(k for k, _ in found), None)
+    kind, uid = found[0]
+    return kind, int(uid)
+
+
+def observed_sandbox(records):
+    """The sandbox the kernel saw: (KIND, sorted uids) from ProcessWatch records (each process
+    as last seen: the driver drops to its uid first thing), where KIND is what all of them agree
+    on, "mixed: ..." when they do not, None when none ran."""
+    kinds = set()
+    for r in records:
+        if r["under_bwrap"] and r["own_userns"] and r["uid"] >= UID_BASE and r["own_pidns"]:
+            kinds.add("bwrap-userns")
+        elif r["under_bwrap"] and not r["own_userns"] and r["uid"] == 0 and r["own_pidns"]:
+            kinds.add("bwrap-root")
+        elif not r["under_bwrap"] and not r["own_userns"] and not r["own_pidns"] and r["uid"]:
+            kinds.add("student-user")
+        else:
+            kinds.add("other " + json.dumps(r, sort_keys=True))
+    if not kinds:
+        return None, []
+    uids = sorted({r["uid"] for r in records})
+    return (kinds.pop() if len(kinds) == 1 else "mixed: " + " / ".join(sorted(kinds))), uids
+
+
+def evidence(mode, log, records):
+    """(ok, one line): does what the run logged, and what its processes were, match `mode`?"""
+    want = EXPECTED[mode]
+    kind, uid = logged_sandbox(log)
+    seen, uids = observed_sandbox(records)
+    caps = sorted({r["cap_eff"] for r in records})
+    ok = kind == want and seen == want and bool(uids)
+    if want == "bwrap-userns":
+        ok = ok and uid is not None and uid >= UID_BASE
+    elif want == "bwrap-root":
+        ok = ok and uid == 0
+    else:
+        ok = ok and uid is not None and uid > 0 and uids == [uid]
+    ok = ok and caps == ["0000000000000000"]  # no notebook process holds a capability
+    counts = {}
+    for r in records:
+        counts[r["process"]] = counts.get(r["process"], 0) + 1
+    line = (
+        f"log: {kind}, uid {uid}; seen: {seen}, uids {','.join(map(str, uids)) or '-'}, "
+        f"kernels' CapEff {','.join(caps) or '-'} "
+        f"({', '.join(f'{n} {name}' for name, n in sorted(counts.items()))})"
+    )
+    return ok, ("" if ok else "MISMATCH: ") + line
 
 
 # -- one Gradescope run --------------------------------------------------------------------------
 MOUNT_SCRIPT = r"""
 set -e
 root="$1"; wheels="$2"; shift 2
+# the root becomes the mount namespace's own root, as a container runtime makes it (pivot_root),
+# not a chroot: the kernel refuses new user namespaces to a chrooted process, and bubblewrap
+# cannot pivot_root out of one
+mount --bind "$root" "$root"
 mount --rbind /dev "$root/dev"
 mount -t proc proc "$root/proc"
 mount --rbind /sys "$root/sys"
@@ -95,22 +289,37 @@ if [ -n "$wheels" ]; then
     mkdir -p "$root/opt/wheels"
     mount --bind -o ro "$wheels" "$root/opt/wheels"
 fi
-exec "$@"
+mkdir -p "$root/.field-old-root"
+cd "$root"
+pivot_root . .field-old-root
+exec chroot . /bin/sh -c 'umount -l /.field-old-root && rmdir /.field-old-root && exec "$@"' \
+    container "$@"
 """
+FIELD_DIR = "opt/field-test"  # in the root: confine.py and the seccomp filter
 
 
 def chroot_command(root, mode, inner, cpu=None, wheels=None, env=()):
-    """`inner` run as root in the chroot, in a private mount namespace where /dev, /proc and
-    /sys are mounted (and `wheels` at /opt/wheels, read-only), confined to `mode`, pinned to
-    `cpu` if given, with a clean environment plus `env` ("NAME=value" strings)."""
-    confined = [sys.executable, str(Path(__file__).resolve()), "confine", "--mode", mode, "--"]
+    """`inner` run as root in `root` made a container's root: a private mount namespace whose
+    root it is, with /dev, /proc and /sys mounted (and `wheels` at /opt/wheels, read-only),
+    confined to `mode` by the root's own python3, pinned to `cpu` if given, with a clean
+    environment plus `env` ("NAME=value" strings)."""
+    inside = [
+        "/usr/bin/env",
+        "-i",
+        "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    ]
+    inside += ["HOME=/root", "LANG=C.UTF-8", *env, *inner]
     if cpu is not None:
-        confined += ["taskset", "-c", str(cpu)]
-    confined += ["chroot", str(root), "/usr/bin/env", "-i"]
-    confined += ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]
-    confined += ["HOME=/root", "LANG=C.UTF-8", *env, *inner]
+        inside = ["taskset", "-c", str(cpu), *inside]
+    if mode != "userns":  # nothing to take away otherwise (setup.sh runs before python3 is in)
+        field = Path(root) / FIELD_DIR
+        field.mkdir(parents=True, exist_ok=True)
+        (field / "confine.py").write_text(CONFINE_PY)
+        (field / "seccomp.bpf").write_bytes(seccomp_program())
+        confine_py, program = f"/{FIELD_DIR}/confine.py", f"/{FIELD_DIR}/seccomp.bpf"
+        inside = ["python3", "-I", confine_py, mode, program, "--", *inside]
     mounts = ["unshare", "--mount", "--propagation", "private", "--", "bash", "-c", MOUNT_SCRIPT]
-    return mounts + ["mount-and-run", str(root), str(wheels or ""), *confined]
+    return mounts + ["mount-and-run", str(root), str(wheels or ""), *inside]
 
 
 def gradescope_run(root, mode, notebooks, cpu):
@@ -128,15 +337,22 @@ def gradescope_run(root, mode, notebooks, cpu):
     inner = ["bash", "-c", "cd /autograder && exec /autograder/run_autograder"]
     started = time.perf_counter()
     with CpuMeter() as meter:
-        done = subprocess.run(
-            chroot_command(root, mode, inner, cpu=cpu), capture_output=True, text=True
-        )
+        with subprocess.Popen(
+            chroot_command(root, mode, inner, cpu=cpu),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        ) as proc:
+            with ProcessWatch(proc.pid) as watch:
+                log = proc.communicate()[0]
     wall = time.perf_counter() - started
     try:
         results = json.loads((autograder / "results" / "results.json").read_text())
     except (OSError, ValueError):
         results = None
-    return results, meter.seconds, wall, done.stdout + done.stderr, meter.method
+    ok, proof = evidence(mode, log, list(watch.seen.values()))
+    log += f"\n[field test] {proof}\n"
+    return results, meter.seconds, wall, log, meter.method, (ok, proof)
 
 
 def standalone_run(notebooks, cpu):
@@ -155,13 +371,24 @@ def standalone_run(notebooks, cpu):
         env = {k: v for k, v in os.environ.items() if k != "COURSE_SECRET"}
         started = time.perf_counter()
         with CpuMeter() as meter:
-            done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO)
+            with subprocess.Popen(
+                command,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                env=env,
+                cwd=REPO,
+            ) as proc:
+                with ProcessWatch(proc.pid) as watch:
+                    log = proc.communicate()[0]
         wall = time.perf_counter() - started
         try:
             results = json.loads((base / "out" / EMAIL / "results.json").read_text())
         except (OSError, ValueError):
             results = None
-        return results, meter.seconds, wall, done.stdout + done.stderr, meter.method
+        seen, uids = observed_sandbox(list(watch.seen.values()))  # shown, not checked
+        proof = f"seen: {seen}, uids {','.join(map(str, uids)) or '-'}"
+        return results, meter.seconds, wall, log, meter.method, (True, proof)
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
@@ -180,10 +407,24 @@ def score_of(results):
     return f"{results.get('score', 0):g}/{max_score:g}"
 
 
+def _full(score):
+    """ "126.25/126.25" (every run, if several) -> True."""
+    parts = [part.split("/") for part in score.split(" or ")]
+    return all(len(p) == 2 and float(p[0]) == float(p[1]) > 0 for p in parts)
+
+
+def _zero(score):
+    parts = [part.split("/") for part in score.split(" or ")]
+    return all(len(p) == 2 and float(p[0]) == 0 for p in parts)
+
+
 def table(rows, submissions=tuple(SUBMISSIONS)):
     """rows: [{"image", "mode", "scores": {submission: "x/y"}, "cpu": {submission: seconds}}]
     -> the field test's table as text, one line per (image, mode)."""
     head = ["image", "sandbox mode", *submissions, "CPU-s per submission"]
+    evidence = any(row.get("evidence") for row in rows)
+    if evidence:
+        head.append("evidence (the run's log; its processes, as the kernel saw them)")
     lines = []
     for row in rows:
         cpu = [row["cpu"][s] for s in submissions if row["cpu"].get(s) is not None]
@@ -193,6 +434,14 @@ def table(rows, submissions=tuple(SUBMISSIONS)):
             [row["image"], row["mode"], *(row["scores"].get(s, "-") for s in submissions)]
             + [f"{mean} ({each})" if each else mean]
         )
+        if evidence:
+            proofs = row.get("evidence") or {}
+            distinct = list(dict.fromkeys(proofs.values()))
+            lines[-1].append(
+                distinct[0] + (" (every submission)" if len(proofs) > 1 else "")
+                if len(distinct) == 1
+                else "; ".join(f"{s}: {proofs[s]}" for s in submissions if s in proofs)
+            )
     widths = [max(len(str(x)) for x in column) for column in zip(head, *lines, strict=True)]
 
     def fmt(cells):
@@ -209,22 +458,28 @@ def grade(args):
     if not args.no_standalone:
         plans.append(("this machine, standalone", "grade --workers 1"))
     seen = {plan: {} for plan in plans}  # plan -> submission -> [(score, cpu, wall)]
+    proofs = {plan: {} for plan in plans}  # plan -> submission -> {evidence line}
+    mismatches = 0
     for name in args.submissions:
         notebooks = sorted(SUBMISSIONS[name].glob("*.ipynb"))
         for _ in range(args.runs):
             for image, mode in plans:
                 if mode == "grade --workers 1":
-                    results, cpu, wall, log, method = standalone_run(notebooks, args.cpu)
+                    results, cpu, wall, log, method, (ok, proof) = standalone_run(
+                        notebooks, args.cpu
+                    )
                 else:
-                    results, cpu, wall, log, method = gradescope_run(
+                    results, cpu, wall, log, method, (ok, proof) = gradescope_run(
                         args.root, mode, notebooks, args.cpu
                     )
+                mismatches += not ok
                 seen[(image, mode)].setdefault(name, []).append(
                     (score_of(results), round(cpu, 2), round(wall, 1), method)
                 )
+                proofs[(image, mode)].setdefault(name, set()).add(proof)
                 print(
                     f"{image} | {mode} | {name}: {score_of(results)}, {cpu:.1f} CPU-s, "
-                    f"{wall:.0f} s wall ({method})",
+                    f"{wall:.0f} s wall ({method}); {proof}",
                     flush=True,
                 )
                 if args.logs:
@@ -243,11 +498,23 @@ def grade(args):
             row["cpu"][name] = statistics.median(row["cpu_runs"][name])
             row["wall"][name] = statistics.median(wall for _, _, wall, _ in done)
             row["cpu_method"] = done[-1][3]
+            row.setdefault("evidence", {})[name] = " or ".join(sorted(proofs[(image, mode)][name]))
         rows.append(row)
     print()
     print(table(rows, tuple(args.submissions)))
+    wrong = [  # the field test's own verdict: solutions full marks, blank 0, in every row
+        f"{row['image']} | {row['mode']} | {name}: {score}"
+        for row in rows
+        for name, score in row["scores"].items()
+        if (name == "solutions" and not _full(score)) or (name == "blank" and not _zero(score))
+    ]
+    for line in wrong:
+        print(f"WRONG SCORE: {line} (solutions must score full marks, blank 0)")
+    mismatches += len(wrong)
+    if mismatches:
+        print(f"{mismatches} finding(s): MISMATCH or WRONG SCORE above")
     print(json.dumps(rows))
-    return 0
+    return 1 if mismatches else 0
 
 
 def main(argv=None):

@@ -2,8 +2,9 @@
 # The Gradescope field test: Gradescope's life cycle reproduced in a fresh root, as root.
 #
 #   sudo benchmarks/gradescope_field_test.sh [--suite bookworm] [--mirror URL] [--work DIR]
-#        [--image NAME] [--components "main"] [--wheels DIR] [--modes "userns no-userns ..."]
-#        [--runs N] [--no-standalone] [--no-check-gpg] [--keep]
+#        [--image NAME] [--components "main"] [--wheels DIR] [--torch-source "PIP OPTIONS"]
+#        [--script PATH] [--modes "userns no-userns ..."] [--runs N] [--cpu N] [--no-standalone]
+#        [--no-check-gpg] [--keep]
 #
 # 1. builds the autograder zip (`python -m autograder gradescope`, a fixed test secret);
 # 2. builds a fresh root with debootstrap (--variant=minbase; default Debian 12 "bookworm" from
@@ -15,10 +16,14 @@
 # 4. grades the solutions, a blank submission and one with a mistake through
 #    /autograder/run_autograder in each sandbox mode (with a user namespace per sandbox; with
 #    user namespaces refused; with no namespaces at all, Docker's defaults), each on one CPU
-#    (taskset), then (unless --no-standalone) the same three with the standalone
+#    (taskset; --cpu, default 0), then (unless --no-standalone) the same three with the standalone
 #    `python -m autograder grade` on this machine, and prints the table: image, sandbox mode,
 #    the three scores, CPU-s per submission (benchmarks/gradescope_field.py; medians of --runs
-#    runs; logs and results.json of every run in WORK/logs-SUITE).
+#    runs; logs and results.json of every run in WORK/logs-SUITE). Each run must prove its mode
+#    by what it did: run_autograder's own log line `sandbox: KIND, uid UID` and the run's
+#    processes as /proc shows them (uid, user and pid namespaces, bubblewrap among the
+#    ancestors, capabilities) must both say the mode's sandbox (userns: bwrap-userns; no-userns:
+#    bwrap-root; no-namespaces: student-user), else the row says MISMATCH and the script exits 1.
 #
 # Needs: root, debootstrap, unshare/chroot/taskset (util-linux), the project's venv (.venv, or
 # $PYTHON), network access to the suite's mirror and to PyPI. Takes 15-30 minutes.
@@ -33,9 +38,19 @@
 # root also gets this machine's certificate bundle (PIP_CERT; pip config's `cert`), since PyPI
 # may be reached through a proxy whose authority only this machine trusts.
 #
+# --torch-source replaces that AUTOGRADER_TORCH_SOURCE (e.g. "--no-index --find-links
+# /opt/wheels": torch and everything it needs from the mounted folder, nothing from an index).
+#
 # Ubuntu (Gradescope's usual base): --suite jammy --mirror http://archive.ubuntu.com/ubuntu
 # --components "main universe" --image "Ubuntu 22.04". debootstrap needs Ubuntu's archive key
 # (Debian does not package ubuntu-keyring), so add --no-check-gpg on a Debian host.
+# Ubuntu 24.04 (Python 3.12): --suite noble, the same options, and where this debootstrap has no
+# script for noble (Debian 12's), --script /usr/share/debootstrap/scripts/gutsy (Ubuntu's one
+# script since 7.10). PyTorch's CPU index is the only source of a CPU torch 2.13.0 for Python
+# 3.12; where it cannot be reached, PyPI's (CUDA) build and its nvidia-* wheels, downloaded once
+# into a folder (`pip download torch==2.13.0 --python-version 3.12 --only-binary=:all: -d DIR`
+# with the manylinux platforms), serve: --wheels DIR --torch-source "--no-index --find-links
+# /opt/wheels". On a machine without a GPU that build runs the same CPU kernels.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -45,8 +60,11 @@ COMPONENTS=main
 IMAGE=""
 WORK=/var/tmp/gradescope-field
 WHEELS=unset
+TORCH_SOURCE=""
+SCRIPT=()
 MODES="userns no-userns no-namespaces"
 RUNS=1
+CPU=0
 STANDALONE=()
 GPG=()
 KEEP=0
@@ -61,8 +79,11 @@ while [ $# -gt 0 ]; do
         --image) IMAGE="$2"; shift 2 ;;
         --work) WORK="$2"; shift 2 ;;
         --wheels) WHEELS="$2"; shift 2 ;;
+        --torch-source) TORCH_SOURCE="$2"; shift 2 ;;
+        --script) SCRIPT=("$2"); shift 2 ;;
         --modes) MODES="$2"; shift 2 ;;
         --runs) RUNS="$2"; shift 2 ;;
+        --cpu) CPU="$2"; shift 2 ;;
         --no-standalone) STANDALONE=(--no-standalone); shift ;;
         --no-check-gpg) GPG=(--no-check-gpg); shift ;;
         --keep) KEEP=1; shift ;;
@@ -96,7 +117,7 @@ echo "== a fresh $SUITE root from $MIRROR (debootstrap)"
 rm -rf "$ROOT"
 started=$SECONDS
 debootstrap --variant=minbase --components="${COMPONENTS// /,}" "${GPG[@]}" \
-    --cache-dir="$WORK/debs" "$SUITE" "$ROOT" "$MIRROR" > "$WORK/debootstrap.log" 2>&1 \
+    --cache-dir="$WORK/debs" "$SUITE" "$ROOT" "$MIRROR" "${SCRIPT[@]}" > "$WORK/debootstrap.log" 2>&1 \
     || { tail -20 "$WORK/debootstrap.log"; exit 1; }
 echo "   $((SECONDS - started)) s"
 cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
@@ -119,8 +140,10 @@ if [ -f "$CERT" ]; then
     SETUP_ENV+=(--env PIP_CERT=/etc/field-test-ca.crt)
 fi
 if [ -n "$WHEELS" ]; then
-    SETUP_ENV+=(--env "AUTOGRADER_TORCH_SOURCE=--find-links /opt/wheels")
+    SETUP_ENV+=(--env "AUTOGRADER_TORCH_SOURCE=${TORCH_SOURCE:---find-links /opt/wheels}")
     WHEEL_ARGS=(--wheels "$WHEELS")
+elif [ -n "$TORCH_SOURCE" ]; then
+    SETUP_ENV+=(--env "AUTOGRADER_TORCH_SOURCE=$TORCH_SOURCE")
 fi
 started=$SECONDS
 if ! "${FIELD[@]}" chroot --root "$ROOT" "${WHEEL_ARGS[@]}" "${SETUP_ENV[@]}" \
@@ -130,9 +153,11 @@ if ! "${FIELD[@]}" chroot --root "$ROOT" "${WHEEL_ARGS[@]}" "${SETUP_ENV[@]}" \
     echo "setup.sh failed (log: $WORK/setup.log)" >&2
     exit 1
 fi
-echo "   setup.sh: $((SECONDS - started)) s; bubblewrap $(chroot "$ROOT" bwrap --version 2>/dev/null || echo '(none)')"
+echo "   setup.sh: $((SECONDS - started)) s; bubblewrap $(chroot "$ROOT" bwrap --version 2>/dev/null || echo '(none)');" \
+    "$(grep -m1 '^the grader runs on' "$WORK/setup.log" || true);" \
+    "torch $(chroot "$ROOT" /opt/attention-course-venv/bin/python -c 'import torch; print(torch.__version__)' 2>/dev/null || echo '?')"
 
 echo "== grading: each sandbox mode, on one CPU, then standalone"
 # shellcheck disable=SC2086 # MODES is a list of words
-"${FIELD[@]}" grade --root "$ROOT" --image "$IMAGE" --modes $MODES --runs "$RUNS" \
+"${FIELD[@]}" grade --root "$ROOT" --image "$IMAGE" --modes $MODES --runs "$RUNS" --cpu "$CPU" \
     --logs "$LOGS" "${STANDALONE[@]}"

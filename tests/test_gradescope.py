@@ -177,8 +177,10 @@ def test_zip_holds_what_gradescope_needs(autograder_zip):
 
 @pytest.mark.parametrize(
     "version, chosen",
-    [((3, 10), "python3.11"), ((3, 11), "python3"), ((3, 12), "python3"), ((3, 13), "python3"),
-     ((3, 14), "python3.11")],
+    [((3, 10, 12, "final"), "python3.11"), ((3, 11, 2, "final"), "python3"),
+     ((3, 12, 3, "final"), "python3"), ((3, 13, 5, "final"), "python3"),
+     ((3, 14, 0, "final"), "python3.11"),
+     ((3, 11, 0, "candidate"), "python3.11")],  # Ubuntu 22.04's python3.11: PyTorch fails on it
 )  # fmt: skip
 def test_setup_uses_the_images_python_when_the_course_supports_it(
     autograder_zip, tmp_path, version, chosen
@@ -192,7 +194,7 @@ def test_setup_uses_the_images_python_when_the_course_supports_it(
     fake = tmp_path / "python3"
     fake.write_text(
         "#!/bin/sh\n"
-        f'exec {sys.executable} -c "import sys; sys.version_info = {version + (0, "final", 0)}; '
+        f'exec {sys.executable} -c "import sys; sys.version_info = {version + (0,)}; '
         'exec(sys.argv[1])" "$2"\n'
     )
     fake.chmod(0o755)
@@ -534,3 +536,24 @@ def test_student_user_cannot_read_the_course_secret_or_results():
             shutil.rmtree(work_parent, ignore_errors=True)
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_the_runs_log_names_its_sandbox_and_the_uid_student_code_runs_as():
+    """run_autograder prints one `sandbox: KIND, uid UID: ...` line (the field test checks it
+    against what the kernel saw: benchmarks/gradescope_field.py)."""
+    from types import SimpleNamespace
+
+    from autograder.platforms.gradescope import StudentUserSandbox, sandbox_line
+    from autograder.sandbox.userns import UID_BASE
+
+    fallback = object.__new__(StudentUserSandbox)
+    fallback.uid, fallback.mode = 999, "none"
+    assert sandbox_line(fallback).startswith("sandbox: student-user, uid 999: no bubblewrap")
+    userns = SimpleNamespace(mode="bwrap", identity="userns", features=None)
+    assert sandbox_line(userns).startswith(f"sandbox: bwrap-userns, uid {UID_BASE}: ")
+    root = SimpleNamespace(mode="bwrap", identity="root", features=None)
+    assert sandbox_line(root).startswith("sandbox: bwrap-root, uid 0: bubblewrap without a user")
+    user = SimpleNamespace(mode="bwrap", identity="user", features=None)
+    assert sandbox_line(user).startswith(f"sandbox: bwrap-user, uid {os.geteuid()}: ")
+    plain = SimpleNamespace(mode="none", identity="none", features=None)
+    assert sandbox_line(plain).startswith(f"sandbox: none, uid {os.geteuid()}: no sandbox")

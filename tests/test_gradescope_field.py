@@ -5,6 +5,7 @@ table says what it should, and each sandbox mode takes away what a container wou
 import importlib.util
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -99,18 +100,136 @@ def test_runs_are_interleaved_and_the_table_shows_medians(monkeypatch, capsys):
 
     def gradescope_run(root, mode, notebooks, at):
         calls.append(mode)
-        return {"score": 88.5, "max_score": 88.5}, next(cpu), 1.0, "", "stub"
+        return {"score": 88.5, "max_score": 88.5}, next(cpu), 1.0, "", "stub", (True, "proof")
 
     def standalone_run(notebooks, at):
         calls.append("standalone")
         score = 88.5 if len(calls) < 6 else 80  # a score that changed between runs is shown
-        return {"score": score, "max_score": 88.5}, next(cpu), 1.0, "", "stub"
+        return {"score": score, "max_score": 88.5}, next(cpu), 1.0, "", "stub", (True, "")
 
     monkeypatch.setattr(field, "gradescope_run", gradescope_run)
     monkeypatch.setattr(field, "standalone_run", standalone_run)
     args = ["grade", "--root", "/none", "--modes", "userns", "--submissions", "solutions"]
-    assert field.main([*args, "--runs", "3"]) == 0
+    assert field.main([*args, "--runs", "3"]) == 1  # solutions short of full marks once
     assert calls == ["userns", "standalone"] * 3
-    rows = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    out = capsys.readouterr().out
+    rows = json.loads(out.strip().splitlines()[-1])
     assert [row["cpu"]["solutions"] for row in rows] == [4.0, 2.0]
     assert rows[1]["scores"]["solutions"] == "80/88.5 or 88.5/88.5"
+    assert "WRONG SCORE: this machine, standalone | grade --workers 1 | solutions: 80" in out
+    assert "WRONG SCORE: Debian 12" not in out
+
+
+# -- each mode proven by what the run itself says -------------------------------------------------
+def _record(process="kernel", uid=0, userns=False, pidns=False, bwrap=False, caps="0" * 16):
+    return {
+        "process": process,
+        "uid": uid,
+        "own_userns": userns,
+        "own_pidns": pidns,
+        "under_bwrap": bwrap,
+        "cap_eff": caps,
+    }
+
+
+SANDBOXED = {  # mode -> (run_autograder's line, its notebook processes as /proc shows them)
+    "userns": (
+        "sandbox: bwrap-userns, uid 1500000000: bubblewrap 0.8.0, ...",
+        [
+            _record("driver or fork", 1500000000, True, True, True),
+            _record("kernel", 1500000001, True, True, True),
+        ],
+    ),
+    "no-userns": (
+        "sandbox: bwrap-root, uid 0: bubblewrap 0.8.0 without a user namespace: ...",
+        [_record("driver or fork", 0, False, True, True), _record("kernel", 0, False, True, True)],
+    ),
+    "no-namespaces": (
+        "sandbox: student-user, uid 999: no bubblewrap ...",
+        [_record("driver or fork", 999), _record("kernel", 999)],
+    ),
+}
+
+
+@pytest.mark.parametrize("mode", list(SANDBOXED))
+def test_a_mode_is_proven_by_the_runs_log_and_its_processes_together(mode):
+    field = _field()
+    log, records = SANDBOXED[mode]
+    ok, line = field.evidence(mode, "setup\n" + log + "\nada: 88.5 -> results.json", records)
+    assert ok, line
+    assert line.startswith(f"log: {field.EXPECTED[mode]}, uid ")
+    for other in SANDBOXED:  # the same run is no proof of any other mode
+        if other != mode:
+            assert field.evidence(other, log, records)[1].startswith("MISMATCH: ")
+
+
+def test_a_log_that_disagrees_with_the_processes_is_a_mismatch():
+    field = _field()
+    userns_log, userns_seen = SANDBOXED["userns"]
+    root_log, root_seen = SANDBOXED["no-userns"]
+    assert not field.evidence("userns", userns_log, root_seen)[0]  # logged one, ran another
+    assert not field.evidence("no-userns", userns_log, root_seen)[0]
+    assert not field.evidence("userns", "", userns_seen)[0]  # nothing logged
+    assert not field.evidence("userns", userns_log, [])[0]  # no notebook process seen
+    assert not field.evidence("userns", userns_log + "\n" + root_log, userns_seen)[0]
+    capable = [_record("kernel", 0, False, True, True, "000001ffffffffff")]
+    assert not field.evidence("no-userns", root_log, capable)[0]  # root WITH capabilities
+    wrong_user = [_record("kernel", 1000)]
+    assert not field.evidence("userns", userns_log, [*userns_seen, _record("kernel", 0)])[0]
+    assert not field.evidence("no-namespaces", SANDBOXED["no-namespaces"][0], wrong_user)[0]
+
+
+def _watched(command, **popen):
+    field = _field()
+    proc = subprocess.Popen(command, **popen)
+    with field.ProcessWatch(proc.pid, interval=0.05) as watch:
+        proc.wait(timeout=60)
+    return list(watch.seen.values())
+
+
+SLEEPER = ["sh", "-c", "sleep 1.5; true", "ipykernel"]  # any user may run it (not the venv)
+DROPPER = [  # as the driver does: starts as root, then drops to a uid
+    sys.executable,
+    "-c",
+    "import os, time; time.sleep(0.6); os.setresgid(*[65534] * 3); os.setresuid(*[65534] * 3);"
+    " time.sleep(1.2)",
+    "/opt/grader/driver.py",
+]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="running a process as another uid needs root")
+def test_the_watch_sees_a_grandchilds_uid_and_namespaces_from_proc():
+    field = _field()
+    records = _watched(["sh", "-c", shlex.join(SLEEPER) + "; true"], user=65534)
+    assert records and {r["process"] for r in records} == {"kernel"}
+    assert {r["uid"] for r in records} == {65534}
+    assert field.observed_sandbox(records) == ("student-user", [65534])
+    # a process is judged as last seen: the driver is root for a moment, then drops
+    records = _watched(DROPPER)
+    assert [(r["process"], r["uid"], r["cap_eff"]) for r in records] == [
+        ("driver or fork", 65534, "0" * 16)
+    ]
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("bwrap") is None, reason="needs root and bubblewrap"
+)
+def test_the_watch_sees_bubblewrap_and_its_pid_namespace():
+    field = _field()
+    bwrap = ["bwrap", "--unshare-pid", "--cap-drop", "ALL", "--ro-bind", "/", "/"]
+    bwrap += ["--proc", "/proc", "--dev", "/dev", "--"]
+    done = subprocess.run([*bwrap, "true"], capture_output=True, timeout=60)
+    if done.returncode != 0:
+        pytest.skip(f"bubblewrap cannot make a pid namespace here: {done.stderr[-200:]!r}")
+    records = _watched([*bwrap, *SLEEPER])
+    assert records and all(r["under_bwrap"] and r["own_pidns"] for r in records)
+    assert field.observed_sandbox(records) == ("bwrap-root", [0])
+
+
+def test_solutions_short_of_full_marks_or_a_blank_above_zero_are_wrong_scores():
+    field = _field()
+    assert field._full("126.25/126.25") and field._full("88.5/88.5 or 88.5/88.5")
+    assert not field._full("124/126.25") and not field._full("no results.json")
+    assert not field._full("0/0")  # nothing graded is not full marks
+    assert field._zero("0/126.25") and not field._zero("0.5/126.25")
+    assert not field._zero("no results.json")

@@ -461,6 +461,35 @@ def make_sandbox(limits, mode):
     return Sandbox(limits, mode="none", course=course_files())  # not root (a test run)
 
 
+def sandbox_line(sandbox):
+    """One line for run_autograder's log: which sandbox grades this submission and as which
+    user, as `sandbox: KIND, uid UID: prose` (the field test reads KIND and UID;
+    benchmarks/gradescope_field.py). KIND is bwrap-userns (bubblewrap, a user namespace per
+    sandbox, an unprivileged uid: the first of one per concurrent sandbox), bwrap-root
+    (bubblewrap without a user namespace: root without capabilities), bwrap-user (a grader that
+    is not root: its own uid), student-user (no bubblewrap: the unprivileged user) or none."""
+    from autograder.sandbox.userns import UID_BASE
+
+    features = getattr(sandbox, "features", None)
+    bwrap = features.name() if features else "bubblewrap"
+    if isinstance(sandbox, StudentUserSandbox):
+        kind, uid = "student-user", sandbox.uid
+        prose = "no bubblewrap (no namespaces here); student code runs as an unprivileged user"
+    elif sandbox.mode == "bwrap" and sandbox.identity == "userns":
+        kind, uid = "bwrap-userns", UID_BASE
+        prose = f"{bwrap}, a user namespace of its own per sandbox, unprivileged uid inside"
+    elif sandbox.mode == "bwrap" and sandbox.identity == "root":
+        kind, uid = "bwrap-root", 0
+        prose = f"{bwrap} without a user namespace: root without capabilities"
+    elif sandbox.mode == "bwrap":
+        kind, uid = "bwrap-user", os.geteuid()
+        prose = f"{bwrap} as the grader's own uid"
+    else:
+        kind, uid = "none", os.geteuid()
+        prose = "no sandbox: student code runs as the grader"
+    return f"sandbox: {kind}, uid {uid}: {prose}"
+
+
 FAILED = (
     "The autograder failed on this submission, so nothing was graded; your instructor has the "
     "details. Please tell them."
@@ -514,6 +543,7 @@ def grade_submission(root):
             nb.stem for nb in NOTEBOOKS if notebook_file(sub.folder, nb.filename) == "missing"
         }
         sandbox = make_sandbox(limits, switches().sandbox)
+        print(sandbox_line(sandbox), flush=True)  # the run's log says which sandbox graded
         result = grade_student(sub.student, sub.folder, settings, sandbox, sub.messages)
         return gradescope_results(result.results, config, missing), student
     finally:
