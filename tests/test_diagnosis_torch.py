@@ -109,6 +109,7 @@ def test_the_catalogue_covers_every_graded_name_of_05_and_06():
     assert len(CATALOGUE) >= 35
 
 
+@pytest.mark.slow  # the whole catalogue
 def test_precision_of_the_catalogue(capsys):
     right = [key for key in KEYS if verdict(key)[0]]
     caught = [
