@@ -124,6 +124,7 @@ def test_the_nanogpt_mode_races_the_checkouts_model_py_and_ends_with_the_ratio(t
     assert result["peer_val_loss"] < result["ln_vocab"]
 
 
+@pytest.mark.slow  # starts the training benchmark
 def test_the_nanogpt_mode_refuses_a_folder_without_model_py(tmp_path):
     done = subprocess.run(
         [sys.executable, str(REPO / "benchmarks" / "train_lm.py"), "--data", str(SHAKESPEARE)]
@@ -192,6 +193,7 @@ def test_each_attention_form_the_benchmark_times_computes_what_the_reference_doe
             torch.testing.assert_close(g1[name], g0[name], rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.slow  # runs a benchmark
 def test_the_attention_forms_race_ends_with_every_forms_ratio(tmp_path):
     checkout = tmp_path / "nanoGPT"
     checkout.mkdir()

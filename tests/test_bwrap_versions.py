@@ -108,6 +108,7 @@ CAPS = (
 )
 
 
+@pytest.mark.slow  # runs a notebook in a real sandbox
 @pytest.mark.parametrize("userns", ["1", "0"], ids=["own-user-namespace", "root-no-userns"])
 def test_under_bubblewrap_0_6_1_every_tmpfs_keeps_its_size_and_no_capability_is_left(
     standins, monkeypatch, tmp_path, userns
@@ -150,6 +151,7 @@ def selftest(args, env_extra, tmp_path, cwd=REPO):
     )
 
 
+@pytest.mark.slow  # runs selftest and grade in children
 def test_a_bubblewrap_without_an_essential_option_is_refused_naming_it(standins, tmp_path):
     path = f"{standins['0.4.0']}{os.pathsep}{os.environ['PATH']}"
     done = selftest(["selftest"], {"PATH": path}, tmp_path)

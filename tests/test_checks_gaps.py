@@ -285,6 +285,7 @@ def test_dropout_alternatives_keep_full_marks(cls):
     full(run("TransformerBlock", cls))
 
 
+@pytest.mark.slow  # a sweep of secrets
 def test_the_dropout_statistics_pass_the_reference_under_many_secrets():
     """The bounds in block_judges make a false failure of the right answer astronomically
     unlikely; here 12 secrets (12 draws of inputs and seeds) all pass, with extra dropout too."""
@@ -402,6 +403,7 @@ def test_gpt_position_alternatives_keep_full_marks(no_training):
     full(run("GPT", GPTZeroPositions))
 
 
+@pytest.mark.slow  # GPT over 12 secrets: minutes of CPU
 def test_gpt_order_case_has_a_wide_margin_on_both_sides():
     """Over many secrets: the reference's logits move far above the bound, a GPT without
     positions stays far below it (float rounding only)."""

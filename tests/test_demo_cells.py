@@ -153,6 +153,7 @@ def _run(box, nb, tmp_path):
     return runs[STEM], status
 
 
+@pytest.mark.slow  # runs a notebook in a real sandbox
 def test_the_driver_skips_the_released_demo_cells_and_runs_an_edited_one(sandbox, tmp_path):
     nb = _solution(STEM)
     demos = _demo_indices(nb)

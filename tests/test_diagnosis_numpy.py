@@ -123,6 +123,7 @@ def _graded_with(seed):
     return out
 
 
+@pytest.mark.slow  # the whole catalogue under two more seeds
 def test_catalogue_precision_is_one(graded):
     lines = []
     for seed, runs in [("visible", graded)] + [(s, _graded_with(s)) for s in OTHER_SEEDS]:

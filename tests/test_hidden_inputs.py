@@ -24,6 +24,7 @@ SECRETS = ("course-secret-one", "another secret, 2026")
 STUDENTS = ("ada", "grace", "alan", "edsger", "barbara")
 
 
+@pytest.mark.slow  # cases drawn for many secrets and students
 @pytest.mark.parametrize("stem", [nb.stem for nb in NOTEBOOKS])
 def test_no_hidden_request_equals_a_visible_one(stem):
     visible = set(fingerprints(build_cases(stem, VISIBLE_SEED)))

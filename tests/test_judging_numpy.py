@@ -53,14 +53,21 @@ def _stub(*args, **kwargs):
     raise NotImplementedError()
 
 
-ANSWERS = (
-    [(name, "reference", getattr(R, name)) for name in NAMES]
-    + [(name, "stub", _stub) for name in NAMES]
-    + [(name, f"{m}-{i}", fn) for i, (m, name, fn) in enumerate(MUTANTS)]
-    + [(name, f"right-{i}", fn) for i, (name, fn) in enumerate(CORRECT)]
-    + [(name, f"diagnosed-{fn.__name__}-{i}", fn) for i, (name, _, fn) in enumerate(DIAGNOSED)]
-    + [(name, f"returns {what}", fn) for name in NAMES for what, fn in WEIRD.items()]
-)
+ANSWERS = [
+    pytest.param(name, answer, fn, id=f"{name}-{answer}")
+    for name, answer, fn in (
+        [(name, "reference", getattr(R, name)) for name in NAMES]
+        + [(name, "stub", _stub) for name in NAMES]
+    )
+] + [  # the whole catalogue: minutes of CPU (`pytest -m "not slow"` keeps the two above)
+    pytest.param(name, answer, fn, id=f"{name}-{answer}", marks=pytest.mark.slow)
+    for name, answer, fn in (
+        [(name, f"{m}-{i}", fn) for i, (m, name, fn) in enumerate(MUTANTS)]
+        + [(name, f"right-{i}", fn) for i, (name, fn) in enumerate(CORRECT)]
+        + [(name, f"diagnosed-{fn.__name__}-{i}", fn) for i, (name, _, fn) in enumerate(DIAGNOSED)]
+        + [(name, f"returns {what}", fn) for name in NAMES for what, fn in WEIRD.items()]
+    )
+]
 
 
 @pytest.fixture(scope="module")
@@ -103,9 +110,7 @@ def test_every_visible_case_is_a_judgement_of_plain_data(stem, tmp_path):
         ]
 
 
-@pytest.mark.parametrize(
-    "name, answer, fn", ANSWERS, ids=[f"{name}-{answer}" for name, answer, _ in ANSWERS]
-)
+@pytest.mark.parametrize("name, answer, fn", ANSWERS)
 def test_stored_cases_judge_like_the_live_ones(stored, name, answer, fn):
     live = run_in_process(name, fn)
     assert _fields(judged_from_store(stored[name], name, fn)) == _fields(live)

@@ -204,7 +204,10 @@ def test_every_visible_case_is_a_judgement_that_round_trips(name, stored, tmp_pa
 
 @pytest.mark.parametrize(
     ("name", "subject"),
-    [(n, s) for n in NAMES for s in ["reference", "stub", *range(len(SUBJECTS[n]))]],
+    [(n, s) for n in NAMES for s in ["reference", "stub"]]
+    + [  # the mistakes and the alternatives: slow (`pytest -m "not slow"` keeps the two above)
+        pytest.param(n, s, marks=pytest.mark.slow) for n in NAMES for s in range(len(SUBJECTS[n]))
+    ],
 )
 def test_stored_cases_judge_exactly_as_live_ones(name, subject, stored, tmp_path):
     """One set of answers (to the stored requests, equal to the live ones as tested above),

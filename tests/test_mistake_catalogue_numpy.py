@@ -109,6 +109,7 @@ def test_the_four_figures_per_notebook(verdicts):
     assert not bad, "\n".join(lines + details)
 
 
+@pytest.mark.slow  # the whole catalogue under three seeds (verdicts)
 def test_no_misleading_diagnosis_anywhere(verdicts):
     wrong = [
         f"{r['label']}: named {sorted(r['named'])}\n"
@@ -133,6 +134,7 @@ def test_the_catalogue_is_large_and_mostly_named():
 UNTAUGHT = re.compile(r"gufunc|core dimension|Pearson|harness|SPEC\b", re.IGNORECASE)
 
 
+@pytest.mark.slow  # the whole catalogue under three seeds (verdicts)
 def test_messages_speak_the_notebooks_words(verdicts):
     bad = [
         f"{r['label']}: {x.name}: {x.output}"

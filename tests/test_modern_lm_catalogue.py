@@ -43,6 +43,7 @@ def test_the_catalogue_covers_every_graded_name_and_its_ids_exist():
         assert (expected in CATALOGUE) if expected else phrase
 
 
+@pytest.mark.slow  # the whole catalogue
 @pytest.mark.parametrize("entry", mutants.WRONG, ids=lambda e: e[0])
 def test_a_mistake_is_caught_and_named_by_check_and_grader_alike(entry):
     _, name, obj, expected, phrase = entry

@@ -38,6 +38,8 @@ from fixtures import (
     without_venv_on_path,
 )
 
+pytestmark = pytest.mark.slow  # grades an nbgrader course in the sandbox, drives Chromium
+
 REPO = Path(__file__).resolve().parent.parent
 SECRET = "hostile-test-secret"
 STUDENT = "mallory"

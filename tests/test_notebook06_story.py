@@ -131,12 +131,14 @@ def run():
     return executed_solution(STEM).cells
 
 
+@pytest.mark.slow  # reads notebook 06's solution, executed whole
 def test_weight_tying_saves_v_times_d_and_gives_gpt2s_published_count(run):
     out = stdout(cell(run, "nb06-tying"))
     assert "saved: 8,320 = V·d = 65 × 128 = 8,320" in out
     assert "124,439,808 tied" in out  # GPT-2 small's published parameter count
 
 
+@pytest.mark.slow  # reads notebook 06's solution, executed whole
 def test_the_stream_grows_with_depth_unless_the_residual_projections_are_rescaled(run):
     rows = re.findall(
         r"(\d+) blocks: stream std ([\d.]+) .*?, ([\d.]+) rescaled",
@@ -150,6 +152,7 @@ def test_the_stream_grows_with_depth_unless_the_residual_projections_are_rescale
     assert max(scaled) < 1.3 * min(scaled), "stays near the size of the embeddings"
 
 
+@pytest.mark.slow  # reads notebook 06's solution, executed whole
 def test_the_unclipped_run_blows_up_and_the_clipped_one_trains(run):
     out = stdout(cell(run, "nb06-clip"))
     (none_line,) = [ln for ln in out.splitlines() if ln.startswith("clip=None")]
@@ -164,11 +167,13 @@ def test_the_unclipped_run_blows_up_and_the_clipped_one_trains(run):
     assert clip_end < start, "the clipped run trains"
 
 
+@pytest.mark.slow  # reads notebook 06's solution, executed whole
 def test_the_schedule_printout_is_the_hand_computed_one(run):
     # lr_at(0) = 1e-2 * 1/100; step 99 ends the warm-up at max_lr; the last step is min_lr.
     assert "step 0: 0.0001, step 99: 0.01, step 999: 0.001" in stdout(cell(run, "nb06-lr-plot"))
 
 
+@pytest.mark.slow  # reads notebook 06's solution, executed whole
 def test_the_nucleus_demo_shows_what_the_sentence_after_it_says(run):
     out = stdout(cell(run, "nb06-043"))
     shares = {
@@ -179,6 +184,7 @@ def test_the_nucleus_demo_shows_what_the_sentence_after_it_says(run):
     assert shares["0.3"] == [1.0, 0.0, 0.0, 0.0, 0.0]
 
 
+@pytest.mark.slow  # reads notebook 06's solution, executed whole
 def test_the_baselines_are_the_independent_reproductions_numbers(run):
     out = stdout(cell(run, "nb06-baselines-1"))
     if "skipped: no tiny Shakespeare" in out:
@@ -198,6 +204,7 @@ def test_the_baselines_are_the_independent_reproductions_numbers(run):
     assert table[5][1] < table[4][0] - 0.05
 
 
+@pytest.mark.slow  # reads notebook 06's solution, executed whole
 def test_the_logit_lens_loss_falls_block_by_block(run):
     out = stdout(cell(run, "nb06-lens-1"))
     if "skipped: no tiny Shakespeare" in out:

@@ -29,6 +29,7 @@ def _shown(lost):
     )
 
 
+@pytest.mark.slow  # every hidden test under 200 seeds
 @pytest.mark.parametrize("chunk", range(CHUNKS))
 @pytest.mark.parametrize("stem", NOTEBOOKS)
 def test_the_model_answers_lose_no_point_under_any_seed(stem, chunk):
@@ -36,6 +37,7 @@ def test_the_model_answers_lose_no_point_under_any_seed(stem, chunk):
     assert not lost, _shown(lost)
 
 
+@pytest.mark.slow  # trains GPT under 24 seeds
 def test_the_training_run_passes_under_every_seed():
     lost = seed_sweep.training_cases(seed_sweep.seeds(TRAINING_SEEDS, secret="ci-training"))
     assert not lost, lost

@@ -14,6 +14,7 @@ from autograder.probes.base import build_cases
 SEEDS = (0, 1, 2, 3, 7, 11, 2024, 99991)
 
 
+@pytest.mark.slow  # a sweep of seeds
 @pytest.mark.parametrize("stem", [nb.stem for nb in NOTEBOOKS])
 def test_every_seed_gives_the_same_test_names(stem):
     names = {seed: [(c.function, c.name) for c in build_cases(stem, seed)] for seed in SEEDS}

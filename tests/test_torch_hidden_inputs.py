@@ -64,6 +64,7 @@ def separated(built):
     return seen
 
 
+@pytest.mark.slow  # a sweep of students
 @pytest.mark.parametrize("stem", STEMS)
 def test_every_stored_variant_is_told_apart_for_every_student(stem):
     visible = separated(cases(stem, VISIBLE_SEED))
@@ -82,6 +83,7 @@ DRAWN = {"CharTokenizer", "generate", "make_examples", "get_batch"}
 @pytest.mark.parametrize(
     "entry", [e for e in CATALOGUE + MORE if e[1] in DRAWN], ids=lambda e: e[0]
 )
+@pytest.mark.slow  # a sweep of students
 def test_data_dependent_mistakes_lose_marks_for_every_student(entry):
     key, name, obj, *_ = entry
     for secret in SECRETS:
@@ -91,6 +93,7 @@ def test_data_dependent_mistakes_lose_marks_for_every_student(entry):
             assert lost, f"{key} keeps full marks for {student} under {secret}:\n{show(results)}"
 
 
+@pytest.mark.slow  # cases drawn for many secrets and students
 @pytest.mark.parametrize("stem", STEMS)
 def test_no_hidden_request_equals_a_visible_one(stem):
     visible = {}

@@ -35,6 +35,7 @@ def _show(results):
     )
 
 
+@pytest.mark.slow  # the whole catalogue under every seed
 @pytest.mark.parametrize("entry", tm.MUTANTS, ids=[e[0] for e in tm.MUTANTS])
 def test_each_mistake_is_caught_and_named_under_every_seed(entry):
     key, name, obj, expected, phrase = entry
