@@ -9,6 +9,8 @@
     plan.py       NotebookPlan: per notebook, its cases and its sandbox job (or why none)
     payload.py    the results.json payload and its late penalties
     selftest.py   the solutions full marks and a blank 0 in this sandbox, or no grading
+    selftest_record.py  the cached pass a later run may believe; the budgets it measured
+    course_files.py     the course's files the sandbox is handed (checks stub, coursedata, data)
     command.py    `python -m autograder grade`: the class run and what it prints
 
 The self-test and Gradescope's runner use student.py alone; nothing here imports the platforms.

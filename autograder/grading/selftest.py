@@ -42,6 +42,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from autograder.grading.selftest_record import (  # noqa: F401 - measured_cpu: part of the API
+    apply_budgets,
+    cached_pass,
+    measured_cpu,
+)
 from autograder.grading.settings import Settings
 from autograder.grading.student import grade_student
 from autograder.switches import switches
@@ -201,41 +206,6 @@ def _cpu_per_notebook(future):
     return {stem: round(info["cpu_seconds"], 2) for stem, info in per_notebook.items()}
 
 
-# -- the time budgets measured from the solutions (the limits' part of the self-test) -------------
-def measured_cpu(report):
-    """The report's {stem: CPU seconds}, each a finite number >= 0 of a notebook of the course
-    (a cache file is read back: anything else is dropped)."""
-    import math
-
-    from autograder.curriculum import NOTEBOOKS
-
-    stems = {nb.stem for nb in NOTEBOOKS}
-    cpu = report.get("cpu") if isinstance(report, dict) else None
-    return {
-        stem: float(value)
-        for stem, value in (cpu.items() if isinstance(cpu, dict) else ())
-        if stem in stems
-        and type(value) in (int, float)
-        and math.isfinite(value)
-        and 0 <= value < 1e6
-    }
-
-
-def apply_budgets(limits, report, out):
-    """Each notebook's budget from the solutions' measured CPU (Limits.derive), said on `out`;
-    nothing when --timeout was given or nothing was measured."""
-    budgets = limits.derive(measured_cpu(report)) if report else {}
-    if budgets:
-        shown = ", ".join(f"{stem[:2]} {seconds:g}" for stem, seconds in sorted(budgets.items()))
-        print(
-            f"time budgets (CPU s per notebook's cells, and as many for its tests; "
-            f"{limits.measured_factor:g}x the solutions' measured cost, at least "
-            f"{limits.measured_floor_seconds:g}): {shown}",
-            file=out,
-        )
-    return budgets
-
-
 def _scored(payload):
     """The score as "88.5 / 88.5", or why it was not graded (each distinct reason once: SandboxFailure
     says "stem: reason; stem: reason; ...")."""
@@ -372,45 +342,6 @@ def guard(sandbox, workers=2, work_root=None, skip=False, fresh=False, out=None)
             pass  # not kept: the next run tests again
         apply_budgets(sandbox.limits, report, out)
         return report
-
-
-def cached_pass(folder, name, key):
-    """(report, "") for a cache entry that is a pass of this very key: the key it claims is
-    `key`, and its verdicts are a pass (the solutions at full marks above 0, the blank at 0);
-    (None, why) for anything else: a file named after the key proves nothing by its name."""
-    import math
-
-    from autograder.safe_files import UnsafeFile, read_json
-
-    try:
-        entry = read_json(folder, [name], limit=64 * 2**10)
-    except UnsafeFile as exc:
-        return None, exc.message
-    if not isinstance(entry, dict):
-        return None, "it is not a self-test's report"
-    if entry.get("key") != key:
-        return None, "it does not hold the key it is named after"
-    scores = entry.get("scores")
-
-    def pair(name):
-        value = scores.get(name) if isinstance(scores, dict) else None
-        ok = isinstance(value, list) and len(value) == 2
-        ok = ok and all(
-            isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
-            for x in value
-        )
-        return value if ok else None
-
-    solutions, blank = pair("solutions"), pair("blank")
-    if solutions is None or blank is None:
-        return None, "it holds no scores of the solutions and the blank submission"
-    if not (solutions[1] > 0 and solutions[0] == solutions[1] and blank[0] == 0):
-        return None, "its scores are not a pass"
-    seconds = entry.get("seconds")
-    if not isinstance(seconds, int | float) or isinstance(seconds, bool):
-        return None, "it holds no duration"
-    report = {"scores": {"solutions": solutions, "blank": blank}, "seconds": seconds}
-    return {**report, "cpu": measured_cpu(entry)}, ""  # the measured budgets, checked one by one
 
 
 def _run_and_say(sandbox, workers, work_root, out):
