@@ -187,9 +187,7 @@ def test_the_import_rule_sees_an_import_of_a_test_file(tmp_path):
 
 def test_no_file_of_the_grading_steps_is_over_400_lines():
     """grade.py once did seven jobs in one file; its successor stays in small modules."""
-    from pathlib import Path
-
-    grading = Path(__file__).resolve().parent.parent / "autograder" / "grading"
+    grading = PACKAGE / "grading"
     sizes = {p.name: len(p.read_text().splitlines()) for p in grading.glob("*.py")}
     assert len(sizes) >= 10, sizes
     assert not {name: n for name, n in sizes.items() if n > 400}, sizes
