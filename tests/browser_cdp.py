@@ -26,7 +26,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from test_feedback_browser import CHROMIUM_FLAGS, chromium
+from headless_chromium import CHROMIUM_FLAGS, chromium
 
 RECORD_ALERTS = r"""
 (() => {

@@ -22,7 +22,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from test_feedback_browser import run_chromium
+from headless_chromium import run_chromium
 
 from autograder.curriculum import NOTEBOOKS
 from autograder.integrity import INTEGRITY_FACTS

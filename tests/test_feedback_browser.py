@@ -23,13 +23,12 @@ import inspect
 import json
 import os
 import re
-import shutil
-import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
 import nbformat
 import pytest
+from headless_chromium import run_chromium
 
 from autograder.__main__ import main
 from autograder.curriculum import BY_STEM, NOTEBOOKS
@@ -49,45 +48,6 @@ pytestmark = pytest.mark.slow  # a real headless Chromium, and one student grade
 
 REPO = Path(__file__).resolve().parent.parent
 REFERENCE = REPO / "autograder" / "reference"
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--hide-scrollbars",
-]
-INSTALL = "apt-get install -y chromium"
-
-
-def chromium():
-    found = (
-        os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-    )
-    if found:
-        return found
-    message = f"Chromium is not installed, so the feedback page cannot be checked: run `{INSTALL}`"
-    if os.environ.get("FEEDBACK_BROWSER_OPTIONAL") == "1":
-        pytest.skip(message + " (skipped because FEEDBACK_BROWSER_OPTIONAL=1)")
-    pytest.fail(message + " (or set FEEDBACK_BROWSER_OPTIONAL=1 to skip this file locally)")
-
-
-def run_chromium(args, tmp_path):
-    profile = tmp_path / "chromium-profile"
-    profile.mkdir(exist_ok=True)
-    run = subprocess.run(
-        [chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,  # a safety bound: a page renders in a few seconds
-    )
-    assert run.returncode == 0, f"chromium failed ({run.returncode}):\n{run.stderr[-2000:]}"
-    return run.stdout
-
-
 RECORD_VISIBLE_TEXT = (
     "<script>const p = document.createElement('pre'); p.id = 'visible-text';"
     "p.textContent = document.body.innerText; document.body.appendChild(p);</script>"

@@ -139,13 +139,6 @@ def test_the_sandbox_knows_no_course():
 
 # -- the tests' own imports ------------------------------------------------------------------------
 TESTS = Path(__file__).resolve().parent
-# imports not yet moved out (the chromium helpers of test_feedback_browser): each must go, and
-# the test fails when one is gone from its file, so the list only shrinks
-NOT_YET_MOVED = {
-    ("browser_cdp.py", "test_feedback_browser"),
-    ("test_class_page.py", "test_feedback_browser"),
-    ("test_nbgrader_course.py", "test_feedback_browser"),
-}
 
 
 def imports_between_test_files(folder=TESTS):
@@ -168,10 +161,9 @@ def imports_between_test_files(folder=TESTS):
 
 def test_no_test_file_imports_another_test_file_or_conftest():
     """Shared catalogues and helpers live in tests/fixtures.py and the data modules beside it
-    (tests/*_mutants.py, browser_cdp.py, processes.py, ...); a test file imports those only."""
-    found = imports_between_test_files()
-    assert found <= NOT_YET_MOVED, sorted(found - NOT_YET_MOVED)
-    assert NOT_YET_MOVED <= found, f"moved: drop {sorted(NOT_YET_MOVED - found)} from the list"
+    (tests/*_mutants.py, browser_cdp.py, headless_chromium.py, processes.py, ...); a test file
+    imports those only."""
+    assert imports_between_test_files() == set()
 
 
 def test_the_import_rule_sees_an_import_of_a_test_file(tmp_path):

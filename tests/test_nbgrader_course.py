@@ -518,7 +518,7 @@ def test_formgrader_shows_each_grade_cells_score_in_a_browser(course, formgrader
     cell's score box shows our score (formgrader's script puts it in the box's placeholder)."""
     from html.parser import HTMLParser
 
-    from test_feedback_browser import run_chromium
+    from headless_chromium import run_chromium
 
     [cheater_nb] = [
         nb
