@@ -194,6 +194,7 @@ def test_plans_name_missing_misnamed_and_corrupt_notebooks(tmp_path, monkeypatch
 def test_a_browser_duplicate_of_02_is_graded_and_03_uses_it(tmp_path, monkeypatch):
     """The field report's case: `02_dot_product_softmax (1).ipynb` cost 19 points, because 03
     and 04 import the student's 02. Now 02 is graded from it, and 03 finds it."""
+    from autograder.grading.course_files import course_files
     from autograder.grading.student import grade_student
     from autograder.sandbox import Sandbox
 
@@ -211,7 +212,7 @@ def test_a_browser_duplicate_of_02_is_graded_and_03_uses_it(tmp_path, monkeypatc
     settings = Settings(
         out=tmp_path / "out", secret="near-names", limits=Limits(timeout=300), work_root=tmp_path
     )
-    sandbox = Sandbox(settings.limits)
+    sandbox = Sandbox(settings.limits, course=course_files())  # as grading opens it
     try:
         result = grade_student(sub.student, sub.folder, settings, sandbox, sub.messages)
     finally:

@@ -340,6 +340,7 @@ def test_the_students_a_stopped_run_left_unfinished_are_graded_again_though_up_t
     def fake_grade(student, folder, settings, sandbox, placement=None, kept=None, source=None):
         graded.append(student)
         payload = {"score": 1.0, "max_score": 1.0, "student": student, "tests": []}
+        payload["submission_digest"] = settings.submission_digests.get(student)  # as graded
         write_student(output_folder(settings.out, student), payload)
         return StudentResult(student, payload)
 
@@ -416,7 +417,9 @@ def without_timings(value):
         return {
             k: without_timings(v)
             for k, v in value.items()
-            if k not in ("seconds", "execution_time")
+            # and the content digest: each run's class carries its own process marker in mia's
+            # notebook (marker(N)), so their contents, and digests, differ by design
+            if k not in ("seconds", "execution_time", "submission_digest")
         }
     if isinstance(value, list):
         return [without_timings(v) for v in value]

@@ -393,6 +393,7 @@ def test_a_student_is_regraded_when_the_content_changed_whatever_the_file_times(
     only them."""
     from autograder.grading import classrun
     from autograder.grading.settings import Settings
+    from autograder.grading.stopping import Stopping
     from autograder.grading.student import StudentResult
     from autograder.report import write_student
     from autograder.sandbox import Limits
@@ -402,7 +403,7 @@ def test_a_student_is_regraded_when_the_content_changed_whatever_the_file_times(
         put(cls / student, A, f"{student} before")
     graded_now = []
 
-    def grade_todo(todo, kept, settings, progress):  # stands in for the sandbox's grading
+    def grade_todo(todo, kept, settings, progress, stop):  # stands in for the sandbox's grading
         done = []
         for sub in todo:
             graded_now.append(sub.student)
@@ -411,14 +412,17 @@ def test_a_student_is_regraded_when_the_content_changed_whatever_the_file_times(
                        "submission_digest": settings.submission_digests[sub.student]}  # fmt: skip
             write_student(out / sub.student, payload)
             done.append(StudentResult(sub.student, payload))
-        return done
+        return done, []  # (graded, unfinished)
 
     monkeypatch.setattr(classrun, "_grade_todo", grade_todo)
 
     def run():
         graded_now.clear()
         settings = Settings(out=out, secret="s", limits=Limits())
-        classrun._grade_class(discover(cls, out=out, staging=tmp_path / "st"), settings, False)
+        with Stopping() as stop:
+            classrun._grade_class(
+                discover(cls, out=out, staging=tmp_path / "st"), settings, False, stop
+            )
         return sorted(graded_now)
 
     assert run() == ["ada", "bob"]
