@@ -315,6 +315,27 @@ def cheap_training(rng):
     return Case("GPT", "training (skipped in this test)", points, [request], lambda rs: None)
 
 
+# -- a student's folder of one-cell notebooks (test_submissions, test_near_names) -------------
+def one_cell_notebook(code):
+    """The text of a notebook whose one code cell is `code`."""
+    return nbformat.writes(
+        nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code, id="c")])
+    )
+
+
+def put_notebook(root, rel, code="x = 1"):
+    """A one-cell notebook at root/rel (its folders made); its path."""
+    path = Path(root) / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(one_cell_notebook(code))
+    return path
+
+
+def graded_files(sub):
+    """{file name: its text} of what the grader will grade for this student."""
+    return {p.name: p.read_text() for p in sorted(sub.folder.glob("*.ipynb"))}
+
+
 # -- the sandbox: hand-written notebooks and requests (test_sandbox, test_watchdog, ...) --------
 def notebook(folder, name, *cells):
     folder.mkdir(parents=True, exist_ok=True)

@@ -10,8 +10,10 @@ import os
 import zipfile
 from pathlib import Path
 
-import nbformat
 import pytest
+from fixtures import graded_files as graded
+from fixtures import one_cell_notebook as notebook
+from fixtures import put_notebook as put
 
 from autograder.curriculum import BY_STEM
 from autograder.grading import plan
@@ -25,23 +27,6 @@ from autograder.submissions import discover
 REPO = Path(__file__).resolve().parent.parent
 B = "02_dot_product_softmax.ipynb"
 SOFTMAX = "02_dot_product_softmax"
-
-
-def notebook(code):
-    return nbformat.writes(
-        nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code, id="c")])
-    )
-
-
-def put(root, rel, code="x = 1"):
-    path = Path(root) / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(notebook(code))
-    return path
-
-
-def graded(sub):
-    return {p.name: p.read_text() for p in sorted(sub.folder.glob("*.ipynb"))}
 
 
 @pytest.mark.parametrize(

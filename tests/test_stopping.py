@@ -287,9 +287,23 @@ class IdleSandbox:
         pass
 
 
-def test_a_run_that_fails_part_way_leaves_no_work_folder(tmp_path, monkeypatch):
+def class_args(tmp_path):
+    """`grade`'s options for the class in tmp_path/class, graded into tmp_path/out, as a class
+    run of stand-in students needs them (one worker, no self-test)."""
     from argparse import Namespace
 
+    return Namespace(
+        path=str(tmp_path / "class"),
+        out=str(tmp_path / "out"),
+        secret="s",
+        timeout=10,
+        workers=1,
+        force=False,
+        skip_selftest=True,
+    )
+
+
+def test_a_run_that_fails_part_way_leaves_no_work_folder(tmp_path, monkeypatch):
     from autograder.grading import classrun
     from autograder.grading.settings import settings_from_args
     from autograder.grading.student import StudentResult
@@ -308,15 +322,7 @@ def test_a_run_that_fails_part_way_leaves_no_work_folder(tmp_path, monkeypatch):
     monkeypatch.setattr(classrun, "write_class", disk_full)
     monkeypatch.setenv("AUTOGRADER_WORK_DIR", str(tmp_path / "scratch"))
     student_folder(tmp_path / "class", "ann")
-    args = Namespace(
-        path=str(tmp_path / "class"),
-        out=str(tmp_path / "out"),
-        secret="s",
-        timeout=10,
-        workers=1,
-        force=False,
-        skip_selftest=True,
-    )
+    args = class_args(tmp_path)
     with pytest.raises(OSError, match="No space"):
         classrun.grade_class(args.path, settings_from_args(args), progress=False)
     assert [folder.parent for folder in used] == [tmp_path / "scratch"]  # there, in use
@@ -328,8 +334,6 @@ def test_the_students_a_stopped_run_left_unfinished_are_graded_again_though_up_t
 ):
     """A run stopped under --force leaves older results.json for the students it had not
     finished: they look up to date, yet the next run (without --force) grades them again."""
-    from argparse import Namespace
-
     from autograder.grading import classrun
     from autograder.grading.settings import settings_from_args
     from autograder.grading.student import StudentResult, output_folder
@@ -349,15 +353,7 @@ def test_the_students_a_stopped_run_left_unfinished_are_graded_again_though_up_t
     monkeypatch.setenv("AUTOGRADER_WORK_DIR", str(tmp_path / "scratch"))
     for name in ("ann", "bob", "cy"):
         student_folder(tmp_path / "class", name)
-    args = Namespace(
-        path=str(tmp_path / "class"),
-        out=str(tmp_path / "out"),
-        secret="s",
-        timeout=10,
-        workers=1,
-        force=False,
-        skip_selftest=True,
-    )
+    args = class_args(tmp_path)
     out = tmp_path / "out"
 
     def run():

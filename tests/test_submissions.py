@@ -8,8 +8,10 @@ import zipfile
 from argparse import Namespace
 from pathlib import Path
 
-import nbformat
 import pytest
+from fixtures import graded_files as graded
+from fixtures import one_cell_notebook as notebook
+from fixtures import put_notebook as put
 
 from autograder import submissions
 from autograder.submissions import GENERAL, discover
@@ -21,24 +23,6 @@ A, B, E, F = (
     "05_transformer_block.ipynb",
     "06_autoregressive_lm.ipynb",
 )
-
-
-def notebook(code):
-    return nbformat.writes(
-        nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code, id="c")])
-    )
-
-
-def put(root, rel, code="x = 1"):
-    path = Path(root) / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(notebook(code))
-    return path
-
-
-def graded(sub):
-    """{file name: its text} of what the grader will grade for this student."""
-    return {p.name: p.read_text() for p in sorted(sub.folder.glob("*.ipynb"))}
 
 
 def all_messages(sub):
