@@ -321,3 +321,22 @@ def test_gather_on_a_backdated_push_shows_the_flag_and_the_regrade(tmp_path, cap
     info = after["notebooks"][stem]
     assert info["score"] == info["max_score"] > 0  # regraded: the answers, on time by date
     assert [f["flag"] for f in after["handed_in_flags"]] == ["backdated"]
+
+
+def test_gathers_git_starts_no_background_maintenance(tmp_path, monkeypatch):
+    """A detached `git gc --auto` or `git maintenance run --auto` would outlive the fetch and
+    change the cache (its lock files come and go) while gather measures its size; whatever the
+    instructor's own git configuration says, gather's git has both switched off."""
+    from autograder.platforms.classroom import _git as gathers_git
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text("[gc]\n\tauto = 1\n[maintenance]\n\tauto = true\n")
+    monkeypatch.setenv("HOME", str(home))
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    assert subprocess.run(["git", "config", "gc.auto"], cwd=repo, capture_output=True,
+                          text=True).stdout.strip() == "1"  # fmt: skip
+    assert gathers_git("config", "gc.auto", cwd=repo).decode().strip() == "0"
+    assert gathers_git("config", "maintenance.auto", cwd=repo).decode().strip() == "false"

@@ -71,6 +71,13 @@ GIT_ENV = {
     "GIT_ASKPASS": "/bin/false",
     "GIT_CONFIG_NOSYSTEM": "1",
     "LC_ALL": "C",
+    # no background maintenance (git gc --auto, git maintenance run --auto): a detached gc would
+    # outlive the command, change the cache while its size is measured and hold its locks
+    "GIT_CONFIG_COUNT": "2",
+    "GIT_CONFIG_KEY_0": "gc.auto",
+    "GIT_CONFIG_VALUE_0": "0",
+    "GIT_CONFIG_KEY_1": "maintenance.auto",
+    "GIT_CONFIG_VALUE_1": "false",
 }
 
 

@@ -96,7 +96,9 @@ def copy_submission(source, target, max_file_bytes=MAX_FILE_BYTES, max_total_byt
 
 
 def tree_bytes(root):
-    """Total size of the regular files under root (no links followed; iterative)."""
+    """Total size of the regular files under root (no links followed; iterative). The tree may
+    be changing while it is walked (a git fetch, a running sandbox): what is gone between the
+    listing and its look counts nothing, never an error."""
     total, stack = 0, [str(root)]
     while stack:
         try:
@@ -104,10 +106,13 @@ def tree_bytes(root):
         except OSError:
             continue
         for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                stack.append(entry.path)
-            elif entry.is_file(follow_symlinks=False):
-                total += entry.stat(follow_symlinks=False).st_size
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                elif entry.is_file(follow_symlinks=False):
+                    total += entry.stat(follow_symlinks=False).st_size
+            except OSError:  # removed since the listing (a lock file, a temporary object)
+                continue
     return total
 
 
