@@ -44,6 +44,7 @@ def sandbox_or_skip(limits):
     return box
 
 
+@pytest.mark.slow  # probes bubblewrap releases
 def test_each_release_is_probed_for_the_options_it_lacks(standins):
     for version, folder in standins.items():
         features = probe(str(folder / "bwrap"))

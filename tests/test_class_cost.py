@@ -164,6 +164,7 @@ def test_the_cgroup_clock_is_read_through_a_descriptor_the_parent_passes_in(tmp_
     assert cpu_clock(None, False) == {"kind": "process"}
 
 
+@pytest.mark.slow  # spawns processes that burn CPU
 def test_without_a_cgroup_the_driver_counts_its_live_descendants():
     burn = (
         "import sys, time\nsys.stdin.readline()\nend = time.process_time() + 1.0\n"

@@ -11,6 +11,7 @@ than the window, whether a click on a column's title sorts the table, and whethe
 id became markup.
 """
 
+import functools
 import json
 import os
 import random
@@ -43,13 +44,14 @@ HOSTILE = [
 
 
 # -- a synthetic class -------------------------------------------------------------------------
+@functools.cache  # building every notebook's cases takes seconds; the course does not change
 def course_tests():
-    """[(notebook, function, name, points)] of the real course (names as the grader gives)."""
+    """((notebook, function, name, points), ...) of the real course (names as the grader gives)."""
     points = {}
     for nb in NOTEBOOKS:
         for case in build_cases(nb.stem, 1):
             points[(nb.stem, case.function, f"{case.function}: {case.name}")] = case.points
-    return [(*k, v) for k, v in points.items()]
+    return tuple((*k, v) for k, v in points.items())
 
 
 def synthetic_class(n=250, seed=20):
@@ -325,6 +327,7 @@ def check_readable(report):
     assert names == sorted(names, key=str.lower)
 
 
+@pytest.mark.slow  # renders in a real browser
 @pytest.mark.parametrize("width", [1280, 800])
 def test_a_class_of_250_renders_readably_with_hostile_ids_as_text(synthetic, tmp_path, width):
     payloads, tally, data = synthetic

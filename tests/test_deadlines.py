@@ -134,6 +134,7 @@ def _gradebook_with(tmp_path, score):
     return url
 
 
+@pytest.mark.slow  # nbgrader's own preprocessor on a real gradebook
 @pytest.mark.parametrize("method", ["zero", "per-period"])
 def test_nbgraders_own_preprocessor_gives_the_standalone_penalty(tmp_path, method):
     """nbgrader's real AssignLatePenalties on a real gradebook, configured with nbgrader's own

@@ -94,6 +94,7 @@ def _report(results):
     return "\n".join(f"  {r.name} {r.misconceptions}: {r.output}" for r in results if r.output)
 
 
+@pytest.mark.slow  # grades the whole NumPy mistake catalogue (module fixture)
 @pytest.mark.parametrize("label", LABELS)
 def test_mutant_gets_exactly_its_diagnosis(graded, label):
     name, expected, _ = MUTANTS[LABELS.index(label)]

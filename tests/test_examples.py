@@ -39,6 +39,7 @@ def generated():
     return builder.build()
 
 
+@pytest.mark.slow  # builds the example class
 def test_examples_class_is_what_build_class_generates(generated):
     stale = builder.stale(generated, EXAMPLES / "class")
     assert not stale, (
@@ -47,6 +48,7 @@ def test_examples_class_is_what_build_class_generates(generated):
     )
 
 
+@pytest.mark.slow  # builds the example class
 def test_the_build_is_deterministic(generated):
     assert builder.build() == generated
 

@@ -54,6 +54,7 @@ def test_without_a_kept_folder_every_run_builds(tmp_path, builds):
     assert len(builds) == 2
 
 
+@pytest.mark.slow  # builds matplotlib's font cache
 def test_a_real_build_writes_matplotlibs_font_list(tmp_path):
     kept = tmp_path / "kept"
     assert fontcache.warm(tmp_path / "run", kept)

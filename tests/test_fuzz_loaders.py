@@ -183,6 +183,7 @@ def judge_one(files):
         max_leaves=30,
     )
 )
+@pytest.mark.slow  # a fuzzer: hundreds of generated inputs
 def test_any_json_answer_is_judged_without_raising(value):
     result = judge_one({"response.json": json.dumps(value).encode()})
     assert result.score == 0.0 and result.output
@@ -269,6 +270,7 @@ def apply(status):
         ),
     )
 )
+@pytest.mark.slow  # a fuzzer: hundreds of generated inputs
 def test_a_forged_status_never_shows_its_text_as_the_graders(status):
     run = apply(status)
     said = json.dumps([run.messages, run.notes])

@@ -197,6 +197,7 @@ DROPPER = [  # as the driver does: starts as root, then drops to a uid
 ]
 
 
+@pytest.mark.slow  # watches real processes
 @pytest.mark.skipif(os.geteuid() != 0, reason="running a process as another uid needs root")
 def test_the_watch_sees_a_grandchilds_uid_and_namespaces_from_proc():
     field = _field()

@@ -57,6 +57,7 @@ def secrets():
 
 
 # -- what is in it ---------------------------------------------------------------------------
+@pytest.mark.slow  # builds the whole handout
 def test_the_handout_holds_the_notebooks_the_data_and_a_checker_without_answers(handout):
     assert sorted(p.name for p in (handout / "notebooks").iterdir()) == sorted(
         nb.filename for nb in handed_out()
@@ -84,6 +85,7 @@ def test_the_handout_holds_the_notebooks_the_data_and_a_checker_without_answers(
     assert stored == list(GRADED_NAMES)
 
 
+@pytest.mark.slow  # builds the whole handout
 def test_the_checker_accepts_ranges_that_hold_the_courses_pins(handout):
     from packaging.requirements import Requirement
 
@@ -110,6 +112,7 @@ def test_the_checker_accepts_ranges_that_hold_the_courses_pins(handout):
     assert 'pip install "./checker[lab]"' in readme and "3.11, 3.12 or 3.13" in readme
 
 
+@pytest.mark.slow  # builds a handout
 def test_the_readme_opens_each_notebook_in_colab_from_the_handouts_repository(tmp_path):
     out = tmp_path / "h"
     build_handout(out, stage=2, repository="https://github.com/some-school/attention-2027")
@@ -141,6 +144,7 @@ def _run_colab_cell(source, env, python=sys.executable):
     return json.loads(done.stdout.split("CALLS", 1)[1]), done.stdout
 
 
+@pytest.mark.slow  # builds the whole handout
 def test_the_colab_cell_does_nothing_outside_colab(handout):
     env = {k: v for k, v in os.environ.items() if not k.startswith("COLAB_")}
     for nb in NOTEBOOKS:
@@ -149,6 +153,7 @@ def test_the_colab_cell_does_nothing_outside_colab(handout):
         assert calls == [] and printed.strip() == "CALLS[]", nb.filename
 
 
+@pytest.mark.slow  # builds the whole handout
 def test_on_colab_the_cell_installs_the_checker_with_every_installed_package_kept(handout):
     from importlib.metadata import version
 
@@ -166,6 +171,7 @@ def test_on_colab_the_cell_installs_the_checker_with_every_installed_package_kep
     assert "upload it next to this notebook" in printed
 
 
+@pytest.mark.slow  # builds the whole handout
 def test_a_weekly_stage_holds_its_notebooks_and_only_their_cases(handout, tmp_path, secrets):
     build_handout(tmp_path / "week3", stage=3)
     notebooks = sorted(p.name for p in (tmp_path / "week3" / "notebooks").iterdir())
@@ -181,6 +187,7 @@ def test_a_weekly_stage_holds_its_notebooks_and_only_their_cases(handout, tmp_pa
         build_handout(tmp_path / "week3", stage=3)
 
 
+@pytest.mark.slow  # builds the whole handout
 def test_an_optional_notebook_ships_with_the_notebook_it_follows_and_is_never_graded(
     handout, tmp_path
 ):
@@ -198,6 +205,7 @@ def test_an_optional_notebook_ships_with_the_notebook_it_follows_and_is_never_gr
 
 
 # -- no answers in it --------------------------------------------------------------------------
+@pytest.mark.slow  # builds the whole handout
 def test_no_answer_is_anywhere_in_the_handout(handout, secrets):
     assert set(leaks.leaks(handout, secrets)) == KNOWN_LEAKS
 
@@ -248,6 +256,7 @@ def _found(bundle, secrets):
     return set(leaks.leaks(bundle, secrets)) - KNOWN_LEAKS
 
 
+@pytest.mark.slow  # builds the whole handout
 def test_the_detector_finds_a_reference_function_pasted_verbatim(handout, secrets, tmp_path):
     import inspect
 
@@ -263,6 +272,7 @@ def test_the_detector_finds_a_reference_function_pasted_verbatim(handout, secret
     ), found
 
 
+@pytest.mark.slow  # builds the whole handout
 def test_the_detector_finds_an_answer_renamed_and_redocumented(handout, secrets, tmp_path):
     planted = _plant(handout, tmp_path, "checker/coursedata/fruit.py", PLANTED_RENAMED)
     found = _found(planted, secrets)
@@ -273,6 +283,7 @@ def test_the_detector_finds_an_answer_renamed_and_redocumented(handout, secrets,
     assert not any(f.startswith("checker/coursedata/fruit.py: the line") for f in found), found
 
 
+@pytest.mark.slow  # builds the whole handout
 def test_the_detector_finds_a_solution_region_pasted_into_a_notebook(handout, secrets, tmp_path):
     solution = nbformat.read(SOLUTIONS / "04_multihead_attention.ipynb", as_version=4)
     (cell,) = [
@@ -294,6 +305,7 @@ def test_the_detector_finds_a_solution_region_pasted_into_a_notebook(handout, se
     ), found
 
 
+@pytest.mark.slow  # builds the whole handout
 def test_the_detector_finds_a_probe_line_in_a_text_file(handout, secrets, tmp_path):
     probe = (REPO / "autograder" / "probes" / "dot_product_softmax.py").read_text()
     line = max(leaks.secret_lines(probe, ast.parse(probe)), key=len)
@@ -302,6 +314,7 @@ def test_the_detector_finds_a_probe_line_in_a_text_file(handout, secrets, tmp_pa
     assert any(f.startswith("README.md: the line ") for f in found), found
 
 
+@pytest.mark.slow  # builds the whole handout
 def test_the_detector_ignores_honest_code(handout, secrets, tmp_path):
     honest = "def mean_of_rows(table):\n    return [sum(row) / len(row) for row in table]\n"
     planted = _plant(handout, tmp_path, "checker/autograder/judging/extra.py", honest)
@@ -344,6 +357,7 @@ def _wrong_answers():
     return answers
 
 
+@pytest.mark.slow  # builds the whole handout
 @pytest.mark.parametrize("name", [n for n in GRADED_NAMES if n != "GPT"])
 def test_a_stored_check_says_what_the_probes_say_on_the_model_answer(handout, name):
     stored = handout / "checker" / "autograder" / "visible"
@@ -354,6 +368,7 @@ def test_a_stored_check_says_what_the_probes_say_on_the_model_answer(handout, na
 @pytest.mark.parametrize(
     "name,mistake,answer", _wrong_answers(), ids=lambda x: getattr(x, "__name__", x)
 )
+@pytest.mark.slow  # builds the whole handout
 def test_a_stored_check_says_what_the_probes_say_on_a_wrong_answer(handout, name, mistake, answer):
     stored = handout / "checker" / "autograder" / "visible"
     with np.errstate(all="ignore"):
@@ -601,6 +616,7 @@ def test_import_earlier_turns_what_is_missing_into_an_unfinished_exercise(
     assert found["half"].__name__ == "half"
 
 
+@pytest.mark.slow  # builds the whole handout
 def test_the_build_refuses_a_checker_that_would_import_what_it_lacks(handout, tmp_path):
     from autograder.handout import check_self_contained
 
@@ -617,6 +633,7 @@ def test_the_build_refuses_a_checker_that_would_import_what_it_lacks(handout, tm
         check_self_contained(checker)
 
 
+@pytest.mark.slow  # builds the whole handout
 def test_the_handouts_check_fails_under_nbgrader_validate_and_only_prints_in_jupyter(handout):
     """The students' Validate button runs the notebook with NBGRADER_EXECUTION=validate: the
     handout's checker (not the full package) then raises on a failing or unfinished exercise."""

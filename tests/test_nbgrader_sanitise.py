@@ -162,6 +162,7 @@ PIECES = st.sampled_from(
 )  # fmt: skip
 
 
+@pytest.mark.slow  # a fuzzer rendered through nbconvert
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(PIECES, min_size=1, max_size=24).map("".join))
 def test_no_drawn_markdown_renders_to_anything_active(source):
@@ -173,6 +174,7 @@ def test_no_drawn_markdown_renders_to_anything_active(source):
         assert f"<{tag}" not in shown.lower()
 
 
+@pytest.mark.slow  # a fuzzer rendered through nbconvert
 @settings(max_examples=150, deadline=None)
 @given(st.lists(PIECES, min_size=1, max_size=24).map("".join))
 def test_no_drawn_html_output_keeps_anything_active(fragment):

@@ -53,6 +53,7 @@ def nbgrader(cell):
     return cell.get("metadata", {}).get("nbgrader", {})
 
 
+@pytest.mark.slow  # releases every notebook
 def test_release_check_reports_nothing_stale():
     run = subprocess.run(
         [sys.executable, "-m", "autograder", "release", "--check"],

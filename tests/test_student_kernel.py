@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from autograder.format_checkers import OPTIONAL
 
 REPO = Path(__file__).resolve().parents[1]
@@ -49,6 +51,7 @@ def installed(name):
     return done.stdout.strip() == "True"
 
 
+@pytest.mark.slow  # imports the checker in fresh interpreters
 def test_importing_the_checks_blocks_no_module_in_the_students_process():
     seen = run(PROBE)
     assert seen["blocked"] == []
@@ -57,6 +60,7 @@ def test_importing_the_checks_blocks_no_module_in_the_students_process():
             assert seen["found"][name] is True, (name, seen["found"][name])
 
 
+@pytest.mark.slow  # imports the checker in fresh interpreters
 def test_the_graders_shortcut_leaves_nothing_blocked_after_it():
     code = (
         "import json, sys\n"
