@@ -382,6 +382,7 @@ def test_a_folder_of_too_many_files_is_listed_only_up_to_the_cap(tmp_path, monke
 
 
 # -- zip directories, one by one -------------------------------------------------------------------
+@pytest.mark.slow  # builds large archives and documents
 def test_zip_directories_are_judged_by_their_end_record(tmp_path):
     from autograder import zip_directory
 
@@ -431,6 +432,7 @@ _JSON = st.recursive(
 )
 
 
+@pytest.mark.slow  # builds large archives and documents
 @settings(max_examples=300, deadline=None)
 @given(value=_JSON, ascii_only=st.booleans(), chunk=st.sampled_from([1, 2, 3, 7, 1 << 20]))
 def test_the_value_count_bounds_what_json_decodes(value, ascii_only, chunk):

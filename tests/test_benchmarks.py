@@ -162,6 +162,7 @@ def load_attention_forms():
     return module
 
 
+@pytest.mark.slow  # runs each attention form the benchmark times
 @pytest.mark.parametrize("form", ["fused_qkv", "baddbmm", "sdpa"])
 def test_each_attention_form_the_benchmark_times_computes_what_the_reference_does(form):
     """benchmarks/attention_forms.py times other ways to write the reference's self-attention; a

@@ -53,6 +53,7 @@ def test_each_release_is_probed_for_the_options_it_lacks(standins):
         assert set(features.missing) == used & set(refused(version)), version
 
 
+@pytest.mark.slow  # runs bubblewrap stand-ins
 @pytest.mark.parametrize("identity", ["userns", "user", "root"])
 @pytest.mark.parametrize("version", ["0.6.1", "0.8.0", "0.9.0"])
 def test_the_sandbox_passes_only_options_its_bubblewrap_has(
@@ -171,6 +172,7 @@ def test_a_bubblewrap_without_an_essential_option_is_refused_naming_it(standins,
     assert not (tmp_path / "out" / "ada" / "results.json").exists()
 
 
+@pytest.mark.slow  # runs bubblewrap stand-ins
 def test_direct_construction_refuses_it_too(standins, monkeypatch):
     on_path(monkeypatch, standins["0.4.0"])
     with pytest.raises(BubblewrapUnsupported, match=r"bubblewrap 0\.4\.0 .*--perms"):

@@ -276,10 +276,12 @@ DROPOUT_MUTANTS = [
 @pytest.mark.parametrize(
     ("cls", "case", "words"), DROPOUT_MUTANTS, ids=[m[0].__name__ for m in DROPOUT_MUTANTS]
 )
+@pytest.mark.slow  # each grades a block or a GPT through every case
 def test_dropout_mistakes_lose_the_dropout_case_with_their_message(cls, case, words):
     failed_only(run("TransformerBlock", cls), case, *words)
 
 
+@pytest.mark.slow  # each grades a block or a GPT through every case
 @pytest.mark.parametrize("cls", [Block, BlockSequential, BlockBernoulli, BlockExtraDropout])
 def test_dropout_alternatives_keep_full_marks(cls):
     full(run("TransformerBlock", cls))
@@ -324,10 +326,12 @@ class GPTIgnoresDropout(make_gpt()):
     ("cls", "words"),
     [(GPTIgnoresDropout, "dropout is not applied"), (GPTDropsInEval, "training=self.training")],
 )
+@pytest.mark.slow  # each grades a block or a GPT through every case
 def test_gpt_dropout_mistakes_lose_the_dropout_case(cls, words, no_training):
     failed_only(run("GPT", cls), "dropout", words)
 
 
+@pytest.mark.slow  # each grades a block or a GPT through every case
 @pytest.mark.parametrize("cls", [R.GPT, make_gpt(), GPTTorchLayers])
 def test_gpt_dropout_alternatives_keep_full_marks(cls, no_training):
     full(run("GPT", cls))
@@ -394,11 +398,13 @@ def test_gpt_without_positions_loses_the_order_case(no_training):
     assert all("position embedding" in r.output for r in failed), show(failed)
 
 
+@pytest.mark.slow  # each grades a block or a GPT through every case
 def test_gpt_with_fixed_sinusoidal_positions_loses_only_the_architecture_case(no_training):
     """Notebook 06 asks for learned positions (a table of block_size rows)."""
     failed_only(run("GPT", GPTSinusoidal), "architecture", "no position embedding")
 
 
+@pytest.mark.slow  # each grades a block or a GPT through every case
 def test_gpt_position_alternatives_keep_full_marks(no_training):
     full(run("GPT", GPTZeroPositions))
 

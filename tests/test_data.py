@@ -375,6 +375,7 @@ def test_entropy_rate_is_the_long_run_loss_of_the_true_model(source, long_sample
     assert source.cross_entropy(long_sample) == pytest.approx(nll.mean(), abs=1e-9)
 
 
+@pytest.mark.slow  # fits n-gram models on generated text
 def test_fitted_ngrams_reach_their_conditional_entropies(source, long_sample):
     held_out = source.sample(200_000, seed=7)
     rate = source.entropy_rate()

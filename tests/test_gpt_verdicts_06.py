@@ -96,6 +96,7 @@ def _run(cls, seed):
         return run_in_process("GPT", cls, seed=seed)
 
 
+@pytest.mark.slow  # GPTs graded through every case
 @pytest.mark.parametrize("key,cls,expected,phrase", CASES, ids=[c[0] for c in CASES])
 def test_caught_named_and_notebook_05_not_blamed(key, cls, expected, phrase):
     for seed in SEEDS:
@@ -110,6 +111,7 @@ def test_caught_named_and_notebook_05_not_blamed(key, cls, expected, phrase):
             assert "fix it there" not in r.output, r.output
 
 
+@pytest.mark.slow  # GPTs graded through every case
 def test_the_reference_gpt_passes_every_case_but_training():
     for seed in SEEDS:
         results = _run(R.GPT, seed)

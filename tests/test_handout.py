@@ -210,6 +210,7 @@ def test_no_answer_is_anywhere_in_the_handout(handout, secrets):
     assert set(leaks.leaks(handout, secrets)) == KNOWN_LEAKS
 
 
+@pytest.mark.slow  # collects every answer of the course
 def test_the_secrets_cover_every_answer(secrets):
     """Every graded name's model answer, and every solution region, is among what is looked for."""
     wheres = set().union(*secrets.blocks.values())

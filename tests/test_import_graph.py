@@ -8,9 +8,15 @@ A cycle fails the test with its modules in order, so whoever adds one sees where
 """
 
 import ast
+import functools
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "autograder"
+
+
+@functools.cache  # each test walks the same files: parse each once
+def tree_of(path):
+    return ast.parse(path.read_text(encoding="utf-8"))
 
 
 def module_files(package=PACKAGE):
@@ -35,7 +41,7 @@ def import_graph(modules):
     for module, path in modules.items():
         package = module if path.name == "__init__.py" else module.rpartition(".")[0]
         edges = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(tree_of(path)):
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
@@ -131,7 +137,7 @@ def test_the_sandbox_knows_no_course():
         if module == "autograder.sandbox" or module.startswith("autograder.sandbox."):
             assert not {e for e in edges for c in course if e == c or e.startswith(c + ".")}, module
     for path in sorted((PACKAGE / "sandbox").rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = tree_of(path)
         names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
         names += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
         assert not [n for n in names if n.split(".")[0] == "coursedata"], path
@@ -146,7 +152,7 @@ def imports_between_test_files(folder=TESTS):
     test_modules = {p.stem for p in folder.glob("test_*.py")} | {"conftest"}
     found = set()
     for path in sorted(folder.glob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(tree_of(path)):
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and not node.level:

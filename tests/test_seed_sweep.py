@@ -11,6 +11,7 @@ import pytest
 from autograder import seed_sweep
 from autograder.judging.base import Fail
 from autograder.judging.lm_judges import _window_check
+from autograder.probes.base import derive_seed
 
 SEEDS = 200
 TRAINING_SEEDS = 24
@@ -88,3 +89,35 @@ def test_the_benchmark_sweeps_and_ends_with_its_json_line():
     assert result["complete"] and result["points_lost"] == 0
     assert (result["seeds"], result["training_seeds"]) == (2, 1)
     assert result["notebooks"] == NOTEBOOKS
+
+
+def test_a_saturated_softmax_does_not_fail_a_right_causal_answer():
+    """The 2,000-seed benchmark's one loss: under this (secret, student) pair the tokens changed
+    by the causal case (drawn three times larger) put their weight on the same earlier token both
+    times, so the right answer's changed outputs barely moved and the judge took it for an answer
+    that ignores its input. Right on both calls, it now keeps its points."""
+    pair = [("benchmark-sweep-2", "student-1745")]
+    assert not seed_sweep.sweep(pair, stems={"03_matrix_attention"}, training=False)
+
+
+def test_an_answer_that_ignores_the_changed_tokens_still_fails_the_causal_case():
+    """The check the fix above must keep: outputs that do not follow the changed tokens (here,
+    each row's output frozen to the first call's) fail unless right on both calls."""
+    from autograder.reference import self_attention
+
+    first = {}
+
+    def frozen(X, W_q, W_k, W_v, mask=None):
+        Z, A = self_attention(X, W_q, W_k, W_v, mask=mask)
+        key = (np.asarray(W_q).tobytes(), np.asarray(X).shape)
+        if mask is not None and key in first:
+            return first[key]
+        first[key] = (Z, A)
+        return Z, A
+
+    namespace = seed_sweep.reference_namespace()
+    seed = derive_seed("a secret", "a student", "03_matrix_attention")
+    results = seed_sweep.grade("self_attention", frozen, seed, namespace)
+    causal = [r for r in results if "later tokens" in r.name]
+    assert causal and causal[0].score == 0, [(r.name, r.score, r.output) for r in causal]
+    assert "did not change their own outputs" in causal[0].output  # the check, not another

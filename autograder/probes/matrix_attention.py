@@ -144,6 +144,7 @@ def self_attention_cases(rng):
     prefix = {
         "function": f,
         "call": call_data(f, [Xf, *Wf], {"mask": mask}, variants=False),
+        "changed_expected": call_data(f, [Xf2, *Wf], {"mask": mask}, variants=False)["expected"],
         "t": t,
         "mask": mask,
     }
