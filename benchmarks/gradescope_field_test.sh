@@ -4,7 +4,7 @@
 #   sudo benchmarks/gradescope_field_test.sh [--suite bookworm] [--mirror URL] [--work DIR]
 #        [--image NAME] [--components "main"] [--wheels DIR] [--torch-source "PIP OPTIONS"]
 #        [--script PATH] [--modes "userns no-userns ..."] [--runs N] [--cpu N] [--no-standalone]
-#        [--no-check-gpg] [--keep]
+#        [--no-check-gpg] [--python-from-source DEBIAN_VERSION] [--keep]
 #
 # 1. builds the autograder zip (`python -m autograder gradescope`, a fixed test secret);
 # 2. builds a fresh root with debootstrap (--variant=minbase; default Debian 12 "bookworm" from
@@ -51,6 +51,16 @@
 # into a folder (`pip download torch==2.13.0 --python-version 3.12 --only-binary=:all: -d DIR`
 # with the manylinux platforms), serve: --wheels DIR --torch-source "--no-index --find-links
 # /opt/wheels". On a machine without a GPU that build runs the same CPU kernels.
+#
+# --python-from-source DEBIAN_VERSION (e.g. 3.11.2-6+deb12u6): a stand-in for the deadsnakes PPA,
+# for a machine that cannot reach Launchpad. Ubuntu 22.04's python3.11 is a release candidate,
+# which setup.sh refuses before it adds the PPA. With this option, before setup.sh runs, the root
+# gets a final CPython built from Debian's source of python3.X at that version: the .dsc from
+# deb.debian.org's pool, its .orig tarball checked against the .dsc's SHA-256 (both cached in
+# WORK/python-src; the .dsc's own signature is not checked), built in the root with the suite's
+# build-essential and -dev packages (./configure --prefix=/usr/local, no PGO/LTO, make -j2, make
+# altinstall; log: WORK/python-build.log). /usr/local/bin/python3.X is then first on PATH, where
+# the PPA's would be, and setup.sh runs unchanged; the build tools stay in the root.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -68,6 +78,8 @@ CPU=0
 STANDALONE=()
 GPG=()
 KEEP=0
+PY_SOURCE=""
+DEBIAN_POOL=http://deb.debian.org/debian/pool/main
 PYTHON="${PYTHON:-$REPO/.venv/bin/python}"
 [ -x "$PYTHON" ] || PYTHON=python3
 
@@ -86,6 +98,7 @@ while [ $# -gt 0 ]; do
         --cpu) CPU="$2"; shift 2 ;;
         --no-standalone) STANDALONE=(--no-standalone); shift ;;
         --no-check-gpg) GPG=(--no-check-gpg); shift ;;
+        --python-from-source) PY_SOURCE="$2"; shift 2 ;;
         --keep) KEEP=1; shift ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
@@ -123,6 +136,50 @@ echo "   $((SECONDS - started)) s"
 cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
 # as the images Gradescope builds on: the suite's updates too (Ubuntu 22.04's python3.11 is there)
 echo "deb $MIRROR $SUITE-updates $COMPONENTS" >> "$ROOT/etc/apt/sources.list"
+
+if [ -n "$PY_SOURCE" ]; then
+    # 3.11.2-6+deb12u6 -> upstream 3.11.2, Debian's source package python3.11
+    upstream="${PY_SOURCE%%-*}"
+    package="python${upstream%.*}"
+    echo "== the deadsnakes stand-in: $package $upstream built from Debian's source ($PY_SOURCE)"
+    mkdir -p "$WORK/python-src"
+    dsc="$WORK/python-src/${package}_$PY_SOURCE.dsc"
+    [ -s "$dsc" ] || curl -fsS --retry 3 -o "$dsc" "$DEBIAN_POOL/p/$package/$(basename "$dsc")"
+    # the .orig tarball's line of the .dsc's Checksums-Sha256: "SHA256 SIZE NAME"
+    read -r sha size tarball < <(sed -n '/^Checksums-Sha256:/,/^[^ ]/p' "$dsc" \
+        | grep -E "^ [0-9a-f]{64} [0-9]+ ${package}_$upstream\.orig\.tar\.[a-z0-9]+\$") || true
+    [ -n "${tarball:-}" ] || { echo "no .orig tarball in $dsc" >&2; exit 1; }
+    if ! echo "$sha  $WORK/python-src/$tarball" | sha256sum --check --status 2>/dev/null; then
+        curl -fsS --retry 3 -o "$WORK/python-src/$tarball" "$DEBIAN_POOL/p/$package/$tarball"
+    fi
+    echo "$sha  $WORK/python-src/$tarball" | sha256sum --check --quiet \
+        || { echo "$tarball does not match $dsc" >&2; exit 1; }
+    echo "   $tarball: $size bytes, sha256 $sha (as $(basename "$dsc") says)"
+    mkdir -p "$ROOT/usr/local/src"
+    cp "$WORK/python-src/$tarball" "$ROOT/usr/local/src/$tarball"
+    started=$SECONDS
+    if ! "${FIELD[@]}" chroot --root "$ROOT" --env DEBIAN_FRONTEND=noninteractive -- bash -c "
+        set -euxo pipefail
+        apt-get update
+        apt-get install -y --no-install-recommends build-essential pkg-config libssl-dev \
+            zlib1g-dev libffi-dev libbz2-dev liblzma-dev libsqlite3-dev libreadline-dev \
+            libncursesw5-dev uuid-dev libgdbm-dev libexpat1-dev
+        cd /usr/local/src && tar xf $tarball && cd Python-$upstream
+        ./configure --prefix=/usr/local --with-ensurepip=no
+        make -j2
+        make altinstall
+        cd /usr/local/src && rm -rf Python-$upstream $tarball
+        # what the grader needs of it: a final release, venv, and the extension modules
+        /usr/local/bin/$package -c 'import sys, ssl, zlib, ctypes, bz2, lzma, sqlite3, ensurepip, venv; \
+            assert sys.version_info.releaselevel == \"final\"; sys.get_int_max_str_digits()'
+    " > "$WORK/python-build.log" 2>&1; then
+        tail -30 "$WORK/python-build.log"
+        echo "building $package failed (log: $WORK/python-build.log)" >&2
+        exit 1
+    fi
+    echo "   built in $((SECONDS - started)) s: $(chroot "$ROOT" /usr/local/bin/"$package" --version)" \
+        "at /usr/local/bin/$package"
+fi
 
 echo "== /autograder as Gradescope lays it out, then setup.sh as root"
 mkdir -p "$ROOT/autograder/source" "$ROOT/autograder/submission" "$ROOT/autograder/results"

@@ -204,6 +204,60 @@ def test_setup_uses_the_images_python_when_the_course_supports_it(
     assert '"$PYTHON" -m venv "$VENV"' in setup
 
 
+def _fake_python(path, version, label):
+    """An executable `path` that reports `version` to setup.sh's check and `label` to --version."""
+    path.write_text(
+        "#!/bin/sh\n"
+        f'[ "$1" = --version ] && {{ echo "{label}"; exit 0; }}\n'
+        f'exec {sys.executable} -c "import sys; sys.version_info = {version + (0,)}; '
+        'exec(sys.argv[1])" "$2"\n'
+    )
+    path.chmod(0o755)
+
+
+@pytest.mark.parametrize("local", [True, False])
+def test_setup_takes_a_final_python311_wherever_path_finds_it(autograder_zip, tmp_path, local):
+    """Ubuntu 22.04: python3 is 3.10 and the archive's python3.11 is 3.11.0rc1. A final 3.11
+    first on PATH (/usr/local/bin, where the field test's stand-in for the deadsnakes PPA builds
+    one) is taken and named in the log; without it, setup.sh goes to the PPA. setup.sh's own
+    Python choice, run with stand-ins for apt-get and add-apt-repository that record each call."""
+    with zipfile.ZipFile(autograder_zip) as archive:
+        setup = archive.read("setup.sh").decode()
+    block = re.search(r"\nsupported\(\) \{\n.*?\necho \"the grader runs on [^\n]*\n", setup, re.S)
+    system, usr_local, calls = tmp_path / "bin", tmp_path / "local", tmp_path / "calls"
+    system.mkdir()
+    usr_local.mkdir()
+    _fake_python(system / "python3", (3, 10, 12, "final"), "Python 3.10.12")
+    if local:
+        _fake_python(usr_local / "python3.11", (3, 11, 2, "final"), "Python 3.11.2")
+    # apt-get install python3.11 puts the archive's release candidate in the system's bin
+    rc = system / "python3.11"
+    for tool in ("apt-get", "add-apt-repository"):
+        (system / tool).write_text(
+            f'#!/bin/sh\necho "{tool} $*" >> {calls}\n'
+            f'case "$*" in *"install"*python3.11*) cp {tmp_path}/rc {rc} ;; esac\n'
+        )
+        (system / tool).chmod(0o755)
+    _fake_python(tmp_path / "rc", (3, 11, 0, "candidate"), "Python 3.11.0rc1")
+    env = {"PATH": f"{usr_local}:{system}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    done = subprocess.run(
+        ["bash", "-c", "set -eu\n" + block.group(0)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    called = calls.read_text()
+    assert rc.exists() and "install -y --no-install-recommends python3.11 python3.11-venv" in called
+    if local:
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == f"the grader runs on Python 3.11.2 ({usr_local}/python3.11)"
+        assert "add-apt-repository" not in called
+    else:  # the stand-in PPA adds nothing here: the release candidate is refused
+        assert "add-apt-repository -y ppa:deadsnakes/ppa" in called
+        assert done.returncode == 1 and "no supported Python here (Python 3.11.0rc1)" in done.stderr
+
+
 def test_visibility_is_configurable(tmp_path):
     out = tmp_path / "a.zip"
     subprocess.run(

@@ -30,7 +30,8 @@ def test_the_script_parses_and_documents_its_options():
     assert done.returncode == 0, done.stderr
     shown = subprocess.run(["bash", str(SCRIPT), "--help"], capture_output=True, text=True)
     assert shown.returncode == 0
-    for option in ("--suite", "--mirror", "--wheels", "--modes", "--runs", "AUTOGRADER_TORCH"):
+    options = ("--suite", "--mirror", "--wheels", "--modes", "--runs", "--python-from-source")
+    for option in (*options, "AUTOGRADER_TORCH"):
         assert option in shown.stdout
     refused = subprocess.run(["bash", str(SCRIPT), "--bogus"], capture_output=True, text=True)
     assert refused.returncode == 2 and "unknown option --bogus" in refused.stderr
