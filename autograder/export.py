@@ -20,7 +20,6 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from autograder import student_ids
 from autograder.curriculum import NOTEBOOKS
 from autograder.escaping import csv_row, terminal
 from autograder.platforms import canvas, moodle
@@ -140,10 +139,7 @@ def export(
     grades_dir = Path(grades_dir)
     people = read_roster(roster_path)
     refused = not_graded.unique(not_graded.read(grades_dir))  # refused before grading
-    refused_keys = {student_ids.key(r.student) for r in refused}
-    students = [  # a refused student's older results.json is not what is true now
-        s for s in collect_results(grades_dir) if student_ids.key(s.student) not in refused_keys
-    ]
+    students = not_graded.without_stale(collect_results(grades_dir), refused)
     if not students:
         raise RosterError(f"no results.json under {grades_dir}: run `grade` first")
     lms = _lms(fmt)

@@ -30,7 +30,7 @@ import tempfile
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
-from autograder import memory_ceiling, student_ids, submissions
+from autograder import memory_ceiling, submissions
 from autograder.curriculum import GRADED_NAMES, NOTEBOOKS
 from autograder.grading import selftest
 from autograder.grading.course_files import course_files
@@ -377,16 +377,8 @@ def class_results(out, done, path=None):
     run refused that this one (over `path`, the PATH it grades) does not contradict. A refused
     student's older results.json (bob graded once, now `bob/` and `bob.zip`) is not reported:
     the refusal is what is true now."""
-    refused = [
-        not_graded.record(r.student, r.refused, "" if path is None else path)
-        for r in done
-        if r.refused
-    ]
-    seen = {student_ids.key(r.student) for r in done}
-    refused = not_graded.unique(
-        [*refused, *not_graded.carried_over(not_graded.read(out), path, seen)]
-    )
-    refused_keys = {student_ids.key(r.student) for r in refused}
+    now = [(r.student, r.refused) for r in done if r.refused]
+    refused = not_graded.in_report(out, now, [r.student for r in done], path)
     mine = {}
     for result in done:
         if result.results and not result.refused:
@@ -394,9 +386,5 @@ def class_results(out, done, path=None):
             if (folder / "results.json").is_file():  # written (an internal error's may not be)
                 payload = json.loads(json.dumps(result.results))
                 mine[folder.name] = SavedResult(result.student, payload, folder=folder.name)
-    others = [
-        s
-        for s in collect_results(out, skip=set(mine))
-        if student_ids.key(s.student) not in refused_keys
-    ]
+    others = not_graded.without_stale(collect_results(out, skip=set(mine)), refused)
     return sorted([*mine.values(), *others, *refused], key=lambda s: s.student)

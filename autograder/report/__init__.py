@@ -186,11 +186,9 @@ def summary_markdown(summary):
 
 
 class SavedResult:
-    def __init__(self, student, results, folder=None, refused="", path=""):
+    def __init__(self, student, results, folder=None):
         self.student, self.results = student, results
         self.folder = folder  # OUT/<folder>/ holds it (None: named like the student)
-        self.refused = refused  # why the run refused this student before grading (no results)
-        self.path = path  # the PATH of the run that refused them (report/not_graded.py)
 
 
 def collect_results(out, skip=()):

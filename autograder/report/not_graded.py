@@ -1,9 +1,9 @@
 """The students a class run refused before grading, kept in OUT/not_graded.json so that every
 report of OUT names them: class.html ("students to help first"), grades.csv and the LMS exports.
 
-    records = read(out)                          # [SavedResult] with .refused, as last written
+    records = read(out)                          # [Refused], as last written
     why = why_not_graded(student)                # refused, the grader failed, or "" (graded)
-    kept = carried_over(records, path, seen)     # those a new run over PATH still stands by
+    records = in_report(out, refused_now, seen, path)   # what a run over PATH reports
     text = dumps(records)                        # what write_class writes
 
 A submission is refused (autograder/submissions.py) when its id is one student_ids refuses (not
@@ -11,8 +11,9 @@ UTF-8, a control or invisible character, ...), when two submissions are one stud
 its files could not be read at all. Such a student has no OUT/<student>/ folder (a refused id
 may not even be a file name), so without this file they would be in no report. Each record is
 {"student": the id as found, "reason": the run's words, "path": the PATH that run graded}; the
-reason was made by the parent from names only (escaped for a terminal there, and again by
-each medium that shows it).
+reason was made by the parent from names (and, for files that could not be read, the error
+that reading raised), escaped for a terminal there; each medium escapes it again as it shows
+it. Nothing is read from the refused student's folder to report them.
 
 A run over PATH replaces the records that came from PATH (a renamed folder is no longer
 refused) and drops any record of a student it graded now; the others (refused by a run over
@@ -20,6 +21,7 @@ another PATH, say the class when this run regrades one student) are carried over
 """
 
 import json
+from dataclasses import dataclass, field
 
 from autograder import student_ids
 from autograder.safe_files import MB, UnsafeFile, read_json
@@ -37,11 +39,35 @@ def why_not_graded(student):
     return GRADER_FAILED if student.results.get("internal_error") else ""
 
 
-def record(student, reason, path=""):
-    """A not-graded student as the class report reads it (a SavedResult with `refused`)."""
-    from autograder.report import SavedResult
+@dataclass
+class Refused:
+    """A student refused before grading, as the class report reads a student (report.SavedResult:
+    .student, .results, .folder), with why (`refused`) and the PATH of the run that said so."""
 
-    return SavedResult(student, {}, refused=reason, path=str(path))
+    student: str
+    refused: str
+    path: str = ""
+    results: dict = field(default_factory=dict)  # none: never graded
+    folder: None = None  # no OUT/<student>/ (a refused id may not be a file name)
+
+
+def record(student, reason, path=""):
+    return Refused(student, reason, "" if path is None else str(path))
+
+
+def in_report(out, refused_now, seen, path):
+    """The refused students a class run over `path` reports: this run's (`refused_now`,
+    [(student, reason)]) and the earlier ones it keeps (carried_over; `seen`: every student it
+    found), one record per student and reason."""
+    now = [record(student, reason, path) for student, reason in refused_now]
+    return unique([*now, *carried_over(read(out), path, seen)])
+
+
+def without_stale(saved, refused):
+    """`saved` (results.json read from OUT) but those of a student refused now: bob graded once,
+    now `bob/` and `bob.zip`, has no grade (the refusal is what is true now)."""
+    keys = {student_ids.key(r.student) for r in refused}
+    return [s for s in saved if student_ids.key(s.student) not in keys]
 
 
 def read(out):
@@ -63,8 +89,9 @@ def read(out):
 
 def carried_over(records, path, seen):
     """The earlier records a run over `path` keeps: not refused by a run over the same PATH, and
-    not of a student this run saw (`seen`: student_ids.key of every student it found)."""
-    path, seen = (str(path) if path is not None else None), set(seen)
+    not of a student this run saw (`seen`: the ids of every student it found)."""
+    path = str(path) if path is not None else None
+    seen = {student_ids.key(student) for student in seen}
     return [r for r in records if r.path != path and student_ids.key(r.student) not in seen]
 
 
