@@ -6,8 +6,9 @@
 What it holds, in reading order: the distribution of totals and of each notebook's score
 (histograms drawn as inline SVG, no script or font from the network), per notebook how many
 students did not submit it or did not start it, the students to help first (in this order:
-not graded (refused before grading, with the run's reason, or failed in the grader), a crashed kernel, a timeout, a missing, misnamed or unreadable notebook, a notebook
-handed in untouched, the lowest totals; each entry named for what it is, from the results'
+not graded (refused before grading, with the run's reason, or failed in the grader), a crashed
+kernel, a timeout, a missing, misnamed or unreadable notebook, a notebook handed in untouched,
+the lowest totals; each entry named for what it is, from the results'
 structured fields and reasons, never their messages), each misconception with its
 students and the section of the notebook that teaches it, the success rate of every graded
 function and of every hidden test under its own name, and the integrity flags: what the grader
@@ -45,6 +46,16 @@ from autograder.results import (
 )
 
 BINS = 10  # bars of each histogram
+# what the "every student" table shows of each (not_graded: why a student has no grade, or "")
+EVERY_STUDENT_SHOWS = (
+    "student",
+    "href",
+    "score",
+    "max_score",
+    "states",
+    "per_notebook",
+    "not_graded",
+)
 LOWEST = (3, 15)  # "help first" lists the lowest tenth of totals, at least 3, at most 15
 # "help first", in its order: what puts a student there (each entry's `kind`)
 HELP_ORDER = (
@@ -320,18 +331,7 @@ def class_data(students, sections=None):
         ],
         "flag_note": FLAG_NOTE,
         "all_students": [
-            {
-                k: r[k]
-                for k in (
-                    "student",
-                    "href",
-                    "score",
-                    "max_score",
-                    "states",
-                    "per_notebook",
-                    "not_graded",
-                )
-            }  # fmt: skip
+            {k: r[k] for k in EVERY_STUDENT_SHOWS}
             for r in sorted(rows, key=lambda r: (r["score"], r["student"]))
         ],
     }
