@@ -246,6 +246,33 @@ def test_a_regrade_of_one_student_keeps_them_and_a_fixed_class_drops_them(
     assert "NOT GRADED" not in (out / "grades.csv").read_text()
 
 
+def test_an_upload_whose_files_could_not_be_read_is_listed_with_the_error_escaped(
+    tmp_path, monkeypatch, capsys
+):
+    from autograder import submissions
+
+    real = submissions.gather
+
+    def gather(student, *args, **kwargs):
+        if student == "dee":
+            raise OSError("disk said \x1b[2Jno")
+        return real(student, *args, **kwargs)
+
+    monkeypatch.setattr(submissions, "gather", gather)
+    cls, out = tmp_path / "class", tmp_path / "out"
+    for name in ("ann", "dee"):
+        (cls / name).mkdir(parents=True)
+        (cls / name / NB1).write_text(one_cell_notebook("x = 1"))
+    stand_in_grading(monkeypatch, payload)
+    status, said = grade(cls, out, capsys)
+    assert status == 1
+    why = "NOT GRADED: their files could not be read (OSError: disk said \\x1b[2Jno)."
+    assert help_first(read_page(out))[0][0] == ["dee", "not graded", why]
+    assert "\x1b" not in read_page(out) and "\x1b" not in said.err
+    _, rows = rows_of(out / "grades.csv")
+    assert {r[0]: r[-1] for r in rows[1:]}["dee"] == "NOT GRADED"
+
+
 # -- the report alone ---------------------------------------------------------------------------
 def test_not_graded_comes_before_a_crash_and_an_internal_error_is_not_a_zero():
     died = [{"cell": 3, "type": "KernelDied", "message": "died", "line": "x"}]
