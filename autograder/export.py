@@ -9,8 +9,11 @@ number), and writes one row per person of the roster: the points of each noteboo
 (`--columns`), with the points possible (Canvas's "Points Possible" row; for Moodle, set each
 new grade item's maximum). A person with no submission gets blank grades (no grade, not 0).
 Submissions that match nobody, or match ambiguously, are printed and written to
-OUT/export_unmatched.csv; they are in no export. Files: OUT/canvas_grades.csv or
-OUT/moodle_grades.csv unless --out says otherwise.
+OUT/export_unmatched.csv; they are in no export. A student the grading run refused before
+grading (OUT/not_graded.json: an id that is not one, two submissions for one student) is
+matched like any submission and exported with no grade, named with the run's reason; an older
+results.json of theirs is not exported. Files: OUT/canvas_grades.csv or OUT/moodle_grades.csv
+unless --out says otherwise.
 """
 
 import sys
@@ -20,7 +23,7 @@ from pathlib import Path
 from autograder.curriculum import NOTEBOOKS
 from autograder.escaping import csv_row, terminal
 from autograder.platforms import canvas, moodle
-from autograder.report import atomic_write, collect_results
+from autograder.report import atomic_write, collect_results, not_graded
 from autograder.roster import RosterError, match_submissions, read_roster
 
 FORMATS = ("canvas", "moodle")
@@ -135,19 +138,25 @@ def export(
     export is refused (ExportRefused) unless only_matched, which writes the other rows only."""
     grades_dir = Path(grades_dir)
     people = read_roster(roster_path)
-    students = collect_results(grades_dir)
+    refused = not_graded.unique(not_graded.read(grades_dir))  # refused before grading
+    students = not_graded.without_stale(collect_results(grades_dir), refused)
     if not students:
         raise RosterError(f"no results.json under {grades_dir}: run `grade` first")
     lms = _lms(fmt)
     known = lms.read_users(lms_users, identifier) if lms_users else None
     by_name = {s.student: s for s in students}
-    match = match_submissions(people, list(by_name))
+    why_refused = {}
+    for r in refused:
+        why_refused.setdefault(r.student, r.refused)
+    match = match_submissions(people, [*by_name, *(n for n in why_refused if n not in by_name)])
     columns = grade_columns(students, which)
     rows, notes, left_out = [], [], []
     for person in people:
         name = match.by_person.get(person.row)
-        grades = grades_of(by_name[name].results, columns) if name else None
-        if name and grades is None:
+        grades = grades_of(by_name[name].results, columns) if name in by_name else None
+        if name in why_refused and name not in by_name:
+            notes.append(f"{person.label}: {name}: {why_refused[name]} Exported with no grade.")
+        elif name and grades is None:
             notes.append(f"{person.label}: grading failed for {name}; exported with no grade")
         matched, reason = lms.identify(person, identifier, known)
         if matched is None:
@@ -170,7 +179,11 @@ def export(
     target = Path(out) if out else grades_dir / DEFAULT_FILES[fmt]
     atomic_write(target, text)
     unmatched = [csv_row(["submission", "reason"])]
-    unmatched += [csv_row([name, reason]) for name, reason in match.unmatched]
+    unmatched_now = [
+        (name, f"{reason}; {why_refused[name]}" if name in why_refused else reason)
+        for name, reason in match.unmatched
+    ]
+    unmatched += [csv_row([name, reason]) for name, reason in unmatched_now]
     atomic_write(grades_dir / UNMATCHED_FILE, "\n".join(unmatched) + "\n")
 
     graded = sum(1 for _, g in rows if g is not None)
@@ -187,7 +200,7 @@ def export(
             f"{len(match.unmatched)} submission(s) are in no export (listed in "
             f"{grades_dir / UNMATCHED_FILE}):"
         )
-        lines += [f"  {name}: {reason}" for name, reason in match.unmatched]
+        lines += [f"  {name}: {reason}" for name, reason in unmatched_now]
     lines += lms.import_steps(columns, identifier)
     return [terminal(line) for line in lines], 0
 

@@ -382,3 +382,41 @@ def manual_cells(nb):
         for c in nb.cells
         if c.cell_type == "markdown" and c.metadata.get("nbgrader", {}).get("grade")
     ]
+
+
+# -- a class run whose grading is stood in: no sandbox, no kernel (test_not_graded) -------------
+class StandInSandbox:
+    """The class run's sandbox where grading is stood in (nothing ever runs in it)."""
+
+    def __init__(self, *args, **kwargs):
+        from autograder.sandbox.processes import Running
+
+        self.running = Running()
+
+    def stop(self):
+        self.running.stop()
+
+    def close(self):
+        pass
+
+
+def stand_in_grading(monkeypatch, payload_of):
+    """grading/classrun.py's grade_student and Sandbox replaced: each student found is "graded"
+    by writing payload_of(student) as their results.json, as grading writes it. Returns the
+    list of the students graded, in the order they were."""
+    from autograder.grading import classrun
+    from autograder.grading.student import StudentResult, output_folder
+    from autograder.report import write_student
+
+    graded = []
+
+    def grade(student, folder, settings, sandbox, placement=None, kept=None, source=None):
+        graded.append(student)
+        payload = {**payload_of(student), "student": student}
+        payload["submission_digest"] = settings.submission_digests.get(student)
+        write_student(output_folder(settings.out, student), payload)
+        return StudentResult(student, payload)
+
+    monkeypatch.setattr(classrun, "grade_student", grade)
+    monkeypatch.setattr(classrun, "Sandbox", StandInSandbox)
+    return graded

@@ -296,8 +296,9 @@ def peak_rss_mb(run):
 
 # -- the run as a whole --------------------------------------------------------------------------
 def test_the_run_completes_and_grades_csv_has_every_student(attacked):
-    """Every student is in grades.csv except those whose id student_ids refuses (not UTF-8, an
-    escape sequence): the run grades the others, ends non-zero and names those two."""
+    """Every student is in grades.csv; those whose id student_ids refuses (not UTF-8, an
+    escape sequence) as NOT GRADED, escaped: the run grades the others, ends non-zero and
+    names those two."""
     first = attacked["first"]
     assert first.returncode == 1, first.stderr[-3000:]
     refused = [line for line in first.stderr.splitlines() if line.startswith("NOT GRADED")]
@@ -308,7 +309,9 @@ def test_the_run_completes_and_grades_csv_has_every_student(attacked):
     assert any(r.startswith("NOT GRADED \\x1b[31mred\\x1b[0m: not graded:") for r in refused)
     rows = list(csv.reader((attacked["out"] / "grades.csv").open()))
     shown = {r[0] for r in rows[1:]}
-    expected = set()
+    refused = {r[0] for r in rows[1:] if r[-1] == "NOT GRADED"}
+    assert refused == {"caf\\udcff", "\\x1b[31mred\\x1b[0m"}
+    expected = set(refused)
     for student in os.listdir(attacked["subs"]):
         if student in (NON_UTF8_NAME, ESCAPE_NAME):
             continue

@@ -8,7 +8,10 @@ In order: OUT's lock and a memory ceiling for the parent; the submissions discov
 in a pool of workers (late penalties applied there, before results.json's single write); the
 students kept from earlier runs brought up to the current late policy; then the class report
 (autograder.report.write_class) from the results in memory, reading from disk only the students
-of OUT this run did not see.
+of OUT this run did not see. The students refused before grading (an id student_ids refuses, two
+submissions for one student, files that could not be read) are in it too, as NOT GRADED with
+the reason, and kept in OUT/not_graded.json for later reports and the LMS exports
+(report/not_graded.py).
 
 Stopping (grading/stopping.py): at Ctrl-C, SIGTERM or SIGHUP the running sandboxes are killed and
 no student is started any more; the students whose results.json was written are kept, the class
@@ -20,6 +23,7 @@ progress line names the notebooks running over their budget (grading/progress.py
 
 import importlib.util
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -50,7 +54,13 @@ from autograder.grading.workspace import (
     start_work_root,
     write_unfinished,
 )
-from autograder.report import SavedResult, collect_results, write_class, write_student
+from autograder.report import (
+    SavedResult,
+    collect_results,
+    not_graded,
+    write_class,
+    write_student,
+)
 from autograder.safe_files import MB, UnsafeFile, printable, read_bytes
 from autograder.sandbox import Sandbox, SandboxStopped
 from autograder.sandbox.bubblewrap import BubblewrapUnsupported
@@ -170,7 +180,7 @@ def _grade_class_locked(path, settings, progress, layout, graded_groups, stop):
             graded_groups=graded_groups,
             notices=notices,
         )
-        done, summary = _grade_class(found, settings, progress, stop)
+        done, summary = _grade_class(found, settings, progress, stop, os.path.abspath(path))
         summary["skipped_entries"] = notices  # this run's, not written to summary.json
         return done, summary
     finally:
@@ -179,7 +189,7 @@ def _grade_class_locked(path, settings, progress, layout, graded_groups, stop):
                 end_work_root(folder, fd, settings.keep_work)
 
 
-def _grade_class(found, settings, progress, stop):
+def _grade_class(found, settings, progress, stop, path=None):
     todo, done, kept = [], [], {}
     unfinished_before = read_unfinished(settings.out)  # a stopped run's: graded again
     for sub in found:
@@ -216,7 +226,7 @@ def _grade_class(found, settings, progress, stop):
                 result.results, settings, result.student, sources[result.student]
             ):
                 write_student(output_folder(settings.out, result.student), result.results)
-        summary = write_class(settings.out, class_results(settings.out, done))
+        summary = write_class(settings.out, class_results(settings.out, done, path))
         write_unfinished(settings.out, unfinished)  # [] (the file removed) when none is left
     summary["unfinished"] = sorted(unfinished)
     return done, summary
@@ -360,9 +370,15 @@ def _names(students):
     return f" ({shown}{f' and {more} more' if more > 0 else ''})"
 
 
-def class_results(out, done):
+def class_results(out, done, path=None):
     """Every student of OUT for the class report: this run's from memory (as their results.json
-    reads back), the others (graded into OUT by earlier runs, not seen now) from disk."""
+    reads back), the others (graded into OUT by earlier runs, not seen now) from disk, and the
+    students refused before grading (report/not_graded.py): this run's, and those an earlier
+    run refused that this one (over `path`, the PATH it grades) does not contradict. A refused
+    student's older results.json (bob graded once, now `bob/` and `bob.zip`) is not reported:
+    the refusal is what is true now."""
+    now = [(r.student, r.refused) for r in done if r.refused]
+    refused = not_graded.in_report(out, now, [r.student for r in done], path)
     mine = {}
     for result in done:
         if result.results and not result.refused:
@@ -370,5 +386,5 @@ def class_results(out, done):
             if (folder / "results.json").is_file():  # written (an internal error's may not be)
                 payload = json.loads(json.dumps(result.results))
                 mine[folder.name] = SavedResult(result.student, payload, folder=folder.name)
-    others = collect_results(out, skip=set(mine))
-    return sorted([*mine.values(), *others], key=lambda s: s.student)
+    others = not_graded.without_stale(collect_results(out, skip=set(mine)), refused)
+    return sorted([*mine.values(), *others, *refused], key=lambda s: s.student)

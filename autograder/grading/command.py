@@ -30,7 +30,7 @@ def grade_command(args):
     graded = [r for r in done if not r.skipped and not r.error and not r.refused]
     skipped = [r for r in done if r.skipped]
     failed = [r for r in done if r.error]
-    refused = [r for r in done if r.refused]
+    refused = list({(r.student, r.refused): r for r in done if r.refused}.values())  # bob/, bob.zip
     print(summary["text"])
     print(
         f"graded {len(graded)} student(s), skipped {len(skipped)} up to date, "

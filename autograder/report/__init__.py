@@ -1,7 +1,8 @@
 """What grading writes: results.json and feedback.html per student, grades.csv and a class summary.
 
     write_student(out / student, payload)   # payload built by grading/payload.py
-    write_class(out, student_results)       # grades.csv, summary.md/.json, class.html/.json
+    write_class(out, student_results)       # grades.csv, summary.md/.json, class.html/.json,
+                                            # not_graded.json (report/not_graded.py)
 
 Every file is written atomically (a temporary file renamed into place), so an interrupted run
 never leaves half a results.json behind, and a rerun can trust the files it finds.
@@ -16,8 +17,10 @@ from pathlib import Path
 from autograder.curriculum import BY_STEM, NOTEBOOKS
 from autograder.escaping import csv_row
 from autograder.misconceptions import CATALOGUE
+from autograder.report import not_graded
 from autograder.report.class_page import class_data, render_class_page
 from autograder.report.feedback import feedback_context
+from autograder.report.not_graded import NOT_GRADED, why_not_graded
 from autograder.report.rendering import environment
 
 REPORT_FILES = (
@@ -29,6 +32,7 @@ REPORT_FILES = (
     "canvas_grades.csv",  # autograder/export.py
     "moodle_grades.csv",
     "export_unmatched.csv",
+    "not_graded.json",  # autograder/report/not_graded.py
 )  # the class's files in OUT: a student folder named like one is graded into OUT/_<name>
 TEMP_PREFIX = ".partial-"  # in the names of files being written (a killed run may leave one)
 
@@ -64,9 +68,14 @@ def write_student(folder, payload):
 
 # -- the class ----------------------------------------------------------------------------------
 def grades_csv(students):
-    """grades.csv: one quoted, formula-free text cell per student id (autograder/escaping.py)."""
+    """grades.csv: one quoted, formula-free text cell per student id (autograder/escaping.py).
+    A student with no grade (why_not_graded) is a row too: blank notebook cells and NOT GRADED
+    as the total, never a 0 a spreadsheet would average."""
     lines = [csv_row(["student", *(nb.stem for nb in NOTEBOOKS), "total"])]
     for s in students:
+        if why_not_graded(s):
+            lines.append(csv_row([s.student, *("" for _ in NOTEBOOKS), NOT_GRADED]))
+            continue
         per = defaultdict(float)
         for t in s.results.get("tests", []):
             per[t["notebook"]] += t["score"]
@@ -78,7 +87,10 @@ def grades_csv(students):
 
 
 def summarise(students):
-    """Class means per notebook and per test, and the misconceptions most students showed."""
+    """Class means per notebook and per test, and the misconceptions most students showed, over
+    the students graded; `not_graded` counts the others (no score in any mean)."""
+    everyone = students
+    students = [s for s in everyone if not why_not_graded(s)]
     n = len(students)
     per_test = defaultdict(lambda: [0.0, 0.0, 0])  # name -> [score sum, max, count]
     per_notebook = defaultdict(lambda: [0.0, 0.0])
@@ -122,7 +134,9 @@ def summarise(students):
     totals = [s.results.get("score", 0.0) for s in students]
     max_score = max((s.results.get("max_score", 0.0) for s in students), default=0.0)
     return {
-        "students": n,
+        "students": len(everyone),
+        "graded": n,
+        "not_graded": len(everyone) - n,
         "mean_total": round(sum(totals) / n, 3) if n else 0.0,
         "max_score": max_score,
         "notebooks": notebooks,
@@ -135,8 +149,13 @@ def summary_markdown(summary):
     lines = [
         "# Class summary",
         "",
-        f"{summary['students']} student(s); mean total {summary['mean_total']:g} / "
-        f"{summary['max_score']:g}.",
+        f"{summary['graded']} student(s); mean total {summary['mean_total']:g} / "
+        f"{summary['max_score']:g}."
+        + (
+            f" NOT GRADED: {summary['not_graded']} student(s), named with why in class.html."
+            if summary["not_graded"]
+            else ""
+        ),
         "",
         "## Per notebook (mean score)",
         "",
@@ -199,10 +218,15 @@ def collect_results(out, skip=()):
 
 
 def write_class(out, students=None):
-    """grades.csv, the summary and the class page over `students` (default: every results.json under out)."""
+    """grades.csv, the summary and the class page over `students` (default: every results.json
+    under out, and the students not_graded.json names); not_graded.json from those refused."""
     out = Path(out)
     if students is None:
-        students = collect_results(out)
+        students = sorted([*collect_results(out), *not_graded.read(out)], key=lambda s: s.student)
+    refused = not_graded.unique(s for s in students if getattr(s, "refused", ""))
+    graded = [s for s in students if not getattr(s, "refused", "")]
+    students = sorted([*graded, *refused], key=lambda s: s.student)  # `bob/`, `bob.zip`: once
+    atomic_write(out / not_graded.FILE, not_graded.dumps(refused))
     atomic_write(out / "grades.csv", grades_csv(students))
     summary = summarise(students)
     text = summary_markdown(summary)

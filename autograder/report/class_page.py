@@ -6,8 +6,9 @@
 What it holds, in reading order: the distribution of totals and of each notebook's score
 (histograms drawn as inline SVG, no script or font from the network), per notebook how many
 students did not submit it or did not start it, the students to help first (in this order:
-not graded, a crashed kernel, a timeout, a missing, misnamed or unreadable notebook, a notebook
-handed in untouched, the lowest totals; each entry named for what it is, from the results'
+not graded (refused before grading, with the run's reason, or failed in the grader), a crashed
+kernel, a timeout, a missing, misnamed or unreadable notebook, a notebook handed in untouched,
+the lowest totals; each entry named for what it is, from the results'
 structured fields and reasons, never their messages), each misconception with its
 students and the section of the notebook that teaches it, the success rate of every graded
 function and of every hidden test under its own name, and the integrity flags: what the grader
@@ -15,7 +16,10 @@ saw a notebook do that a human should look at (never a verdict: scores come from
 
 Student ids and every other student-derived string reach the page only through the template,
 where jinja2's HTML autoescape escapes them; links to a student's feedback page are
-percent-encoded here.
+percent-encoded here. A refused student's id (which may hold control characters, a
+right-to-left override or bytes that are not UTF-8) and reason are shown as escaping.terminal
+writes them first, so every invisible character is seen as its escape; they have no feedback
+page, hence no link. Totals, means and histograms are over the students graded.
 """
 
 import re
@@ -24,9 +28,11 @@ from urllib.parse import quote
 
 from autograder.curriculum import NOTEBOOK_OF, NOTEBOOKS
 from autograder.deadlines import GATHER_FLAGS
+from autograder.escaping import terminal
 from autograder.integrity import INTEGRITY_FACTS
 from autograder.misconceptions import CATALOGUE
 from autograder.report.feedback import notebook_state
+from autograder.report.not_graded import why_not_graded
 from autograder.report.rendering import environment
 from autograder.report.sections import teaching_sections
 from autograder.results import (
@@ -40,6 +46,16 @@ from autograder.results import (
 )
 
 BINS = 10  # bars of each histogram
+# what the "every student" table shows of each (not_graded: why a student has no grade, or "")
+EVERY_STUDENT_SHOWS = (
+    "student",
+    "href",
+    "score",
+    "max_score",
+    "states",
+    "per_notebook",
+    "not_graded",
+)
 LOWEST = (3, 15)  # "help first" lists the lowest tenth of totals, at least 3, at most 15
 # "help first", in its order: what puts a student there (each entry's `kind`)
 HELP_ORDER = (
@@ -215,6 +231,9 @@ def class_data(students, sections=None):
     misconceptions = defaultdict(lambda: {"students": [], "functions": set()})
     rows = []
     for s in students:
+        if getattr(s, "refused", ""):
+            rows.append(_refused_row(s))
+            continue
         results = s.results
         by_notebook, by_function = defaultdict(list), defaultdict(list)
         for t in results.get("tests", []):
@@ -266,16 +285,21 @@ def class_data(students, sections=None):
                 "files": _file_troubles(results, by_notebook, states),
                 "untouched": _untouched(by_notebook, states),
                 "flags": _integrity(results),
+                "not_graded": terminal(why_not_graded(s)),
+                "refused": "",
             }
         )
 
     course_order = {name: i for i, name in enumerate(NOTEBOOK_OF)}
+    totals = [r["score"] for r in rows if not r["not_graded"]]
     return {
         "students": n,
+        "graded": len(totals),
+        "not_graded": n - len(totals),
         "max_score": max_score,
-        "mean_total": round(sum(r["score"] for r in rows) / n, 3) if n else 0.0,
-        "median_total": round(_median([r["score"] for r in rows]), 3),
-        "totals": _histogram([r["score"] for r in rows], max_score),
+        "mean_total": round(sum(totals) / len(totals), 3) if totals else 0.0,
+        "median_total": round(_median(totals), 3),
+        "totals": _histogram(totals, max_score),
         "notebooks": [
             _notebook_view(nb, per_notebook[nb.stem], nb_max[nb.stem]) for nb in NOTEBOOKS
         ],
@@ -307,9 +331,31 @@ def class_data(students, sections=None):
         ],
         "flag_note": FLAG_NOTE,
         "all_students": [
-            {k: r[k] for k in ("student", "href", "score", "max_score", "states", "per_notebook")}
+            {k: r[k] for k in EVERY_STUDENT_SHOWS}
             for r in sorted(rows, key=lambda r: (r["score"], r["student"]))
         ],
+    }
+
+
+def _refused_row(s):
+    """A student the run refused before grading: no results, no feedback page; named (escaped
+    for a terminal, then by the template for HTML) with the reason the run gave."""
+    reason = str(s.refused).strip()
+    if reason.lower().startswith("not graded:"):
+        reason = reason[len("not graded:") :].strip()
+    return {
+        "student": terminal(s.student),
+        "href": None,
+        "score": 0.0,
+        "max_score": 0.0,
+        "states": {nb.stem: "not-graded" for nb in NOTEBOOKS},
+        "per_notebook": {},
+        "troubles": [],
+        "files": {},
+        "untouched": [],
+        "flags": [],
+        "not_graded": terminal(reason),
+        "refused": terminal(reason),
     }
 
 
@@ -379,7 +425,9 @@ def _help_first(rows):
             stems = where.setdefault(kind, [])
             if stem and stem not in stems:
                 stems.append(stem)
-        if "not-graded" in where:
+        if r["refused"]:  # refused before grading: the run's reason, named for what it is
+            entries.append(("not-graded", f"NOT GRADED: {r['refused']}"))
+        elif "not-graded" in where:
             entries.append(("not-graded", "NOT GRADED: the grader could not grade this submission"))
         if where.get("crashed"):
             stems = where["crashed"]
@@ -424,7 +472,7 @@ def _help_first(rows):
     listed = sorted((r for r in rows if r["student"] in chosen), key=urgency)
     return [
         {"student": r["student"], "href": r["href"], "score": r["score"],
-         "max_score": r["max_score"],
+         "max_score": r["max_score"], "not_graded": r["not_graded"],
          "kinds": list(dict.fromkeys(k for k, _ in chosen[r["student"]])),
          "reasons": [text for _, text in chosen[r["student"]]]}
         for r in listed
