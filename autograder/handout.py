@@ -214,11 +214,14 @@ package `coursedata`). It contains no solutions.
 
 # The first cell of every handout notebook. On Colab (its kernel has imported google.colab, and
 # it sets COLAB_RELEASE_TAG) it installs the checker from the handout's repository, keeping
-# every package Colab already has at the version it has (a pip constraint per package), so
-# Colab's PyTorch is never replaced; anywhere else it does nothing.
+# every package Colab already has at the version it has (a pip constraint per package) when that
+# version is inside the checker's range, so Colab's PyTorch is never replaced; a version outside
+# it (Ubuntu 24.04's own tqdm says 0.0.0) is left to pip, since a constraint could never be met.
+# Anywhere else it does nothing.
 COLAB_CELL = """\
 # Google Colab only: install this course's checks and data beside Colab's own PyTorch and NumPy
-# (nothing Colab already has is replaced). Anywhere else this cell does nothing.
+# (what Colab already has is kept whenever the checks can use it). Anywhere else this cell does
+# nothing.
 import os
 import sys
 
@@ -227,15 +230,31 @@ if "google.colab" in sys.modules or "COLAB_RELEASE_TAG" in os.environ:
     import tempfile
     from importlib.metadata import PackageNotFoundError, version
 
-    keep = []
-    for package in {packages}:
+    try:
+        from packaging.specifiers import SpecifierSet
+    except ImportError:  # pip carries its own copy
+        from pip._vendor.packaging.specifiers import SpecifierSet
+
+    needed = {packages}
+    keep, outside = [], []
+    for package, wanted in needed.items():
         try:
-            keep.append(f"{{package}}=={{version(package)}}")
+            installed = version(package)
         except PackageNotFoundError:
-            pass
+            continue
+        try:
+            fits = SpecifierSet(wanted).contains(installed, prereleases=True)
+        except ValueError:  # not a version pip can compare
+            fits = False
+        if fits:
+            keep.append(f"{{package}}=={{installed}}")
+        else:
+            outside.append(f"{{package}} {{installed}}")
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as constraints:
         constraints.write("\\n".join(keep) + "\\n")
     print("keeping what Colab has:", ", ".join(keep))
+    if outside:
+        print("outside what the checks need, so pip installs another:", ", ".join(outside))
     done = subprocess.run(
         [
             sys.executable, "-m", "pip", "install", "--quiet", "-c", constraints.name,
@@ -264,7 +283,12 @@ def colab_cell(nb, repository, solutions=SOLUTIONS):
     earlier = [other.filename for other in NOTEBOOKS if other is not nb and other.filename in text]
     cell = nbformat.v4.new_code_cell(
         COLAB_CELL.format(
-            packages=json.dumps(list(CHECKER_REQUIREMENTS)),
+            packages="{\n"
+            + "".join(
+                f"        {json.dumps(k)}: {json.dumps(v)},\n"
+                for k, v in CHECKER_REQUIREMENTS.items()
+            )
+            + "    }",
             repository=repository,
             earlier=COLAB_EARLIER.format(files=json.dumps(earlier)) if earlier else "",
         )

@@ -20,6 +20,26 @@
 # --cache DIR: keep debootstrap's .debs there for the next run.
 # The root: debootstrap's minimal base, then Debian's packages with apt-get (about 350 packages,
 # 330 MB of downloads from deb.debian.org); needs debootstrap (installed with apt-get if missing).
+#
+# Another release: --suite, --mirror, --components "main universe", --script FILE (debootstrap's
+# script, where this debootstrap has none for the suite) and --no-check-gpg (a key this host
+# lacks) go to debootstrap; --packages "..." replaces the apt-get list below.
+# --wheels DIR: torch comes from pip instead, as on Colab: DIR is mounted read-only at /opt/wheels
+#   in the root and `pip install --break-system-packages --no-index --find-links /opt/wheels
+#   TORCH` installs it system-wide there (TORCH: --torch SPEC, default the course's own pin)
+#   before step 2, so the Colab cell meets a preinstalled torch it must keep; python3-torch is
+#   then left out of the apt-get list.
+# Ubuntu 24.04 (Python 3.12), whose archive has no PyTorch and whose NumPy (1.26) and Matplotlib
+# (3.6) are older than the checker accepts (the cell installs those from PyPI, as it would on a
+# machine without them):
+#   bash benchmarks/newer_python.sh --suite noble --mirror http://archive.ubuntu.com/ubuntu \
+#     --components "main universe" --script /usr/share/debootstrap/scripts/gutsy --no-check-gpg \
+#     --packages "python3-tqdm python3-nbformat python3-ipykernel python3-nbclient git" \
+#     --wheels DIR
+#   where DIR holds torch 2.13.0's cp312 wheel and its dependencies (PyPI's Linux build, with its
+#   nvidia-* wheels: `pip download torch==2.13.0 --python-version 3.12 --only-binary=:all: -d DIR`
+#   with the manylinux platforms; it runs on a CPU), or PyTorch's CPU build where that index is
+#   reachable.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 COURSE=$PWD
@@ -31,6 +51,13 @@ MIRROR=${MIRROR:-http://deb.debian.org/debian}
 BASE=python3,python3-venv,python3-pip,ca-certificates
 PACKAGES="python3-torch python3-numpy python3-matplotlib python3-tqdm python3-nbformat"
 PACKAGES="$PACKAGES python3-ipykernel python3-nbclient git"
+DEBIAN_PACKAGES=$PACKAGES
+
+COMPONENTS=""
+SCRIPT=()
+GPG=()
+WHEELS=""
+TORCH=$(sed -n 's/^ *"\(torch==[^"]*\)".*/\1/p' pyproject.toml | head -n 1)
 
 WAIT_FOR=""
 CACHE=()
@@ -39,10 +66,25 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --wait-for) WAIT_FOR="$2"; shift 2 ;;
         --cache) mkdir -p "$2"; CACHE=(--cache-dir="$(cd "$2" && pwd)"); shift 2 ;;
+        --suite) SUITE="$2"; shift 2 ;;
+        --mirror) MIRROR="$2"; shift 2 ;;
+        --components) COMPONENTS="$2"; shift 2 ;;
+        --script) SCRIPT=("$2"); shift 2 ;;
+        --no-check-gpg) GPG=(--no-check-gpg); shift ;;
+        --packages) PACKAGES="$2"; shift 2 ;;
+        --wheels) WHEELS="$(cd "$2" && pwd)"; shift 2 ;;
+        --torch) TORCH="$2"; shift 2 ;;
         -*) echo "unknown option $1" >&2; exit 2 ;;
         *) ROOT="$1"; shift ;;
     esac
 done
+COMPONENTS_ARG=()
+[ -z "$COMPONENTS" ] || COMPONENTS_ARG=(--components="${COMPONENTS// /,}")
+TORCH_FROM="Debian's torch"
+if [ -n "$WHEELS" ]; then
+    PACKAGES=$(echo " $PACKAGES " | sed 's/ python3-torch / /; s/^ *//; s/ *$//')
+    TORCH_FROM="pip's torch (system-wide)"
+fi
 
 if [ "$(id -u)" != 0 ]; then
     echo "this builds a root with debootstrap and runs in it with chroot: run it as root" >&2
@@ -57,24 +99,39 @@ if [ -z "$ROOT" ]; then
 fi
 cleanup() {
     umount "$ROOT/proc" 2>/dev/null || true
+    umount "$ROOT/opt/wheels" 2>/dev/null || true
     if [ "$KEEP" = 0 ]; then rm -rf --one-file-system "$ROOT" "$ROOT.debootstrap.log"; fi
 }
 trap cleanup EXIT
 
 started=$SECONDS
 if [ ! -x "$ROOT/usr/bin/python3" ] || ! chroot "$ROOT" python3 -c "import torch, nbclient" 2>/dev/null; then
-    echo "== debootstrap $SUITE into $ROOT, with Debian's PyTorch, NumPy, Matplotlib, Jupyter kernel and nbclient"
-    debootstrap --variant=minbase --include="$BASE" "${CACHE[@]}" \
-        "$SUITE" "$ROOT" "$MIRROR" >"$ROOT.debootstrap.log" 2>&1 ||
+    if [ -z "$WHEELS" ] && [ "$PACKAGES" = "$DEBIAN_PACKAGES" ]; then
+        echo "== debootstrap $SUITE into $ROOT, with Debian's PyTorch, NumPy, Matplotlib, Jupyter kernel and nbclient"
+    else
+        echo "== debootstrap $SUITE into $ROOT, with $PACKAGES${WHEELS:+; then $TORCH with pip from $WHEELS}"
+    fi
+    debootstrap --variant=minbase --include="$BASE" "${COMPONENTS_ARG[@]}" "${GPG[@]}" "${CACHE[@]}" \
+        "$SUITE" "$ROOT" "$MIRROR" "${SCRIPT[@]}" >"$ROOT.debootstrap.log" 2>&1 ||
         { tail -20 "$ROOT.debootstrap.log"; exit 1; }
     cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
     # shellcheck disable=SC2086 # PACKAGES is a list of names
     chroot "$ROOT" bash -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install \
         -y -qq --no-install-recommends $PACKAGES >/dev/null"
+    if [ -n "$WHEELS" ]; then
+        # torch preinstalled system-wide with pip, as Colab's image has it (its folder read-only)
+        mkdir -p "$ROOT/opt/wheels"
+        mountpoint -q "$ROOT/opt/wheels" ||
+            { mount --bind "$WHEELS" "$ROOT/opt/wheels" && mount -o remount,bind,ro "$ROOT/opt/wheels"; }
+        chroot "$ROOT" env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/root python3 -m pip install --quiet \
+            --break-system-packages --root-user-action=ignore --no-index \
+            --find-links /opt/wheels "$TORCH"
+        umount "$ROOT/opt/wheels"
+    fi
 fi
 cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
 echo "   root ready in $((SECONDS - started)) s: $(chroot "$ROOT" python3 --version)," \
-    "Debian's torch $(chroot "$ROOT" python3 -c 'import torch; print(torch.__version__)')"
+    "$TORCH_FROM $(chroot "$ROOT" python3 -c 'import torch; print(torch.__version__)')"
 
 if [ -n "$WAIT_FOR" ]; then
     waited=$SECONDS
@@ -124,21 +181,40 @@ git -C "$ROOT/work/published" add -A
 git -C "$ROOT/work/published" -c user.name=course -c user.email=course@example.org \
     commit -q -m "the handout"
 
-echo "== the Colab cell in a venv over Debian's packages (Colab faked by COLAB_RELEASE_TAG)"
+OS=$(sed -n 's/^NAME="\{0,1\}\([^" ]*\).*/\1/p' "$ROOT/etc/os-release")
+echo "== the Colab cell in a venv over $OS's packages (Colab faked by COLAB_RELEASE_TAG)"
 chroot "$ROOT" python3 -m venv --system-site-packages /work/venv
+# torch's and numpy's version and file, or "absent -" for one the root does not have (the cell
+# installs it then): what the root had must be what the venv has after the cell
+PROBE='
+import importlib.util
+found = []
+for name in ("torch", "numpy"):
+    if importlib.util.find_spec(name) is None:
+        found.append("absent -")
+    else:
+        module = __import__(name)
+        found.append(f"{module.__version__} {module.__file__}")
+print(*found)'
 "$PYTHON" -c "
 import nbformat, sys
 cell = nbformat.read(sys.argv[1], as_version=4).cells[0]
 assert cell.id == 'colab-setup', cell.id
 open(sys.argv[2], 'w').write(cell.source)
 " "$ROOT/work/published/notebooks/01_soft_lookup.ipynb" "$ROOT/work/colab_cell.py"
-before=$(chroot "$ROOT" /work/venv/bin/python -c 'import torch, numpy; print(torch.__version__, torch.__file__, numpy.__version__, numpy.__file__)')
+before=$(chroot "$ROOT" /work/venv/bin/python -c "$PROBE")
 chroot "$ROOT" env -i PATH=/usr/bin:/bin HOME=/root COLAB_RELEASE_TAG=simulated "${PIP_CERT_ENV[@]}" \
     bash -c 'cd /work && /work/venv/bin/python colab_cell.py'
-after=$(chroot "$ROOT" /work/venv/bin/python -c 'import torch, numpy; print(torch.__version__, torch.__file__, numpy.__version__, numpy.__file__)')
+after=$(chroot "$ROOT" /work/venv/bin/python -c "$PROBE")
 echo "   torch and numpy before: $before"
 echo "   torch and numpy after:  $after"
-[ "$before" = "$after" ] || { echo "the Colab cell replaced torch or numpy" >&2; exit 1; }
+read -r torch_before torch_file_before numpy_before numpy_file_before <<<"$before"
+read -r torch_after torch_file_after numpy_after numpy_file_after <<<"$after"
+[ "$torch_before" != absent ] || { echo "the root has no torch" >&2; exit 1; }
+[ "$torch_before $torch_file_before" = "$torch_after $torch_file_after" ] &&
+    { [ "$numpy_before" = absent ] || [ "$numpy_before $numpy_file_before" = "$numpy_after $numpy_file_after" ]; } ||
+    { echo "the Colab cell replaced torch or numpy" >&2; exit 1; }
+[ "$numpy_after" != absent ] || { echo "the Colab cell did not install numpy" >&2; exit 1; }
 
 echo "== the released and the solved notebooks through a kernel of that venv"
 chroot "$ROOT" /work/venv/bin/python -m ipykernel install --prefix /work/jupyter \

@@ -172,6 +172,26 @@ def test_on_colab_the_cell_installs_the_checker_with_every_installed_package_kep
 
 
 @pytest.mark.slow  # builds the whole handout
+def test_on_colab_the_cell_leaves_to_pip_a_package_outside_the_checkers_range(handout, tmp_path):
+    from importlib.metadata import version
+
+    # Ubuntu 24.04's own tqdm (python3-tqdm 4.66.2) says its version is 0.0.0: kept as
+    # tqdm==0.0.0 beside the checker's tqdm>=4.64 it made pip's resolution impossible
+    info = tmp_path / "site" / "tqdm-0.0.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tqdm\nVersion: 0.0.0\n")
+    path = os.pathsep.join(filter(None, [str(tmp_path / "site"), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "COLAB_RELEASE_TAG": "simulated", "PYTHONPATH": path}
+    source = nbformat.read(handout / "notebooks" / "01_soft_lookup.ipynb", as_version=4)
+    (command,), printed = _run_colab_cell(source.cells[0].source, env)
+    constraints = Path(command[command.index("-c") + 1]).read_text().split()
+    assert not [c for c in constraints if c.startswith("tqdm")]
+    assert f"torch=={version('torch')}" in constraints  # what fits is still kept
+    assert f"numpy=={version('numpy')}" in constraints
+    assert "so pip installs another: tqdm 0.0.0" in printed
+
+
+@pytest.mark.slow  # builds the whole handout
 def test_a_weekly_stage_holds_its_notebooks_and_only_their_cases(handout, tmp_path, secrets):
     build_handout(tmp_path / "week3", stage=3)
     notebooks = sorted(p.name for p in (tmp_path / "week3" / "notebooks").iterdir())
