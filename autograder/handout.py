@@ -67,16 +67,17 @@ STUDENT_PACKAGES = (
 # are (Colab, a lab image with its own PyTorch) replaces none that fits. The lower bounds are the
 # oldest versions the checks and the notebooks were run with (Debian 13's own packages, Python
 # 3.13: benchmarks/newer_python.sh); the course's pins must fall inside (tests/test_handout.py).
-# JupyterLab is the `lab` extra: Colab and JupyterHub bring their own front end.
+# JupyterLab and ipykernel are the `lab` extra: Colab and JupyterHub bring their own front end
+# and kernel (the checker imports neither), and upgrading the kernel a runtime is running in can
+# break it.
 CHECKER_REQUIREMENTS = {
     "numpy": ">=2.2,<3",
     "torch": ">=2.6,<3",
     "matplotlib": ">=3.8",
-    "ipykernel": ">=6.20",
     "nbformat": ">=5.9",
     "tqdm": ">=4.64",
 }
-CHECKER_EXTRAS = {"lab": {"jupyterlab": ">=4.0"}}
+CHECKER_EXTRAS = {"lab": {"jupyterlab": ">=4.0", "ipykernel": ">=6.20"}}
 
 INIT = '''"""The visible checks of the attention course: `from autograder.checks import check`.
 
