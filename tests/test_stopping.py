@@ -32,6 +32,23 @@ SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
 SIGNAL_NAMES = [s.name for s in SIGNALS]
 
 
+@pytest.fixture(autouse=True)
+def signals_as_a_terminal_leaves_them():
+    """These tests send the signals a terminal sends. A run of pytest started under nohup (or in
+    the background by a shell) ignores SIGHUP (SIGINT), which the class run rightly keeps
+    ignoring, and its children inherit that: each test starts from the dispositions a terminal
+    gives (the test of nohup sets its own)."""
+    defaults = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL,
+                signal.SIGHUP: signal.SIG_DFL}  # fmt: skip
+    before = {signum: signal.getsignal(signum) for signum in defaults}
+    for signum, default in defaults.items():
+        if before[signum] is signal.SIG_IGN:
+            signal.signal(signum, default)
+    yield
+    for signum, handler in before.items():
+        signal.signal(signum, handler)
+
+
 # -- the signal handlers -------------------------------------------------------------------------
 @pytest.mark.parametrize("signum", SIGNALS, ids=SIGNAL_NAMES)
 def test_the_first_signal_stops_the_sandboxes_then_raises_and_a_second_only_says_so(signum):
