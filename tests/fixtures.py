@@ -384,7 +384,7 @@ def manual_cells(nb):
     ]
 
 
-# -- a class run whose grading is stood in: no sandbox, no kernel (test_not_graded) -------------
+# -- a class run whose grading is stood in: no sandbox, no kernel (test_not_graded, test_stopping)------------
 class StandInSandbox:
     """The class run's sandbox where grading is stood in (nothing ever runs in it)."""
 

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 
 import nbformat
 import pytest
+from fixtures import StandInSandbox, stand_in_grading
 
 import autograder
 from autograder.grading import workspace
@@ -291,19 +292,6 @@ def test_a_dead_runs_cgroup_is_emptied_and_removed_and_a_live_runs_is_not():
 
 
 # -- a run that fails part way ------------------------------------------------------------------
-class IdleSandbox:
-    """The class run's sandbox where grading is faked (nothing runs in it)."""
-
-    def __init__(self, *args, **kwargs):
-        self.running = Running()
-
-    def stop(self):
-        self.running.stop()
-
-    def close(self):
-        pass
-
-
 def class_args(tmp_path):
     """`grade`'s options for the class in tmp_path/class, graded into tmp_path/out, as a class
     run of stand-in students needs them (one worker, no self-test)."""
@@ -335,7 +323,7 @@ def test_a_run_that_fails_part_way_leaves_no_work_folder(tmp_path, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(classrun, "grade_student", fake_grade)
-    monkeypatch.setattr(classrun, "Sandbox", IdleSandbox)
+    monkeypatch.setattr(classrun, "Sandbox", StandInSandbox)
     monkeypatch.setattr(classrun, "write_class", disk_full)
     monkeypatch.setenv("AUTOGRADER_WORK_DIR", str(tmp_path / "scratch"))
     student_folder(tmp_path / "class", "ann")
@@ -353,20 +341,9 @@ def test_the_students_a_stopped_run_left_unfinished_are_graded_again_though_up_t
     finished: they look up to date, yet the next run (without --force) grades them again."""
     from autograder.grading import classrun
     from autograder.grading.settings import settings_from_args
-    from autograder.grading.student import StudentResult, output_folder
-    from autograder.report import write_student
 
-    graded = []
-
-    def fake_grade(student, folder, settings, sandbox, placement=None, kept=None, source=None):
-        graded.append(student)
-        payload = {"score": 1.0, "max_score": 1.0, "student": student, "tests": []}
-        payload["submission_digest"] = settings.submission_digests.get(student)  # as graded
-        write_student(output_folder(settings.out, student), payload)
-        return StudentResult(student, payload)
-
-    monkeypatch.setattr(classrun, "grade_student", fake_grade)
-    monkeypatch.setattr(classrun, "Sandbox", IdleSandbox)
+    graded = stand_in_grading(monkeypatch, lambda student: {"score": 1.0, "max_score": 1.0,
+                                                            "tests": []})  # fmt: skip
     monkeypatch.setenv("AUTOGRADER_WORK_DIR", str(tmp_path / "scratch"))
     for name in ("ann", "bob", "cy"):
         student_folder(tmp_path / "class", name)
