@@ -13,6 +13,7 @@ from autograder.grading import selftest
 from autograder.grading.classrun import grade_class
 from autograder.grading.course_files import course_files
 from autograder.grading.settings import limits_from_args, settings_from_args
+from autograder.report import not_graded
 from autograder.safe_files import printable
 from autograder.switches import switches
 
@@ -30,7 +31,7 @@ def grade_command(args):
     graded = [r for r in done if not r.skipped and not r.error and not r.refused]
     skipped = [r for r in done if r.skipped]
     failed = [r for r in done if r.error]
-    refused = list({(r.student, r.refused): r for r in done if r.refused}.values())  # bob/, bob.zip
+    refused = not_graded.unique([r for r in done if r.refused])  # bob/ and bob.zip: named once
     print(summary["text"])
     print(
         f"graded {len(graded)} student(s), skipped {len(skipped)} up to date, "

@@ -32,7 +32,7 @@ from autograder.escaping import terminal
 from autograder.integrity import INTEGRITY_FACTS
 from autograder.misconceptions import CATALOGUE
 from autograder.report.feedback import notebook_state
-from autograder.report.not_graded import why_not_graded
+from autograder.report.not_graded import GRADER_FAILED, NOT_GRADED, why_not_graded
 from autograder.report.rendering import environment
 from autograder.report.sections import teaching_sections
 from autograder.results import (
@@ -426,9 +426,9 @@ def _help_first(rows):
             if stem and stem not in stems:
                 stems.append(stem)
         if r["refused"]:  # refused before grading: the run's reason, named for what it is
-            entries.append(("not-graded", f"NOT GRADED: {r['refused']}"))
+            entries.append(("not-graded", f"{NOT_GRADED}: {r['refused']}"))
         elif "not-graded" in where:
-            entries.append(("not-graded", "NOT GRADED: the grader could not grade this submission"))
+            entries.append(("not-graded", f"{NOT_GRADED}: {GRADER_FAILED}"))
         if where.get("crashed"):
             stems = where["crashed"]
             many = "s" if len(stems) > 1 else ""
