@@ -30,17 +30,19 @@ import tempfile
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
-from autograder import memory_ceiling, submissions
+from autograder import memory_ceiling, student_ids, submissions
 from autograder.curriculum import GRADED_NAMES, NOTEBOOKS
 from autograder.grading import selftest
 from autograder.grading.course_files import course_files
-from autograder.grading.payload import apply_late
+from autograder.grading.fingerprint import fingerprint
+from autograder.grading.payload import apply_late, missing_from_record
 from autograder.grading.plan import registered_probes
 from autograder.grading.progress import OverBudget
 from autograder.grading.stopping import Interrupted, RunStopped, Stopping, signal_name
 from autograder.grading.student import (
     StudentResult,
     grade_student,
+    graded_files,
     internal_error_result,
     output_folder,
 )
@@ -70,13 +72,24 @@ PROGRESS_SECONDS = 2.0  # how often the progress line looks at the running noteb
 NAMES_SHOWN = 10  # students named in the message of a stopped run; the others counted
 
 
-def up_to_date(digest, results_path):
-    """True when OUT/<student>/results.json was graded from this very content: its
-    `submission_digest` (submissions.content_digest, recorded when it was graded) is `digest`.
+def up_to_date(digest, results_path, graded_under=None):
+    """True when OUT/<student>/results.json was graded from this very content, under this very
+    configuration: its `submission_digest` (submissions.content_digest, recorded when it was
+    graded) is `digest`, and its `grading_fingerprint` (grading/fingerprint.py: the secret's
+    hash, the course, the limits, the grader's version) is `graded_under` (when given).
     File times never decide it: a student sets them (a commit dated in the past, a copy that
     keeps them), so results without a digest, or of other content, are graded again."""
     saved = read_saved(results_path) if digest else None
-    return saved is not None and saved.get("submission_digest") == digest
+    return (
+        saved is not None
+        and saved.get("submission_digest") == digest
+        and (graded_under is None or saved.get("grading_fingerprint") == graded_under)
+    )
+
+
+def other_configuration(saved, graded_under):
+    """True when saved results of this very content were graded under another configuration."""
+    return bool(saved) and saved.get("grading_fingerprint") != graded_under
 
 
 def preflight(mode):
@@ -191,7 +204,19 @@ def _grade_class_locked(path, settings, progress, layout, graded_groups, stop):
 
 def _grade_class(found, settings, progress, stop, path=None):
     todo, done, kept = [], [], {}
-    unfinished_before = read_unfinished(settings.out)  # a stopped run's: graded again
+    if settings.fingerprint is None:
+        settings.fingerprint = fingerprint(settings)
+    elsewhere = []  # graded before from this content, under another configuration
+    unfinished_before = {student_ids.key(s) for s in read_unfinished(settings.out)}
+    not_in_record = missing_from_record(settings, [s.student for s in found if not s.refused])
+    if not_in_record:
+        print(
+            f"warning: the --handed-in record does not name {len(not_in_record)} student(s)"
+            f"{_names(not_in_record)}: they have no hand-in time, so no late penalty (their "
+            "files' times are theirs to set and are not used). Add them to the record and "
+            "grade again.",
+            file=sys.stderr,
+        )
     for sub in found:
         student = sub.student
         if sub.refused:
@@ -200,17 +225,37 @@ def _grade_class(found, settings, progress, stop, path=None):
         results = output_folder(settings.out, student) / "results.json"
         digest = submissions.content_digest(sub)
         fresh = (
-            not settings.force and student not in unfinished_before and up_to_date(digest, results)
+            not settings.force
+            and student_ids.key(student) not in unfinished_before
+            and up_to_date(digest, results, settings.fingerprint)
         )
         saved = read_saved(results) if fresh or settings.notebooks else None
-        if digest and (not settings.notebooks or (saved or {}).get("submission_digest") == digest):
-            settings.submission_digests[student] = digest  # recorded when graded in full
+        if not fresh and not settings.force and digest:
+            before = read_saved(results) if saved is None else saved
+            if before and before.get("submission_digest") == digest:
+                elsewhere.append(student)
+        in_full = not settings.notebooks or (
+            (saved or {}).get("submission_digest") == digest
+            and not other_configuration(saved, settings.fingerprint)
+        )
+        if digest and in_full:  # recorded when graded in full, under this configuration
+            settings.submission_digests[student] = digest
+        elif settings.notebooks and other_configuration(saved, settings.fingerprint):
+            elsewhere.append(student)
         if saved is not None and not settings.notebooks:
             done.append(StudentResult(student, saved, skipped=True))
         else:
             todo.append(sub)
             kept[student] = kept_verdicts(saved, settings.notebooks)
 
+    if elsewhere:
+        again = "their other notebooks keep it" if settings.notebooks else "graded again"
+        print(
+            f"note: {len(elsewhere)} student(s){_names(elsewhere)} were graded under another "
+            "configuration (the secret, the course, the limits or the grader's version "
+            f"changed): {again}.",
+            file=sys.stderr,
+        )
     untested = [name for name in GRADED_NAMES if name not in registered_probes()]
     if untested:
         print(f"warning: no hidden tests registered for: {', '.join(untested)}", file=sys.stderr)
@@ -220,15 +265,20 @@ def _grade_class(found, settings, progress, stop, path=None):
         done += graded
     with stop.deferred():  # what is finished is written whole, even when a signal comes now
         done.sort(key=lambda r: r.student)
-        sources = {s.student: s.source for s in found}
+        moved = supersede(settings.out, done)
+        subs = {s.student: s for s in found}
         for result in done:  # the students kept from earlier runs: under the current late policy
+            sub = subs[result.student]
             if result.skipped and apply_late(
-                result.results, settings, result.student, sources[result.student]
+                result.results, settings, result.student, graded_files(sub.folder, sub.messages)
             ):
                 write_student(output_folder(settings.out, result.student), result.results)
         summary = write_class(settings.out, class_results(settings.out, done, path))
         write_unfinished(settings.out, unfinished)  # [] (the file removed) when none is left
     summary["unfinished"] = sorted(unfinished)
+    summary["superseded"] = moved
+    summary["other_configuration"] = sorted(elsewhere)
+    summary["not_in_record"] = not_in_record
     return done, summary
 
 
@@ -286,7 +336,7 @@ def _grade_pool(todo, kept, settings, progress, sandbox, workers, stop):
             try:
                 for s in todo:
                     args = (s.student, s.folder, settings, sandbox, s.messages, kept[s.student])
-                    job = pool.submit(watch.grading, s.student, grade_student, *args, s.source)
+                    job = pool.submit(watch.grading, s.student, grade_student, *args)
                     futures[job] = s.student
                 waiting = set(futures)
                 while waiting:
@@ -370,6 +420,58 @@ def _names(students):
     return f" ({shown}{f' and {more} more' if more > 0 else ''})"
 
 
+SUPERSEDED = ".superseded"  # OUT's folder for the results of a student now graded under another
+
+
+def supersede(out, done):
+    """Move aside the results that this run's students supersede: OUT/<folder>/results.json of
+    an earlier run whose student is one of this run's under another spelling of the same id
+    (student_ids.key: `Ada/` renamed `ada/`, a name macOS wrote in NFD). Each such folder goes
+    to OUT/.superseded/ (kept for the instructor, out of every report and export), and is
+    named on stderr; [(the folder moved, where it is now, the student now)]."""
+    now = {}
+    for r in done:
+        if r.results and not r.refused:
+            now.setdefault(student_ids.key(r.student), r.student)
+    mine = {output_folder(out, student).name for student in now.values()}
+    moved = []
+    for saved in collect_results(out, skip=mine):
+        student = now.get(student_ids.key(saved.student))
+        if student is None:
+            continue
+        old, new = Path(out) / saved.folder, output_folder(out, student)
+        try:
+            if new.exists() and os.path.samefile(old, new):
+                continue  # one folder on a disk that ignores case: nothing to move
+            target = _free_name(Path(out) / SUPERSEDED / saved.folder)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(old, target)
+        except OSError as exc:
+            print(
+                f"warning: {printable(old)} holds an earlier result of {printable(student)} "
+                f"and could not be moved aside ({exc.strerror}); it is left out of the report.",
+                file=sys.stderr,
+            )
+            continue
+        moved.append((saved.folder, str(target.relative_to(out)), student))
+        print(
+            f"note: {printable(saved.folder)}/ held an earlier result of the student now graded "
+            f"as {printable(student)} (the same id, written differently); it was moved to "
+            f"{printable(target.relative_to(out))}/ and is no longer reported.",
+            file=sys.stderr,
+        )
+    return moved
+
+
+def _free_name(path):
+    if not path.exists():
+        return path
+    number = 2
+    while path.with_name(f"{path.name}-{number}").exists():
+        number += 1
+    return path.with_name(f"{path.name}-{number}")
+
+
 def class_results(out, done, path=None):
     """Every student of OUT for the class report: this run's from memory (as their results.json
     reads back), the others (graded into OUT by earlier runs, not seen now) from disk, and the
@@ -387,4 +489,6 @@ def class_results(out, done, path=None):
                 payload = json.loads(json.dumps(result.results))
                 mine[folder.name] = SavedResult(result.student, payload, folder=folder.name)
     others = not_graded.without_stale(collect_results(out, skip=set(mine)), refused)
+    graded_now = {student_ids.key(s.student) for s in mine.values()}
+    others = [s for s in others if student_ids.key(s.student) not in graded_now]  # superseded
     return sorted([*mine.values(), *others, *refused], key=lambda s: s.student)

@@ -2,9 +2,10 @@
 penalties, then written once.
 
     payload = build_results(student, tests, notebooks, seconds, submission_messages)
-    apply_late(payload, settings, student, source)   # autograder/deadlines.py, in place
+    apply_late(payload, settings, student, files)    # autograder/deadlines.py, in place
 """
 
+from autograder import student_ids
 from autograder.deadlines import apply_late_policy, handed_in_from_files
 
 
@@ -33,15 +34,27 @@ def build_results(student, tests, notebooks, seconds, submission_messages=()):
     }
 
 
-def apply_late(payload, settings, student, source):
+def apply_late(payload, settings, student, files):
     """Late penalties (autograder/deadlines.py) on one payload, in place: recomputed from the raw
     verdicts, so a changed policy needs no regrading. True when the payload changed.
-    `source`: what the student handed in (its files' times, without --handed-in)."""
+    `files`: {stem: the student's file graded as it} (submissions.Placement.sources), whose
+    times are the hand-in times without --handed-in. With --handed-in, a student the record
+    does not name has no hand-in times (never their files' times: the class run names them)."""
     if payload.get("internal_error") or not payload.get("tests"):
         return False  # an internal error: nothing was graded
     if settings.deadlines is None and "late" not in payload:
         return False  # no policy now, none before
-    handed_in = settings.handed_in.get(student)
-    if handed_in is None and settings.deadlines is not None:
-        handed_in = handed_in_from_files(source)
-    return bool(apply_late_policy(payload, settings.deadlines, handed_in or {}))
+    if settings.handed_in is not None:
+        handed_in = settings.handed_in.get(student_ids.key(student), {})
+    elif settings.deadlines is not None:
+        handed_in = handed_in_from_files(files)
+    else:
+        handed_in = {}
+    return bool(apply_late_policy(payload, settings.deadlines, handed_in))
+
+
+def missing_from_record(settings, students):
+    """The students (ids) the --handed-in record does not name, when a record is given."""
+    if settings.handed_in is None or settings.deadlines is None:
+        return []
+    return [s for s in students if student_ids.key(s) not in settings.handed_in]
