@@ -8,7 +8,10 @@ Layouts read (see docs/instructors.md, "Grading"):
 - one student's folder (PATH itself holds notebooks);
 - nbgrader's tree: COURSE/ or COURSE/submitted/, i.e. submitted/<student>/<assignment>/*.ipynb,
   one assignment per notebook or one assignment holding all six;
-- one student's upload whose notebooks are loose, in sub-folders, or in a .zip.
+- one student's upload whose notebooks are loose, in sub-folders, or in a .zip;
+- the bulk downloads of Canvas and Moodle (autograder/bulk_downloads.py): students are found by
+  the names those systems give each file or folder, and a student's latest upload of a
+  notebook wins (Canvas's attachment ids), the earlier ones named.
 
 Notebooks are matched by name through notebook_files.match_name, the one rule for names: the
 SPEC file name, or a near name that can only mean it (another letter case, Colab's `Copy of `, a
@@ -311,13 +314,16 @@ def _is_one_student(folder):
     """One student's folder: notebooks loose at the top, or a single zip and nothing else, or
     sub-folders named like the notebooks (nbgrader's one assignment per notebook, for one
     student), or a folder of nbgrader's submitted/. Otherwise: a folder of students (folders
-    or zips)."""
+    or zips, or an LMS's bulk download: autograder/bulk_downloads.py)."""
     entries = [
         e for e in folder.iterdir() if not e.name.startswith(".") and e.name not in SKIPPED_DIRS
     ]
     files = [e for e in entries if e.is_file() and not e.is_symlink()]
     folders = [e for e in entries if e.is_dir() and not e.is_symlink()]
     zips = [e for e in files if e.suffix.lower() == ".zip"]
+    uploads = [e for e in files if e.suffix.lower() in (".ipynb", ".zip")]
+    if uploads and all(bulk_downloads.bulk_file(e.name) for e in uploads):
+        return False  # an LMS's flat folder (Canvas, Moodle): every file names its student
     if any(e.suffix.lower() == ".ipynb" for e in files) or folder.parent.name == "submitted":
         return True
     if len(zips) == 1 and not folders:
