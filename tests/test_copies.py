@@ -113,3 +113,20 @@ def test_different_copies_of_the_same_rank_are_all_named_and_none_taken(tmp_path
         "Copy of 01_soft_lookup.ipynb",
     ]
     assert "2 different files could each be it" in said(sub)
+
+
+def test_a_single_candidate_is_named_and_never_called_several():
+    """A misspelt 05 was "several of your files could each be 05_...": one file is named."""
+    from autograder.platforms.gradescope import notebook_summary
+
+    def summary(candidates):
+        test = {"notebook": "05_transformer_block", "function": "LayerNorm", "score": 0.0,
+                "max_score": 1.0, "status": "failed", "reason": "misnamed", "output": ""}  # fmt: skip
+        info = {"score": 0.0, "max_score": 1.0, "candidates": candidates}
+        payload = {"tests": [test], "notebooks": {"05_transformer_block": info}}
+        return " ".join(notebook_summary(payload))
+
+    one = summary(["05_transformer_blok.ipynb"])
+    assert "several" not in one
+    assert "05_transformer_blok.ipynb looks like 05_transformer_block.ipynb; rename it" in one
+    assert "2 of your files could each be 05_transformer_block.ipynb" in summary(["a", "b"])

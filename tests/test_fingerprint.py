@@ -1,0 +1,98 @@
+"""A regrade is keyed by what was graded and how: after the secret, the limits, the course or
+the grader's version changes, every student is graded again and the run says how many were
+graded under another configuration (grading/fingerprint.py). The secret itself is never
+written: only a slow, salted hash of it goes into the fingerprint."""
+
+import json
+
+from fixtures import put_notebook as put
+
+import autograder
+from autograder.grading import classrun, fingerprint
+from autograder.grading.settings import Settings
+from autograder.grading.stopping import Stopping
+from autograder.grading.student import StudentResult
+from autograder.report import write_student
+from autograder.sandbox import Limits
+from autograder.submissions import discover
+
+SECRET = "a-course-secret-nobody-guesses"
+
+
+def settings(out, secret=SECRET, **limits):
+    return Settings(out=out, secret=secret, limits=Limits(**limits))
+
+
+def test_the_fingerprint_changes_with_each_part_and_only_with_them(tmp_path, monkeypatch):
+    base = fingerprint.fingerprint(settings(tmp_path), course="c")
+    assert base == fingerprint.fingerprint(settings(tmp_path), course="c")
+    assert base != fingerprint.fingerprint(settings(tmp_path, secret="another"), course="c")
+    assert base != fingerprint.fingerprint(settings(tmp_path, memory_bytes=2**30), course="c")
+    assert base != fingerprint.fingerprint(settings(tmp_path, timeout=30.0), course="c")
+    assert base != fingerprint.fingerprint(settings(tmp_path), course="d")
+    measured = settings(tmp_path)
+    measured.limits.measured = {"01_soft_lookup": 12.5}  # the self-test's, at each run
+    assert base == fingerprint.fingerprint(measured, course="c")
+    monkeypatch.setattr(autograder, "__version__", "99.0.0")
+    assert base != fingerprint.fingerprint(settings(tmp_path), course="c")
+
+
+def test_the_course_digest_follows_the_files_that_decide_a_verdict(tmp_path):
+    probes = tmp_path / "probes"
+    probes.mkdir()
+    (probes / "soft_lookup.py").write_text("CASES = 3\n")
+    first = fingerprint.course_digest([probes])
+    assert first == fingerprint.course_digest([probes])
+    (probes / "soft_lookup.py").write_text("CASES = 4\n")  # a hidden test fixed
+    assert fingerprint.course_digest([probes]) != first
+    assert fingerprint.course_digest() == fingerprint.course_digest()  # the real one: stable
+
+
+def test_the_secret_is_hashed_slowly_and_never_kept():
+    digest = fingerprint.secret_hash(SECRET)
+    assert digest == fingerprint.secret_hash(SECRET) != fingerprint.secret_hash(SECRET + "x")
+    assert SECRET not in digest and fingerprint.SECRET_ROUNDS >= 100_000
+
+
+def test_a_changed_secret_or_limit_regrades_everyone_and_says_so(tmp_path, monkeypatch, capsys):
+    cls, out, graded_now = tmp_path / "class", tmp_path / "grades", []
+
+    def grade_todo(todo, kept, settings, progress, stop):  # as grading/student.py records it
+        done = []
+        for sub in todo:
+            graded_now.append(sub.student)
+            payload = {"score": 0.0, "max_score": 1.0, "student": sub.student, "output": "",
+                       "notebooks": {}, "tests": [],
+                       "submission_digest": settings.submission_digests[sub.student],
+                       "grading_fingerprint": settings.fingerprint}  # fmt: skip
+            write_student(out / sub.student, payload)
+            done.append(StudentResult(sub.student, payload))
+        return done, []
+
+    monkeypatch.setattr(classrun, "_grade_todo", grade_todo)
+
+    def run(**changes):
+        graded_now.clear()
+        with Stopping() as stop:
+            _, summary = classrun._grade_class(
+                discover(cls, out=out, staging=tmp_path / "st"),
+                settings(out, **changes),
+                False,
+                stop,
+            )
+        return sorted(graded_now), summary
+
+    for student in ("ada", "bob"):
+        put(cls / student, "01_soft_lookup.ipynb", f"{student} = 1")
+    assert run()[0] == ["ada", "bob"]
+    assert run()[0] == []  # the same content, the same configuration: up to date
+    capsys.readouterr()
+    graded, summary = run(secret="the leaked one replaced")
+    assert graded == ["ada", "bob"] and summary["other_configuration"] == ["ada", "bob"]
+    assert "2 student(s) (ada, bob) were graded under another configuration" in (
+        capsys.readouterr().err
+    )
+    assert run(secret="the leaked one replaced")[0] == []
+    assert run(secret="the leaked one replaced", timeout=30.0)[0] == ["ada", "bob"]
+    saved = (out / "ada" / "results.json").read_text()
+    assert "leaked" not in saved and json.loads(saved)["grading_fingerprint"].startswith("sha256:")
