@@ -410,10 +410,11 @@ def stand_in_grading(monkeypatch, payload_of):
 
     graded = []
 
-    def grade(student, folder, settings, sandbox, placement=None, kept=None, source=None):
+    def grade(student, folder, settings, sandbox, placement=None, kept=None, files=None):
         graded.append(student)
         payload = {**payload_of(student), "student": student}
         payload["submission_digest"] = settings.submission_digests.get(student)
+        payload["grading_fingerprint"] = settings.fingerprint
         write_student(output_folder(settings.out, student), payload)
         return StudentResult(student, payload)
 

@@ -323,13 +323,19 @@ def test_grade_applies_a_policy_to_students_graded_before_without_regrading(tmp_
     late = DUE + timedelta(hours=30)
     os.utime(notebook, (late.timestamp(), late.timestamp()))
     os.utime(cls / "ada", (late.timestamp(), late.timestamp()))
+    from autograder.grading.fingerprint import fingerprint
+    from autograder.grading.settings import Settings
+    from autograder.sandbox import Limits
     from autograder.submissions import content_digest, discover
 
     [sub] = discover(cls, staging=tmp_path / "staging")
+    limits = Limits()
+    limits.timeout_given = False  # `grade` without --timeout
     payload = _payload() | {
         "student": "ada",
         "output": "",
         "submission_digest": content_digest(sub),
+        "grading_fingerprint": fingerprint(Settings(out=out, secret="s", limits=limits)),
     }
     write_student(out / "ada", payload)  # graded earlier, from this very content
     policy = tmp_path / "deadlines.toml"
