@@ -6,13 +6,12 @@ written: only a slow, salted hash of it goes into the fingerprint."""
 import json
 
 from fixtures import put_notebook as put
+from fixtures import stand_in_todo
 
 import autograder
 from autograder.grading import classrun, fingerprint
 from autograder.grading.settings import Settings
 from autograder.grading.stopping import Stopping
-from autograder.grading.student import StudentResult
-from autograder.report import write_student
 from autograder.sandbox import Limits
 from autograder.submissions import discover
 
@@ -55,21 +54,8 @@ def test_the_secret_is_hashed_slowly_and_never_kept():
 
 
 def test_a_changed_secret_or_limit_regrades_everyone_and_says_so(tmp_path, monkeypatch, capsys):
-    cls, out, graded_now = tmp_path / "class", tmp_path / "grades", []
-
-    def grade_todo(todo, kept, settings, progress, stop):  # as grading/student.py records it
-        done = []
-        for sub in todo:
-            graded_now.append(sub.student)
-            payload = {"score": 0.0, "max_score": 1.0, "student": sub.student, "output": "",
-                       "notebooks": {}, "tests": [],
-                       "submission_digest": settings.submission_digests[sub.student],
-                       "grading_fingerprint": settings.fingerprint}  # fmt: skip
-            write_student(out / sub.student, payload)
-            done.append(StudentResult(sub.student, payload))
-        return done, []
-
-    monkeypatch.setattr(classrun, "_grade_todo", grade_todo)
+    cls, out = tmp_path / "class", tmp_path / "grades"
+    graded_now = stand_in_todo(monkeypatch)
 
     def run(**changes):
         graded_now.clear()

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from fixtures import put_notebook as put
+from fixtures import stand_in_todo
 
 from autograder.__main__ import main
 from autograder.deadlines import LatePolicy, load_handed_in, parse_policy
@@ -18,7 +19,6 @@ from autograder.grading import classrun
 from autograder.grading.payload import apply_late, missing_from_record
 from autograder.grading.settings import Settings
 from autograder.grading.stopping import Stopping
-from autograder.grading.student import StudentResult
 from autograder.report import write_student
 from autograder.roster import Person, match_submissions
 from autograder.sandbox import Limits
@@ -103,21 +103,6 @@ def test_a_student_the_record_does_not_name_is_never_judged_by_file_times(tmp_pa
 
 
 # -- the class run: stand-in grading (the sandbox is not what these tests are about) -------------
-def stand_in(out, graded_now, points=None):
-    def grade_todo(todo, kept, settings, progress, stop):
-        done = []
-        for sub in todo:
-            graded_now.append(sub.student)
-            result = payload(sub.student, (points or {}).get(sub.student, 4.0))
-            result["submission_digest"] = settings.submission_digests.get(sub.student)
-            result["grading_fingerprint"] = settings.fingerprint
-            write_student(out / sub.student, result)
-            done.append(StudentResult(sub.student, result))
-        return done, []
-
-    return grade_todo
-
-
 def class_run(cls, out, tmp_path, **settings):
     with Stopping() as stop:
         return classrun._grade_class(
@@ -134,10 +119,8 @@ def test_a_renamed_folder_is_one_student_in_grades_csv_and_the_export(
 ):
     """`Ada/` graded 6.5, then renamed `ada/` (0 now): grades.csv listed the student twice,
     and the export wrote a blank (Canvas: "no change", so the old 6.5 stayed)."""
-    cls, out, graded_now = tmp_path / "class", tmp_path / "grades", []
-    monkeypatch.setattr(
-        classrun, "_grade_todo", stand_in(out, graded_now, {"Ada": 6.5, "ada": 0.0})
-    )
+    cls, out = tmp_path / "class", tmp_path / "grades"
+    graded_now = stand_in_todo(monkeypatch, lambda s: payload(s, {"Ada": 6.5, "ada": 0.0}[s]))
     put(cls / "Ada", A)
     class_run(cls, out, tmp_path)
     (cls / "Ada").rename(cls / "ada")
@@ -178,8 +161,8 @@ def test_the_roster_matches_a_name_in_either_unicode_form():
 def test_a_stopped_runs_student_is_graded_again_under_another_spelling(tmp_path, monkeypatch):
     from autograder.grading.workspace import write_unfinished
 
-    cls, out, graded_now = tmp_path / "class", tmp_path / "grades", []
-    monkeypatch.setattr(classrun, "_grade_todo", stand_in(out, graded_now))
+    cls, out = tmp_path / "class", tmp_path / "grades"
+    graded_now = stand_in_todo(monkeypatch, payload)
     put(cls / NFD, A)
     class_run(cls, out, tmp_path)
     write_unfinished(out, [NFC])  # a stopped run named the student in the other form
@@ -189,8 +172,8 @@ def test_a_stopped_runs_student_is_graded_again_under_another_spelling(tmp_path,
 
 
 def test_the_class_run_names_the_students_the_record_does_not(tmp_path, monkeypatch, capsys):
-    cls, out, graded_now = tmp_path / "class", tmp_path / "grades", []
-    monkeypatch.setattr(classrun, "_grade_todo", stand_in(out, graded_now))
+    cls, out = tmp_path / "class", tmp_path / "grades"
+    stand_in_todo(monkeypatch, payload)
     put(cls / "Ada", A)
     put(cls / "bob", A)
     record = tmp_path / "handed_in.csv"
@@ -209,8 +192,8 @@ def test_the_class_run_names_the_students_the_record_does_not(tmp_path, monkeypa
 
 def test_students_are_listed_once_with_their_own_results(tmp_path, monkeypatch):
     """The run's own students never hide one another: ada and bob both stay."""
-    cls, out, graded_now = tmp_path / "class", tmp_path / "grades", []
-    monkeypatch.setattr(classrun, "_grade_todo", stand_in(out, graded_now))
+    cls, out = tmp_path / "class", tmp_path / "grades"
+    stand_in_todo(monkeypatch, payload)
     put(cls / "ada", A)
     put(cls / "bob", A)
     class_run(cls, out, tmp_path)

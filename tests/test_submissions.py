@@ -12,6 +12,7 @@ import pytest
 from fixtures import graded_files as graded
 from fixtures import one_cell_notebook as notebook
 from fixtures import put_notebook as put
+from fixtures import stand_in_todo
 
 from autograder import submissions
 from autograder.submissions import GENERAL, discover
@@ -380,28 +381,13 @@ def test_a_student_is_regraded_when_the_content_changed_whatever_the_file_times(
     from autograder.grading import classrun
     from autograder.grading.settings import Settings
     from autograder.grading.stopping import Stopping
-    from autograder.grading.student import StudentResult
     from autograder.report import write_student
     from autograder.sandbox import Limits
 
     cls, out = tmp_path / "class", tmp_path / "grades"
     for student in ("ada", "bob"):
         put(cls / student, A, f"{student} before")
-    graded_now = []
-
-    def grade_todo(todo, kept, settings, progress, stop):  # stands in for the sandbox's grading
-        done = []
-        for sub in todo:
-            graded_now.append(sub.student)
-            payload = {"score": 0.0, "max_score": 1.0, "student": sub.student, "output": "",
-                       "notebooks": {}, "tests": [],
-                       "submission_digest": settings.submission_digests[sub.student],
-                       "grading_fingerprint": settings.fingerprint}  # fmt: skip
-            write_student(out / sub.student, payload)
-            done.append(StudentResult(sub.student, payload))
-        return done, []  # (graded, unfinished)
-
-    monkeypatch.setattr(classrun, "_grade_todo", grade_todo)
+    graded_now = stand_in_todo(monkeypatch)
 
     def run():
         graded_now.clear()
