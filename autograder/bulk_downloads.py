@@ -67,11 +67,8 @@ def moodle_folder(name):
     found = _MOODLE.match(name)
     if found is None or found["name"]:
         return None, ""
-    if found["plugin"] != "file":
-        return (
-            None,
-            f"Moodle's {found['plugin']} submission of {found['student']} (not files); skipped",
-        )
+    if found["plugin"] != "file":  # the name itself is shown, escaped, by the caller
+        return None, f"Moodle's {found['plugin']} submission (not files); skipped"
     return found["student"], ""
 
 
