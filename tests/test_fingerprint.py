@@ -82,3 +82,32 @@ def test_a_changed_secret_or_limit_regrades_everyone_and_says_so(tmp_path, monke
     assert run(secret="the leaked one replaced", timeout=30.0)[0] == ["ada", "bob"]
     saved = (out / "ada" / "results.json").read_text()
     assert "leaked" not in saved and json.loads(saved)["grading_fingerprint"].startswith("sha256:")
+
+
+def test_one_notebook_regraded_under_a_new_configuration_leaves_the_rest_to_grade_again(
+    tmp_path, monkeypatch, capsys
+):
+    """`--notebook` keeps the other notebooks' verdicts: graded under the old configuration, so
+    the student is not recorded as up to date, and the next full run grades them whole."""
+    cls, out = tmp_path / "class", tmp_path / "grades"
+    graded_now = stand_in_todo(monkeypatch)
+    put(cls / "ada", "01_soft_lookup.ipynb", "ada = 1")
+
+    def run(secret, notebooks=()):
+        graded_now.clear()
+        with Stopping() as stop:
+            _, summary = classrun._grade_class(
+                discover(cls, out=out, staging=tmp_path / "st"),
+                Settings(out=out, secret=secret, limits=Limits(), notebooks=notebooks),
+                False,
+                stop,
+            )
+        return list(graded_now), summary
+
+    run("old")
+    graded, summary = run("new", notebooks=("01_soft_lookup",))
+    assert graded == ["ada"] and summary["other_configuration"] == ["ada"]
+    assert "their other notebooks keep it" in capsys.readouterr().err
+    assert json.loads((out / "ada/results.json").read_text())["submission_digest"] is None
+    assert run("new")[0] == ["ada"]  # graded whole under the new configuration
+    assert run("new")[0] == []

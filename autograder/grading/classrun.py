@@ -230,18 +230,15 @@ def _grade_class(found, settings, progress, stop, path=None):
             and up_to_date(digest, results, settings.fingerprint)
         )
         saved = read_saved(results) if fresh or settings.notebooks else None
-        if not fresh and not settings.force and digest:
-            before = read_saved(results) if saved is None else saved
-            if before and before.get("submission_digest") == digest:
-                elsewhere.append(student)
+        before = saved if saved is not None or settings.force else read_saved(results)
+        changed = other_configuration(before, settings.fingerprint)
+        if changed and before.get("submission_digest") == digest:
+            elsewhere.append(student)  # the same content, graded under another configuration
         in_full = not settings.notebooks or (
-            (saved or {}).get("submission_digest") == digest
-            and not other_configuration(saved, settings.fingerprint)
+            (saved or {}).get("submission_digest") == digest and not changed
         )
         if digest and in_full:  # recorded when graded in full, under this configuration
             settings.submission_digests[student] = digest
-        elif settings.notebooks and other_configuration(saved, settings.fingerprint):
-            elsewhere.append(student)
         if saved is not None and not settings.notebooks:
             done.append(StudentResult(student, saved, skipped=True))
         else:
