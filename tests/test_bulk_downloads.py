@@ -114,3 +114,25 @@ def test_a_flat_moodle_download_is_graded_by_its_participant(tmp_path):
     subs = {s.student: s for s in discover(root)}
     assert sorted(subs) == ["Ada Lovelace_123456", "Grace Hopper_654321"]
     assert graded(subs["Ada Lovelace_123456"]) == {A: notebook("ada = 1"), B: notebook("ada = 2")}
+
+
+def test_a_class_run_over_a_canvas_download_lists_each_student_by_id(tmp_path, monkeypatch):
+    from fixtures import stand_in_todo
+
+    from autograder.grading import classrun
+    from autograder.grading.settings import Settings
+    from autograder.grading.stopping import Stopping
+    from autograder.sandbox import Limits
+
+    root, out = canvas_download(tmp_path / "canvas"), tmp_path / "grades"
+    graded_now = stand_in_todo(monkeypatch)
+    with Stopping() as stop:
+        classrun._grade_class(
+            discover(root, out=out, staging=tmp_path / "st"),
+            Settings(out=out, secret="s", limits=Limits()),
+            False,
+            stop,
+        )
+    assert sorted(graded_now) == ["1001", "1002", "1003"]
+    rows = list(csv.DictReader((out / "grades.csv").open()))
+    assert [r["student"] for r in rows] == ["1001", "1002", "1003"]
