@@ -31,13 +31,20 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
 from autograder import memory_ceiling, student_ids, submissions
-from autograder.curriculum import GRADED_NAMES, NOTEBOOKS
+from autograder.curriculum import GRADED_NAMES
 from autograder.grading import selftest
 from autograder.grading.course_files import course_files
 from autograder.grading.fingerprint import fingerprint
 from autograder.grading.payload import apply_late, missing_from_record
 from autograder.grading.plan import registered_probes
 from autograder.grading.progress import OverBudget
+from autograder.grading.saved import (
+    kept_verdicts,
+    other_configuration,
+    read_saved,
+    supersede,
+    up_to_date,
+)
 from autograder.grading.stopping import Interrupted, RunStopped, Stopping, signal_name
 from autograder.grading.student import (
     StudentResult,
@@ -63,33 +70,13 @@ from autograder.report import (
     write_class,
     write_student,
 )
-from autograder.safe_files import MB, UnsafeFile, printable, read_bytes
+from autograder.safe_files import printable
 from autograder.sandbox import Sandbox, SandboxStopped
 from autograder.sandbox.bubblewrap import BubblewrapUnsupported
 from autograder.sandbox.limits import bound_workers
 
 PROGRESS_SECONDS = 2.0  # how often the progress line looks at the running notebooks
 NAMES_SHOWN = 10  # students named in the message of a stopped run; the others counted
-
-
-def up_to_date(digest, results_path, graded_under=None):
-    """True when OUT/<student>/results.json was graded from this very content, under this very
-    configuration: its `submission_digest` (submissions.content_digest, recorded when it was
-    graded) is `digest`, and its `grading_fingerprint` (grading/fingerprint.py: the secret's
-    hash, the course, the limits, the grader's version) is `graded_under` (when given).
-    File times never decide it: a student sets them (a commit dated in the past, a copy that
-    keeps them), so results without a digest, or of other content, are graded again."""
-    saved = read_saved(results_path) if digest else None
-    return (
-        saved is not None
-        and saved.get("submission_digest") == digest
-        and (graded_under is None or saved.get("grading_fingerprint") == graded_under)
-    )
-
-
-def other_configuration(saved, graded_under):
-    """True when saved results of this very content were graded under another configuration."""
-    return bool(saved) and saved.get("grading_fingerprint") != graded_under
 
 
 def preflight(mode):
@@ -110,31 +97,6 @@ def preflight(mode):
             "isolation after a warning."
         )
     return None
-
-
-def kept_verdicts(saved, regrade):
-    """{stem: (tests, info)} of the notebooks `--notebook` does not name, from the last results;
-    {} (grade everything) when there are none, or when they lack a notebook."""
-    if not regrade or not saved:
-        return {}
-    kept = {}
-    for nb in NOTEBOOKS:
-        if nb.stem in regrade:
-            continue
-        tests = [t for t in saved.get("tests", []) if t.get("notebook") == nb.stem]
-        info = saved.get("notebooks", {}).get(nb.stem)
-        if not tests or not isinstance(info, dict):
-            return {}
-        kept[nb.stem] = (tests, info)
-    return kept
-
-
-def read_saved(results):
-    try:
-        payload = json.loads(read_bytes(results.parent, [results.name], 64 * MB))
-    except (UnsafeFile, ValueError, RecursionError):
-        return None
-    return payload if isinstance(payload, dict) and not payload.get("internal_error") else None
 
 
 def grade_class(path, settings, progress=True, layout="auto", graded_groups=None):
@@ -209,14 +171,6 @@ def _grade_class(found, settings, progress, stop, path=None):
     elsewhere = []  # graded before from this content, under another configuration
     unfinished_before = {student_ids.key(s) for s in read_unfinished(settings.out)}
     not_in_record = missing_from_record(settings, [s.student for s in found if not s.refused])
-    if not_in_record:
-        print(
-            f"warning: the --handed-in record does not name {len(not_in_record)} student(s)"
-            f"{_names(not_in_record)}: they have no hand-in time, so no late penalty (their "
-            "files' times are theirs to set and are not used). Add them to the record and "
-            "grade again.",
-            file=sys.stderr,
-        )
     for sub in found:
         student = sub.student
         if sub.refused:
@@ -415,58 +369,6 @@ def _names(students):
     shown = ", ".join(printable(s) for s in students[:NAMES_SHOWN])
     more = len(students) - NAMES_SHOWN
     return f" ({shown}{f' and {more} more' if more > 0 else ''})"
-
-
-SUPERSEDED = ".superseded"  # OUT's folder for the results of a student now graded under another
-
-
-def supersede(out, done):
-    """Move aside the results that this run's students supersede: OUT/<folder>/results.json of
-    an earlier run whose student is one of this run's under another spelling of the same id
-    (student_ids.key: `Ada/` renamed `ada/`, a name macOS wrote in NFD). Each such folder goes
-    to OUT/.superseded/ (kept for the instructor, out of every report and export), and is
-    named on stderr; [(the folder moved, where it is now, the student now)]."""
-    now = {}
-    for r in done:
-        if r.results and not r.refused:
-            now.setdefault(student_ids.key(r.student), r.student)
-    mine = {output_folder(out, student).name for student in now.values()}
-    moved = []
-    for saved in collect_results(out, skip=mine):
-        student = now.get(student_ids.key(saved.student))
-        if student is None:
-            continue
-        old, new = Path(out) / saved.folder, output_folder(out, student)
-        try:
-            if new.exists() and os.path.samefile(old, new):
-                continue  # one folder on a disk that ignores case: nothing to move
-            target = _free_name(Path(out) / SUPERSEDED / saved.folder)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.rename(old, target)
-        except OSError as exc:
-            print(
-                f"warning: {printable(old)} holds an earlier result of {printable(student)} "
-                f"and could not be moved aside ({exc.strerror}); it is left out of the report.",
-                file=sys.stderr,
-            )
-            continue
-        moved.append((saved.folder, str(target.relative_to(out)), student))
-        print(
-            f"note: {printable(saved.folder)}/ held an earlier result of the student now graded "
-            f"as {printable(student)} (the same id, written differently); it was moved to "
-            f"{printable(target.relative_to(out))}/ and is no longer reported.",
-            file=sys.stderr,
-        )
-    return moved
-
-
-def _free_name(path):
-    if not path.exists():
-        return path
-    number = 2
-    while path.with_name(f"{path.name}-{number}").exists():
-        number += 1
-    return path.with_name(f"{path.name}-{number}")
 
 
 def class_results(out, done, path=None):

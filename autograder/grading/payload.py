@@ -5,8 +5,11 @@ penalties, then written once.
     apply_late(payload, settings, student, files)    # autograder/deadlines.py, in place
 """
 
+import sys
+
 from autograder import student_ids
 from autograder.deadlines import apply_late_policy, handed_in_from_files
+from autograder.escaping import terminal as printable
 
 
 def build_results(student, tests, notebooks, seconds, submission_messages=()):
@@ -53,8 +56,19 @@ def apply_late(payload, settings, student, files):
     return bool(apply_late_policy(payload, settings.deadlines, handed_in))
 
 
-def missing_from_record(settings, students):
-    """The students (ids) the --handed-in record does not name, when a record is given."""
+def missing_from_record(settings, students, shown=10):
+    """The students (ids) the --handed-in record does not name, when a record is given; named
+    in a warning (stderr), since they are graded with no hand-in time."""
     if settings.handed_in is None or settings.deadlines is None:
         return []
-    return [s for s in students if student_ids.key(s) not in settings.handed_in]
+    missing = [s for s in students if student_ids.key(s) not in settings.handed_in]
+    if missing:
+        names = ", ".join(printable(s) for s in missing[:shown])
+        more = f" and {len(missing) - shown} more" if len(missing) > shown else ""
+        print(
+            f"warning: the --handed-in record does not name {len(missing)} student(s) "
+            f"({names}{more}): they have no hand-in time, so no late penalty (their files' "
+            "times are theirs to set and are not used). Add them to the record and grade again.",
+            file=sys.stderr,
+        )
+    return missing
