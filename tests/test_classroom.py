@@ -367,3 +367,17 @@ def test_a_blank_backup_copy_never_costs_the_real_notebook(tmp_path):
     graded = {p.name: p.read_text() for p in sub.folder.glob("*.ipynb")}
     assert "mine = 1" in graded[A] and "colab = 2" in graded["02_dot_product_softmax.ipynb"]
     assert "backup/01_soft_lookup.ipynb" in " ".join(sub.messages["01_soft_lookup"])
+
+
+def test_copies_are_capped_the_shallowest_first(tmp_path, monkeypatch):
+    from autograder.platforms import classroom
+
+    monkeypatch.setattr(classroom, "MAX_COPIES", 3)
+    before = DEADLINE - timedelta(hours=3)
+    files = {f"a/b/c/x{i}/{A}": _notebook(f"deep = {i}") for i in range(5)}
+    files |= {A: _notebook("mine = 1"), f"copy/{A}": _notebook("copy = 1")}
+    ada = _repo(tmp_path / "remote", "attention-ada", [(before, files)])
+    assert _gather(tmp_path, [ada]) == 0
+    folder = tmp_path / "class" / "ada"
+    written = sorted(str(p.relative_to(folder)) for p in folder.rglob("*.ipynb"))
+    assert written == [A, "a/b/c/x0/" + A, "copy/" + A]

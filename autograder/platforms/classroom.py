@@ -62,7 +62,8 @@ from autograder.safe_files import printable, remove_tree
 from autograder.sandbox.copying import tree_bytes
 
 MAX_NOTEBOOK_BYTES = 20 * 2**20
-MAX_COPIES = 100  # copies of the course's notebooks written from one commit
+MAX_COPIES = 30  # copies of the course's notebooks written from one commit, shallowest first
+MAX_COPIES_BYTES = 300 * 2**20  # and their bytes (grade compares at most this: submissions.py)
 MAX_COPY_DEPTH = 8  # path parts of a copy (grade's walk looks no deeper: submissions.MAX_DEPTH)
 MAX_REPOSITORY_MB = 100  # a student's clone on disk (--max-repository-mb)
 MAX_FILE_MB = 50  # any file in any commit (--max-file-mb): GitHub warns from 50 MB
@@ -275,7 +276,8 @@ def export_notebooks(clone, commit, target, when):
     one folder deeper), so `grade` chooses among them by its one rule for copies
     (autograder/submissions.py: the shallowest readable copy, its own name before a near one;
     the others named). A name is one notebook_files.match_name knows (`Copy of X`, `X (1)`,
-    ...); paths that are not UTF-8, or with a hidden or empty part, are not written."""
+    ...); paths that are not UTF-8, or with a hidden or empty part, are not written, and at
+    most MAX_COPIES copies and MAX_COPIES_BYTES are, the shallowest first."""
     listing = _git("ls-tree", "-r", "-z", "--long", commit, cwd=clone).split(b"\0")
     copies = []  # (path parts, blob)
     for entry in listing:
@@ -293,9 +295,14 @@ def export_notebooks(clone, commit, target, when):
             continue  # other files
         if any(not p or p.startswith(".") for p in parts) or len(parts) > MAX_COPY_DEPTH:
             continue  # ".", "..", hidden folders (checkpoints), or nested past grade's walk
-        copies.append((parts, blob))
-        if len(copies) >= MAX_COPIES:
+        copies.append((len(parts), parts, blob, int(size)))
+    kept, total = [], 0  # the shallowest first: a cap never drops the student's own copy
+    for _, parts, blob, size in sorted(copies):
+        if len(kept) >= MAX_COPIES or total + size > MAX_COPIES_BYTES:
             break
+        kept.append((parts, blob))
+        total += size
+    copies = kept
     shared = os.path.commonprefix([parts[:-1] for parts, _ in copies]) if copies else []
     target.mkdir(parents=True, exist_ok=False)
     written = []
