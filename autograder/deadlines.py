@@ -357,8 +357,8 @@ class HandedIn(dict):
 
 
 def load_handed_in(path):
-    """{student_ids.key(student): HandedIn {stem: time}} from a CSV with the columns student, notebook,
-    handed_in (an empty notebook: every notebook of that student), and optionally flags
+    """{student_ids.key(student): HandedIn {stem: time}} from a CSV with the columns student,
+    notebook, handed_in (an empty notebook: every notebook of that student), and optionally flags
     (GATHER_FLAGS tokens separated by ";"), as `classroom gather` writes it. A row without a
     student, a notebook or flag the course does not know, or one student and notebook given
     twice is refused with its line."""
