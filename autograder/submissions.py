@@ -492,6 +492,9 @@ def _choose(stem, items, sub):
             f"{stem}.ipynb was not graded: {said}. Keep the one you mean, named {stem}.ipynb, "
             "and submit again.",
         )
+        others = [item.shown for item in items if item not in top]
+        if others:
+            sub.add(stem, f"Also found and not graded: {', '.join(others)}.")
         _ambiguous(stem, top, sub)
         return None
     chosen = min(top, key=lambda i: i.shown)

@@ -113,6 +113,7 @@ def test_different_copies_of_the_same_rank_are_all_named_and_none_taken(tmp_path
         "Copy of 01_soft_lookup.ipynb",
     ]
     assert "2 different files could each be it" in said(sub)
+    assert "Also found and not graded: backup/01_soft_lookup.ipynb" in said(sub)  # all named
 
 
 def test_a_single_candidate_is_named_and_never_called_several():
