@@ -37,7 +37,7 @@ def test_one_student_is_written_once_with_the_late_penalty_in_it(tmp_path, monke
         secret="s",
         limits=Limits(),
         deadlines=LatePolicy(due={STEM: due}, method="zero"),
-        handed_in={"sam": {STEM: handed_in}},
+        handed_in={"sam": {STEM: handed_in}},  # a record: load_handed_in's keys
         work_root=tmp_path,
     )
     written = []
@@ -48,7 +48,10 @@ def test_one_student_is_written_once_with_the_late_penalty_in_it(tmp_path, monke
     result = student.grade_student("sam", tmp_path / "sam", settings, sandbox=None)
     assert len(written) == 1
     payload = json.loads(written[0])
-    assert payload["late"]["notebooks"][STEM]["seconds_late"] == 2 * 24 * 3600
+    # a notebook never handed in has no hand-in time, whatever the record says: never "late"
+    assert payload["late"]["notebooks"][STEM]["seconds_late"] == 0
+    assert payload["late"]["notebooks"][STEM]["handed_in"] is None
+    assert payload["late"]["penalty"] == 0
     assert payload == json.loads(json.dumps(result.results))
     assert payload["tests"] and {t["reason"] for t in payload["tests"]} == {"missing-notebook"}
 
