@@ -139,3 +139,56 @@ def test_the_compute_and_memory_printout_is_the_hand_worked_one(run):
     steps = int(re.search(r"\((\d+) steps × 12 × 64\)", out).group(1))
     flops = float(re.search(r"6·N·D = ([\d.e+]+) FLOPs", out).group(1))
     assert flops == pytest.approx(6 * n * steps * 12 * 64, rel=5e-3)
+
+
+def test_the_training_loops_progress_bar_redraws_about_twenty_times_however_slow_the_run(
+    monkeypatch,
+):
+    """tqdm's default redraws ten times a second: a saved 5-minute run kept thousands of lines.
+    Here every clock reading is a second later, as on a slow run: the bar must still redraw
+    only about once per twentieth of the steps (tqdm's default would redraw at every step)."""
+    import contextlib
+    import io
+    import itertools
+
+    import torch
+    import tqdm.std
+    from coursedata import import_definitions
+    from torch import nn
+
+    train = import_definitions(str(SOLUTION))["train"]
+
+    class NoPlot:  # the live plot needs a notebook front end; the bar does not
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def update(self, history):
+            pass
+
+    class Tiny(nn.Module):
+        block_size = 4
+
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(5, 5)
+
+        def forward(self, idx):
+            return self.emb(idx)
+
+    monkeypatch.setitem(train.__globals__, "LossPlot", NoPlot)
+    clock = itertools.count(0.0, 1.0)
+    monkeypatch.setattr(tqdm.std, "time", lambda: next(clock))
+    bar = io.StringIO()
+    with contextlib.redirect_stderr(bar), contextlib.redirect_stdout(io.StringIO()):
+        history = train(
+            Tiny(),
+            torch.randint(5, (200,)),
+            torch.randint(5, (50,)),
+            steps=400,
+            batch_size=2,
+            max_lr=1e-2,
+            warmup_steps=10,
+            eval_every=100,
+        )
+    assert len(history["train"]) == 400
+    assert 0 < bar.getvalue().count("\r") <= 25, bar.getvalue().count("\r")
