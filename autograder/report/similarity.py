@@ -1,0 +1,417 @@
+"""Which answers were shared: per graded name, the pairs of students whose own code is alike,
+weighted by how unusual what they share is (OUT/similarity.csv and a section of class.html).
+
+    report = class_similarity(students, folders)   # students: SavedResult-like; folders:
+                                                    # {student: the folder graded}
+    text = similarity_csv(report)                   # OUT/similarity.csv
+
+Each student's notebooks are read in the trusted parent as grading reads them
+(notebook_files: bounded, no link followed, outputs dropped) and parsed with `ast`, never run;
+a cell that does not parse gives nothing (a magic line is read as blank), a notebook that
+cannot be read gives no fingerprint, and neither is an error for the class. A graded name's
+answer is its last top-level definition, with the student's own top-level functions it calls
+(not those the released notebook gave); it is fingerprinted by report/fingerprints.py (names by
+role, docstrings, comments and prints dropped, independent statements in one order, winnowed
+k-grams), less every fingerprint of the released notebook's own definitions (the stub and the
+given helpers), so an answer handed in as released has none.
+
+Per graded name, an inverted index from fingerprint to the students who have it. A fingerprint
+N students share (of the class's C answers) weighs log(C / N) / log(C / 2): 1 when two
+students alone share it, near 0 when half the class does, and 0 past COMMON (the common
+answer is no evidence, and only the pairs of a rare fingerprint are ever formed, so the cost
+grows with the class, not with its square). A pair's score is the weight of what they share
+over the mean number of their fingerprints (1: the same unusual code; 0: nothing unusual in
+common). A pair is listed from THRESHOLD, or from SHARED_WRONG when the grader also judged
+both answers wrong the same way (the same tests failed, with the same misconceptions or the
+same messages): the same mistake is strong evidence, shown as such.
+
+Similarity is a reason to look, never a verdict: NOTE says so on the page.
+"""
+
+import ast
+import functools
+import math
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from itertools import combinations
+
+from autograder.curriculum import NOTEBOOKS
+from autograder.demo_cells import RELEASED  # notebooks/, as release.py writes it
+from autograder.escaping import csv_row, terminal
+from autograder.notebook_files import code_sources
+from autograder.report.fingerprints import TooLarge, normalised_tokens, winnow, kgram_hashes
+from autograder.results import FAILED, reason_of
+
+THRESHOLD = 0.5  # a pair's score from which it is listed
+SHARED_WRONG = 0.25  # ... or from which, when both answers are wrong the same way
+MAX_CELL_CHARS = 200_000  # a cell longer than this is not parsed
+MAX_CACHED_CELL = 20_000  # characters of a cell whose parse is kept for the next student
+MAX_SHOWN_LINES = 400  # of one answer on the page
+MAX_PAIRS_SHOWN = 60  # per notebook on the page (similarity.csv has them all)
+MAX_HELPERS = 20  # the student's own functions followed from one answer
+CSV_COLUMNS = (
+    "student_a", "student_b", "notebook", "function", "score",
+    "evidence", "shared_fingerprints", "fingerprints_a", "fingerprints_b",
+)  # fmt: skip
+NOTE = (
+    "Similarity is a reason to look, not a verdict: students who studied together, followed "
+    "the same lecture example or found the same tutorial write alike. Read both answers, and "
+    "talk with the students, before drawing any conclusion."
+)
+EVIDENCE = {
+    "same-wrong-results": "both answers are wrong the same way: the same tests failed with the "
+    "same messages",
+    "same-mistake": "both answers are wrong the same way: the same tests failed with the same "
+    "misconception",
+    "": "",
+}
+_MAGIC = re.compile(r"^\s*[%!]")  # IPython magics and shell lines, read as blank
+_DEFINED = re.compile(r"^(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.MULTILINE)  # top level
+
+
+def common_limit(answers):
+    """How many students may share a fingerprint before it counts for nothing."""
+    return max(8, math.ceil(2 * math.sqrt(answers)))
+
+
+@dataclass
+class Answer:
+    """One student's own code for one graded name."""
+
+    student: str
+    code: str  # the definition and the student's helpers it calls, as written
+    prints: dict = field(default_factory=dict)  # fingerprint -> (first, last) line of `code`
+
+
+# -- reading a notebook's definitions --------------------------------------------------------------
+class Definitions:
+    """The top-level functions and classes of a notebook's code cells, the last definition of a
+    name winning (as the kernel ends up with). Cells are indexed by the names they define at
+    the start of a line, and a cell is parsed only when one of its names is asked for."""
+
+    def __init__(self, sources):
+        self.sources, self.where = [], {}
+        for source in sources:
+            if isinstance(source, str) and len(source) <= MAX_CELL_CHARS:
+                for match in _DEFINED.finditer(source):
+                    self.where[match.group(1)] = len(self.sources)
+                self.sources.append(source)
+
+    def __contains__(self, name):
+        return self.get(name) is not None
+
+    def names(self):
+        return set(self.where)
+
+    def get(self, name):
+        """(node, its cell's source as parsed) or None."""
+        if name not in self.where:
+            return None
+        text, nodes = _parsed(self.sources[self.where[name]])
+        return (nodes[name], text) if name in nodes else None
+
+
+def _parsed(source):
+    """(the text parsed, {name: top-level definition}) of one cell, {} when it does not parse;
+    cells read again (the released ones, most of a class's) are parsed once."""
+    if len(source) <= MAX_CACHED_CELL:
+        return _parsed_cached(source)
+    return _parse(source)
+
+
+def _parse(source):
+    text = "\n".join("" if _MAGIC.match(line) else line for line in source.split("\n"))
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return text, {}
+    nodes = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            nodes[node.name] = node
+    return text, nodes
+
+
+_parsed_cached = functools.lru_cache(maxsize=2048)(_parse)
+
+
+def _called(node):
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _segment(node, source):
+    first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+    lines = source.split("\n")[first - 1 : node.end_lineno]
+    return first, lines
+
+
+def answer(student, name, defined, given, released_prints):
+    """The Answer of `name` in a student's definitions, or None (not defined, or nothing of
+    the student's own once the released notebook's fingerprints are taken away)."""
+    if defined.get(name) is None:
+        return None
+    own = {n for n in defined.names() if n not in given}  # the student's own functions
+    chosen, todo = [name], [defined.get(name)[0]]
+    while todo and len(chosen) <= MAX_HELPERS:
+        for callee in sorted(_called(todo.pop()) & own):
+            found = defined.get(callee)
+            if callee not in chosen and found is not None:
+                chosen.append(callee)
+                todo.append(found[0])
+    code_lines, prints = [], {}
+    try:
+        for callee in chosen[: MAX_HELPERS + 1]:
+            node, source = defined.get(callee)
+            first, lines = _segment(node, source)
+            offset = len(code_lines) - first + 1  # a cell's line -> a line of `code` (from 1)
+            if code_lines:
+                code_lines.append("")
+                offset += 1
+            code_lines += lines
+            tokens = normalised_tokens(node, helpers=own - {callee})
+            for value, (low, high) in winnow(tokens, skip=released_prints).items():
+                prints.setdefault(value, (low + offset, high + offset))
+    except (TooLarge, RecursionError, MemoryError):
+        return None
+    if not prints:
+        return None
+    return Answer(student, "\n".join(code_lines), prints)
+
+
+def released_fingerprints(sources):
+    """({names defined}, {every k-gram hash}) of the released notebook's own definitions."""
+    defined = Definitions(sources)
+    names, every = set(), set()
+    for name in defined.names():
+        found = defined.get(name)
+        if found is None:
+            continue
+        names.add(name)
+        try:
+            every.update(h for h, _ in kgram_hashes(normalised_tokens(found[0])))
+        except (TooLarge, RecursionError):
+            continue
+    return names, every
+
+
+# -- comparing the class ----------------------------------------------------------------------------
+def _wrong_ways(results):
+    """{function: (failed tests, misconceptions, messages)} of one student's answers judged
+    wrong."""
+    failed = defaultdict(list)
+    for t in results.get("tests", []) or []:
+        if isinstance(t, dict) and reason_of(t) == FAILED:
+            failed[t.get("function")].append(t)
+    return {
+        function: (
+            tuple(sorted(str(t.get("name", "")) for t in tests)),
+            tuple(sorted({str(m) for t in tests for m in t.get("misconceptions", []) or []})),
+            tuple(
+                str(t.get("output", "")) for t in sorted(tests, key=lambda t: str(t.get("name")))
+            ),
+        )
+        for function, tests in failed.items()
+    }
+
+
+def _evidence(mine, theirs):
+    if not mine or not theirs:
+        return ""
+    if mine == theirs:
+        return "same-wrong-results"
+    return "same-mistake" if mine[:2] == theirs[:2] and mine[1] else ""
+
+
+def score_pairs(answers):
+    """{(student a, student b): (score, shared fingerprints)} of the pairs that share a rare
+    fingerprint, a < b."""
+    count = len(answers)
+    if count < 2:
+        return {}
+    holders = defaultdict(list)
+    for a in answers:
+        for value in a.prints:
+            holders[value].append(a.student)
+    limit = common_limit(count)
+    scale = math.log(count / 2) if count > 2 else 1.0
+    shared = defaultdict(lambda: [0.0, []])
+    for value, who in holders.items():
+        if not 2 <= len(who) <= limit:
+            continue
+        weight = math.log(count / len(who)) / scale if count > 2 else 1.0
+        for a, b in combinations(sorted(who), 2):
+            entry = shared[(a, b)]
+            entry[0] += weight
+            entry[1].append(value)
+    size = {a.student: len(a.prints) for a in answers}
+    return {
+        pair: (min(1.0, total / ((size[pair[0]] + size[pair[1]]) / 2)), values)
+        for pair, (total, values) in shared.items()
+    }
+
+
+def class_similarity(students, folders, released=None):
+    """The similarity report of the students (SavedResult-like: .student, .results, .folder)
+    whose graded folders `folders` names: {"pairs": [...], "notebooks": [...], ...}."""
+    released = released_notebooks() if released is None else released
+    results = {s.student: (getattr(s, "results", None) or {}) for s in students}
+    links = {s.student: getattr(s, "folder", None) or s.student for s in students}
+    who = sorted(s for s in folders if s in results)
+    pairs, compared = [], {}
+    for nb in NOTEBOOKS:
+        if nb.stem not in released:
+            continue
+        given, skip = released[nb.stem]
+        per_name = defaultdict(list)
+        for student in who:
+            defined = Definitions(code_sources(folders[student], nb.filename))
+            for name in nb.graded:
+                found = answer(student, name, defined, given, skip)
+                if found is not None:
+                    per_name[name].append(found)
+        for name in nb.graded:
+            answers = per_name[name]
+            compared[name] = len(answers)
+            by_student = {a.student: a for a in answers}
+            wrong = {a.student: _wrong_ways(results[a.student]).get(name) for a in answers}
+            for (a, b), (score, values) in score_pairs(answers).items():
+                evidence = _evidence(wrong[a], wrong[b])
+                if score < THRESHOLD and not (evidence and score >= SHARED_WRONG):
+                    continue
+                pairs.append(
+                    {
+                        "student_a": a,
+                        "student_b": b,
+                        "notebook": nb.stem,
+                        "function": name,
+                        "score": round(score, 3),
+                        "evidence": evidence,
+                        "shared": values,
+                        "answers": (by_student[a], by_student[b]),
+                        "links": (links[a], links[b]),
+                    }
+                )
+    pairs.sort(key=lambda p: (not p["evidence"], -p["score"], p["notebook"], p["function"],
+                              p["student_a"], p["student_b"]))  # fmt: skip
+    return {"pairs": pairs, "compared": compared, "students": len(who)}
+
+
+def released_notebooks():
+    """{stem: (names the released notebook defines, its fingerprints)} from notebooks/."""
+    out = {}
+    for nb in NOTEBOOKS:
+        sources = code_sources(RELEASED, nb.filename)
+        if sources:
+            out[nb.stem] = released_fingerprints(sources)
+    return out
+
+
+# -- what is written --------------------------------------------------------------------------------
+def similarity_csv(report):
+    """OUT/similarity.csv: one row per listed pair and graded name, every cell through
+    escaping.csv_row."""
+    lines = [csv_row(CSV_COLUMNS)]
+    for p in report["pairs"]:
+        a, b = p["answers"]
+        lines.append(
+            csv_row(
+                [
+                    p["student_a"],
+                    p["student_b"],
+                    p["notebook"],
+                    p["function"],
+                    p["score"],
+                    p["evidence"],
+                    len(p["shared"]),
+                    len(a.prints),
+                    len(b.prints),
+                ]
+            )  # fmt: skip
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _marked(one, shared):
+    """[{"n", "text", "hit"}] of an answer's lines, `hit` where a shared fingerprint lies; every
+    invisible or control character shown as its escape (escaping.terminal), HTML escaping left
+    to the template."""
+    hits = set()
+    for value in shared:
+        low, high = one.prints[value]
+        hits.update(range(low, high + 1))
+    lines = one.code.split("\n")
+    shown = [
+        {"n": i, "text": terminal(line.expandtabs(4)), "hit": i in hits}
+        for i, line in enumerate(lines[:MAX_SHOWN_LINES], start=1)
+    ]
+    if len(lines) > MAX_SHOWN_LINES:
+        shown.append(
+            {"n": "", "text": f"… {len(lines) - MAX_SHOWN_LINES} more lines", "hit": False}
+        )
+    return shown
+
+
+def similarity_view(report):
+    """The class page's section: per notebook, its listed pairs (both answers side by side,
+    the lines holding a shared fingerprint marked) and its clusters (three or more students
+    linked by listed pairs on one graded name)."""
+    from autograder.report.class_page import feedback_href
+
+    notebooks = []
+    for nb in NOTEBOOKS:
+        mine = [p for p in report["pairs"] if p["notebook"] == nb.stem]
+        if not mine:
+            continue
+        shown = []
+        for p in mine[:MAX_PAIRS_SHOWN]:
+            a, b = p["answers"]
+            shown.append(
+                {
+                    "students": [p["student_a"], p["student_b"]],
+                    "hrefs": [feedback_href(link) for link in p["links"]],
+                    "function": p["function"],
+                    "score": p["score"],
+                    "evidence": EVIDENCE[p["evidence"]],
+                    "code": [_marked(a, p["shared"]), _marked(b, p["shared"])],
+                }
+            )
+        notebooks.append(
+            {
+                "stem": nb.stem,
+                "title": nb.title,
+                "pairs": shown,
+                "more": len(mine) - len(shown),
+                "clusters": _clusters(mine),
+            }
+        )
+    return {
+        "note": NOTE,
+        "threshold": THRESHOLD,
+        "students": report["students"],
+        "notebooks": notebooks,
+    }
+
+
+def _clusters(pairs):
+    """[{"function", "students"}] of the groups of three or more students linked by pairs."""
+    out = []
+    for function in dict.fromkeys(p["function"] for p in pairs):
+        parent = {}
+
+        def root(x):
+            while parent.setdefault(x, x) != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+
+        for p in pairs:
+            if p["function"] == function:
+                parent[root(p["student_a"])] = root(p["student_b"])
+        groups = defaultdict(list)
+        for student in parent:
+            groups[root(student)].append(student)
+        for members in groups.values():
+            if len(members) >= 3:
+                out.append({"function": function, "students": sorted(members)})
+    return out
