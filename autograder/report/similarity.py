@@ -40,7 +40,7 @@ from autograder.curriculum import NOTEBOOKS
 from autograder.demo_cells import RELEASED  # notebooks/, as release.py writes it
 from autograder.escaping import csv_row, terminal
 from autograder.notebook_files import code_sources
-from autograder.report.fingerprints import TooLarge, normalised_tokens, winnow, kgram_hashes
+from autograder.report.fingerprints import TooLarge, kgram_hashes, normalised_tokens, winnow
 from autograder.results import FAILED, reason_of
 
 THRESHOLD = 0.5  # a pair's score from which it is listed
@@ -393,24 +393,24 @@ def similarity_view(report):
     }
 
 
+def _root(parent, x):
+    while parent.setdefault(x, x) != x:
+        parent[x] = parent[parent[x]]
+        x = parent[x]
+    return x
+
+
 def _clusters(pairs):
     """[{"function", "students"}] of the groups of three or more students linked by pairs."""
     out = []
     for function in dict.fromkeys(p["function"] for p in pairs):
         parent = {}
-
-        def root(x):
-            while parent.setdefault(x, x) != x:
-                parent[x] = parent[parent[x]]
-                x = parent[x]
-            return x
-
         for p in pairs:
             if p["function"] == function:
-                parent[root(p["student_a"])] = root(p["student_b"])
+                parent[_root(parent, p["student_a"])] = _root(parent, p["student_b"])
         groups = defaultdict(list)
-        for student in parent:
-            groups[root(student)].append(student)
+        for student in list(parent):
+            groups[_root(parent, student)].append(student)
         for members in groups.values():
             if len(members) >= 3:
                 out.append({"function": function, "students": sorted(members)})
