@@ -34,6 +34,7 @@ class Settings:
     parent_memory: int | None = None  # the parent's own memory budget (default: by workers)
     memory_ceiling: int | None = None  # RLIMIT_AS set from it for this run (by grade_class)
     submission_digests: dict = field(default_factory=dict)  # student -> content digest (classrun)
+    similarity: bool = True  # the class report compares the answers (--no-similarity: off)
 
 
 def settings_from_args(args):
@@ -74,6 +75,7 @@ def settings_from_args(args):
         deadlines=deadlines,
         handed_in=handed_in,
         skip_selftest=bool(getattr(args, "skip_selftest", False)),
+        similarity=not getattr(args, "no_similarity", False),
         parent_memory=int(float(args.parent_memory) * 2**30)
         if getattr(args, "parent_memory", None)
         else None,

@@ -16,10 +16,11 @@ k-grams), less every fingerprint of the released notebook's own definitions (the
 given helpers), so an answer handed in as released has none.
 
 Per graded name, an inverted index from fingerprint to the students who have it. A fingerprint
-N students share (of the class's C answers) weighs log(C / N) / log(C / 2): 1 when two
-students alone share it, near 0 when half the class does, and 0 past COMMON (the common
-answer is no evidence, and only the pairs of a rare fingerprint are ever formed, so the cost
-grows with the class, not with its square). A pair's score is the weight of what they share
+more than a tenth of the answers share (and at least COMMON_FLOOR) is the class's common answer
+and weighs nothing; below that, N students sharing it weigh log((L + 1) / N) / log((L + 1) / 2)
+for that limit L (an IDF: 1 when two students alone share it). Only the pairs of a rare
+fingerprint are ever formed, so the cost grows with the fingerprints and a tenth of the class,
+not with every pair of answers compared in full. A pair's score is the weight of what they share
 over the mean number of their fingerprints (1: the same unusual code; 0: nothing unusual in
 common). A pair is listed from THRESHOLD, or from SHARED_WRONG when the grader also judged
 both answers wrong the same way (the same tests failed, with the same misconceptions or the
@@ -36,7 +37,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from itertools import combinations
 
-from autograder.curriculum import NOTEBOOKS
+from autograder.curriculum import NOTEBOOK_OF, NOTEBOOKS
 from autograder.demo_cells import RELEASED  # notebooks/, as release.py writes it
 from autograder.escaping import csv_row, terminal
 from autograder.notebook_files import code_sources
@@ -45,6 +46,7 @@ from autograder.results import FAILED, reason_of
 
 THRESHOLD = 0.5  # a pair's score from which it is listed
 SHARED_WRONG = 0.25  # ... or from which, when both answers are wrong the same way
+COMMON_FLOOR = 4  # a fingerprint more students share is common, whatever the class's size
 MAX_CELL_CHARS = 200_000  # a cell longer than this is not parsed
 MAX_CACHED_CELL = 20_000  # characters of a cell whose parse is kept for the next student
 MAX_SHOWN_LINES = 400  # of one answer on the page
@@ -71,8 +73,17 @@ _DEFINED = re.compile(r"^(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.MULTILINE
 
 
 def common_limit(answers):
-    """How many students may share a fingerprint before it counts for nothing."""
-    return max(8, math.ceil(2 * math.sqrt(answers)))
+    """How many students may share a fingerprint before it is the class's common answer and
+    weighs nothing: a tenth of the answers, at least COMMON_FLOOR."""
+    return max(COMMON_FLOOR, math.ceil(answers / 10))
+
+
+def rarity(holders, limit):
+    """The weight of a fingerprint `holders` students share: 1 for two, falling as log(1 / the
+    number) does (an IDF), to 0 past `limit`."""
+    if holders < 2 or holders > limit:
+        return 0.0
+    return math.log((limit + 1) / holders) / math.log((limit + 1) / 2)
 
 
 @dataclass
@@ -234,12 +245,11 @@ def score_pairs(answers):
         for value in a.prints:
             holders[value].append(a.student)
     limit = common_limit(count)
-    scale = math.log(count / 2) if count > 2 else 1.0
     shared = defaultdict(lambda: [0.0, []])
     for value, who in holders.items():
-        if not 2 <= len(who) <= limit:
+        weight = rarity(len(who), limit)
+        if not weight:
             continue
-        weight = math.log(count / len(who)) / scale if count > 2 else 1.0
         for a, b in combinations(sorted(who), 2):
             entry = shared[(a, b)]
             entry[0] += weight
@@ -251,50 +261,59 @@ def score_pairs(answers):
     }
 
 
-def class_similarity(students, folders, released=None):
-    """The similarity report of the students (SavedResult-like: .student, .results, .folder)
-    whose graded folders `folders` names: {"pairs": [...], "notebooks": [...], ...}."""
+def class_answers(folders, released=None):
+    """{graded name: [Answer]} of the students `folders` names ({student: folder}), in the
+    notebooks whose released version `released` holds (default: notebooks/)."""
     released = released_notebooks() if released is None else released
-    results = {s.student: (getattr(s, "results", None) or {}) for s in students}
-    links = {s.student: getattr(s, "folder", None) or s.student for s in students}
-    who = sorted(s for s in folders if s in results)
-    pairs, compared = [], {}
+    out = {}
     for nb in NOTEBOOKS:
         if nb.stem not in released:
             continue
         given, skip = released[nb.stem]
-        per_name = defaultdict(list)
-        for student in who:
+        per_name = {name: [] for name in nb.graded}
+        for student in sorted(folders):
             defined = Definitions(code_sources(folders[student], nb.filename))
             for name in nb.graded:
                 found = answer(student, name, defined, given, skip)
                 if found is not None:
                     per_name[name].append(found)
-        for name in nb.graded:
-            answers = per_name[name]
-            compared[name] = len(answers)
-            by_student = {a.student: a for a in answers}
-            wrong = {a.student: _wrong_ways(results[a.student]).get(name) for a in answers}
-            for (a, b), (score, values) in score_pairs(answers).items():
-                evidence = _evidence(wrong[a], wrong[b])
-                if score < THRESHOLD and not (evidence and score >= SHARED_WRONG):
-                    continue
-                pairs.append(
-                    {
-                        "student_a": a,
-                        "student_b": b,
-                        "notebook": nb.stem,
-                        "function": name,
-                        "score": round(score, 3),
-                        "evidence": evidence,
-                        "shared": values,
-                        "answers": (by_student[a], by_student[b]),
-                        "links": (links[a], links[b]),
-                    }
-                )
-    pairs.sort(key=lambda p: (not p["evidence"], -p["score"], p["notebook"], p["function"],
+        out.update(per_name)
+    return out
+
+
+def class_similarity(students, folders, released=None):
+    """The similarity report of the students (SavedResult-like: .student, .results, .folder)
+    whose graded folders `folders` names: {"pairs", "compared", "students"}."""
+    results = {s.student: (getattr(s, "results", None) or {}) for s in students}
+    links = {s.student: getattr(s, "folder", None) or s.student for s in students}
+    mine = {student: folder for student, folder in folders.items() if student in results}
+    wrong_ways = {student: _wrong_ways(results[student]) for student in mine}
+    pairs, compared = [], {}
+    for name, answers in class_answers(mine, released).items():
+        compared[name] = len(answers)
+        by_student = {a.student: a for a in answers}
+        wrong = {a.student: wrong_ways[a.student].get(name) for a in answers}
+        for (a, b), (score, values) in score_pairs(answers).items():
+            evidence = _evidence(wrong[a], wrong[b])
+            if score < THRESHOLD and not (evidence and score >= SHARED_WRONG):
+                continue
+            pairs.append(
+                {
+                    "student_a": a,
+                    "student_b": b,
+                    "notebook": NOTEBOOK_OF[name].stem,
+                    "function": name,
+                    "score": round(score, 3),
+                    "evidence": evidence,
+                    "shared": values,
+                    "answers": (by_student[a], by_student[b]),
+                    "links": (links[a], links[b]),
+                }
+            )
+    order = {name: i for i, name in enumerate(NOTEBOOK_OF)}
+    pairs.sort(key=lambda p: (not p["evidence"], -p["score"], order[p["function"]],
                               p["student_a"], p["student_b"]))  # fmt: skip
-    return {"pairs": pairs, "compared": compared, "students": len(who)}
+    return {"pairs": pairs, "compared": compared, "students": len(mine)}
 
 
 def released_notebooks():
