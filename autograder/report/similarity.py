@@ -21,8 +21,9 @@ and weighs nothing; below that, N students sharing it weigh log((L + 1) / N) / l
 for that limit L (an IDF: 1 when two students alone share it). Only the pairs of a rare
 fingerprint are ever formed, so the cost grows with the fingerprints and a tenth of the class,
 not with every pair of answers compared in full. A pair's score is the weight of what they share
-over the mean number of their fingerprints (1: the same unusual code; 0: nothing unusual in
-common). A pair is listed from THRESHOLD, or from SHARED_WRONG when the grader also judged
+over the mean number of their fingerprints, and at least MIN_FINGERPRINTS (1: the same unusual
+code; 0: nothing unusual in common): there are few ways to write four lines, so two short
+answers alike are weak evidence, and score at most their length over MIN_FINGERPRINTS. A pair is listed from THRESHOLD, or from SHARED_WRONG when the grader also judged
 both answers wrong the same way (the same tests failed, with the same misconceptions or the
 same messages): the same mistake is strong evidence, shown as such.
 
@@ -47,6 +48,7 @@ from autograder.results import FAILED, reason_of
 THRESHOLD = 0.5  # a pair's score from which it is listed
 SHARED_WRONG = 0.25  # ... or from which, when both answers are wrong the same way
 COMMON_FLOOR = 4  # a fingerprint more students share is common, whatever the class's size
+MIN_FINGERPRINTS = 8  # a shorter answer (about 5 lines) counts as this long: see score_pairs
 MAX_CELL_CHARS = 200_000  # a cell longer than this is not parsed
 MAX_CACHED_CELL = 20_000  # characters of a cell whose parse is kept for the next student
 MAX_SHOWN_LINES = 400  # of one answer on the page
@@ -256,7 +258,7 @@ def score_pairs(answers):
             entry[1].append(value)
     size = {a.student: len(a.prints) for a in answers}
     return {
-        pair: (min(1.0, total / ((size[pair[0]] + size[pair[1]]) / 2)), values)
+        pair: (min(1.0, total / max(MIN_FINGERPRINTS, (size[pair[0]] + size[pair[1]]) / 2)), values)
         for pair, (total, values) in shared.items()
     }
 
