@@ -22,7 +22,6 @@ import re
 from pathlib import Path
 
 import nbformat
-
 import numpy_mutants as M
 
 REPO = Path(__file__).resolve().parent.parent
@@ -153,16 +152,16 @@ COPIED_SDPA = '''def scaled_dot_product_attention(queries, keys, values, mask=No
 def hide(s, m, value=-1e30):
     return np.where(m, s, value)'''
 
-ORIGINAL_SELF = '''def self_attention(X, W_q, W_k, W_v, mask=None):
+ORIGINAL_SELF = """def self_attention(X, W_q, W_k, W_v, mask=None):
     Q = np.einsum("...nd,dk->...nk", X, W_q)
     K = np.einsum("...nd,dk->...nk", X, W_k)
     V = np.einsum("...nd,dv->...nv", X, W_v)
     n = X.shape[-2]
     full = np.ones((n, n), dtype=bool) if mask is None else np.broadcast_to(mask, (n, n))
     Z, A = scaled_dot_product_attention(Q, K, V, full)
-    return Z, A'''
+    return Z, A"""
 
-COPIED_SELF = '''def self_attention(inputs, wq, wk, wv, mask=None):
+COPIED_SELF = """def self_attention(inputs, wq, wk, wv, mask=None):
     # the values first, then keys, then queries: same thing
     n_tokens = inputs.shape[-2]
     vals = np.einsum("...nd,dv->...nv", inputs, wv)
@@ -174,15 +173,15 @@ COPIED_SELF = '''def self_attention(inputs, wq, wk, wv, mask=None):
         else np.broadcast_to(mask, (n_tokens, n_tokens))
     )
     out, weights = scaled_dot_product_attention(qs, keys, vals, allowed)
-    return out, weights'''
+    return out, weights"""
 
-ORIGINAL_MASK = '''def causal_mask(n):
+ORIGINAL_MASK = """def causal_mask(n):
     rows = []
     for i in range(n):
         if i >= 0:
             rows.append(np.arange(n) <= i)
     mask = np.array(rows, dtype=bool)
-    return mask.reshape(n, n)'''
+    return mask.reshape(n, n)"""
 
 COPIED_MASK = '''def causal_mask(size):
     """Which keys each query sees."""
@@ -191,37 +190,39 @@ COPIED_MASK = '''def causal_mask(size):
     return mask.reshape(size, size)'''
 
 # the same wrong answer: the mask applied after the softmax, without renormalising
-WRONG_SDPA = '''def scaled_dot_product_attention(Q, K, V, mask=None):
+WRONG_SDPA = """def scaled_dot_product_attention(Q, K, V, mask=None):
     n_k = K.shape[-2]
     S = Q @ K.swapaxes(-1, -2) / np.sqrt(Q.shape[-1])
     A = softmax(S, axis=-1)
     if mask is not None:
         A = A * np.broadcast_to(mask, A.shape[:-2] + (A.shape[-2], n_k))
-    return A @ V, A'''
+    return A @ V, A"""
 
-WRONG_SDPA_COPY = '''def scaled_dot_product_attention(q, k, v, mask=None):
+WRONG_SDPA_COPY = """def scaled_dot_product_attention(q, k, v, mask=None):
     # my attention
     A = softmax(q @ k.swapaxes(-1, -2) / np.sqrt(q.shape[-1]), axis=-1)
     nk = k.shape[-2]
     if mask is not None:
         A = A * np.broadcast_to(mask, A.shape[:-2] + (A.shape[-2], nk))
-    return A @ v, A'''
+    return A @ v, A"""
 
-HOSTILE = "</script><script>document.title='pwned'</script><img src=x onerror=\"document.title='pwned'\">"
+HOSTILE = (
+    "</script><script>document.title='pwned'</script><img src=x onerror=\"document.title='pwned'\">"
+)
 BIDI = "\u202e"
-HOSTILE_MASK = f'''def causal_mask(n):
+HOSTILE_MASK = f"""def causal_mask(n):
     note = {HOSTILE!r}  # {BIDI} reversed? {HOSTILE}
     grid = np.indices((n, n))
     keep = grid[0] - grid[1] >= 0
     assert note
-    return keep.astype(bool) & np.ones((n, n), dtype=bool)'''
+    return keep.astype(bool) & np.ones((n, n), dtype=bool)"""
 
-HOSTILE_MASK_COPY = f'''def causal_mask(size):
+HOSTILE_MASK_COPY = f"""def causal_mask(size):
     tag = {HOSTILE!r}
     g = np.indices((size, size))  # {BIDI}evil
     ok = g[0] - g[1] >= 0
     assert tag
-    return ok.astype(bool) & np.ones((size, size), dtype=bool)'''
+    return ok.astype(bool) & np.ones((size, size), dtype=bool)"""
 
 COPIES = {
     ("copy_a1", "copy_a2"): {SDPA: (ORIGINAL_SDPA, COPIED_SDPA)},
