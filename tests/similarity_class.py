@@ -176,17 +176,23 @@ COPIED_SELF = """def self_attention(inputs, wq, wk, wv, mask=None):
     return out, weights"""
 
 ORIGINAL_MASK = """def causal_mask(n):
+    if n < 1:
+        raise ValueError("n must be positive")
     rows = []
     for i in range(n):
         if i >= 0:
             rows.append(np.arange(n) <= i)
     mask = np.array(rows, dtype=bool)
+    assert mask.shape == (n, n)
     return mask.reshape(n, n)"""
 
 COPIED_MASK = '''def causal_mask(size):
     """Which keys each query sees."""
+    if size < 1:
+        raise ValueError("size should be > 0")
     lines = [np.arange(size) <= r for r in range(size) if r >= 0]  # one row per query
     mask = np.array(lines, dtype=bool)
+    assert mask.shape == (size, size)
     return mask.reshape(size, size)'''
 
 # the same wrong answer: the mask applied after the softmax, without renormalising
@@ -214,14 +220,14 @@ HOSTILE_MASK = f"""def causal_mask(n):
     note = {HOSTILE!r}  # {BIDI} reversed? {HOSTILE}
     grid = np.indices((n, n))
     keep = grid[0] - grid[1] >= 0
-    assert note
+    assert note and keep.shape == (n, n)
     return keep.astype(bool) & np.ones((n, n), dtype=bool)"""
 
 HOSTILE_MASK_COPY = f"""def causal_mask(size):
     tag = {HOSTILE!r}
     g = np.indices((size, size))  # {BIDI}evil
     ok = g[0] - g[1] >= 0
-    assert tag
+    assert tag and ok.shape == (size, size)
     return ok.astype(bool) & np.ones((size, size), dtype=bool)"""
 
 COPIES = {

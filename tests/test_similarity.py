@@ -247,8 +247,8 @@ def test_notebooks_that_cannot_be_read_give_nothing_and_no_error(tmp_path):
 def test_the_common_answer_forms_no_pair():
     """A fingerprint more than a tenth of the class shares pairs nobody: 200 identical answers
     form no pair at all (the cost stays with the rare fingerprints)."""
-    answers = [Answer(f"s{i}", "x", {h: (1, 1) for h in range(40)}) for i in range(200)]
-    answers += [Answer(f"t{i}", "x", {1000 + h: (1, 1) for h in range(40)}) for i in range(2)]
+    answers = [Answer(f"s{i}", "x", {h: (1, 1) for h in range(40)}, 200) for i in range(200)]
+    answers += [Answer(f"t{i}", "x", {1000 + h: (1, 1) for h in range(40)}, 200) for i in range(2)]
     assert set(score_pairs(answers)) == {("t0", "t1")}
 
 

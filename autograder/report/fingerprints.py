@@ -33,6 +33,7 @@ the syntax tree the grading parent already parses.
 """
 
 import ast
+import functools
 import hashlib
 import heapq
 
@@ -423,36 +424,54 @@ def normalised_tokens(definition, helpers=frozenset()):
     return tokens.out
 
 
-def _hash(tokens):
-    digest = hashlib.blake2b("\x1f".join(tokens).encode("utf-8", "backslashreplace"), digest_size=8)
-    return int.from_bytes(digest.digest(), "big")
+_MODULUS = (1 << 61) - 1  # a Mersenne prime: the rolling hash's modulus (Karp and Rabin)
+_BASE = 1_000_003
+
+
+@functools.lru_cache(maxsize=65536)
+def _token_value(token):
+    """A token's stable 60-bit value (the same in every run: Python's hash() of a string is
+    not)."""
+    digest = hashlib.blake2b(token.encode("utf-8", "backslashreplace"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % _MODULUS
 
 
 def kgram_hashes(tokens, k=K):
-    """[(hash, start)] of every k consecutive tokens (one for a definition shorter than k)."""
-    words = [t for t, _ in tokens]
-    if not words:
+    """[(hash, start)] of every k consecutive tokens (one for a definition shorter than k): a
+    rolling polynomial hash of the tokens' values, modulo a 61-bit prime."""
+    values = [_token_value(t) for t, _ in tokens]
+    if not values:
         return []
-    if len(words) <= k:
-        return [(_hash(words), 0)]
-    return [(_hash(words[i : i + k]), i) for i in range(len(words) - k + 1)]
+    k = min(k, len(values))
+    top = pow(_BASE, k - 1, _MODULUS)
+    current = 0
+    for v in values[:k]:
+        current = (current * _BASE + v) % _MODULUS
+    out = [(current, 0)]
+    for i in range(k, len(values)):
+        current = ((current - values[i - k] * top) * _BASE + values[i]) % _MODULUS
+        out.append((current, i - k + 1))
+    return out
 
 
 def winnow(tokens, k=K, window=WINDOW, skip=frozenset()):
     """{hash: (first line, last line)} chosen by robust winnowing (the rightmost smallest hash
     of each window), leaving out the hashes in `skip` (what the released notebook gave)."""
     grams = kgram_hashes(tokens, k)
+    hashes = [h for h, _ in grams]
+    lines = [line for _, line in tokens]
     chosen, last = {}, -1
-    for start in range(max(1, len(grams) - window + 1)):
-        span = grams[start : start + window]
-        best = min(range(len(span)), key=lambda i: (span[i][0], -i))
-        position = start + best
-        if position != last:
-            last = position
-            value, at = grams[position]
-            if value in skip:
-                continue
-            lines = [line for _, line in tokens[at : at + k]]
-            first, end = chosen.get(value, (min(lines), max(lines)))
-            chosen[value] = (min(first, min(lines)), max(end, max(lines)))
+    for start in range(max(1, len(hashes) - window + 1)):
+        span = hashes[start : start + window]
+        smallest = min(span)
+        position = start + len(span) - 1 - span[::-1].index(smallest)  # the rightmost
+        if position == last:
+            continue
+        last = position
+        if smallest in skip:
+            continue
+        covered = lines[position : position + k]
+        low, high = min(covered), max(covered)
+        first, end = chosen.get(smallest, (low, high))
+        chosen[smallest] = (min(first, low), max(end, high))
     return chosen

@@ -21,9 +21,9 @@ and weighs nothing; below that, N students sharing it weigh log((L + 1) / N) / l
 for that limit L (an IDF: 1 when two students alone share it). Only the pairs of a rare
 fingerprint are ever formed, so the cost grows with the fingerprints and a tenth of the class,
 not with every pair of answers compared in full. A pair's score is the weight of what they share
-over the mean number of their fingerprints, and at least MIN_FINGERPRINTS (1: the same unusual
-code; 0: nothing unusual in common): there are few ways to write four lines, so two short
-answers alike are weak evidence, and score at most their length over MIN_FINGERPRINTS. A pair is listed from THRESHOLD, or from SHARED_WRONG when the grader also judged
+over the mean number of their fingerprints (1: the same unusual code; 0: nothing unusual in
+common), times their mean length in tokens over MIN_TOKENS when they are shorter: there are
+few ways to write four lines, so two short answers alike are weak evidence. A pair is listed from THRESHOLD, or from SHARED_WRONG when the grader also judged
 both answers wrong the same way (the same tests failed, with the same misconceptions or the
 same messages): the same mistake is strong evidence, shown as such.
 
@@ -48,9 +48,10 @@ from autograder.results import FAILED, reason_of
 THRESHOLD = 0.5  # a pair's score from which it is listed
 SHARED_WRONG = 0.25  # ... or from which, when both answers are wrong the same way
 COMMON_FLOOR = 4  # a fingerprint more students share is common, whatever the class's size
-MIN_FINGERPRINTS = 8  # a shorter answer (about 5 lines) counts as this long: see score_pairs
+MIN_TOKENS = 80  # an answer shorter than this (about six lines) scores less: see score_pairs
 MAX_CELL_CHARS = 200_000  # a cell longer than this is not parsed
-MAX_CACHED_CELL = 20_000  # characters of a cell whose parse is kept for the next student
+MAX_CACHED = 8_000  # characters of a definition whose parse is kept for the next student
+CACHED = 256  # definitions kept (the released helpers, the common answers)
 MAX_SHOWN_LINES = 400  # of one answer on the page
 MAX_PAIRS_SHOWN = 60  # per notebook on the page (similarity.csv has them all)
 MAX_HELPERS = 20  # the student's own functions followed from one answer
@@ -71,6 +72,8 @@ EVIDENCE = {
     "": "",
 }
 _MAGIC = re.compile(r"^\s*[%!]")  # IPython magics and shell lines, read as blank
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_GOES_ON = " \t#)]}"  # a line starting so is still the definition above (black's `):` too)
 _DEFINED = re.compile(r"^(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.MULTILINE)  # top level
 
 
@@ -95,101 +98,164 @@ class Answer:
     student: str
     code: str  # the definition and the student's helpers it calls, as written
     prints: dict = field(default_factory=dict)  # fingerprint -> (first, last) line of `code`
+    size: int = 0  # tokens (report/fingerprints.py) of the definition and its helpers
 
 
 # -- reading a notebook's definitions --------------------------------------------------------------
+@dataclass(frozen=True)
+class Definition:
+    """One top-level function or class, as its own text."""
+
+    name: str
+    text: str  # its lines, decorators first
+    node: ast.AST
+    uses: frozenset  # the names it reads
+
+
 class Definitions:
     """The top-level functions and classes of a notebook's code cells, the last definition of a
     name winning (as the kernel ends up with). Cells are indexed by the names they define at
-    the start of a line, and a cell is parsed only when one of its names is asked for."""
+    the start of a line; a definition is parsed only when it is asked for, from its own lines
+    (the cell's, when they alone do not parse), and a text met again (the released helpers,
+    the common answer) is parsed once."""
 
     def __init__(self, sources):
         self.sources, self.where = [], {}
         for source in sources:
             if isinstance(source, str) and len(source) <= MAX_CELL_CHARS:
                 for match in _DEFINED.finditer(source):
-                    self.where[match.group(1)] = len(self.sources)
+                    self.where[match.group(1)] = (len(self.sources), match.start())
                 self.sources.append(source)
-
-    def __contains__(self, name):
-        return self.get(name) is not None
 
     def names(self):
         return set(self.where)
 
     def get(self, name):
-        """(node, its cell's source as parsed) or None."""
+        """The Definition of `name`, or None."""
         if name not in self.where:
             return None
-        text, nodes = _parsed(self.sources[self.where[name]])
-        return (nodes[name], text) if name in nodes else None
+        index, start = self.where[name]
+        source = self.sources[index]
+        found = _definition(_own_lines(source, start), name)
+        if found is None:  # its lines alone are not Python (an unindented string): the cell
+            found = _cell_definition(source, name)
+        return found
 
 
-def _parsed(source):
-    """(the text parsed, {name: top-level definition}) of one cell, {} when it does not parse;
-    cells read again (the released ones, most of a class's) are parsed once."""
-    if len(source) <= MAX_CACHED_CELL:
-        return _parsed_cached(source)
-    return _parse(source)
+def _own_lines(source, start):
+    """The lines of the top-level definition starting at `start` in a cell: its decorators,
+    then every line up to the next one that starts a new top-level statement."""
+    before = source[:start].split("\n")[:-1]
+    decorators = []
+    while before and before[-1].startswith("@"):
+        decorators.insert(0, before.pop())
+    lines = source[start:].split("\n")
+    end = 1
+    while end < len(lines) and (not lines[end].strip() or lines[end][0] in _GOES_ON):
+        end += 1
+    while end > 1 and (not lines[end - 1].strip() or lines[end - 1].startswith("#")):
+        end -= 1
+    return "\n".join(decorators + lines[:end])
+
+
+def _definition(text, name):
+    """The Definition of `name` when `text` is that definition alone, else None (a text of
+    at most MAX_CACHED characters is kept for the next student)."""
+    if len(text) > MAX_CELL_CHARS:
+        return None
+    if len(text) <= MAX_CACHED:
+        return _definition_cached(text, name)
+    return _read_definition(text, name)
+
+
+def _read_definition(text, name):
+    tree = _parse(text)
+    if tree is None or len(tree.body) != 1:
+        return None
+    node = tree.body[0]
+    if not isinstance(node, _DEFINITIONS) or node.name != name:
+        return None
+    return Definition(name, text, node, _reads(node))
+
+
+_definition_cached = functools.lru_cache(maxsize=CACHED)(_read_definition)
+
+
+def _cell_definition(source, name):
+    """The Definition of `name` from its whole cell, or None."""
+    tree = _parse(source)
+    found = None
+    for node in tree.body if tree is not None else ():
+        if isinstance(node, _DEFINITIONS) and node.name == name:
+            found = node
+    if found is None:
+        return None
+    first = min([found.lineno, *(d.lineno for d in found.decorator_list)])
+    text = "\n".join(source.split("\n")[first - 1 : found.end_lineno])
+    return _definition(text, name)
 
 
 def _parse(source):
     text = "\n".join("" if _MAGIC.match(line) else line for line in source.split("\n"))
     try:
-        tree = ast.parse(text)
+        return ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return text, {}
-    nodes = {}
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            nodes[node.name] = node
-    return text, nodes
+        return None
 
 
-_parsed_cached = functools.lru_cache(maxsize=2048)(_parse)
+def _reads(node):
+    return frozenset(
+        n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+    )
 
 
-def _called(node):
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+def _tokens(definition, helpers):
+    """normalised_tokens of a Definition, with the student's helpers it reads (a short one
+    cached: the common answer is normalised once); None past the bounds."""
+    if len(definition.text) <= MAX_CACHED:
+        return _tokens_cached(definition, helpers)
+    return _read_tokens(definition, helpers)
 
 
-def _segment(node, source):
-    first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
-    lines = source.split("\n")[first - 1 : node.end_lineno]
-    return first, lines
+def _read_tokens(definition, helpers):
+    try:
+        return normalised_tokens(definition.node, helpers=helpers)
+    except (TooLarge, RecursionError, MemoryError):
+        return None
+
+
+_tokens_cached = functools.lru_cache(maxsize=CACHED)(_read_tokens)
 
 
 def answer(student, name, defined, given, released_prints):
-    """The Answer of `name` in a student's definitions, or None (not defined, or nothing of
+    """The Answer of `name` in a student's Definitions, or None (not defined, or nothing of
     the student's own once the released notebook's fingerprints are taken away)."""
-    if defined.get(name) is None:
+    first = defined.get(name)
+    if first is None:
         return None
     own = {n for n in defined.names() if n not in given}  # the student's own functions
-    chosen, todo = [name], [defined.get(name)[0]]
+    chosen, todo = {name: first}, [first]
     while todo and len(chosen) <= MAX_HELPERS:
-        for callee in sorted(_called(todo.pop()) & own):
-            found = defined.get(callee)
-            if callee not in chosen and found is not None:
-                chosen.append(callee)
-                todo.append(found[0])
-    code_lines, prints = [], {}
-    try:
-        for callee in chosen[: MAX_HELPERS + 1]:
-            node, source = defined.get(callee)
-            first, lines = _segment(node, source)
-            offset = len(code_lines) - first + 1  # a cell's line -> a line of `code` (from 1)
-            if code_lines:
-                code_lines.append("")
-                offset += 1
-            code_lines += lines
-            tokens = normalised_tokens(node, helpers=own - {callee})
-            for value, (low, high) in winnow(tokens, skip=released_prints).items():
-                prints.setdefault(value, (low + offset, high + offset))
-    except (TooLarge, RecursionError, MemoryError):
-        return None
+        for callee in sorted(todo.pop().uses & own):
+            found = defined.get(callee) if callee not in chosen else None
+            if found is not None:
+                chosen[callee] = found
+                todo.append(found)
+    code_lines, prints, size = [], {}, 0
+    for callee, definition in chosen.items():
+        if code_lines:
+            code_lines.append("")
+        offset = len(code_lines)  # a line of the definition -> a line of `code`
+        code_lines += definition.text.split("\n")
+        tokens = _tokens(definition, frozenset(definition.uses & own - {callee}))
+        if tokens is None:
+            return None
+        size += len(tokens)
+        for value, (low, high) in winnow(tokens, skip=released_prints).items():
+            prints.setdefault(value, (low + offset, high + offset))
     if not prints:
         return None
-    return Answer(student, "\n".join(code_lines), prints)
+    return Answer(student, "\n".join(code_lines), prints, size)
 
 
 def released_fingerprints(sources):
@@ -198,13 +264,10 @@ def released_fingerprints(sources):
     names, every = set(), set()
     for name in defined.names():
         found = defined.get(name)
-        if found is None:
-            continue
-        names.add(name)
-        try:
-            every.update(h for h, _ in kgram_hashes(normalised_tokens(found[0])))
-        except (TooLarge, RecursionError):
-            continue
+        tokens = _tokens(found, frozenset()) if found is not None else None
+        if tokens is not None:
+            names.add(name)
+            every.update(h for h, _ in kgram_hashes(tokens))
     return names, every
 
 
@@ -257,10 +320,13 @@ def score_pairs(answers):
             entry[0] += weight
             entry[1].append(value)
     size = {a.student: len(a.prints) for a in answers}
-    return {
-        pair: (min(1.0, total / max(MIN_FINGERPRINTS, (size[pair[0]] + size[pair[1]]) / 2)), values)
-        for pair, (total, values) in shared.items()
-    }
+    tokens = {a.student: a.size for a in answers}
+    out = {}
+    for (a, b), (total, values) in shared.items():
+        overlap = min(1.0, total / ((size[a] + size[b]) / 2))
+        length = min(1.0, (tokens[a] + tokens[b]) / 2 / MIN_TOKENS)
+        out[(a, b)] = (overlap * length, values)
+    return out
 
 
 def class_answers(folders, released=None):

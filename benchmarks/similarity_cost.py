@@ -1,0 +1,109 @@
+"""What the similarity report (autograder/report/similarity.py) adds to a class run: the time to
+compare N students' notebooks, every graded name of every notebook.
+
+    python benchmarks/similarity_cost.py [--students 200] [--repeat 3] [--keep DIR]
+
+The class is benchmarks/class_cost.py's honest students (the solutions' seven notebooks each),
+with one change: every code cell of every student gets a comment line of its own
+(`# student 17`), so that no cell's text repeats and the report parses and fingerprints every
+student's every definition (its parse cache is of no help: the worst case, where a real class
+repeats the released cells). The comparison is timed in this process, as `grade` runs it after
+grading: the released notebooks read, each student's notebooks read and parsed, the
+fingerprints, the index and the pairs, similarity.csv's text and the page's data. Prints the
+machine (cores, load averages), each repetition's wall and CPU seconds, the peak memory of the
+process, and ends with one JSON line.
+"""
+
+import argparse
+import importlib.util
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))  # run from a checkout without installing
+
+
+def _sibling(name):
+    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def build(root, students):
+    """{student: folder}: class_cost.py's honest students, each cell made the student's own."""
+    _sibling("class_cost").build(root, students, with_hostile=False)
+    folders = {}
+    for folder in sorted(Path(root).iterdir()):
+        for path in folder.glob("*.ipynb"):
+            nb = nbformat.read(path, as_version=4)
+            for cell in nb.cells:
+                if cell.cell_type == "code":
+                    cell.source = f"# {folder.name}\n{cell.source}"
+            nbformat.write(nb, path)
+        folders[folder.name] = folder
+    return folders
+
+
+def measure(folders):
+    """(wall s, CPU s, pairs listed) of one comparison of the class."""
+    from autograder.report import SavedResult
+    from autograder.report.similarity import class_similarity, similarity_csv, similarity_view
+
+    students = [SavedResult(s, {"student": s, "tests": []}) for s in folders]
+    wall, cpu = time.perf_counter(), time.process_time()
+    report = class_similarity(students, folders)
+    similarity_csv(report)
+    similarity_view(report)
+    return time.perf_counter() - wall, time.process_time() - cpu, len(report["pairs"])
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--students", type=int, default=200)
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs (a fresh process each)")
+    parser.add_argument("--keep", help="build the class in this folder and keep it")
+    args = parser.parse_args(argv)
+
+    root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="similarity-cost-"))
+    try:
+        folders = build(root / "class", args.students)
+        print(f"cores {os.cpu_count()}, load averages before {os.getloadavg()}")
+        runs = []
+        for _ in range(args.repeat):  # a fresh process: no parse cached from the last run
+            code = (
+                "import json, sys; sys.path.insert(0, sys.argv[1]);"
+                "from similarity_cost import measure; from pathlib import Path;"
+                "folders = {p.name: p for p in sorted(Path(sys.argv[2]).iterdir())};"
+                "print(json.dumps(measure(folders)))"
+            )
+            done = subprocess.run(
+                [sys.executable, "-c", code, str(REPO / "benchmarks"), str(root / "class")],
+                capture_output=True,
+                text=True,
+                check=True,
+                cwd=REPO,
+            )
+            wall, cpu, pairs = json.loads(done.stdout.strip().splitlines()[-1])
+            runs.append({"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "pairs": pairs})
+            print(f"{len(folders)} students: {wall:.2f} s wall, {cpu:.2f} s CPU, {pairs} pairs")
+        print(f"load averages after {os.getloadavg()}")
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024
+        print(json.dumps({"students": len(folders), "runs": runs, "peak_rss_mb": peak}))
+    finally:
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
