@@ -4,10 +4,10 @@ compare N students' notebooks, every graded name of every notebook.
     python benchmarks/similarity_cost.py [--students 200] [--repeat 3] [--keep DIR]
 
 The class is benchmarks/class_cost.py's honest students (the solutions' seven notebooks each),
-with one change: every code cell of every student gets a comment line of its own
-(`# student 17`), so that no cell's text repeats and the report parses and fingerprints every
-student's every definition (its parse cache is of no help: the worst case, where a real class
-repeats the released cells). The comparison is timed in this process, as `grade` runs it after
+with one change: the first line of every top-level definition of every student ends with a
+comment of its own (`# honest17`), so that no definition's text repeats and the report parses
+and fingerprints every student's every definition (its cache of texts met before is of no help:
+the worst case, where a real class repeats the released helpers and the common answers). The comparison is timed in this process, as `grade` runs it after
 grading: the released notebooks read, each student's notebooks read and parsed, the
 fingerprints, the index and the pairs, similarity.csv's text and the page's data. Prints the
 machine (cores, load averages), each repetition's wall and CPU seconds, the peak memory of the
@@ -18,6 +18,7 @@ import argparse
 import importlib.util
 import json
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -28,6 +29,7 @@ from pathlib import Path
 
 import nbformat
 
+FIRST_LINE = re.compile(r"^(?:def|class) .*$", re.MULTILINE)  # of a top-level definition
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # run from a checkout without installing
 
@@ -48,7 +50,7 @@ def build(root, students):
             nb = nbformat.read(path, as_version=4)
             for cell in nb.cells:
                 if cell.cell_type == "code":
-                    cell.source = f"# {folder.name}\n{cell.source}"
+                    cell.source = FIRST_LINE.sub(rf"\g<0>  # {folder.name}", cell.source)
             nbformat.write(nb, path)
         folders[folder.name] = folder
     return folders

@@ -67,26 +67,6 @@ def _kept(body):
     return [s for s in body if not (_is_docstring(s) or _is_print(s) or isinstance(s, ast.Pass))]
 
 
-def _bound_names(node):
-    """(parameters, locals) bound anywhere inside a function or class."""
-    params, local = set(), set()
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.arg):
-            params.add(sub.arg)
-        elif isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store | ast.Del):
-            local.add(sub.id)
-        elif (
-            isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
-            and sub is not node
-        ):
-            local.add(sub.name)
-        elif isinstance(sub, ast.alias):
-            local.add((sub.asname or sub.name).split(".")[0])
-        elif isinstance(sub, ast.ExceptHandler) and sub.name:
-            local.add(sub.name)
-    return params, local - params
-
-
 def _append_target(stmt):
     """(list name, element) when `stmt` is `name.append(element)`."""
     if (
@@ -155,6 +135,7 @@ def _chain(node):
     return node, ".".join([node.id, *reversed(attrs)]), slices
 
 
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _ACTS = (
     ast.Return, ast.Raise, ast.Break, ast.Continue, ast.Global, ast.Nonlocal,
     ast.Yield, ast.YieldFrom, ast.Await, ast.Import, ast.ImportFrom,
@@ -162,17 +143,28 @@ _ACTS = (
 
 
 def _facts(root):
-    """{id(statement): (defines, uses, acts)} of every statement under `root`, in one walk:
-    the dotted names (`x`, `self.w`) a statement defines and uses, and whether it must keep its
+    """In one walk: ({id(statement): (defines, uses, acts)} of every statement under `root`,
+    the parameters, the other names bound inside). A statement's `defines` and `uses` are the
+    dotted names (`x`, `self.w`) it binds or changes and reads; it `acts` when it must keep its
     place (a bare call, or anything that leaves or reaches outside: return, raise, yield, ...)."""
-    facts = {}
+    facts, params, local = {}, set(), set()
 
     def visit(node, defs, uses):
         """Adds node's names to defs and uses; True when it holds something that acts."""
         acts = isinstance(node, _ACTS)
         if isinstance(node, ast.Name):
-            (uses if isinstance(node.ctx, ast.Load) else defs).add(node.id)
+            if isinstance(node.ctx, ast.Load):
+                uses.add(node.id)
+            else:
+                defs.add(node.id)
+                local.add(node.id)
             return False
+        if isinstance(node, ast.arg):
+            params.add(node.arg)
+        elif isinstance(node, ast.alias):
+            local.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            local.add(node.name)
         if isinstance(node, ast.Attribute | ast.Subscript):
             base, dotted, rest = _chain(node)
             if base is not None:
@@ -182,8 +174,9 @@ def _facts(root):
             for child in rest:
                 acts |= visit(child, defs, uses)
             return acts
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        if isinstance(node, _DEFINITIONS) and node is not root:
             defs.add(node.name)
+            local.add(node.name)
         if isinstance(node, ast.stmt):
             mine_defs, mine_uses = set(), set()
             for child in ast.iter_child_nodes(node):
@@ -197,7 +190,7 @@ def _facts(root):
         return acts
 
     visit(root, set(), set())
-    return facts
+    return facts, params, local - params
 
 
 def _conflict(defs, keys):
@@ -417,9 +410,9 @@ def _canonical_order(units, known):
 def normalised_tokens(definition, helpers=frozenset()):
     """[(token, line)] of a FunctionDef or ClassDef (lines as in its own source); TooLarge past
     MAX_TOKENS. `helpers`: names of the student's own top-level functions it may call."""
-    params, local = _bound_names(definition)
+    facts, params, local = _facts(definition)
     own = definition.name
-    tokens = _Tokens(params, local - {own}, set(helpers) - {own}, own, _facts(definition))
+    tokens = _Tokens(params, local - {own}, set(helpers) - {own}, own, facts)
     tokens.stmt(definition)
     return tokens.out
 
