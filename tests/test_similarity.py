@@ -167,6 +167,18 @@ def test_copies_rank_above_every_independent_pair(built):
     assert min(copied)[0] > max(independent)[0], (min(copied), max(independent))
 
 
+def test_a_class_read_in_parallel_gives_the_same_answers(built, monkeypatch):
+    """A large class is read by several processes: each student's answers are the same."""
+    import autograder.report.similarity as similarity
+
+    folders, _, _ = built
+    alone = class_answers(folders, workers=1)
+    monkeypatch.setattr(similarity, "PARALLEL_FROM", 5)
+    shared = class_answers(folders, workers=3)
+    assert shared == alone
+    assert sum(len(found) for found in alone.values()) >= 40
+
+
 def test_the_report_lists_the_copies_and_nothing_else(built):
     """Precision and recall on the test class: every copied pair listed, no other pair."""
     _, _, report = built

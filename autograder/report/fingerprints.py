@@ -144,7 +144,7 @@ _ACTS = (
 
 def _facts(root):
     """In one walk: ({id(statement): (defines, uses, acts)} of every statement under `root`,
-    the parameters, the other names bound inside). A statement's `defines` and `uses` are the
+    the parameters, the other names bound inside, every name read). A statement's `defines` and `uses` are the
     dotted names (`x`, `self.w`) it binds or changes and reads; it `acts` when it must keep its
     place (a bare call, or anything that leaves or reaches outside: return, raise, yield, ...)."""
     facts, params, local = {}, set(), set()
@@ -189,8 +189,9 @@ def _facts(root):
             acts |= visit(child, defs, uses)
         return acts
 
-    visit(root, set(), set())
-    return facts, params, local - params
+    uses = set()
+    visit(root, set(), uses)
+    return facts, params, local - params, uses
 
 
 def _conflict(defs, keys):
@@ -407,10 +408,18 @@ def _canonical_order(units, known):
     return order
 
 
-def normalised_tokens(definition, helpers=frozenset()):
+def names_read(definition):
+    """(the names a definition reads, what normalised_tokens needs of it): one walk for
+    both."""
+    found = _facts(definition)
+    return frozenset(n for n in found[3] if "." not in n), found
+
+
+def normalised_tokens(definition, helpers=frozenset(), facts=None):
     """[(token, line)] of a FunctionDef or ClassDef (lines as in its own source); TooLarge past
-    MAX_TOKENS. `helpers`: names of the student's own top-level functions it may call."""
-    facts, params, local = _facts(definition)
+    MAX_TOKENS. `helpers`: names of the student's own top-level functions it may call; `facts`:
+    names_read's second half, when it was already walked."""
+    facts, params, local, _ = facts or _facts(definition)
     own = definition.name
     tokens = _Tokens(params, local - {own}, set(helpers) - {own}, own, facts)
     tokens.stmt(definition)
@@ -450,8 +459,7 @@ def kgram_hashes(tokens, k=K):
 def winnow(tokens, k=K, window=WINDOW, skip=frozenset()):
     """{hash: (first line, last line)} chosen by robust winnowing (the rightmost smallest hash
     of each window), leaving out the hashes in `skip` (what the released notebook gave)."""
-    grams = kgram_hashes(tokens, k)
-    hashes = [h for h, _ in grams]
+    hashes = [h for h, _ in kgram_hashes(tokens, k)]
     lines = [line for _, line in tokens]
     chosen, last = {}, -1
     for start in range(max(1, len(hashes) - window + 1)):

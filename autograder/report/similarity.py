@@ -33,8 +33,11 @@ Similarity is a reason to look, never a verdict: NOTE says so on the page.
 import ast
 import functools
 import math
+import multiprocessing
+import os
 import re
 from collections import defaultdict
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from itertools import combinations
 
@@ -42,7 +45,13 @@ from autograder.curriculum import NOTEBOOK_OF, NOTEBOOKS
 from autograder.demo_cells import RELEASED  # notebooks/, as release.py writes it
 from autograder.escaping import csv_row, terminal
 from autograder.notebook_files import code_sources
-from autograder.report.fingerprints import TooLarge, kgram_hashes, normalised_tokens, winnow
+from autograder.report.fingerprints import (
+    TooLarge,
+    kgram_hashes,
+    names_read,
+    normalised_tokens,
+    winnow,
+)
 from autograder.results import FAILED, reason_of
 
 THRESHOLD = 0.5  # a pair's score from which it is listed
@@ -51,6 +60,8 @@ COMMON_FLOOR = 4  # a fingerprint more students share is common, whatever the cl
 MIN_TOKENS = 80  # an answer shorter than this (about six lines) scores less: see score_pairs
 MAX_CELL_CHARS = 200_000  # a cell longer than this is not parsed
 MAX_CACHED = 8_000  # characters of a definition whose parse is kept for the next student
+PARALLEL_FROM = 40  # students per process, at least, when a class is read in parallel
+MAX_WORKERS = 8
 CACHED = 256  # definitions kept (the released helpers, the common answers)
 MAX_SHOWN_LINES = 400  # of one answer on the page
 MAX_PAIRS_SHOWN = 60  # per notebook on the page (similarity.csv has them all)
@@ -110,6 +121,7 @@ class Definition:
     text: str  # its lines, decorators first
     node: ast.AST
     uses: frozenset  # the names it reads
+    facts: tuple = field(default=(), compare=False)  # what normalised_tokens needs of its tree
 
 
 class Definitions:
@@ -175,7 +187,8 @@ def _read_definition(text, name):
     node = tree.body[0]
     if not isinstance(node, _DEFINITIONS) or node.name != name:
         return None
-    return Definition(name, text, node, _reads(node))
+    uses, facts = names_read(node)
+    return Definition(name, text, node, uses, facts)
 
 
 _definition_cached = functools.lru_cache(maxsize=CACHED)(_read_definition)
@@ -203,12 +216,6 @@ def _parse(source):
         return None
 
 
-def _reads(node):
-    return frozenset(
-        n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
-    )
-
-
 def _tokens(definition, helpers):
     """normalised_tokens of a Definition, with the student's helpers it reads (a short one
     cached: the common answer is normalised once); None past the bounds."""
@@ -219,7 +226,7 @@ def _tokens(definition, helpers):
 
 def _read_tokens(definition, helpers):
     try:
-        return normalised_tokens(definition.node, helpers=helpers)
+        return normalised_tokens(definition.node, helpers=helpers, facts=definition.facts)
     except (TooLarge, RecursionError, MemoryError):
         return None
 
@@ -329,10 +336,35 @@ def score_pairs(answers):
     return out
 
 
-def class_answers(folders, released=None):
+def class_answers(folders, released=None, workers=None):
     """{graded name: [Answer]} of the students `folders` names ({student: folder}), in the
-    notebooks whose released version `released` holds (default: notebooks/)."""
+    notebooks whose released version `released` holds (default: notebooks/). A class of at
+    least PARALLEL_FROM students is read by `workers` processes (default: the cores this
+    process may use, at most MAX_WORKERS); each student's answers are the same either way."""
     released = released_notebooks() if released is None else released
+    students = sorted(folders)
+    if workers is None:
+        workers = min(MAX_WORKERS, len(os.sched_getaffinity(0)))
+    workers = max(1, min(workers, len(students) // PARALLEL_FROM))
+    jobs = [({s: folders[s] for s in students[i::workers]}, released) for i in range(workers)]
+    if workers == 1:
+        parts = [_answers_of(jobs[0])]
+    else:  # spawned: nothing of this process (its threads, its locks) is copied
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(workers, mp_context=context) as pool:
+            parts = list(pool.map(_answers_of, jobs))
+    out = {name: [] for nb in NOTEBOOKS if nb.stem in released for name in nb.graded}
+    for part in parts:
+        for name, answers in part.items():
+            out[name] += answers
+    for answers in out.values():
+        answers.sort(key=lambda a: a.student)
+    return out
+
+
+def _answers_of(job):
+    """{graded name: [Answer]} of some students (class_answers' work for one process)."""
+    folders, released = job
     out = {}
     for nb in NOTEBOOKS:
         if nb.stem not in released:
