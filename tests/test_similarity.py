@@ -176,7 +176,7 @@ def test_a_class_read_in_parallel_gives_the_same_answers(built, monkeypatch):
     monkeypatch.setattr(similarity, "PARALLEL_FROM", 5)
     shared = class_answers(folders, workers=3)
     assert shared == alone
-    assert sum(len(found) for found in alone.values()) >= 40
+    assert sum(len(found) for found in alone.values()) >= 30  # every answer of the class
 
 
 def test_the_report_lists_the_copies_and_nothing_else(built):
