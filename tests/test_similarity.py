@@ -290,6 +290,30 @@ def test_write_class_writes_similarity_csv_only_when_asked(built, tmp_path):
     assert "similarity" not in json.loads((tmp_path / "off" / "class.json").read_text())
 
 
+@pytest.mark.parametrize("off", [False, True])
+def test_a_class_run_compares_the_students_it_graded(tmp_path, monkeypatch, off):
+    """`grade` (its grading stood in, tests/fixtures.py) writes similarity.csv from the
+    folders it graded; --no-similarity writes none."""
+    from argparse import Namespace
+
+    from fixtures import stand_in_grading
+
+    from autograder.grading import classrun
+    from autograder.grading.settings import settings_from_args
+
+    stand_in_grading(monkeypatch, _results)
+    monkeypatch.setenv("AUTOGRADER_WORK_DIR", str(tmp_path / "scratch"))
+    C.write_class(tmp_path / "class")
+    args = Namespace(path=str(tmp_path / "class"), out=str(tmp_path / "out"), secret="s",
+                     timeout=10, workers=1, force=False, skip_selftest=True, no_similarity=off)  # fmt: skip
+    classrun.grade_class(args.path, settings_from_args(args), progress=False)
+    found = tmp_path / "out" / "similarity.csv"
+    assert found.exists() is not off
+    if not off:
+        rows = list(csv.reader(io.StringIO(found.read_text())))[1:]
+        assert {(r[0], r[1], r[3]) for r in rows} == C.COPIED
+
+
 def test_no_similarity_turns_it_off(monkeypatch):
     """`grade` and `nbgrader grade` compare by default; --no-similarity turns it off."""
     import autograder.grading.command as command
