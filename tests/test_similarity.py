@@ -13,11 +13,10 @@ import ast
 import csv
 import io
 import json
-from html.parser import HTMLParser
 
 import pytest
 import similarity_class as C
-from headless_chromium import run_chromium
+from headless_chromium import probe_report, run_chromium
 
 from autograder.report import SavedResult, render_class_page, write_class
 from autograder.report.class_page import class_data
@@ -351,22 +350,6 @@ PROBE = """<script>
 </script>"""
 
 
-class _Report(HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.inside, self.data = False, []
-
-    def handle_starttag(self, tag, attrs):
-        self.inside = tag == "pre" and ("id", "probe-report") in attrs
-
-    def handle_endtag(self, tag):
-        self.inside = False
-
-    def handle_data(self, data):
-        if self.inside:
-            self.data.append(data)
-
-
 @pytest.mark.slow  # renders in a real browser
 def test_the_class_page_shows_the_pairs_with_hostile_code_as_text(built, tmp_path):
     _, students, report = built
@@ -377,9 +360,7 @@ def test_the_class_page_shows_the_pairs_with_hostile_code_as_text(built, tmp_pat
     probe = tmp_path / "class.html"
     probe.write_text(html.replace("</body>", PROBE + "</body>"), encoding="utf-8")
     dom = run_chromium(["--window-size=1280,900", "--dump-dom", probe.as_uri()], tmp_path)
-    parser = _Report()
-    parser.feed(dom)
-    seen = json.loads("".join(parser.data))
+    seen = probe_report(dom)
     assert seen["title"] != "pwned" and seen["images"] == 0
     assert seen["scripts"] == 2  # the page's and the probe's
     assert "Answers that look alike" in seen["heading"]
