@@ -21,10 +21,9 @@ from headless_chromium import probe_report, run_chromium
 from autograder.report import SavedResult, render_class_page, write_class
 from autograder.report.class_page import class_data
 from autograder.report.fingerprints import normalised_tokens, winnow
+from autograder.report.own_code import Answer, class_answers
 from autograder.report.similarity import (
     THRESHOLD,
-    Answer,
-    class_answers,
     class_similarity,
     score_pairs,
     similarity_csv,
@@ -168,11 +167,11 @@ def test_copies_rank_above_every_independent_pair(built):
 
 def test_a_class_read_in_parallel_gives_the_same_answers(built, monkeypatch):
     """A large class is read by several processes: each student's answers are the same."""
-    import autograder.report.similarity as similarity
+    import autograder.report.own_code as own_code
 
     folders, _, _ = built
     alone = class_answers(folders, workers=1)
-    monkeypatch.setattr(similarity, "PARALLEL_FROM", 5)
+    monkeypatch.setattr(own_code, "PARALLEL_FROM", 5)
     shared = class_answers(folders, workers=3)
     assert shared == alone
     assert sum(len(found) for found in alone.values()) >= 30  # every answer of the class
