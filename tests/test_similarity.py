@@ -145,7 +145,7 @@ def test_winnowing_finds_every_long_shared_run():
     pb = winnow(normalised_tokens(ast.parse(b).body[0]))
     common = set(pa) & set(pb)
     assert common
-    assert all(pa[h][0] <= 3 <= pa[h][1] for h in common)  # the shared line, in a (line 3)
+    assert all(pa[h] == {3} for h in common)  # the shared line, in a (line 3)
 
 
 # -- the class ----------------------------------------------------------------------------------
@@ -257,8 +257,8 @@ def test_notebooks_that_cannot_be_read_give_nothing_and_no_error(tmp_path):
 def test_the_common_answer_forms_no_pair():
     """A fingerprint more than a tenth of the class shares pairs nobody: 200 identical answers
     form no pair at all (the cost stays with the rare fingerprints)."""
-    answers = [Answer(f"s{i}", "x", {h: (1, 1) for h in range(40)}, 200) for i in range(200)]
-    answers += [Answer(f"t{i}", "x", {1000 + h: (1, 1) for h in range(40)}, 200) for i in range(2)]
+    answers = [Answer(f"s{i}", "x", {h: {1} for h in range(40)}, 200) for i in range(200)]
+    answers += [Answer(f"t{i}", "x", {1000 + h: {1} for h in range(40)}, 200) for i in range(2)]
     assert set(score_pairs(answers)) == {("t0", "t1")}
 
 
@@ -275,6 +275,18 @@ def test_similarity_csv_starts_with_the_columns_and_escapes_its_cells(built):
         (a, b, C.STEM, name) for a, b, name in C.COPIED
     }
     assert all(0 < float(r[4]) <= 1 for r in rows[1:])
+
+
+def test_the_marked_lines_are_those_the_two_share(built):
+    """Side by side, a line is marked when a shared fingerprint holds one of its tokens: the
+    copied lines are, the print the copier added (dropped from the tokens) is not."""
+    _, _, report = built
+    view = similarity_view(report)
+    (pair,) = [p for nb in view["notebooks"] for p in nb["pairs"] if "copy_a1" in p["students"]]
+    copy = {line["text"].strip(): line["hit"] for line in pair["code"][1]}
+    assert copy['print("debug", ex.shape)'] is False
+    assert copy["ex = np.exp(logits)"] is True
+    assert copy["return np.where(m, s, value)"] is True  # the copied helper, renamed
 
 
 def test_write_class_writes_similarity_csv_only_when_asked(built, tmp_path):

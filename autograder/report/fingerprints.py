@@ -2,7 +2,7 @@
 report/similarity.py, compares them across the class).
 
     tokens = normalised_tokens(tree, helpers={"my_helper"})   # [(token, line)] of a def/class
-    prints = winnow(tokens)                                    # {hash: (first line, last line)}
+    prints = winnow(tokens)                                    # {hash: the lines it covers}
     every = kgram_hashes(tokens)                               # all k-grams (for subtraction)
 
 What the tokens keep: the syntax tree's structure, the names the student did not choose (`np`,
@@ -457,7 +457,7 @@ def kgram_hashes(tokens, k=K):
 
 
 def winnow(tokens, k=K, window=WINDOW, skip=frozenset()):
-    """{hash: (first line, last line)} chosen by robust winnowing (the rightmost smallest hash
+    """{hash: the lines of its tokens} chosen by robust winnowing (the rightmost smallest hash
     of each window), leaving out the hashes in `skip` (what the released notebook gave)."""
     hashes = [h for h, _ in kgram_hashes(tokens, k)]
     lines = [line for _, line in tokens]
@@ -471,8 +471,5 @@ def winnow(tokens, k=K, window=WINDOW, skip=frozenset()):
         last = position
         if smallest in skip:
             continue
-        covered = lines[position : position + k]
-        low, high = min(covered), max(covered)
-        first, end = chosen.get(smallest, (low, high))
-        chosen[smallest] = (min(first, low), max(end, high))
+        chosen[smallest] = chosen.get(smallest, frozenset()) | set(lines[position : position + k])
     return chosen

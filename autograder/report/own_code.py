@@ -52,7 +52,7 @@ class Answer:
 
     student: str
     code: str  # the definition and the student's helpers it calls, as written
-    prints: dict = field(default_factory=dict)  # fingerprint -> (first, last) line of `code`
+    prints: dict = field(default_factory=dict)  # fingerprint -> the lines of `code` it covers
     size: int = 0  # tokens (report/fingerprints.py) of the definition and its helpers
 
 
@@ -202,8 +202,8 @@ def answer(student, name, defined, given, released_prints):
         if tokens is None:
             return None
         size += len(tokens)
-        for value, (low, high) in winnow(tokens, skip=released_prints).items():
-            prints.setdefault(value, (low + offset, high + offset))
+        for value, lines in winnow(tokens, skip=released_prints).items():
+            prints.setdefault(value, frozenset(line + offset for line in lines))
     if not prints:
         return None
     return Answer(student, "\n".join(code_lines), prints, size)

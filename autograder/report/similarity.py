@@ -195,8 +195,7 @@ def _marked(one, shared):
     to the template."""
     hits = set()
     for value in shared:
-        low, high = one.prints[value]
-        hits.update(range(low, high + 1))
+        hits |= one.prints[value]
     lines = one.code.split("\n")
     shown = [
         {"n": i, "text": terminal(line.expandtabs(4)), "hit": i in hits}
