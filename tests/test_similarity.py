@@ -254,6 +254,34 @@ def test_notebooks_that_cannot_be_read_give_nothing_and_no_error(tmp_path):
     assert listed == {("magic", "ok_1"), ("magic", "ok_2"), ("ok_1", "ok_2")}
 
 
+def test_an_answer_follows_at_most_max_helpers_of_the_students_functions(tmp_path):
+    from autograder.report.own_code import MAX_HELPERS
+
+    helpers = "".join(f"def h{i}(x):\n    return x + {i}\n\n\n" for i in range(500))
+    calls = "[" + ", ".join(f"h{i}(Q)" for i in range(500)) + "]"
+    code = helpers + f"def causal_mask(n):\n    Q = n\n    return {calls}\n"
+    folders = C.write_class(tmp_path, {"many": {C.MASK: code}})
+    (found,) = class_answers(folders)[C.MASK]
+    assert found.code.count("def ") == MAX_HELPERS + 1
+
+
+def test_one_student_whose_files_break_the_reader_loses_only_their_answers(built, monkeypatch):
+    import autograder.report.own_code as own_code
+
+    folders, _, _ = built
+    real = own_code.code_sources
+
+    def breaks_for_one(folder, filename):
+        if folder.name == "copy_a1":
+            raise OSError("a file that changed while it was read")
+        return real(folder, filename)
+
+    monkeypatch.setattr(own_code, "code_sources", breaks_for_one)
+    found = class_answers(folders, workers=1)
+    assert "copy_a1" not in {a.student for a in found[C.SDPA]}
+    assert "copy_a2" in {a.student for a in found[C.SDPA]}
+
+
 def test_the_common_answer_forms_no_pair():
     """A fingerprint more than a tenth of the class shares pairs nobody: 200 identical answers
     form no pair at all (the cost stays with the rare fingerprints)."""

@@ -131,7 +131,10 @@ def _read_definition(text, name):
     node = tree.body[0]
     if not isinstance(node, _DEFINITIONS) or node.name != name:
         return None
-    uses, facts = names_read(node)
+    try:
+        uses, facts = names_read(node)
+    except (RecursionError, MemoryError):
+        return None
     return Definition(name, text, node, uses, facts)
 
 
@@ -187,9 +190,9 @@ def answer(student, name, defined, given, released_prints):
     own = {n for n in defined.names() if n not in given}  # the student's own functions
     chosen, todo = {name: first}, [first]
     while todo and len(chosen) <= MAX_HELPERS:
-        for callee in sorted(todo.pop().uses & own):
-            found = defined.get(callee) if callee not in chosen else None
-            if found is not None:
+        for callee in sorted(todo.pop().uses & own - set(chosen))[:MAX_HELPERS]:
+            found = defined.get(callee)
+            if found is not None and len(chosen) <= MAX_HELPERS:
                 chosen[callee] = found
                 todo.append(found)
     code_lines, prints, size = [], {}, 0
@@ -258,13 +261,21 @@ def _answers_of(job):
         given, skip = released[nb.stem]
         per_name = {name: [] for name in nb.graded}
         for student in sorted(folders):
-            defined = Definitions(code_sources(folders[student], nb.filename))
-            for name in nb.graded:
-                found = answer(student, name, defined, given, skip)
-                if found is not None:
-                    per_name[name].append(found)
+            try:
+                found = _notebook_answers(student, folders[student], nb, given, skip)
+            except Exception:  # noqa: BLE001 - one student's files, never the class's error
+                found = {}
+            for name, one in found.items():
+                per_name[name].append(one)
         out.update(per_name)
     return out
+
+
+def _notebook_answers(student, folder, nb, given, skip):
+    """{graded name: Answer} of one student's notebook."""
+    defined = Definitions(code_sources(folder, nb.filename))
+    found = {name: answer(student, name, defined, given, skip) for name in nb.graded}
+    return {name: one for name, one in found.items() if one is not None}
 
 
 def released_notebooks():
