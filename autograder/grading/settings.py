@@ -25,6 +25,7 @@ class Settings:
     force: bool = False
     sandbox_mode: str = "auto"
     keep_work: bool = False
+    similarity: bool = True  # the class report compares the answers (--no-similarity: off)
     max_notebook_bytes: int = MAX_NOTEBOOK_BYTES
     work_root: Path | None = None  # this run's work folder (made by grade_class)
     notebooks: tuple = ()  # --notebook: regrade only these stems, keep the others' verdicts
@@ -34,7 +35,6 @@ class Settings:
     parent_memory: int | None = None  # the parent's own memory budget (default: by workers)
     memory_ceiling: int | None = None  # RLIMIT_AS set from it for this run (by grade_class)
     submission_digests: dict = field(default_factory=dict)  # student -> content digest (classrun)
-    similarity: bool = True  # the class report compares the answers (--no-similarity: off)
 
 
 def settings_from_args(args):
