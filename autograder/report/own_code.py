@@ -233,7 +233,8 @@ def class_answers(folders, released=None, workers=None):
     released = released_notebooks() if released is None else released
     students = sorted(folders)
     if workers is None:
-        workers = min(MAX_WORKERS, len(os.sched_getaffinity(0)))
+        usable = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+        workers = min(MAX_WORKERS, len(usable) if usable else os.cpu_count() or 1)
     workers = max(1, min(workers, len(students) // PARALLEL_FROM))
     jobs = [({s: folders[s] for s in students[i::workers]}, released) for i in range(workers)]
     if workers == 1:
