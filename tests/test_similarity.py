@@ -378,6 +378,7 @@ PROBE = """<script>
   var parts = [], node = section;
   while (node && (node = node.nextElementSibling) && node.tagName !== "H2") { parts.push(node); }
   var report = {title: document.title, images: document.querySelectorAll("img").length,
+                pageWidth: document.documentElement.scrollWidth, window: window.innerWidth,
                 scripts: document.querySelectorAll("script").length,
                 heading: section ? section.textContent : "",
                 text: parts.map(function (n) { return n.innerText; }).join("\\n"),
@@ -398,8 +399,11 @@ def test_the_class_page_shows_the_pairs_with_hostile_code_as_text(built, tmp_pat
     assert html.count("<script>") == 1  # the page's own sorting script, nothing a student wrote
     probe = tmp_path / "class.html"
     probe.write_text(html.replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    narrow = run_chromium(["--window-size=800,900", "--dump-dom", probe.as_uri()], tmp_path)
+    assert probe_report(narrow)["pageWidth"] <= 800, "the answers side by side scroll the page"
     dom = run_chromium(["--window-size=1280,900", "--dump-dom", probe.as_uri()], tmp_path)
     seen = probe_report(dom)
+    assert seen["pageWidth"] <= seen["window"], "the answers side by side scroll the page"
     assert seen["title"] != "pwned" and seen["images"] == 0
     assert seen["scripts"] == 2  # the page's and the probe's
     assert "Answers that look alike" in seen["heading"]
