@@ -215,16 +215,26 @@ def test_a_shared_wrong_answer_is_shown_as_strong_evidence(built):
     assert all(p["evidence"] == "" for p in others)
 
 
-def test_the_same_mistake_needs_the_same_tests_and_misconception(tmp_path):
-    """A lower score is listed with the same wrong verdicts; not with another misconception."""
-    folders = C.write_class(tmp_path, {s: {C.SDPA: C.WRONG_SDPA} for s in ("a", "b", "c")})
+def test_the_same_mistake_needs_the_same_tests_and_misconception(tmp_path, monkeypatch):
+    """With the score's own threshold out of reach, only the pairs wrong the same way are
+    listed: the same failed tests and messages, or the same failed tests and misconception;
+    not another misconception."""
+    import autograder.report.similarity as similarity
+
+    monkeypatch.setattr(similarity, "THRESHOLD", 1.01)
+    monkeypatch.setattr(similarity, "COMMON_FLOOR", 10)  # four alike are not the common answer
+    folders = C.write_class(tmp_path, {s: {C.SDPA: C.WRONG_SDPA} for s in "abcd"})
     same = class_similarity(
         [SavedResult("a", C.wrong_results("a")), SavedResult("b", C.wrong_results("b")),
-         SavedResult("c", C.wrong_results("c", misconception="other-id"))], folders
+         SavedResult("c", C.wrong_results("c", misconception="other-id")),
+         SavedResult("d", C.wrong_results("d", output="row 0 sums to 0.5"))], folders
     )  # fmt: skip
     evidence = {(p["student_a"], p["student_b"]): p["evidence"] for p in same["pairs"]}
-    assert evidence[("a", "b")] == "same-wrong-results"
-    assert evidence[("a", "c")] == evidence[("b", "c")] == ""
+    assert evidence == {
+        ("a", "b"): "same-wrong-results",
+        ("a", "d"): "same-mistake",
+        ("b", "d"): "same-mistake",
+    }
 
 
 def test_notebooks_that_cannot_be_read_give_nothing_and_no_error(tmp_path):
