@@ -327,6 +327,16 @@ def test_the_marked_lines_are_those_the_two_share(built):
     assert copy["return np.where(m, s, value)"] is True  # the copied helper, renamed
 
 
+def test_three_students_linked_on_one_graded_name_are_a_group():
+    from autograder.report.similarity import _clusters
+
+    def pair(a, b, function):
+        return {"student_a": a, "student_b": b, "function": function}
+
+    pairs = [pair("a", "b", "f"), pair("b", "c", "f"), pair("d", "e", "f"), pair("c", "d", "g")]
+    assert _clusters(pairs) == [{"function": "f", "students": ["a", "b", "c"]}]
+
+
 def test_write_class_writes_similarity_csv_only_when_asked(built, tmp_path):
     folders, students, _ = built
     write_class(tmp_path / "on", students, folders=folders)
