@@ -39,7 +39,7 @@ import heapq
 
 K = 12  # tokens per k-gram
 WINDOW = 8  # k-grams per winnowing window: a shared run of K + WINDOW - 1 = 19 tokens is seen
-MAX_TOKENS = 20_000  # of one definition (the course's longest answer has about 1,500)
+MAX_TOKENS = 20_000  # of one definition (the solutions' longest, CausalSelfAttention, has 295)
 MAX_BLOCK = 300  # statements of one block reordered (longer blocks keep their order)
 
 PARAM, LOCAL, ATTR, SELF_FN, HELPER, METHOD, STRING = "$P", "$V", "$A", "$F", "$H", "$M", "$S"
