@@ -36,7 +36,7 @@ from autograder.results import FAILED, reason_of
 THRESHOLD = 0.5  # a pair's score from which it is listed
 SHARED_WRONG = 0.25  # ... or from which, when both answers are wrong the same way
 COMMON_FLOOR = 4  # a fingerprint more students share is common, whatever the class's size
-MIN_TOKENS = 80  # an answer shorter than this (about six lines) scores less: see score_pairs
+MIN_TOKENS = 80  # an answer shorter (about eight lines) scores less: see score_pairs
 MAX_SHOWN_LINES = 400  # of one answer on the page
 MAX_PAIRS_SHOWN = 60  # per notebook on the page (similarity.csv has them all)
 CSV_COLUMNS = (
