@@ -59,6 +59,11 @@ def grade_options(cmd):
     )
     cmd.add_argument("--keep-work", action="store_true", help="keep the sandbox folders")
     cmd.add_argument("--quiet", action="store_true", help="no progress bar")
+    cmd.add_argument(
+        "--no-similarity",
+        action="store_true",
+        help="do not compare the students' answers (OUT/similarity.csv and class.html's section)",
+    )
 
 
 def main(argv=None):

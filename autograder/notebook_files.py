@@ -235,3 +235,34 @@ def _small_names(value, nested=True):
         or (nested and _small_names(v, nested=False))
         for v in value.values()
     )
+
+
+def code_sources(folder, filename, max_bytes=MAX_NOTEBOOK_BYTES):
+    """The sources of a notebook's code cells (v4, or the worksheets of v3), read as
+    load_notebook reads the file (safe_files: no link followed, bounded bytes and values) but
+    without nbformat, for what only reads the code (the similarity report); [] when the file is
+    not there or not a notebook. Never raises."""
+    name = locate(folder, filename)
+    if name is None:
+        return []
+    try:
+        data = parse_json(read_bytes(folder, [name], max_bytes).decode("utf-8", "replace"), name)
+    except (UnsafeFile, RecursionError, MemoryError):
+        return []
+    if not isinstance(data, dict):
+        return []
+    cell_lists = [data.get("cells")]
+    cell_lists += [s.get("cells") for s in data.get("worksheets") or () if isinstance(s, dict)]
+    sources = []
+    for cells in cell_lists:
+        for cell in cells if isinstance(cells, list) else ():
+            if len(sources) >= MAX_CELLS:
+                return sources
+            if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+                continue
+            source = cell.get("source", cell.get("input", ""))
+            if isinstance(source, list) and all(isinstance(part, str) for part in source):
+                source = "".join(source)
+            if isinstance(source, str):
+                sources.append(source)
+    return sources

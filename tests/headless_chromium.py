@@ -6,9 +6,11 @@ a test fails, saying so, unless FEEDBACK_BROWSER_OPTIONAL=1 is set (then it is s
 CI).
 """
 
+import json
 import os
 import shutil
 import subprocess
+from html.parser import HTMLParser
 
 import pytest
 
@@ -49,3 +51,27 @@ def run_chromium(args, tmp_path):
     )
     assert run.returncode == 0, f"chromium failed ({run.returncode}):\n{run.stderr[-2000:]}"
     return run.stdout
+
+
+class _Probe(HTMLParser):
+    def __init__(self, element_id):
+        super().__init__()
+        self.element_id, self.inside, self.data = element_id, False, []
+
+    def handle_starttag(self, tag, attrs):
+        self.inside = tag == "pre" and ("id", self.element_id) in attrs
+
+    def handle_endtag(self, tag):
+        self.inside = False
+
+    def handle_data(self, data):
+        if self.inside:
+            self.data.append(data)
+
+
+def probe_report(dom, element_id="probe-report"):
+    """The JSON a page's probe script wrote into <pre id=element_id>, read from the DOM
+    Chromium dumped (`--dump-dom`)."""
+    parser = _Probe(element_id)
+    parser.feed(dom)
+    return json.loads("".join(parser.data))

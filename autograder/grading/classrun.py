@@ -224,7 +224,12 @@ def _grade_class(found, settings, progress, stop, path=None):
                 result.results, settings, result.student, graded_files(sub.folder, sub.messages)
             ):
                 write_student(output_folder(settings.out, result.student), result.results)
-        summary = write_class(settings.out, class_results(settings.out, done, path))
+        folders = {s.student: s.folder for s in found if not s.refused}  # report/similarity.py
+        summary = write_class(
+            settings.out,
+            class_results(settings.out, done, path),
+            folders=folders if settings.similarity else None,
+        )
         write_unfinished(settings.out, unfinished)  # [] (the file removed) when none is left
     summary["unfinished"] = sorted(unfinished)
     summary["superseded"] = moved

@@ -25,6 +25,7 @@ class Settings:
     force: bool = False
     sandbox_mode: str = "auto"
     keep_work: bool = False
+    similarity: bool = True  # the class report compares the answers (--no-similarity: off)
     max_notebook_bytes: int = MAX_NOTEBOOK_BYTES
     work_root: Path | None = None  # this run's work folder (made by grade_class)
     notebooks: tuple = ()  # --notebook: regrade only these stems, keep the others' verdicts
@@ -76,6 +77,7 @@ def settings_from_args(args):
         deadlines=deadlines,
         handed_in=handed_in,
         skip_selftest=bool(getattr(args, "skip_selftest", False)),
+        similarity=not getattr(args, "no_similarity", False),
         parent_memory=int(float(args.parent_memory) * 2**30)
         if getattr(args, "parent_memory", None)
         else None,

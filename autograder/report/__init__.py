@@ -10,6 +10,7 @@ never leaves half a results.json behind, and a rerun can trust the files it find
 
 import json
 import os
+import sys
 import tempfile
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -22,6 +23,7 @@ from autograder.report.class_page import class_data, render_class_page
 from autograder.report.feedback import feedback_context
 from autograder.report.not_graded import NOT_GRADED, why_not_graded
 from autograder.report.rendering import environment
+from autograder.report.similarity import class_similarity, similarity_csv, similarity_view
 
 REPORT_FILES = (
     "grades.csv",
@@ -33,6 +35,7 @@ REPORT_FILES = (
     "moodle_grades.csv",
     "export_unmatched.csv",
     "not_graded.json",  # autograder/report/not_graded.py
+    "similarity.csv",  # autograder/report/similarity.py
 )  # the class's files in OUT: a student folder named like one is graded into OUT/_<name>
 TEMP_PREFIX = ".partial-"  # in the names of files being written (a killed run may leave one)
 
@@ -217,9 +220,23 @@ def collect_results(out, skip=()):
     return saved
 
 
-def write_class(out, students=None):
+def write_similarity(out, students, folders):
+    """OUT/similarity.csv and the class page's section (None when the comparison failed: the
+    class report is written without it, with a warning)."""
+    try:
+        report = class_similarity(students, folders)
+    except Exception as exc:  # noqa: BLE001 - the grades matter more than the comparison
+        print(f"warning: the answers could not be compared ({type(exc).__name__})", file=sys.stderr)
+        return None
+    atomic_write(Path(out) / "similarity.csv", similarity_csv(report))
+    return similarity_view(report)
+
+
+def write_class(out, students=None, folders=None):
     """grades.csv, the summary and the class page over `students` (default: every results.json
-    under out, and the students not_graded.json names); not_graded.json from those refused."""
+    under out, and the students not_graded.json names); not_graded.json from those refused;
+    with `folders` ({student: the folder graded}), similarity.csv and the class page's
+    similarity section over those students (report/similarity.py)."""
     out = Path(out)
     if students is None:
         students = sorted([*collect_results(out), *not_graded.read(out)], key=lambda s: s.student)
@@ -233,6 +250,8 @@ def write_class(out, students=None):
     atomic_write(out / "summary.md", text)
     atomic_write(out / "summary.json", json.dumps(summary, indent=1))
     page = class_data(students)
+    if folders is not None:
+        page["similarity"] = write_similarity(out, graded, folders)
     atomic_write(out / "class.json", json.dumps(page, indent=1))
     atomic_write(out / "class.html", render_class_page(page))
     summary["text"] = text
