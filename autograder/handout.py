@@ -47,6 +47,10 @@ SHIPPED = (
     "harness/*.py",
     "judging/*.py",
     "misconceptions/__init__.py",  # the catalogue's text; the *_variants.py modules stay here
+    # a notebook in its own folder ships its judges only: reference, cases, variants stay here
+    "course/__init__.py",
+    "course/*/__init__.py",
+    "course/*/judges.py",
 )
 SHIPPED_DATA = ("*.py", "*.json")  # of coursedata (data/)
 
@@ -451,6 +455,10 @@ def _write_checker(checker, notebooks):
 
     packages = ["autograder", "autograder.harness", "autograder.judging"]
     packages += ["autograder.misconceptions", "coursedata"]
+    packages += sorted(
+        ".".join(path.relative_to(checker).parent.parts)
+        for path in (package / "course").rglob("__init__.py")
+    )
     dependencies, extras = checker_requirements()
     (checker / "pyproject.toml").write_text(
         PYPROJECT.format(

@@ -238,8 +238,8 @@ def test_the_secrets_cover_every_answer(secrets):
     """Every graded name's model answer, and every solution region, is among what is looked for."""
     wheres = set().union(*secrets.blocks.values())
     for name in GRADED_NAMES:
-        module = BY_STEM[checks.NOTEBOOK_OF[name].stem].reference_module
-        assert f"autograder/reference/{module}.py: {name}" in wheres, name
+        module = BY_STEM[checks.NOTEBOOK_OF[name].stem].reference_path
+        assert f"{module.replace('.', '/')}.py: {name}" in wheres, name
     regions = {w.rsplit(" of ", 1)[-1] for w in wheres if "solution region" in w}
     # ungraded exercises the release stubs like the graded ones: notebook 05's bridge and
     # notebook 06's training loop
