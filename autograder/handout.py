@@ -65,6 +65,7 @@ STUDENT_PACKAGES = (
     "ipykernel",
     "nbformat",
     "tqdm",
+    "transformers",  # notebook 08's oracle: Hugging Face's own LlamaForCausalLM
 )
 
 # What the checker itself requires: ranges, so that installing it where these packages already
