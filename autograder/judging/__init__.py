@@ -29,7 +29,7 @@ JUDGES = {}
 
 
 def _registered_module(module):
-    """"numpy_judges" for autograder.judging.numpy_judges; "n08_real_models" for
+    """ "numpy_judges" for autograder.judging.numpy_judges; "n08_real_models" for
     autograder.course.n08_real_models.judges."""
     if module.startswith(COURSE_PACKAGE) and module.endswith(".judges"):
         return module[len(COURSE_PACKAGE) : -len(".judges")]

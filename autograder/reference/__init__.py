@@ -59,7 +59,9 @@ _TORCH_MODULE_OF = {
 
 
 # graded name -> the module of its notebook's folder (autograder/course/), for those moved there
-_COURSE_MODULE_OF = {name: nb.reference_path for nb in NOTEBOOKS if nb.package for name in nb.graded}
+_COURSE_MODULE_OF = {
+    name: nb.reference_path for nb in NOTEBOOKS if nb.package for name in nb.graded
+}
 
 
 def __getattr__(name):

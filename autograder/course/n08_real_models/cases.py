@@ -160,7 +160,14 @@ def gqa_cases(rng):
 
 # ---------------------------------------------------------------- Llama
 
-LLAMA = {"vocab_size": 13, "block_size": 10, "d_model": 24, "n_heads": 4, "n_layers": 2, "n_kv_heads": 2}
+LLAMA = {
+    "vocab_size": 13,
+    "block_size": 10,
+    "d_model": 24,
+    "n_heads": 4,
+    "n_layers": 2,
+    "n_kv_heads": 2,
+}
 LLAMA_D_FF = 64  # the default for d_model 24: 8 * 24 / 3 = 64
 
 
@@ -298,7 +305,15 @@ def llama_cases(rng):
 
 # ---------------------------------------------------------------- load_hf_llama
 
-HF = {"vocab_size": 11, "block_size": 12, "d_model": 16, "n_heads": 2, "n_layers": 2, "n_kv_heads": 1, "d_ff": 32}
+HF = {
+    "vocab_size": 11,
+    "block_size": 12,
+    "d_model": 16,
+    "n_heads": 2,
+    "n_layers": 2,
+    "n_kv_heads": 1,
+    "d_ff": 32,
+}
 
 
 def hf_state(rng, init):
@@ -356,7 +371,11 @@ def _rejects(name, init, state, key, because):
         [_load_request(init, state)],
         Judgement(
             J + "hf_rejects",
-            {"what": f"load_hf_llama({_llama_call(init)}, a state dict)", "key": key, "because": because},
+            {
+                "what": f"load_hf_llama({_llama_call(init)}, a state dict)",
+                "key": key,
+                "because": because,
+            },
         ),
     )
 
@@ -369,7 +388,11 @@ def load_cases(rng):
     idx = torch.from_numpy(rng.integers(0, V, size=(2, 6))).long()
     cases = [
         _hf_logits_case(
-            "an untied checkpoint with grouped-query attention: the same logits", 2.0, untied, state, idx
+            "an untied checkpoint with grouped-query attention: the same logits",
+            2.0,
+            untied,
+            state,
+            idx,
         )
     ]
     tied_state = hf_state(rng, HF)
@@ -423,7 +446,9 @@ def load_cases(rng):
 
 def _kv_call(args):
     names = ("n_layers", "n_kv_heads", "d_head", "seq_len", "batch", "bytes_per_value")
-    return "kv_cache_bytes(" + ", ".join(f"{n}={a}" for n, a in zip(names, args, strict=False)) + ")"
+    return (
+        "kv_cache_bytes(" + ", ".join(f"{n}={a}" for n, a in zip(names, args, strict=False)) + ")"
+    )
 
 
 @torch_probe("kv_cache_bytes")
@@ -434,9 +459,7 @@ def kv_cases(rng):
         (int(rng.integers(2, 40)), int(rng.integers(1, 9)), 64, int(rng.integers(10, 900)), 3, 4),
         (int(rng.integers(2, 12)), 1, 32, int(rng.integers(10, 90)), 5, 1),
     ]
-    calls = [
-        [_kv_call(c), ref.kv_cache_bytes(*c), mv.kv_bytes_variants(*c)] for c in configs
-    ]
+    calls = [[_kv_call(c), ref.kv_cache_bytes(*c), mv.kv_bytes_variants(*c)] for c in configs]
     short = (int(rng.integers(2, 30)), int(rng.integers(1, 9)), 64, int(rng.integers(10, 900)))
     return [
         Case(

@@ -27,7 +27,9 @@ def _no_biases(r, cls_name):
 def _pair(value, what, n_blocks=None):
     """(output, k, v) from (output, (k, v)); (output, [(k, v), ...]) for a model."""
     if not isinstance(value, tuple | list) or len(value) != 2:
-        raise Fail(f"{what} should return a pair (output, cache); it returned {type(value).__name__}.")
+        raise Fail(
+            f"{what} should return a pair (output, cache); it returned {type(value).__name__}."
+        )
     out, cache = value
     out = compare.as_array(out, f"the output of {what}")
 
@@ -152,7 +154,9 @@ def hf_logits(responses, *, what, expected, variants):
         )
     value = r.value("the loaded model's forward(idx)")
     if not isinstance(value, tuple | list) or len(value) != 2:
-        raise Fail(f"your Llama should return a pair (logits, cache); it returned {type(value).__name__}.")
+        raise Fail(
+            f"your Llama should return a pair (logits, cache); it returned {type(value).__name__}."
+        )
     logits = compare.as_array(value[0], "the logits of the loaded model")
     close_or_diagnose(
         logits,
@@ -202,14 +206,20 @@ def kv_bytes(responses, *, calls):
         if isinstance(got, float) and got.is_integer():
             raise Fail(f"{what} returned {got!r}, a float; a number of bytes is an int.")
         if type(got) is not int:
-            raise Fail(f"{what} should return an int; it returned {compare.describe_encoded(answer.get('value'))}.")
+            raise Fail(
+                f"{what} should return an int; it returned {compare.describe_encoded(answer.get('value'))}."
+            )
         if got != expected:
             ids = [i for i, v in variants if v == got and v != expected]
             ids = ids if len(ids) == 1 else []
             extra = explain(ids)
             raise Fail(
                 f"{what} returned {got:,}, not the bytes those keys and values take."
-                + (f" {extra}" if extra else " Count what the cache holds: a key and a value, "
-                   "per layer, per key/value head, per feature, per position, per sequence."),
+                + (
+                    f" {extra}"
+                    if extra
+                    else " Count what the cache holds: a key and a value, "
+                    "per layer, per key/value head, per feature, per position, per sequence."
+                ),
                 ids,
             )

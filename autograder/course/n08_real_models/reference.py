@@ -143,7 +143,10 @@ def load_hf_llama(model, state_dict):
     first = model.blocks[0].attn
     d_head = first.wq.weight.shape[0] // first.n_heads
     n_kv_heads = first.wk.weight.shape[0] // d_head
-    ours = {"model.embed_tokens.weight": model.tok_emb.weight, "model.norm.weight": model.norm.weight}
+    ours = {
+        "model.embed_tokens.weight": model.tok_emb.weight,
+        "model.norm.weight": model.norm.weight,
+    }
     rope_heads = {}  # Hugging Face name -> heads whose rows are permuted
     for i, block in enumerate(model.blocks):
         p = f"model.layers.{i}."
@@ -173,7 +176,9 @@ def load_hf_llama(model, state_dict):
             )
     if tied and "lm_head.weight" in state_dict:
         if not torch.equal(state_dict["lm_head.weight"], state_dict["model.embed_tokens.weight"]):
-            raise ValueError("lm_head.weight differs from model.embed_tokens.weight, but the head is tied")
+            raise ValueError(
+                "lm_head.weight differs from model.embed_tokens.weight, but the head is tied"
+            )
     for key, tensor in state_dict.items():
         if key in rope_heads:
             tensor = half_split_to_interleaved(tensor, rope_heads[key])
