@@ -17,6 +17,7 @@ run the same judge on the same kind of data.
 """
 
 import importlib
+import re
 from dataclasses import dataclass, field
 
 # The modules whose judges a Judgement may name (a stored case names one by "module.function").
@@ -24,6 +25,7 @@ JUDGE_MODULES = ("numpy_judges", "block_judges", "lm_judges", "training_judges",
 # A notebook in its own folder (autograder/course/<folder>/, curriculum's Notebook.package) has its
 # judges in <folder>/judges.py, registered as "<folder>.<name>", e.g. "n08_real_models.gqa_values".
 COURSE_PACKAGE = "autograder.course."
+COURSE_FOLDER = re.compile(r"n[0-9]{2}_[a-z0-9_]+")  # a folder's name: n08_real_models
 
 JUDGES = {}
 
@@ -46,14 +48,14 @@ def resolve(name):
     """The judge registered as `name`, importing its module (one of JUDGE_MODULES, or a course
     folder's judges.py) on first use."""
     if name not in JUDGES:
-        from autograder.curriculum import NOTEBOOKS
-
         module = name.split(".", 1)[0]
-        folders = {nb.package for nb in NOTEBOOKS if nb.package}
         if module in JUDGE_MODULES:
             importlib.import_module(f"autograder.judging.{module}")
-        elif module in folders:
-            importlib.import_module(f"{COURSE_PACKAGE}{module}.judges")
+        elif COURSE_FOLDER.fullmatch(module):
+            try:
+                importlib.import_module(f"{COURSE_PACKAGE}{module}.judges")
+            except ModuleNotFoundError as exc:
+                raise KeyError(f"no judge module {module!r}") from exc
         else:
             raise KeyError(f"no judge module {module!r}")
     return JUDGES[name]
