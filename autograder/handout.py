@@ -494,9 +494,16 @@ def _write_readme(out, notebooks, stage, repository):
     (out / "README.md").write_text(
         README.format(
             stage_title=f" (notebooks 01-{stage:02d})" if partial else "",
-            count={1: "One", 2: "Two", 3: "Three", 4: "Four", 5: "Five", 6: "Six", 7: "Seven"}[
-                len(notebooks)
-            ],
+            count={
+                1: "One",
+                2: "Two",
+                3: "Three",
+                4: "Four",
+                5: "Five",
+                6: "Six",
+                7: "Seven",
+                8: "Eight",
+            }[len(notebooks)],
             destination=notebooks[-1].title.lower() if partial else "a small modern language model",
             table=table,
             torch=_pin("torch"),
