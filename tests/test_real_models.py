@@ -224,3 +224,30 @@ def test_kv_cache_bytes_by_hand():
     # LLaMA 2 70B: 80 layers, 8 kv heads: 1.25 GiB; a batch of 3 in float32
     assert ref.kv_cache_bytes(80, 8, 128, 4096) == 1_342_177_280
     assert ref.kv_cache_bytes(2, 1, 4, 5, batch=3, bytes_per_value=4) == 2 * 2 * 4 * 5 * 3 * 4
+
+
+# ---------------------------------------------------------------- the folder's plumbing
+
+
+def test_a_course_folders_judges_are_found_by_their_registered_names_only():
+    from autograder.judging import resolve
+
+    assert (
+        resolve("n08_real_models.kv_bytes").__module__ == "autograder.course.n08_real_models.judges"
+    )
+    for name in ("n99_nowhere.kv_bytes", "reference.load_hf_llama", "n08_real_models.nothing"):
+        with pytest.raises(KeyError):
+            resolve(name)
+
+
+def test_08s_answers_and_probes_are_found_through_its_folder():
+    from autograder import reference
+    from autograder.curriculum import BY_STEM
+    from autograder.probes.base import PROBES, build_cases
+
+    nb = BY_STEM["08_real_models"]
+    assert nb.reference_path == "autograder.course.n08_real_models.reference"
+    assert BY_STEM["07_modern_lm"].reference_path == "autograder.reference.modern_lm"
+    assert reference.load_hf_llama is ref.load_hf_llama
+    cases = build_cases("08_real_models", 1234, functions={"kv_cache_bytes"})
+    assert {c.function for c in cases} == {"kv_cache_bytes"} and "load_hf_llama" in PROBES
