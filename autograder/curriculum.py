@@ -18,10 +18,28 @@ class Notebook:
     framework: str  # "numpy" or "torch"
     reference_module: str  # module of autograder.reference holding its model answers
     graded: tuple[str, ...]  # SPEC's graded names, in the order the notebook teaches them
+    # The folder of autograder/course/ holding all of its code (reference, cases, judges,
+    # variants), for the notebooks moved to that layout; "" for the older one, where its code is
+    # autograder/reference/<reference_module>.py, probes/<reference_module>.py, ...
+    package: str = ""
 
     @property
     def filename(self):
         return f"{self.stem}.ipynb"
+
+    @property
+    def reference_path(self):
+        """The module holding its model answers."""
+        if self.package:
+            return f"autograder.course.{self.package}.reference"
+        return f"autograder.reference.{self.reference_module}"
+
+    @property
+    def cases_path(self):
+        """The module whose import registers its probes (the hidden tests' cases)."""
+        if self.package:
+            return f"autograder.course.{self.package}.cases"
+        return f"autograder.probes.{self.reference_module}"
 
 
 NOTEBOOKS = (
@@ -97,6 +115,14 @@ NOTEBOOKS = (
             "TinyLlama",
             "generate_cached",
         ),
+    ),
+    Notebook(
+        "08_real_models",
+        "Your model meets a real one (PyTorch)",
+        "torch",
+        "real_models",
+        ("GroupedQueryAttention", "Llama", "load_hf_llama", "kv_cache_bytes"),
+        package="n08_real_models",
     ),
 )
 

@@ -47,6 +47,10 @@ SHIPPED = (
     "harness/*.py",
     "judging/*.py",
     "misconceptions/__init__.py",  # the catalogue's text; the *_variants.py modules stay here
+    # a notebook in its own folder ships its judges only: reference, cases, variants stay here
+    "course/__init__.py",
+    "course/*/__init__.py",
+    "course/*/judges.py",
 )
 SHIPPED_DATA = ("*.py", "*.json")  # of coursedata (data/)
 
@@ -61,6 +65,7 @@ STUDENT_PACKAGES = (
     "ipykernel",
     "nbformat",
     "tqdm",
+    "transformers",  # notebook 08's oracle: Hugging Face's own LlamaForCausalLM
 )
 
 # What the checker itself requires: ranges, so that installing it where these packages already
@@ -76,6 +81,9 @@ CHECKER_REQUIREMENTS = {
     "matplotlib": ">=3.8",
     "nbformat": ">=5.9",
     "tqdm": ">=4.64",
+    # notebook 08's oracle (the checks never import it): only the course's own version has been
+    # run with notebook 08 so far, hence no older lower bound
+    "transformers": ">=5.25,<6",
 }
 CHECKER_EXTRAS = {"lab": {"jupyterlab": ">=4.0", "ipykernel": ">=6.20"}}
 
@@ -451,6 +459,10 @@ def _write_checker(checker, notebooks):
 
     packages = ["autograder", "autograder.harness", "autograder.judging"]
     packages += ["autograder.misconceptions", "coursedata"]
+    packages += sorted(
+        ".".join(path.relative_to(checker).parent.parts)
+        for path in (package / "course").rglob("__init__.py")
+    )
     dependencies, extras = checker_requirements()
     (checker / "pyproject.toml").write_text(
         PYPROJECT.format(
@@ -485,9 +497,16 @@ def _write_readme(out, notebooks, stage, repository):
     (out / "README.md").write_text(
         README.format(
             stage_title=f" (notebooks 01-{stage:02d})" if partial else "",
-            count={1: "One", 2: "Two", 3: "Three", 4: "Four", 5: "Five", 6: "Six", 7: "Seven"}[
-                len(notebooks)
-            ],
+            count={
+                1: "One",
+                2: "Two",
+                3: "Three",
+                4: "Four",
+                5: "Five",
+                6: "Six",
+                7: "Seven",
+                8: "Eight",
+            }[len(notebooks)],
             destination=notebooks[-1].title.lower() if partial else "a small modern language model",
             table=table,
             torch=_pin("torch"),

@@ -61,15 +61,25 @@ def _without_magics(source):
     return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in lines)
 
 
+def _names(target):
+    """The names a target binds when it is NAME or a tuple of NAMEs (A, B = 1, 2), else None."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, ast.Tuple) and all(isinstance(t, ast.Name) for t in target.elts):
+        return [t.id for t in target.elts]
+    return None
+
+
 def _is_literal_assignment(node):
-    """NAME = <literal>, e.g. D_MODEL = 64; anything computed could train or plot."""
+    """NAME = <literal>, e.g. D_MODEL = 64, or A, B = 16, 64; anything computed could train or
+    plot."""
     if isinstance(node, ast.Assign):
         targets, value = node.targets, node.value
     elif isinstance(node, ast.AnnAssign) and node.value is not None:
         targets, value = [node.target], node.value
     else:
         return False
-    if not all(isinstance(t, ast.Name) for t in targets):
+    if any(_names(t) is None for t in targets):
         return False
     try:
         ast.literal_eval(value)
@@ -82,7 +92,7 @@ def _defined_names(node):
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return [node.name]
     if isinstance(node, ast.Assign):
-        return [t.id for t in node.targets]
+        return [name for t in node.targets for name in _names(t)]
     if isinstance(node, ast.AnnAssign):
         return [node.target.id]
     return []

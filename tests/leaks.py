@@ -50,6 +50,7 @@ RELEASED = REPO / "notebooks"
 REFERENCE = REPO / "autograder" / "reference"
 PROBES = REPO / "autograder" / "probes"
 MISCONCEPTIONS = REPO / "autograder" / "misconceptions"
+COURSE = REPO / "autograder" / "course"  # one folder per notebook: reference, cases, variants
 
 MIN_NODES = 12  # structural nodes: a block smaller than this is too common to call a leak
 MIN_ANSWER = 4  # but a model answer's whole body counts from this size (one short line)
@@ -278,18 +279,19 @@ def collect_secrets():
         for line in new_lines:
             found_lines.setdefault(line, set()).add(where)
 
-    for path in sorted(REFERENCE.glob("*.py")):
+    for path in sorted(REFERENCE.glob("*.py")) + sorted(COURSE.glob("*/reference.py")):
         source = path.read_text()
         for node in ast.parse(source).body:
             if isinstance(node, DEFINITIONS):
                 segment = ast.get_source_segment(source, node)
                 allowed_blocks, allowed_lines = shown.get(node.name, (set(), set()))
                 add(
-                    f"autograder/reference/{path.name}: {node.name}",
+                    f"{path.relative_to(REPO)}: {node.name}",
                     definition_blocks(node, MIN_ANSWER) - allowed_blocks,
                     secret_lines(segment, parse(segment)) - allowed_lines,
                 )
-    for path in sorted(PROBES.glob("*.py")) + sorted(MISCONCEPTIONS.glob("*_variants.py")):
+    course = sorted(COURSE.glob("*/cases.py")) + sorted(COURSE.glob("*/variants.py"))
+    for path in sorted(PROBES.glob("*.py")) + sorted(MISCONCEPTIONS.glob("*_variants.py")) + course:
         source = path.read_text()
         tree = ast.parse(source)
         add(str(path.relative_to(REPO)), blocks(tree), secret_lines(source, tree))

@@ -22,6 +22,7 @@ QUESTION_LISTS = {
     "05b_encoder_decoder": "## Going further",
     "06_autoregressive_lm": "**Things to try.**",
     "07_modern_lm": "## Going further",
+    "08_real_models": "## Going further",
 }
 
 

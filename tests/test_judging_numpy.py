@@ -171,6 +171,19 @@ def test_judging_modules_import_no_model_answer_probe_or_variant():
     assert bad == []
 
 
+def test_a_course_folders_judges_import_no_model_answer_case_or_variant():
+    """autograder/course/<folder>/judges.py is the one file of its folder the handout ships: it
+    imports neither its folder's reference, cases or variants, nor what judging/ may not."""
+    paths = sorted((ROOT / "autograder" / "course").glob("*/judges.py"))
+    assert paths, "no notebook folder with judges"
+    for path in paths:
+        own = tuple(f"autograder.course.{path.parent.name}.{m}" for m in ("reference", "cases", "variants"))  # fmt: skip
+        tree = ast.parse(path.read_text())
+        assert not [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level]
+        bad = [m for _, m in _imports(path) if m.startswith(FORBIDDEN + own)]
+        assert bad == [], path
+
+
 def test_the_import_scan_sees_a_forbidden_import(tmp_path):
     planted = tmp_path / "planted.py"
     planted.write_text(

@@ -2,7 +2,7 @@
 
 For every graded name of every notebook whose solution exists, the top-level def/class of that
 name in the solution's code cells must be AST-identical (comments and formatting aside) to the
-one in autograder.reference.<reference_module>. On drift the test shows a unified diff.
+one in its notebook's reference module (curriculum's Notebook.reference_path). On drift the test shows a unified diff.
 """
 
 import ast
@@ -42,8 +42,8 @@ def notebook_definitions(path):
     return found
 
 
-def reference_definition(module_name, name):
-    obj = getattr(importlib.import_module(f"autograder.reference.{module_name}"), name)
+def reference_definition(module_path, name):
+    obj = getattr(importlib.import_module(module_path), name)
     (node,) = ast.parse(textwrap.dedent(inspect.getsource(obj))).body
     return node
 
@@ -56,12 +56,12 @@ def test_solution_definition_is_the_reference(notebook, name):
         f"(found {len(definitions)})"
     )
     ours = definitions[0]
-    reference = reference_definition(notebook.reference_module, name)
+    reference = reference_definition(notebook.reference_path, name)
     if ast.dump(ours, include_attributes=False) != ast.dump(reference, include_attributes=False):
         diff = difflib.unified_diff(
             ast.unparse(reference).splitlines(),
             ast.unparse(ours).splitlines(),
-            f"autograder/reference/{notebook.reference_module}.py",
+            notebook.reference_path.replace(".", "/") + ".py",
             f"solutions/{notebook.filename}",
             lineterm="",
         )

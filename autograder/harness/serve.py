@@ -22,6 +22,9 @@ Ops (request.json's "op"):
           answers its parameter groups as plain data (toy.optimizer_groups).
   step    target(model, optimizer, *args, **kwargs) on a toy model with an SGD optimizer;
           answers what it returned and did (toy.one_step).
+  load    build the namespace's class "model" (**"init", seeded), call target(model, "state")
+          (a loader such as notebook 08's load_hf_llama), then run the model it was given on
+          "args" in eval mode: answers those outputs, and whether the loader returned that model.
 A call's answer also says, for each argument that is a module, whether it is in train mode
 after the call ("training_after").
 Values may also be {"$ref": name} (an object of the namespace), {"$generator": seed} (a seeded
@@ -380,6 +383,26 @@ class Session:
             if ln_f is not None and type(ln_f).__name__ == "LayerNorm":
                 out["ln_f"] = self._call(ln_f.eval(), [parts["x"]], {})
         return out
+
+    def op_load(self, request):
+        import torch
+
+        torch.manual_seed(request.get("seed", 0))
+        model = self.lookup(request["model"])(**self.value(request.get("init", {})))
+        loader, state = self.lookup(request["target"]), self.value(request["state"])
+        try:
+            returned = loader(model, state)
+        except RequestTimeout:
+            raise
+        except BaseException as exc:  # noqa: BLE001
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            return {"error": _error(exc)}
+        model.eval()
+        with torch.no_grad():
+            answer = self._call(model, self.value(request.get("args", [])), {})
+        answer["returned_model"] = returned is model
+        return answer
 
     def op_train(self, request):
         from .toy import train_lm

@@ -46,6 +46,11 @@ IMPORTS = {
         ),
         "06_autoregressive_lm": ("GPT",),
     },
+    "08_real_models": {
+        "07_modern_lm": (
+            "rms_norm", "RMSNorm", "apply_rope", "SwiGLU", "CausalSelfAttention", "generate_cached",
+        ),
+    },
 }  # fmt: skip
 MAX_SEEN = 2_000  # values looked at in one case's answers while looking for an error
 

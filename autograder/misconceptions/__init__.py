@@ -301,3 +301,46 @@ CATALOGUE.update(
         if i not in CATALOGUE
     }
 )
+
+
+# Ids recognised by notebook 08's probes (autograder/course/n08_real_models/variants.py).
+_REAL_MODEL_ENTRIES = [
+    ("kv-head-interleaved", "query head h reading key/value head h % n_kv_heads",
+     "the query heads share their key/value head in consecutive groups: heads 0 .. group - 1 "
+     "read key/value head 0, the next group head 1, and so on (h // group). Which of repeat and "
+     "repeat_interleave keeps each head next to its copies?"),
+    ("cache-after-repeat", "storing the keys and values in the cache after repeating them",
+     "the cache is what grouped-query attention saves memory on: store the n_kv_heads heads "
+     "as they come out of wk and wv (after RoPE), and repeat them for the query heads only "
+     "when computing the scores."),
+    ("rope-base-ignored", "rotating with base 10000 whatever rope_base is given",
+     "pass the model's rope_base on to apply_rope: published models use other bases "
+     "(LLaMA 3 uses 500000)."),
+    ("norm-eps-ignored", "norms built with eps 1e-6 whatever norm_eps is given",
+     "build every RMSNorm with the norm_eps the model is given: checkpoints were trained with "
+     "their own (1e-5 for many)."),
+    ("head-tied-when-untied", "an output layer sharing the embedding's matrix although tie_embeddings=False",
+     "with tie_embeddings=False, lm_head keeps its own weight: tie it only when asked."),
+    ("rope-layout-not-permuted", "copying q_proj and k_proj as they are",
+     "Hugging Face's checkpoints pair feature i of a head with feature i + d_head/2, and your "
+     "apply_rope pairs neighbours: reorder each head's rows of q_proj and k_proj so that rows "
+     "i and i + d_head/2 become neighbours 2i and 2i + 1."),
+    ("rope-only-queries-permuted", "reordering the rows of q_proj but not those of k_proj (or the reverse)",
+     "queries and keys are both rotated, so both projections need their rows reordered, each "
+     "with its own number of heads."),
+    ("rope-permutation-inverted", "reordering the rows the other way (interleaved to half-split)",
+     "row 2i of a head in your layout is row i of Hugging Face's, and row 2i + 1 is row "
+     "i + d_head/2: check the direction on one head of width 4 by hand."),
+    ("gate-up-swapped", "gate_proj and up_proj copied the wrong way round",
+     "in SwiGLU, w1 is the gate that goes through silu: gate_proj goes to w1, up_proj to w3."),
+    ("kv-bytes-missing-factor-2", "counting the keys but not the values (or the reverse)",
+     "a cache holds a key AND a value for every layer, head, feature and position."),
+    ("kv-bytes-ignores-batch", "counting one sequence whatever the batch",
+     "every sequence of the batch has its own cache: multiply by batch."),
+    ("kv-bytes-in-bits", "counting bits instead of bytes",
+     "bytes_per_value is already in bytes: no factor 8."),
+    ("kv-bytes-per-value-ignored", "2 bytes a value whatever bytes_per_value is given",
+     "use bytes_per_value: 2 for bfloat16, 4 for float32, 1 for an 8-bit cache."),
+]  # fmt: skip
+
+CATALOGUE.update({i: Misconception(i, mistake, hint) for i, mistake, hint in _REAL_MODEL_ENTRIES})

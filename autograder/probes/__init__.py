@@ -12,7 +12,7 @@ from autograder.curriculum import BY_STEM, NOTEBOOKS
 
 def load(stem):
     """Register one notebook's probes (importing only what that notebook needs: no torch for 01-04)."""
-    module = f"autograder.probes.{BY_STEM[stem].reference_module}"
+    module = BY_STEM[stem].cases_path
     try:
         importlib.import_module(module)
     except ModuleNotFoundError as exc:  # a notebook whose probes are not written yet

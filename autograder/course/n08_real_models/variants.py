@@ -1,0 +1,172 @@
+"""Known-wrong answers to notebook 08, computed in the trusted parent: what each mistake returns.
+
+Each variant is the reference with one step done wrong, named by its misconception id (the ids
+and their hints are in autograder/misconceptions/__init__.py). cases.py stores their outputs next
+to the right ones; the judges name the id whose output a student's answer matches.
+"""
+
+import math
+
+import torch
+
+from autograder.course.n08_real_models import reference as ref
+from autograder.probes.torch_tools import load, np_
+from autograder.reference.modern_lm import apply_rope
+
+# ---------------------------------------------------------------- attention
+
+
+class _WrongGQA(ref.GroupedQueryAttention):
+    """The reference attention with one mistake (`mistake`, set on the instance)."""
+
+    mistake = None
+
+    def forward(self, x, cache=None):
+        B, T, d = x.shape
+        H, H_kv = self.n_heads, self.n_kv_heads
+        d_head = d // H
+        base = 10000.0 if self.mistake == "rope-base-ignored" else self.rope_base
+
+        def heads(t, n):
+            return t.view(B, T, n, d_head).transpose(1, 2)
+
+        q, k, v = heads(self.wq(x), H), heads(self.wk(x), H_kv), heads(self.wv(x), H_kv)
+        T_past = 0 if cache is None else cache[0].shape[2]
+        positions = torch.arange(T_past, T_past + T)
+        q, k = apply_rope(q, positions, base), apply_rope(k, positions, base)
+        if cache is not None:
+            k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
+        group = H // H_kv
+        if self.mistake == "kv-head-interleaved":  # query head h reads kv head h % H_kv
+            k_all, v_all = k.repeat(1, group, 1, 1), v.repeat(1, group, 1, 1)
+        else:
+            k_all, v_all = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+        scores = q @ k_all.transpose(-2, -1) / math.sqrt(d_head)
+        mask = torch.ones(T, T_past + T, dtype=torch.bool).tril(diagonal=T_past)
+        weights = scores.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+        y = (weights @ v_all).transpose(1, 2).reshape(B, T, d)
+        return self.wo(y), (k, v)
+
+
+def _with_mistake(model, mistake):
+    """Every GroupedQueryAttention of `model` (or `model` itself) made to do `mistake`."""
+    for module in model.modules():
+        if isinstance(module, ref.GroupedQueryAttention):
+            module.__class__ = _WrongGQA
+            module.mistake = mistake
+    return model
+
+
+ATTENTION_MISTAKES = ("kv-head-interleaved", "rope-base-ignored")
+
+
+def attention_variants(init, state, x, cache=None):
+    """[(id, (y, k, v))] of GroupedQueryAttention(**init) with `state` on x (and a cache)."""
+    out = []
+    for mistake in ATTENTION_MISTAKES:
+        module = _with_mistake(load(ref.GroupedQueryAttention(**init), state), mistake)
+        with torch.no_grad():
+            y, (k, v) = module(x, cache)
+        out.append((mistake, (np_(y), np_(k), np_(v))))
+    return out
+
+
+# ---------------------------------------------------------------- Llama
+
+
+def reference_llama(init, state):
+    """The reference Llama(**init) with `state` loaded (tok_emb's matrix as the head when tied)."""
+    model = ref.Llama(**init)
+    full = dict(state)
+    if init.get("tie_embeddings", True):
+        full["lm_head.weight"] = state["tok_emb.weight"]
+    return load(model, full)
+
+
+def llama_variants(init, state, idx, cache=None):
+    """[(id, logits)] of the typical mistakes in Llama(**init) on idx (and a cache)."""
+    out = []
+    for mistake in ("kv-head-interleaved", "rope-base-ignored", "norm-eps-ignored"):
+        model = reference_llama(init, state)
+        if mistake == "norm-eps-ignored":
+            for module in model.modules():
+                if hasattr(module, "eps"):
+                    module.eps = 1e-6
+        else:
+            _with_mistake(model, mistake)
+        out.append((mistake, model))
+    if not init.get("tie_embeddings", True):
+        model = reference_llama(init, state)
+        model.lm_head.weight = model.tok_emb.weight
+        out.append(("head-tied-when-untied", model))
+    logits = []
+    for mistake, model in out:
+        with torch.no_grad():
+            logits.append((mistake, np_(model(idx, cache)[0])))
+    return logits
+
+
+# ---------------------------------------------------------------- load_hf_llama
+
+
+def _permute_meta(weight, n_heads):
+    """Interleaved -> half-split (Meta's conversion script's direction): the inverse permutation."""
+    rows, d_in = weight.shape
+    d_head = rows // n_heads
+    return weight.view(n_heads, d_head // 2, 2, d_in).transpose(1, 2).reshape(rows, d_in)
+
+
+LOAD_MISTAKES = (
+    "rope-layout-not-permuted",
+    "rope-only-queries-permuted",
+    "rope-permutation-inverted",
+    "gate-up-swapped",
+)
+
+
+def _wrong_load(model, state_dict, mistake, n_heads, n_kv_heads):
+    """The reference's copy with one mistake, into a model built from the same config."""
+    hf = dict(state_dict)
+    for key in list(hf):
+        heads = n_heads if ".q_proj." in key else n_kv_heads if ".k_proj." in key else None
+        if heads is None:
+            continue
+        if mistake == "rope-layout-not-permuted" or (
+            mistake == "rope-only-queries-permuted" and ".k_proj." in key
+        ):
+            # the loader permutes everything it is given: pre-undo it, so it ends up unpermuted
+            hf[key] = _permute_meta(hf[key], heads)
+        elif mistake == "rope-permutation-inverted":  # undo the loader's, then Meta's direction
+            hf[key] = _permute_meta(_permute_meta(hf[key], heads), heads)
+    if mistake == "gate-up-swapped":
+        for key in list(hf):
+            if ".mlp.gate_proj." in key:
+                up = key.replace("gate_proj", "up_proj")
+                hf[key], hf[up] = hf[up], hf[key]
+    return ref.load_hf_llama(model, hf)
+
+
+def load_variants(init, state_dict, idx):
+    """[(id, logits)] after loading `state_dict` the wrong way into Llama(**init), on idx."""
+    n_heads = init["n_heads"]
+    n_kv_heads = init.get("n_kv_heads") or n_heads
+    out = []
+    for mistake in LOAD_MISTAKES:
+        model = _wrong_load(ref.Llama(**init).eval(), state_dict, mistake, n_heads, n_kv_heads)
+        with torch.no_grad():
+            out.append((mistake, np_(model(idx)[0])))
+    return out
+
+
+# ---------------------------------------------------------------- kv_cache_bytes
+
+
+def kv_bytes_variants(n_layers, n_kv_heads, d_head, seq_len, batch=1, bytes_per_value=2):
+    """[(id, int)]: the bytes each counting mistake gives."""
+    right = ref.kv_cache_bytes(n_layers, n_kv_heads, d_head, seq_len, batch, bytes_per_value)
+    return [
+        ("kv-bytes-missing-factor-2", right // 2),
+        ("kv-bytes-ignores-batch", right // batch),
+        ("kv-bytes-in-bits", right * 8),
+        ("kv-bytes-per-value-ignored", right // bytes_per_value * 2),
+    ]

@@ -1,0 +1,321 @@
+"""Wrong and right answers to notebook 08, written the way students write them.
+
+WRONG: (key, graded name, the answer, expected id or None, key phrase of the message or None);
+a phrase is required for entries without an id. RIGHT: (graded name, an answer written another
+way: einsum, expand + reshape, PyTorch's fused attention with enable_gqa, nn.RMSNorm, its own
+permutation by index, load_state_dict after its own checks, math.prod), which must keep full
+marks. test_real_models_catalogue.py measures them; load_hf_llama's run with the reference Llama.
+"""
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from autograder.course.n08_real_models import reference as ref
+from autograder.reference.modern_lm import RMSNorm, SwiGLU, apply_rope
+
+# ================================================================ GroupedQueryAttention
+
+
+class _GQA(ref.GroupedQueryAttention):
+    """The reference with hooks: `expand(k, group)` repeats the kv heads, `base` the RoPE base,
+    `cache_repeated` stores the cache after the repetition."""
+
+    cache_repeated = False
+
+    @staticmethod
+    def expand(t, group):
+        return t.repeat_interleave(group, dim=1)
+
+    def base(self):
+        return self.rope_base
+
+    def forward(self, x, cache=None):
+        B, T, d = x.shape
+        H, H_kv = self.n_heads, self.n_kv_heads
+        d_head, group = d // H, H // H_kv
+        q = self.wq(x).view(B, T, H, d_head).transpose(1, 2)
+        k = self.wk(x).view(B, T, H_kv, d_head).transpose(1, 2)
+        v = self.wv(x).view(B, T, H_kv, d_head).transpose(1, 2)
+        T_past = 0 if cache is None else cache[0].shape[2]
+        positions = torch.arange(T_past, T_past + T)
+        q, k = apply_rope(q, positions, self.base()), apply_rope(k, positions, self.base())
+        if self.cache_repeated:
+            k, v = self.expand(k, group), self.expand(v, group)
+            if cache is not None:
+                k, v = torch.cat([cache[0], k], 2), torch.cat([cache[1], v], 2)
+            k_all, v_all = k, v
+        else:
+            if cache is not None:
+                k, v = torch.cat([cache[0], k], 2), torch.cat([cache[1], v], 2)
+            k_all, v_all = self.expand(k, group), self.expand(v, group)
+        scores = q @ k_all.transpose(-2, -1) / math.sqrt(d_head)
+        mask = torch.ones(T, T_past + T, dtype=torch.bool).tril(diagonal=T_past)
+        y = scores.masked_fill(~mask, float("-inf")).softmax(-1) @ v_all
+        return self.wo(y.transpose(1, 2).reshape(B, T, d)), (k, v)
+
+
+class GQARepeatNotInterleave(_GQA):
+    """k.repeat(1, group, 1, 1): query head h reads kv head h % n_kv_heads."""
+
+    @staticmethod
+    def expand(t, group):
+        return t.repeat(1, group, 1, 1)
+
+
+class GQACacheAfterRepeat(_GQA):
+    cache_repeated = True
+
+
+class GQABaseIgnored(_GQA):
+    def base(self):
+        return 10000.0
+
+
+class GQANoHeadCheck(_GQA):
+    """No ValueError: the constructor accepts head counts that do not divide."""
+
+    def __init__(self, d_model, n_heads, n_kv_heads, rope_base=10000.0):
+        nn.Module.__init__(self)
+        self.n_heads, self.n_kv_heads, self.rope_base = n_heads, n_kv_heads, rope_base
+        d_head = d_model // n_heads
+        self.wq = nn.Linear(d_model, d_model, bias=False)
+        self.wk = nn.Linear(d_model, n_kv_heads * d_head, bias=False)
+        self.wv = nn.Linear(d_model, n_kv_heads * d_head, bias=False)
+        self.wo = nn.Linear(d_model, d_model, bias=False)
+
+
+class GQAEinsumExpand(ref.GroupedQueryAttention):
+    """Right: heads grouped as (B, H_kv, group, T, d_head), scores by einsum, no copy of k/v."""
+
+    def forward(self, x, cache=None):
+        B, T, d = x.shape
+        H, H_kv = self.n_heads, self.n_kv_heads
+        d_head, group = d // H, H // H_kv
+        q = self.wq(x).reshape(B, T, H, d_head).permute(0, 2, 1, 3)
+        k = self.wk(x).reshape(B, T, H_kv, d_head).permute(0, 2, 1, 3)
+        v = self.wv(x).reshape(B, T, H_kv, d_head).permute(0, 2, 1, 3)
+        past = 0 if cache is None else cache[0].shape[-2]
+        pos = torch.arange(past, past + T)
+        q, k = apply_rope(q, pos, self.rope_base), apply_rope(k, pos, self.rope_base)
+        if cache is not None:
+            k, v = torch.cat((cache[0], k), -2), torch.cat((cache[1], v), -2)
+        qg = q.reshape(B, H_kv, group, T, d_head)  # consecutive query heads share a kv head
+        scores = torch.einsum("bkgtd,bksd->bkgts", qg, k) * d_head**-0.5
+        allowed = torch.arange(past + T)[None, :] <= torch.arange(past, past + T)[:, None]
+        w = torch.where(allowed, scores, float("-inf")).softmax(-1)
+        y = torch.einsum("bkgts,bksd->bkgtd", w, v).reshape(B, H, T, d_head)
+        return self.wo(y.permute(0, 2, 1, 3).reshape(B, T, d)), (k, v)
+
+
+class GQAFused(ref.GroupedQueryAttention):
+    """Right: PyTorch's fused attention does the grouping (enable_gqa=True), k and v expanded
+    with expand + reshape for the mask's sake when a cache is given."""
+
+    def forward(self, x, cache=None):
+        B, T, d = x.shape
+        H, H_kv = self.n_heads, self.n_kv_heads
+        d_head = d // H
+        q = self.wq(x).view(B, T, H, d_head).transpose(1, 2)
+        k = self.wk(x).view(B, T, H_kv, d_head).transpose(1, 2)
+        v = self.wv(x).view(B, T, H_kv, d_head).transpose(1, 2)
+        past = 0 if cache is None else cache[0].shape[2]
+        pos = torch.arange(past, past + T)
+        q, k = apply_rope(q, pos, self.rope_base), apply_rope(k, pos, self.rope_base)
+        if cache is not None:
+            k, v = torch.cat([cache[0], k], 2), torch.cat([cache[1], v], 2)
+        mask = torch.ones(T, past + T, dtype=torch.bool).tril(diagonal=past)
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+        return self.wo(y.transpose(1, 2).reshape(B, T, d)), (k, v)
+
+
+# ================================================================ Llama
+
+
+def _llama(attention=ref.GroupedQueryAttention, tie=None, base=None, eps=None, norm=RMSNorm):
+    """A Llama written by a student, with one choice replaced: `tie` forces the tying, `base`
+    and `eps` the values passed on."""
+
+    class Block(nn.Module):
+        def __init__(self, d_model, n_heads, n_kv_heads, d_ff, rope_base, norm_eps):
+            super().__init__()
+            self.norm1 = norm(d_model, eps=norm_eps if eps is None else eps)
+            self.attn = attention(d_model, n_heads, n_kv_heads, rope_base if base is None else base)
+            self.norm2 = norm(d_model, eps=norm_eps if eps is None else eps)
+            self.ffn = SwiGLU(d_model, d_ff)
+
+        def forward(self, x, cache=None):
+            a, cache = self.attn(self.norm1(x), cache)
+            h = x + a
+            return h + self.ffn(self.norm2(h)), cache
+
+    class Llama(ref.Llama):
+        def __init__(self, vocab_size, block_size, d_model, n_heads, n_layers, n_kv_heads=None,
+                     d_ff=None, tie_embeddings=True, rope_base=10000.0, norm_eps=1e-6):  # fmt: skip
+            nn.Module.__init__(self)
+            self.block_size = block_size
+            n_kv_heads = n_kv_heads or n_heads
+            d_ff = d_ff or 64 * math.ceil(8 * d_model / 192)
+            self.tok_emb = nn.Embedding(vocab_size, d_model)
+            self.blocks = nn.ModuleList(
+                Block(d_model, n_heads, n_kv_heads, d_ff, rope_base, norm_eps)
+                for _ in range(n_layers)
+            )
+            self.norm = norm(d_model, eps=norm_eps if eps is None else eps)
+            self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
+            if (tie_embeddings if tie is None else tie) is True:
+                self.lm_head.weight = self.tok_emb.weight
+
+    return Llama
+
+
+LlamaAlwaysTied = _llama(tie=True)
+LlamaNeverTied = _llama(tie=False)
+LlamaBaseNotPassed = _llama(base=10000.0)
+LlamaEpsIgnored = _llama(eps=1e-6)
+LlamaRepeatNotInterleave = _llama(attention=GQARepeatNotInterleave)
+LlamaTorchRMSNorm = _llama(norm=nn.RMSNorm)  # right: PyTorch's own RMSNorm module
+LlamaEinsum = _llama(attention=GQAEinsumExpand)  # right
+
+# ================================================================ load_hf_llama
+
+NAMES = {  # Hugging Face's name in a layer -> ours
+    "input_layernorm": "norm1",
+    "self_attn.q_proj": "attn.wq",
+    "self_attn.k_proj": "attn.wk",
+    "self_attn.v_proj": "attn.wv",
+    "self_attn.o_proj": "attn.wo",
+    "post_attention_layernorm": "norm2",
+    "mlp.gate_proj": "ffn.w1",
+    "mlp.up_proj": "ffn.w3",
+    "mlp.down_proj": "ffn.w2",
+}
+
+
+def _by_index(w, n_heads):
+    """Right, another way: row 2i + s of each head is Hugging Face's row i + s * d_head/2."""
+    d_head = w.shape[0] // n_heads
+    order = [
+        h * d_head + i // 2 + (i % 2) * (d_head // 2) for h in range(n_heads) for i in range(d_head)
+    ]
+    return w[order]
+
+
+def _loader(permute_q=_by_index, permute_k=_by_index, swap_gate=False, check=True, name_key=True):
+    """A load_hf_llama written as a renaming, then load_state_dict; one step replaceable."""
+
+    @torch.no_grad()
+    def load_hf_llama(model, state_dict):
+        attn = model.blocks[0].attn
+        n_heads, n_kv = attn.n_heads, attn.n_kv_heads
+        tied = model.lm_head.weight is model.tok_emb.weight
+        mine = {"model.embed_tokens.weight": "tok_emb.weight", "model.norm.weight": "norm.weight"}
+        for i in range(len(model.blocks)):
+            for hf, ours in NAMES.items():
+                if swap_gate and hf in ("mlp.gate_proj", "mlp.up_proj"):
+                    ours = {"ffn.w1": "ffn.w3", "ffn.w3": "ffn.w1"}[ours]
+                mine[f"model.layers.{i}.{hf}.weight"] = f"blocks.{i}.{ours}.weight"
+        if not tied or "lm_head.weight" in state_dict:
+            mine["lm_head.weight"] = "lm_head.weight"
+        params = dict(model.named_parameters(remove_duplicate=False))
+        if check:
+            for key in sorted(set(mine) ^ set(state_dict)):
+                raise ValueError(f"key mismatch: {key}" if name_key else "the keys do not match")
+            for key, t in state_dict.items():
+                if t.shape != params[mine[key]].shape:
+                    raise ValueError(f"{key}: shape {tuple(t.shape)}" if name_key else "bad shape")
+        for key, t in state_dict.items():
+            if key not in mine:
+                continue
+            if key.endswith("q_proj.weight"):
+                t = permute_q(t, n_heads)
+            elif key.endswith("k_proj.weight"):
+                t = permute_k(t, n_kv)
+            params[mine[key]].copy_(t)
+        return model
+
+    return load_hf_llama
+
+
+def _none(w, n_heads):
+    return w
+
+
+load_right_by_index = _loader()
+load_not_permuted = _loader(permute_q=_none, permute_k=_none)
+load_only_queries = _loader(permute_k=_none)
+load_gate_up_swapped = _loader(swap_gate=True)
+load_unchecked = _loader(check=False)
+load_error_unnamed = _loader(name_key=False)
+
+
+def _meta(w, n_heads):  # interleaved -> half-split: the direction of Meta's conversion script
+    rows, d_in = w.shape
+    return w.view(n_heads, rows // n_heads // 2, 2, d_in).transpose(1, 2).reshape(rows, d_in)
+
+
+load_inverted = _loader(permute_q=_meta, permute_k=_meta)
+
+# ================================================================ kv_cache_bytes
+
+
+def kv_right_prod(n_layers, n_kv_heads, d_head, seq_len, batch=1, bytes_per_value=2):
+    return math.prod((2, n_layers, n_kv_heads, d_head, seq_len, batch, bytes_per_value))
+
+
+def kv_keys_only(n_layers, n_kv_heads, d_head, seq_len, batch=1, bytes_per_value=2):
+    return n_layers * n_kv_heads * d_head * seq_len * batch * bytes_per_value
+
+
+def kv_no_batch(n_layers, n_kv_heads, d_head, seq_len, batch=1, bytes_per_value=2):
+    return 2 * n_layers * n_kv_heads * d_head * seq_len * bytes_per_value
+
+
+def kv_bits(n_layers, n_kv_heads, d_head, seq_len, batch=1, bytes_per_value=2):
+    return 2 * n_layers * n_kv_heads * d_head * seq_len * batch * bytes_per_value * 8
+
+
+def kv_fixed_two_bytes(n_layers, n_kv_heads, d_head, seq_len, batch=1, bytes_per_value=2):
+    return 2 * n_layers * n_kv_heads * d_head * seq_len * batch * 2
+
+
+def kv_float(n_layers, n_kv_heads, d_head, seq_len, batch=1, bytes_per_value=2):
+    return 2.0 * n_layers * n_kv_heads * d_head * seq_len * batch * bytes_per_value
+
+
+WRONG = [
+    ("gqa-repeat", "GroupedQueryAttention", GQARepeatNotInterleave, "kv-head-interleaved", None),
+    ("gqa-cache-after-repeat", "GroupedQueryAttention", GQACacheAfterRepeat, "cache-after-repeat", None),
+    ("gqa-base-ignored", "GroupedQueryAttention", GQABaseIgnored, "rope-base-ignored", None),
+    ("gqa-no-head-check", "GroupedQueryAttention", GQANoHeadCheck, None, "should raise ValueError"),
+    ("llama-always-tied", "Llama", LlamaAlwaysTied, "head-tied-when-untied", None),
+    ("llama-never-tied", "Llama", LlamaNeverTied, "head-not-tied", None),
+    ("llama-base-not-passed", "Llama", LlamaBaseNotPassed, "rope-base-ignored", None),
+    ("llama-eps-ignored", "Llama", LlamaEpsIgnored, "norm-eps-ignored", None),
+    ("llama-repeat", "Llama", LlamaRepeatNotInterleave, "kv-head-interleaved", None),
+    ("load-not-permuted", "load_hf_llama", load_not_permuted, "rope-layout-not-permuted", None),
+    ("load-only-queries", "load_hf_llama", load_only_queries, "rope-only-queries-permuted", None),
+    ("load-inverted", "load_hf_llama", load_inverted, "rope-permutation-inverted", None),
+    ("load-gate-up-swapped", "load_hf_llama", load_gate_up_swapped, "gate-up-swapped", None),
+    ("load-unchecked", "load_hf_llama", load_unchecked, None, "should raise ValueError naming"),
+    ("load-error-unnamed", "load_hf_llama", load_error_unnamed, None, "does not name"),
+    ("kv-keys-only", "kv_cache_bytes", kv_keys_only, "kv-bytes-missing-factor-2", None),
+    ("kv-no-batch", "kv_cache_bytes", kv_no_batch, "kv-bytes-ignores-batch", None),
+    ("kv-bits", "kv_cache_bytes", kv_bits, "kv-bytes-in-bits", None),
+    ("kv-fixed-two-bytes", "kv_cache_bytes", kv_fixed_two_bytes, "kv-bytes-per-value-ignored", None),
+    ("kv-float", "kv_cache_bytes", kv_float, None, "a float"),
+]  # fmt: skip
+
+RIGHT = [
+    ("GroupedQueryAttention", GQAEinsumExpand),
+    ("GroupedQueryAttention", GQAFused),
+    ("Llama", LlamaTorchRMSNorm),
+    ("Llama", LlamaEinsum),
+    ("load_hf_llama", load_right_by_index),
+    ("kv_cache_bytes", kv_right_prod),
+]
+
+# what each graded name needs beside itself in the notebook's namespace
+NAMESPACE = {"load_hf_llama": {"Llama": ref.Llama}}
