@@ -336,7 +336,8 @@ HANDED_IN_COLUMNS = ("student", "notebook", "handed_in")
 GATHER_FLAGS = {  # token (the `flags` column of gather's record) -> what gather saw
     "backdated": (
         "the commit graded is dated before the deadline, yet a gather at or after the deadline "
-        "did not have it: it was pushed after the deadline, whatever its date says"
+        "did not have it: it was pushed after the deadline, whatever its date says, and is "
+        "taken as handed in no earlier than that gather"
     ),
     "history-rewritten": (
         "the repository's history was rewritten since an earlier gather: the commit that "
