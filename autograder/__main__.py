@@ -114,6 +114,11 @@ def main(argv=None):
     handout_cmd.add_argument(
         "--stage", type=int, help="only notebooks 01..STAGE (a weekly release); default: all"
     )
+    handout_cmd.add_argument(
+        "--repository",
+        help="where the handout will be published (https://github.com/ORG/NAME), for the "
+        "Colab cell and links; default: pyproject.toml's [project.urls] Handout",
+    )
 
     args = parser.parse_args(argv)
     if args.command == "release":
@@ -151,9 +156,13 @@ def main(argv=None):
 
         return export.run(args)
     if args.command == "handout":
-        from autograder.handout import build_handout, describe
+        from autograder.handout import PlaceholderRepository, build_handout, describe
 
-        print(describe(build_handout(args.out, stage=args.stage), args.out))
+        try:
+            files = build_handout(args.out, stage=args.stage, repository=args.repository)
+        except PlaceholderRepository as exc:
+            raise SystemExit(f"error: {exc}") from None
+        print(describe(files, args.out))
         return 0
     return 2
 
