@@ -54,6 +54,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from autograder.curriculum import BY_STEM, NOTEBOOKS
+from autograder.escaping import terminal
 
 METHODS = ("none", "zero", "per-period")
 ALL = "all"
@@ -140,10 +141,7 @@ def parse_policy(data, source="the deadlines file"):
     unknown = set(data) - {"timezone", "due", "penalty", "extensions"}
     if unknown:
         raise PolicyError(f"{source}: unknown key(s) {', '.join(sorted(unknown))}")
-    try:
-        zone = ZoneInfo(data["timezone"]) if "timezone" in data else UTC
-    except (ZoneInfoNotFoundError, ValueError, TypeError):
-        raise PolicyError(f"{source}: unknown timezone {data['timezone']!r}") from None
+    zone = _zone(data["timezone"], source) if "timezone" in data else UTC
     due = _due_dates(data.get("due", {}), zone, source, "due")
     penalty = data.get("penalty", {})
     if not isinstance(penalty, dict):
@@ -182,6 +180,22 @@ def parse_policy(data, source="the deadlines file"):
     )
 
 
+def _zone(name, source):
+    """The ZoneInfo of the policy's `timezone`; PolicyError naming the file and the key for any
+    name the system's zone database cannot give (ZoneInfo raises OSError for a name longer than
+    a file name can be, ValueError for one with a NUL or a path in it, TypeError for a number)."""
+    text = str(name)
+    shown = terminal(text if len(text) <= 80 else f"{text[:80]}... ({len(text):,} characters)")
+    if not isinstance(name, str):
+        raise PolicyError(f'{source}: timezone must be a name such as "Europe/Paris", not {shown}')
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, OSError, ValueError, TypeError):
+        raise PolicyError(
+            f'{source}: timezone: unknown timezone "{shown}" (a name such as "Europe/Paris")'
+        ) from None
+
+
 def _finite(value):
     return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
 
@@ -218,7 +232,12 @@ def _extensions(table, due, zone, source):
         elif _finite(value) and 0 < value <= MAX_HOURS:
             if not due:
                 raise PolicyError(f"{where}: hours extend due dates, and [due] gives none")
-            moved = {stem: when + timedelta(hours=value) for stem, when in due.items()}
+            try:
+                moved = {stem: when + timedelta(hours=value) for stem, when in due.items()}
+            except OverflowError:
+                raise PolicyError(
+                    f"{where}: the due dates moved by {value:g} h are past the year 9999"
+                ) from None
         else:
             raise PolicyError(
                 f"{where}: expected a number of hours (> 0, at most {MAX_HOURS}) or a table "
