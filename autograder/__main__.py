@@ -52,6 +52,11 @@ def grade_options(cmd):
         help="a CSV of student,notebook,handed_in times (else the files' own times)",
     )
     cmd.add_argument(
+        "--roster",
+        help="the course roster (CSV, see autograder/roster.py): its sections give the class "
+        "page's means and help list per section",
+    )
+    cmd.add_argument(
         "--skip-selftest",
         action="store_true",
         help="EMERGENCIES ONLY: grade without first checking that this machine's sandbox gives "

@@ -268,6 +268,7 @@ def apply_late_policy(payload, policy, handed_in):
     before = json.dumps([payload.get(k) for k in ("late", "score", "notebooks", "handed_in_flags")])
     if policy is None:
         policy = LatePolicy()  # no due dates: every penalty 0
+    course = policy
     policy = policy.for_student(payload.get("student"))
     raw = {}
     for test in payload.get("tests", []):
@@ -284,6 +285,7 @@ def apply_late_policy(payload, policy, handed_in):
                 "handed_in": handed_in[stem].isoformat() if stem in handed_in else None,
                 "seconds_late": round(seconds, 1),
                 "penalty": penalty or 0.0,
+                "extended": policy.due[stem] != course.due.get(stem),  # an extension moved it
             }
             total += penalty or 0.0
     payload["score"] = round(sum(raw.values()) - total, 4)

@@ -226,7 +226,9 @@ def _grade_class(found, settings, progress, stop, path=None):
                 result.results, settings, result.student, sources[result.student]
             ):
                 write_student(output_folder(settings.out, result.student), result.results)
-        summary = write_class(settings.out, class_results(settings.out, done, path))
+        summary = write_class(
+            settings.out, class_results(settings.out, done, path), roster=settings.roster
+        )
         write_unfinished(settings.out, unfinished)  # [] (the file removed) when none is left
     summary["unfinished"] = sorted(unfinished)
     return done, summary

@@ -34,6 +34,7 @@ class Settings:
     parent_memory: int | None = None  # the parent's own memory budget (default: by workers)
     memory_ceiling: int | None = None  # RLIMIT_AS set from it for this run (by grade_class)
     submission_digests: dict = field(default_factory=dict)  # student -> content digest (classrun)
+    roster: list = field(default_factory=list)  # [roster.Person] (--roster): the page's sections
 
 
 def settings_from_args(args):
@@ -62,7 +63,16 @@ def settings_from_args(args):
             print(FILE_TIMES_NOTE, file=sys.stderr)
     elif getattr(args, "handed_in", None):
         raise SystemExit("error: --handed-in needs --deadlines (the due dates and the penalty)")
+    roster = []
+    if getattr(args, "roster", None):
+        from autograder.roster import RosterError, read_roster
+
+        try:
+            roster = read_roster(args.roster)
+        except RosterError as exc:
+            raise SystemExit(f"error: {exc}") from None
     return Settings(
+        roster=roster,
         out=Path(args.out).resolve(),
         secret=secret,
         limits=limits_from_args(args),
