@@ -211,17 +211,23 @@ def test_on_colab_the_cell_installs_the_checker_with_every_installed_package_kep
     assert "upload it next to this notebook" in printed
 
 
+def _colab_with_tqdm(tmp_path, version):
+    """(its dist-info folder, the environment of a simulated Colab) where tqdm's metadata says
+    `version` (the module itself is the installed tqdm)."""
+    info = tmp_path / "site" / f"tqdm-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: tqdm\nVersion: {version}\n")
+    path = os.pathsep.join(filter(None, [str(tmp_path / "site"), os.environ.get("PYTHONPATH")]))
+    return info, {**os.environ, "COLAB_RELEASE_TAG": "simulated", "PYTHONPATH": path}
+
+
 @pytest.mark.slow  # builds the whole handout
 def test_on_colab_the_cell_leaves_to_pip_a_package_outside_the_checkers_range(handout, tmp_path):
     from importlib.metadata import version
 
     # Ubuntu 24.04's own tqdm (python3-tqdm 4.66.2) says its version is 0.0.0: kept as
     # tqdm==0.0.0 beside the checker's tqdm>=4.64 it made pip's resolution impossible
-    info = tmp_path / "site" / "tqdm-0.0.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tqdm\nVersion: 0.0.0\n")
-    path = os.pathsep.join(filter(None, [str(tmp_path / "site"), os.environ.get("PYTHONPATH")]))
-    env = {**os.environ, "COLAB_RELEASE_TAG": "simulated", "PYTHONPATH": path}
+    _, env = _colab_with_tqdm(tmp_path, "0.0.0")
     source = nbformat.read(handout / "notebooks" / "01_soft_lookup.ipynb", as_version=4)
     (_, command), printed = _run_colab_cell(
         source.cells[0].source, env, wheels=handout / "checker-wheel"
@@ -255,11 +261,7 @@ def test_on_colab_replacing_a_loaded_package_says_to_restart_the_runtime(
     """numpy imported before the cell ran, then replaced on disk by pip: the cell said the checks
     were installed, and the next cell failed with an AttributeError, every later one with a
     NameError. Here pip (recorded) moves tqdm from 4.65.0 to 4.99.0 on disk."""
-    info = tmp_path / "site" / "tqdm-4.65.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tqdm\nVersion: 4.65.0\n")
-    path = os.pathsep.join(filter(None, [str(tmp_path / "site"), os.environ.get("PYTHONPATH")]))
-    env = {**os.environ, "COLAB_RELEASE_TAG": "simulated", "PYTHONPATH": path}
+    info, env = _colab_with_tqdm(tmp_path, "4.65.0")
     source = nbformat.read(handout / "notebooks" / "01_soft_lookup.ipynb", as_version=4)
     calls, printed = _run_colab_cell(
         source.cells[0].source,
