@@ -458,3 +458,33 @@ def test_any_failure_is_one_students_refusal(tmp_path, monkeypatch, capsys):
     assert f"NOT GATHERED {repos[0]}: gathering it ran out of memory: refused" in printed
     assert f"NOT GATHERED {repos[2]}: gathering it failed (KeyError" in printed
     assert list(_rows(tmp_path)) == ["bob"]
+
+
+def test_a_git_command_past_its_time_is_stopped_with_its_children(tmp_path, monkeypatch, capsys):
+    """Each git command on a clone has GIT_SECONDS; one that hangs (here a child of git that
+    holds git's output open) is stopped, its whole process group, and costs only its student."""
+    import shutil
+
+    from autograder.platforms import classroom
+
+    real = shutil.which("git")
+    fake = tmp_path / "bin" / "git"
+    fake.parent.mkdir()
+    sleeper = tmp_path / "sleeper.pid"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'case "$PWD" in *attention-ada*) case " $* " in *" rev-list "*)\n'
+        f"  sleep 600 & echo $! > {sleeper}; wait; exit 0;; esac;; esac\n"
+        f'exec {real} "$@"\n'
+    )
+    fake.chmod(0o755)
+    repos = [_repo(tmp_path / "remote", f"attention-{s}", [(DEADLINE, {A: _notebook(s)})])
+             for s in ("ada", "bob")]  # fmt: skip
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(classroom, "GIT_SECONDS", 2)
+    assert _gather(tmp_path, repos) == 1
+    printed = capsys.readouterr().out
+    assert f"NOT GATHERED {repos[0]}: git rev-list took more than 2 s: stopped" in printed
+    assert list(_rows(tmp_path)) == ["bob"]
+    stat = Path(f"/proc/{int(sleeper.read_text())}/stat")  # the child went with git
+    assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")

@@ -97,6 +97,10 @@ class GatherError(RuntimeError):
     """One repository could not be gathered; the message says which and why."""
 
 
+class GitTimeout(GatherError):
+    """A git command ran past its time and was stopped."""
+
+
 @dataclass
 class Gathered:
     student: str
@@ -136,21 +140,38 @@ def student_of(repository, prefix=""):
     return name
 
 
-def _git(*args, cwd=None, timeout=GIT_SECONDS):
-    try:
-        done = subprocess.run(
-            ["git", "-c", "core.hooksPath=/dev/null", *args],
-            cwd=cwd,
-            capture_output=True,
-            timeout=timeout,
-            env={**os.environ, **GIT_ENV},
-        )
-    except subprocess.TimeoutExpired:
-        raise GatherError(f"git {args[0]} took more than {timeout} s: stopped") from None
-    if done.returncode != 0:
-        message = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:]
+def _git(*args, cwd=None, timeout=None):
+    """git's output; GatherError when it fails, or takes more than `timeout` (GIT_SECONDS)."""
+    returncode, out, err = _run_git(args, cwd, GIT_SECONDS if timeout is None else timeout)
+    if returncode != 0:
+        message = err.decode("utf-8", "replace").strip().splitlines()[-1:]
         raise GatherError(f"git {args[0]} failed: {printable(' '.join(message))}")
-    return done.stdout
+    return out
+
+
+def _run_git(args, cwd, timeout):
+    """(returncode, stdout, stderr) of git in its own process group, which is killed whole when
+    it runs past `timeout` (GatherError) or when reading its output fails (a MemoryError): a
+    child of git holding the output open never keeps the gather waiting."""
+    process = subprocess.Popen(
+        ["git", "-c", "core.hooksPath=/dev/null", *args],
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **GIT_ENV},
+        start_new_session=True,
+    )
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except BaseException as exc:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        if isinstance(exc, subprocess.TimeoutExpired):
+            raise GitTimeout(f"git {args[0]} took more than {timeout:g} s: stopped") from None
+        raise
+    return process.returncode, out, err
 
 
 def _git_bounded(args, watched, limit, cwd=None, timeout=CLONE_SECONDS):
@@ -245,6 +266,8 @@ def chosen_commit(clone, deadline=None):
     whose committer date is not after the deadline."""
     try:
         lines = _git("log", "--first-parent", "--format=%H %ct %at", "HEAD", cwd=clone).split(b"\n")
+    except GitTimeout:
+        raise
     except GatherError:
         lines = []  # an empty repository has no HEAD
     for line in lines:
@@ -265,14 +288,7 @@ def _head(clone):
 
 def _is_ancestor(clone, older, newer):
     """True when commit `older` is in the history of `newer` (False when `older` is gone)."""
-    done = subprocess.run(
-        ["git", "-c", "core.hooksPath=/dev/null", "merge-base", "--is-ancestor", older, newer],
-        cwd=clone,
-        capture_output=True,
-        timeout=GIT_SECONDS,
-        env={**os.environ, **GIT_ENV},
-    )
-    return done.returncode == 0
+    return _run_git(["merge-base", "--is-ancestor", older, newer], clone, GIT_SECONDS)[0] == 0
 
 
 def _commits(clone, head):
