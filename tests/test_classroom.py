@@ -288,7 +288,8 @@ def test_gather_on_a_backdated_push_shows_the_flag_and_the_regrade(tmp_path, cap
     """The whole story: gathered and graded after the deadline (the released notebook: 0), then
     the student commits the answers dated before the deadline and pushes. The next gather
     flags it, and a plain `grade` (no --force) grades it again, with the flag in results.json;
-    file times older than the results never make it "up to date"."""
+    file times older than the results never make it "up to date". It was pushed after the
+    first gather, itself after the deadline: late, whatever the commit's date says."""
     repo = Path(__file__).resolve().parents[1]
     deadline = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=2)
     released = (repo / "notebooks" / A).read_text()
@@ -318,8 +319,12 @@ def test_gather_on_a_backdated_push_shows_the_flag_and_the_regrade(tmp_path, cap
     assert grade() == 0
     assert "graded 1 student(s), skipped 0 up to date" in capsys.readouterr().out
     after = json.loads((out / "ada" / "results.json").read_text())
-    info = after["notebooks"][stem]
-    assert info["score"] == info["max_score"] > 0  # regraded: the answers, on time by date
+    assert sum(t["score"] for t in after["tests"]) > 0  # regraded: the answers pass
+    history = json.loads((tmp_path / "handed_in.history.json").read_text())
+    missed_by = history["students"]["ada"]["gathered"][0]  # the first gather, after the deadline
+    late = after["late"]["notebooks"][stem]
+    assert late["handed_in"] == missed_by and late["seconds_late"] > 0
+    assert after["notebooks"][stem]["score"] == 0  # the policy: a late notebook scores 0
     assert [f["flag"] for f in after["handed_in_flags"]] == ["backdated"]
 
 
