@@ -240,7 +240,18 @@ if "google.colab" in sys.modules or "COLAB_RELEASE_TAG" in os.environ:
     import subprocess
     import tempfile
     import urllib.request
-    from importlib.metadata import PackageNotFoundError, version
+    from importlib.metadata import (
+        PackageNotFoundError,
+        distributions,
+        packages_distributions,
+        version,
+    )
+
+    def installed_now():  # every distribution's version, as imports find them (first wins)
+        found = {{}}
+        for dist in distributions():
+            found.setdefault((dist.metadata["Name"] or "").lower(), dist.version)
+        return found
 
     try:
         from packaging.specifiers import SpecifierSet
@@ -248,13 +259,12 @@ if "google.colab" in sys.modules or "COLAB_RELEASE_TAG" in os.environ:
         from pip._vendor.packaging.specifiers import SpecifierSet
 
     needed = {packages}
-    keep, outside, before = [], [], {{}}
+    keep, outside, before = [], [], installed_now()
     for package, wanted in needed.items():
         try:
             installed = version(package)
         except PackageNotFoundError:
             continue
-        before[package] = installed
         try:
             fits = SpecifierSet(wanted).contains(installed, prereleases=True)
         except ValueError:  # not a version pip can compare
@@ -286,14 +296,16 @@ if "google.colab" in sys.modules or "COLAB_RELEASE_TAG" in os.environ:
     if done.returncode != 0:
         raise RuntimeError("could not install the course's checks:\\n" + done.stderr[-2000:])
     importlib.invalidate_caches()
-    replaced = []
-    for package, installed in before.items():
-        try:
-            now = version(package)
-        except PackageNotFoundError:
-            now = None
-        if now != installed and package.replace("-", "_") in sys.modules:
-            replaced.append(f"{{package}} {{installed}} -> {{now}}")
+    after, modules = installed_now(), {{}}
+    for module, names in packages_distributions().items():
+        for name in names:
+            modules.setdefault(name.lower(), set()).add(module)
+    loaded = {{name.split(".")[0] for name in sys.modules}}
+    replaced = [  # what pip changed on disk under a module this session has imported
+        f"{{name}} {{was}} -> {{after.get(name, 'removed')}}"
+        for name, was in sorted(before.items())
+        if after.get(name) != was and modules.get(name, {{name.replace("-", "_")}}) & loaded
+    ]
     if replaced:
         raise RuntimeError(
             "The course's checks are on disk, but pip replaced a package this session had "

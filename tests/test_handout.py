@@ -281,6 +281,31 @@ def test_on_colab_replacing_a_loaded_package_says_to_restart_the_runtime(
 
 
 @pytest.mark.slow  # builds the whole handout
+def test_on_colab_replacing_any_loaded_dependency_says_to_restart(handout, tmp_path):
+    """Not only the checker's own requirements: pip may replace one of their dependencies
+    (here `plotdep`, whose module `plotdep_mod` the session imported) on disk as well."""
+    site = tmp_path / "site"
+    info = site / "plotdep-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: plotdep\nVersion: 1.0\n")
+    (info / "top_level.txt").write_text("plotdep_mod\n")
+    (site / "plotdep_mod.py").write_text("")
+    path = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "COLAB_RELEASE_TAG": "simulated", "PYTHONPATH": path}
+    source = nbformat.read(handout / "notebooks" / "01_soft_lookup.ipynb", as_version=4)
+    _, printed = _run_colab_cell(
+        source.cells[0].source,
+        env,
+        wheels=handout / "checker-wheel",
+        before="import plotdep_mod",
+        during=f"open({str(info / 'METADATA')!r}, 'w').write("
+        "'Metadata-Version: 2.1\\nName: plotdep\\nVersion: 2.0\\n')",
+    )
+    assert "(plotdep 1.0 -> 2.0)" in printed and "Restart the runtime now" in printed
+    assert "are installed" not in printed
+
+
+@pytest.mark.slow  # builds the whole handout
 def test_a_weekly_stage_holds_its_notebooks_and_only_their_cases(handout, tmp_path, secrets):
     build_handout(tmp_path / "week3", stage=3, repository=PUBLISHED)
     notebooks = sorted(p.name for p in (tmp_path / "week3" / "notebooks").iterdir())
