@@ -113,8 +113,18 @@ OPTIONAL = (
         "",  # no model answers: nothing is graded
         (),
     ),
+    Notebook(
+        "06b_inside_the_lm",
+        "Inside the language model (optional, not graded)",
+        "torch",
+        "",
+        (),
+    ),
 )
-FOLLOWS = {"05b_encoder_decoder": "05_transformer_block"}  # optional stem -> the one it follows
+FOLLOWS = {  # optional stem -> the one it follows
+    "05b_encoder_decoder": "05_transformer_block",
+    "06b_inside_the_lm": "06_autoregressive_lm",
+}
 
 
 def handed_out(notebooks=NOTEBOOKS):

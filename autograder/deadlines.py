@@ -24,7 +24,9 @@ The policy file (TOML):
 
 An extension moves that student's due dates only: a number of hours (finite, > 0) for every
 notebook, or new dates (a table like [due], whose `all` covers the notebooks it does not name;
-a notebook it leaves out keeps the class's date). Student names are compared ignoring case.
+a notebook it leaves out keeps the class's date). Student names are compared as
+student_ids.key compares them (ignoring case and Unicode's two ways of writing an accent: an
+extension for `José` applies to a folder macOS named `José` with a combining accent).
 Under nbgrader, give extensions in nbgrader's own gradebook instead (its `extension` per
 student and assignment), which its late penalty reads.
 
@@ -47,12 +49,14 @@ needs no regrading.
 
 import json
 import math
+import os
 import tomllib
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from autograder import student_ids
 from autograder.curriculum import BY_STEM, NOTEBOOKS
 from autograder.escaping import terminal
 
@@ -78,11 +82,11 @@ class LatePolicy:
     points: float = 0.0
     period: timedelta = timedelta(hours=1)
     grace: timedelta = timedelta(0)
-    extensions: dict = field(default_factory=dict)  # folded student name -> {stem: datetime}
+    extensions: dict = field(default_factory=dict)  # student_ids.key -> {stem: datetime}
 
     def for_student(self, student):
         """This policy with the student's extended due dates (itself when they have none)."""
-        moved = self.extensions.get(str(student or "").casefold())
+        moved = self.extensions.get(student_ids.key(str(student or "")))
         if not moved:
             return self
         return replace(self, due={**self.due, **moved}, extensions={})
@@ -219,14 +223,16 @@ def _due_dates(table, zone, source, where):
 
 
 def _extensions(table, due, zone, source):
-    """{folded student: {stem: extended due date}} from [extensions]."""
+    """{student_ids.key: {stem: extended due date}} from [extensions]."""
     if not isinstance(table, dict):
         raise PolicyError(f"{source}: [extensions] must be a table of student = hours or dates")
     extensions = {}
     for student, value in table.items():
         where = f"{source}, extensions.{student}"
-        if student.casefold() in extensions:
-            raise PolicyError(f"{where}: this student is given twice (names ignore case)")
+        if student_ids.key(student) in extensions:
+            raise PolicyError(
+                f"{where}: this student is given twice (names ignore case and Unicode form)"
+            )
         if isinstance(value, dict):
             moved = _due_dates(value, zone, source, f"extensions.{student}")
         elif _finite(value) and 0 < value <= MAX_HOURS:
@@ -243,7 +249,7 @@ def _extensions(table, due, zone, source):
                 f"{where}: expected a number of hours (> 0, at most {MAX_HOURS}) or a table "
                 "of notebook = date"
             )
-        extensions[student.casefold()] = moved
+        extensions[student_ids.key(student)] = moved
     return extensions
 
 
@@ -276,13 +282,15 @@ def apply_late_policy(payload, policy, handed_in):
     per_notebook, total = {}, 0.0
     for stem, info in payload.get("notebooks", {}).items():
         score = round(raw.get(stem, 0.0), 4)
-        seconds = policy.seconds_late(stem, handed_in.get(stem))
+        # a notebook that was not handed in has no hand-in time, whatever a record says
+        when = None if info.get("submitted") is False else handed_in.get(stem)
+        seconds = policy.seconds_late(stem, when)
         penalty = policy.penalty(score, seconds)
         info["score"] = round(score - (penalty or 0.0), 4)
         if stem in policy.due:
             per_notebook[stem] = {
                 "due": policy.due[stem].isoformat(),
-                "handed_in": handed_in[stem].isoformat() if stem in handed_in else None,
+                "handed_in": when.isoformat() if when is not None else None,
                 "seconds_late": round(seconds, 1),
                 "penalty": penalty or 0.0,
                 "extended": policy.due[stem] != course.due.get(stem),  # an extension moved it
@@ -328,29 +336,23 @@ def notebook_of(name):
 
 
 # -- when each notebook was handed in -------------------------------------------------------------
-def handed_in_from_files(source):
-    """{stem: time} from the files themselves: for each notebook, the newest modification time of
-    a regular file of that name in `source` (a student's folder; links not followed), else the
-    time of `source` itself (a zip upload). Use `--handed-in` where file times are not the
-    hand-in times (a copy that did not keep them: `python -m autograder classroom gather` keeps
-    them and records each commit's time)."""
-    import stat
-
-    from autograder.safe_files import walk
-
-    source = Path(source)
-    names = {nb.filename: nb.stem for nb in NOTEBOOKS}
-    newest = {}
-    try:
-        if source.is_dir() and not source.is_symlink():
-            for _, name, info in walk(source):
-                if name in names and not isinstance(info, str) and stat.S_ISREG(info.st_mode):
-                    stem = names[name]
-                    newest[stem] = max(newest.get(stem, 0.0), info.st_mtime)
-        fallback = source.lstat().st_mtime
-    except OSError:
-        return {}
-    return {nb.stem: datetime.fromtimestamp(newest.get(nb.stem, fallback), UTC) for nb in NOTEBOOKS}
+def handed_in_from_files(files):
+    """{stem: time} from the files graded: `files` is {stem: the student's own file graded as
+    that notebook} (submissions.Placement.sources: a near name, a copy in a folder, or the zip
+    a notebook came from), each dated by its own modification time, never followed through a
+    link. A notebook not in `files` (not handed in, or misnamed) has no hand-in time, and so no
+    lateness. Use `--handed-in` where file times are not the hand-in times (a copy that did not
+    keep them: `python -m autograder classroom gather` keeps them and records each commit's
+    time)."""
+    times = {}
+    for stem, path in (files or {}).items():
+        if stem not in BY_STEM or path is None:
+            continue
+        try:
+            times[stem] = datetime.fromtimestamp(os.lstat(path).st_mtime, UTC)
+        except (OSError, ValueError, OverflowError):
+            continue  # gone since, or a time no datetime holds: not known
+    return times
 
 
 HANDED_IN_COLUMNS = ("student", "notebook", "handed_in")
@@ -377,8 +379,8 @@ class HandedIn(dict):
 
 
 def load_handed_in(path):
-    """{student: HandedIn {stem: time}} from a CSV with the columns student, notebook,
-    handed_in (an empty notebook: every notebook of that student), and optionally flags
+    """{student_ids.key(student): HandedIn {stem: time}} from a CSV with the columns student,
+    notebook, handed_in (an empty notebook: every notebook of that student), and optionally flags
     (GATHER_FLAGS tokens separated by ";"), as `classroom gather` writes it. A row without a
     student, a notebook or flag the course does not know, or one student and notebook given
     twice is refused with its line."""
@@ -402,17 +404,18 @@ def load_handed_in(path):
         notebook = (row["notebook"] or "").strip()
         if notebook and notebook_of(notebook) is None:
             raise PolicyError(f"{where}: {notebook!r} is not a notebook of the course")
-        if (student, notebook_of(notebook) if notebook else "") in given:
+        who = student_ids.key(student)  # `Ada` and `ada` are one student, as everywhere
+        if (who, notebook_of(notebook) if notebook else "") in given:
             raise PolicyError(
                 f"{where}: {student!r} {notebook or '(all notebooks)'} is given twice"
             )
-        given.add((student, notebook_of(notebook) if notebook else ""))
+        given.add((who, notebook_of(notebook) if notebook else ""))
         flags = [f.strip() for f in (row.get("flags") or "").split(";") if f.strip()]
         unknown = [f for f in flags if f not in GATHER_FLAGS]
         if unknown:
             raise PolicyError(f"{where}: unknown flag(s) {', '.join(map(repr, unknown))}")
         stems = [notebook_of(notebook)] if notebook else [nb.stem for nb in NOTEBOOKS]
-        mine = times.setdefault(student, HandedIn())
+        mine = times.setdefault(who, HandedIn())
         mine.flags = tuple(dict.fromkeys((*mine.flags, *flags)))
         for stem in stems:
             if notebook or stem not in mine:  # a row for one notebook wins over an empty one

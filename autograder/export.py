@@ -8,8 +8,12 @@ roster.py: GitHub user with or without GitHub Classroom's `assignment-` prefix, 
 number), and writes one row per person of the roster: the points of each notebook and the total
 (`--columns`), with the points possible (Canvas's "Points Possible" row; for Moodle, set each
 new grade item's maximum). A person with no submission gets blank grades (no grade, not 0).
-Submissions that match nobody, or match ambiguously, are printed and written to
-OUT/export_unmatched.csv; they are in no export. A student the grading run refused before
+Submissions that match nobody are printed and written to OUT/export_unmatched.csv; they are in
+no export. A conflict stops the export before anything is written, named with what to do: two
+results in OUT that are one student (student_ids.key: `Ada/` and `ada/`, or one name in two
+Unicode forms), a submission that several people match, or a person several submissions match.
+A blank cell would not do: Canvas and Moodle read a blank as "no change", so the old grade
+would stay. A student the grading run refused before
 grading (OUT/not_graded.json: an id that is not one, two submissions for one student) is
 matched like any submission and exported with no grade, named with the run's reason; an older
 results.json of theirs is not exported. Files: OUT/canvas_grades.csv or OUT/moodle_grades.csv
@@ -20,6 +24,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from autograder import student_ids
 from autograder.curriculum import NOTEBOOKS
 from autograder.escaping import csv_row, terminal
 from autograder.platforms import canvas, moodle
@@ -124,6 +129,35 @@ class ExportRefused(Exception):
         self.lines = lines
 
 
+def _same_student(students):
+    """[(name, reason)] for results in OUT that are one student under two spellings."""
+    by_key = defaultdict(list)
+    for s in students:
+        by_key[student_ids.key(s.student)].append(s)
+    found = []
+    for same in by_key.values():
+        if len(same) > 1:
+            folders = ", ".join(f"{s.folder}/" for s in same)
+            for s in same:
+                found.append((s.student, f"one student graded in several folders ({folders})"))
+    return found
+
+
+def _refuse_conflicts(conflicts, grades_dir):
+    if not conflicts:
+        return
+    raise ExportRefused(
+        [
+            f"nothing written: {len(conflicts)} submission(s) cannot be given to one person "
+            "(a blank cell would leave the LMS's old grade standing):",
+            *(f"  {name}: {reason}" for name, reason in conflicts),
+            f"Keep one result per person in {grades_dir} (grading the class again moves the "
+            "earlier folder of a renamed student to .superseded/; remove any other stale "
+            "folder), or give each person their own roster line; then export again.",
+        ]
+    )
+
+
 def _lms(fmt):
     return canvas if fmt == "canvas" else moodle
 
@@ -156,7 +190,9 @@ def export(
     why_refused = {}
     for r in refused:
         why_refused.setdefault(r.student, r.refused)
+    _refuse_conflicts(_same_student(students), grades_dir)
     match = match_submissions(people, [*by_name, *(n for n in why_refused if n not in by_name)])
+    _refuse_conflicts(match.conflicts, grades_dir)
     columns = grade_columns(students, which)
     rows, notes, left_out = [], [], []
     for person in people:

@@ -6,8 +6,8 @@ rule for which file names count as which notebook.
     name = locate(folder, "02_dot_product_softmax.ipynb")         # the one file there, or None
 
 Names the grader accepts (docs/instructors.md): a notebook's own file name, and near names that
-can only mean it: another letter case, and one copy suffix a browser or a file manager adds
-(` (1)`, `(2)`, `-1`, ` copy`, ` - Copy`). Where a file sits (one extra folder, a zip's top
+can only mean it: another letter case, Colab's and Google Drive's `Copy of ` in front, and one
+copy suffix a browser or a file manager adds (` (1)`, `(2)`, `-1`, ` copy`, ` - Copy`). Where a file sits (one extra folder, a zip's top
 folder) is the folder walk's business (submissions.py). Only the name is compared: a file is
 never looked for outside the student's own folder, and links are never followed.
 
@@ -43,6 +43,8 @@ _STEMS = {nb.stem.casefold(): nb.stem for nb in NOTEBOOKS}
 _COPY_SUFFIX = re.compile(
     r"(?: ?\(\d{1,3}\)| copy(?: \d{1,3})?| - copy(?: \(\d{1,3}\))?|-\d{1,3})$"
 )
+# Colab's "File > Save a copy in Drive" and Google Drive's "Make a copy" ("Copy of name.ipynb")
+_COPY_PREFIX = "copy of "
 MAX_LISTED = 5_000  # entries of a folder looked at by locate()
 
 
@@ -55,11 +57,12 @@ class Match:
 def match_name(name):
     """The Match of a file name (no folder), or None when it names no course notebook.
 
-    Exact: "02_dot_product_softmax.ipynb". Near: any letter case, with at most one copy suffix
-    before the extension ("02_dot_product_softmax (1).ipynb", "02_Dot_Product_Softmax.IPYNB")."""
+    Exact: "02_dot_product_softmax.ipynb". Near: any letter case, with at most one `Copy of `
+    in front and at most one copy suffix before the extension ("Copy of 02_dot_product_softmax
+    (1).ipynb", "02_Dot_Product_Softmax.IPYNB")."""
     if not isinstance(name, str) or not name.casefold().endswith(".ipynb"):
         return None
-    base = name[: -len(".ipynb")].casefold()
+    base = name[: -len(".ipynb")].casefold().removeprefix(_COPY_PREFIX)
     stem = _STEMS.get(base) or _STEMS.get(_COPY_SUFFIX.sub("", base, count=1))
     if stem is None:
         return None

@@ -15,7 +15,7 @@ test's state reads this field, never its English `output`):
 | timeout                      | did not finish within its own time limit                      |
 | lost                         | got no readable answer back (the kernel died, a time limit, an unsafe file) |
 | missing-notebook             | could not run: its notebook is not in the submission          |
-| misnamed                     | could not run: several files could each be its notebook (a near name, a copy) |
+| misnamed                     | could not run: no file could be taken as its notebook (a misspelt name, or different copies) |
 | corrupt                      | could not run: its file is not a readable notebook (not JSON, empty, a link, too large) |
 | not-run                      | could not run: its notebook could not be prepared             |
 

@@ -14,23 +14,28 @@ needs at least one identity a submission can be matched on:
     student_number  the institution's student number: matches a submission named like it;
                     Moodle's `idnumber`
     name            the display name (Canvas's "Student" column)
-    canvas_id       Canvas's numeric user ID (its gradebook's "ID" column)
+    canvas_id       Canvas's numeric user ID (its gradebook's "ID" column): matches a
+                    submission named like it (a Canvas bulk download is graded by it)
     sis_user_id     Canvas's "SIS User ID"
     sis_login_id    Canvas's "SIS Login ID"
     section         Canvas's "Section"
     username        Moodle's username
 
-Every comparison ignores case (GitHub's user names, e-mail addresses and the student numbers of
-an LMS do: `S1001` and `s1001` are one student). A submission is matched to the person whose
-`submission`, `email` or `student_number` equals its name, else whose `github` equals it, else whose `github` is the longest one it ends with
+Every comparison is student_ids.key's: it ignores case (GitHub's user names, e-mail addresses and
+the student numbers of an LMS do: `S1001` and `s1001` are one student) and Unicode's two ways of
+writing an accent (macOS names a folder `José` with a combining accent). A submission is matched to the person whose
+`submission`, `email`, `student_number` or `canvas_id` equals its name, else whose `github` equals it, else whose `github` is the longest one it ends with
 after a dash (a user `ann-lee` and a user `lee` both end `hw1-ann-lee`: `ann-lee` is chosen).
 Anything else is not guessed: a submission two people match equally, and a person two
-submissions match, are reported as conflicts and exported for nobody.
+submissions match, are conflicts (Match.conflicts), and the export stops on them: a blank grade
+would leave the LMS's old one standing.
 """
 
 import csv
 import io
 from dataclasses import dataclass, field
+
+from autograder import student_ids
 
 COLUMNS = (
     "submission",
@@ -44,8 +49,8 @@ COLUMNS = (
     "section",
     "username",
 )
-IDENTITIES = ("submission", "github", "email", "student_number")  # what a submission matches
-EXACT = ("submission", "email", "student_number")  # matched whole (ignoring case) before github
+IDENTITIES = ("submission", "github", "email", "student_number", "canvas_id")  # matched on
+EXACT = ("submission", "email", "student_number", "canvas_id")  # matched whole before github
 ALIASES = {"studentnumber": "student_number", "idnumber": "student_number", "login": "github"}
 MAX_ROSTER_BYTES = 20 * 2**20
 
@@ -123,7 +128,7 @@ def read_roster(path):
     seen = {}
     for person in people:
         for column in IDENTITIES:
-            value = person.get(column).casefold()
+            value = student_ids.key(person.get(column))
             if value and (column, value) in seen:
                 problems.append(
                     f"lines {seen[(column, value)]} and {person.row} have the same {column} "
@@ -140,23 +145,21 @@ def read_roster(path):
 class Match:
     by_person: dict  # Person.row -> submission name
     unmatched: list  # [(submission, reason)]: no roster entry, or a conflict
+    conflicts: list = field(default_factory=list)  # [(submission, reason)]: the conflicts
 
 
 def _candidates(name, people):
     """The people a submission's name points to, best rule first (see the module's docstring)."""
-    folded = name.casefold()
-    exact = [
-        p
-        for p in people
-        if any(p.get(column) and p.get(column).casefold() == folded for column in EXACT)
-    ]
+    key = student_ids.key
+    folded = key(name)
+    exact = [p for p in people if any(p.get(c) and key(p.get(c)) == folded for c in EXACT)]
     if exact:
         return exact
-    github = [p for p in people if p.get("github") and p.get("github").casefold() == folded]
+    github = [p for p in people if p.get("github") and key(p.get("github")) == folded]
     if github:
         return github
     suffixes = [
-        p for p in people if p.get("github") and folded.endswith("-" + p.get("github").casefold())
+        p for p in people if p.get("github") and folded.endswith("-" + key(p.get("github")))
     ]
     if not suffixes:
         return []
@@ -167,14 +170,14 @@ def _candidates(name, people):
 def match_submissions(people, names):
     """Match every submission name to at most one person, and every person to at most one name."""
     claims = {}  # person row -> [names]
-    unmatched = []
+    unmatched, conflicts = [], []
     for name in names:
         found = _candidates(name, people)
         if not found:
             unmatched.append((name, "no roster entry matches this name"))
         elif len(found) > 1:
             who = ", ".join(f"line {p.row}" for p in found)
-            unmatched.append((name, f"matches several roster entries ({who}); not exported"))
+            conflicts.append((name, f"matches several roster entries ({who})"))
         else:
             claims.setdefault(found[0].row, []).append(name)
     by_person = {}
@@ -184,7 +187,5 @@ def match_submissions(people, names):
         else:
             for name in claimed:
                 others = ", ".join(n for n in claimed if n != name)
-                unmatched.append(
-                    (name, f"roster line {row} is also matched by {others}; not exported")
-                )
-    return Match(by_person, unmatched)
+                conflicts.append((name, f"roster line {row} is also matched by {others}"))
+    return Match(by_person, unmatched + conflicts, conflicts)

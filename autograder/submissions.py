@@ -8,15 +8,25 @@ Layouts read (see docs/instructors.md, "Grading"):
 - one student's folder (PATH itself holds notebooks);
 - nbgrader's tree: COURSE/ or COURSE/submitted/, i.e. submitted/<student>/<assignment>/*.ipynb,
   one assignment per notebook or one assignment holding all six;
-- one student's upload whose notebooks are loose, in sub-folders, or in a .zip.
+- one student's upload whose notebooks are loose, in sub-folders, or in a .zip;
+- the bulk downloads of Canvas and Moodle (autograder/bulk_downloads.py): students are found by
+  the names those systems give each file or folder, and a student's latest upload of a
+  notebook wins (Canvas's attachment ids), the earlier ones named.
 
 Notebooks are matched by name through notebook_files.match_name, the one rule for names: the
-SPEC file name, or a near name that can only mean it (another letter case, a browser's ` (1)`),
-anywhere in the student's tree (say in one extra folder, or a zip's top folder). A notebook with
-exactly one candidate file (or several with the same bytes) is taken, and a near name says so
-("... was graded as 02_dot_product_softmax.ipynb"; Placement.graded_as). A notebook with several
-different candidates is taken from none of them and named as misnamed with its candidates
-(Placement.candidates). A file that cannot be placed (an unknown name, a symbolic link, an
+SPEC file name, or a near name that can only mean it (another letter case, Colab's `Copy of `, a
+browser's ` (1)`), anywhere in the student's tree (say in one extra folder, or a zip's top
+folder). Every copy found is considered, and one rule chooses among copies (_choose):
+1. a copy that is not a readable notebook never blocks one that is (it is named, not graded);
+2. among the readable copies, the shallowest folder wins (a zip counts as one folder), so a
+   GitHub Classroom `backup/` copy never hides the student's own;
+3. at that depth, the notebook's own name wins over a near name;
+4. the copies left at the best rank are taken when they hold the same bytes (the first by
+   name), and every other copy is named for the student as found and not graded; when they
+   differ, none is taken and the notebook is misnamed with them as its candidates
+   (Placement.candidates).
+A near name taken says so ("... was graded as 02_dot_product_softmax.ipynb";
+Placement.graded_as). A file that cannot be placed (an unknown name, a symbolic link, an
 unsafe or oversized zip member) gets a message naming it, which the student reads in
 results.json and feedback.html; it is never dropped silently. Symbolic links are never followed; zip members are read into files named by
 us (a member's own path is never used to write), with caps on count and size.
@@ -39,7 +49,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from autograder import notebook_files, student_ids, zip_directory
+from autograder import bulk_downloads, notebook_files, student_ids, zip_directory
 from autograder.curriculum import NOTEBOOKS
 from autograder.escaping import terminal as printable
 from autograder.notebook_files import match_name
@@ -63,11 +73,15 @@ class Placement(dict):
     graded_as {stem: the file taken for that notebook under a near name, as the student knows
     it}, candidates {stem: [files]} for a notebook that several different files could be, or
     that is not there but a misspelt file looks like (none of them taken); guesses {stem:
-    [files]}, the misspelt files while the folder is walked."""
+    [files]}, the misspelt files while the folder is walked; copies {stem: [files]}, the other
+    copies of a notebook taken from one of them; sources {stem: Path}, the student's own file
+    graded as that notebook (a zip's member: the zip), whose time is its hand-in time."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.graded_as, self.candidates, self.guesses = {}, {}, {}
+        self.copies = {}  # stem -> [the other copies found, not graded]
+        self.sources = {}  # stem -> the student's file graded (or the zip it came from)
 
 
 @dataclass
@@ -92,6 +106,8 @@ class _Found:
     path: Path | None = None  # on disk: the student's file, or a zip member unpacked by us
     group: str = ""  # nbgrader assignment (first folder under the student), if any
     unpacked: bool = False  # path is ours (a zip member), moved into the student's folder
+    origin: Path | None = None  # the student's own file: `path`, or the zip it came from
+    order: int = 0  # an LMS's upload order (bulk_downloads: Canvas's attachment id), else 0
 
     def place(self, target):
         if self.unpacked:
@@ -158,14 +174,21 @@ def discover(
     if layout == "student" or (layout == "auto" and _is_one_student(path)):
         return [_gather_checked(student or path.name, path, staging, graded_groups)]
     out = Path(os.path.abspath(out)) if out else None
-    entries = []  # (student id, path)
+    entries, bulk = [], {}  # (student id, path); student id -> [(path, BulkFile)]
     for child in sorted(path.iterdir()):
         why = _not_a_submission(child, out)
+        uploaded = bulk_downloads.bulk_file(child.name) if child.is_file() else None
+        if uploaded is not None and (not why or why.startswith("a file")):
+            bulk.setdefault(uploaded.student, []).append((child, uploaded))
+            continue
+        moodle, why_not = bulk_downloads.moodle_folder(child.name)
+        why = why or why_not
         if why:
             if notices is not None:
                 notices.append(f"{printable(child.name)}: {why}")
             continue
-        entries.append((child.stem if child.is_file() else child.name, child))
+        entries.append((moodle or (child.stem if child.is_file() else child.name), child))
+    entries += [(name, path) for name in bulk]  # an LMS's flat folder: a student's files in it
     if not entries:  # an empty folder: one student with nothing (every notebook missing)
         return [_gather_checked(student or path.name, path, staging, graded_groups)]
     by_student = {}
@@ -177,7 +200,7 @@ def discover(
         if len(same) > 1:
             found.append(_duplicate(name, child, same))
         else:
-            found.append(_gather_checked(name, child, staging, graded_groups))
+            found.append(_gather_checked(name, child, staging, graded_groups, bulk.get(name)))
     return found
 
 
@@ -245,13 +268,14 @@ def _not_a_submission(child, out):
     return "not a folder or a regular file; skipped"
 
 
-def _gather_checked(student, source, staging, graded_groups):
-    """gather(), for a student whose id student_ids accepts; a refused Submission otherwise."""
+def _gather_checked(student, source, staging, graded_groups, files=None):
+    """gather(), for a student whose id student_ids accepts; a refused Submission otherwise.
+    `files`: [(path, bulk_downloads.BulkFile)], the student's files of an LMS's flat folder."""
     why = student_ids.problem(student)
     if why:
         return Submission(student, Path(source), Path(source), refused=f"not graded: {why}.")
     try:
-        return gather(student, source, staging, graded_groups)
+        return gather(student, source, staging, graded_groups, files)
     except Exception as exc:  # noqa: BLE001 - one unreadable upload never stops the class
         return Submission(
             student,
@@ -290,13 +314,16 @@ def _is_one_student(folder):
     """One student's folder: notebooks loose at the top, or a single zip and nothing else, or
     sub-folders named like the notebooks (nbgrader's one assignment per notebook, for one
     student), or a folder of nbgrader's submitted/. Otherwise: a folder of students (folders
-    or zips)."""
+    or zips, or an LMS's bulk download: autograder/bulk_downloads.py)."""
     entries = [
         e for e in folder.iterdir() if not e.name.startswith(".") and e.name not in SKIPPED_DIRS
     ]
     files = [e for e in entries if e.is_file() and not e.is_symlink()]
     folders = [e for e in entries if e.is_dir() and not e.is_symlink()]
     zips = [e for e in files if e.suffix.lower() == ".zip"]
+    uploads = [e for e in files if e.suffix.lower() in (".ipynb", ".zip")]
+    if uploads and all(bulk_downloads.bulk_file(e.name) for e in uploads):
+        return False  # an LMS's flat folder (Canvas, Moodle): every file names its student
     if any(e.suffix.lower() == ".ipynb" for e in files) or folder.parent.name == "submitted":
         return True
     if len(zips) == 1 and not folders:
@@ -306,26 +333,31 @@ def _is_one_student(folder):
 
 
 # -- one student ---------------------------------------------------------------------------------
-def gather(student, source, staging, graded_groups=None):
-    """The Submission of one student whose files are at `source` (a folder or a .zip)."""
+def gather(student, source, staging, graded_groups=None, files=None):
+    """The Submission of one student whose files are at `source` (a folder or a .zip), or are
+    `files` ([(path, bulk_downloads.BulkFile)]) of an LMS's flat folder `source`."""
     source = Path(source)
     sub = Submission(student, source, source)
     unpacked = _Unpacked(staging, student)
     try:
-        return _gather(sub, source, staging, graded_groups, unpacked)
+        return _gather(sub, source, staging, graded_groups, unpacked, files)
     finally:
         unpacked.remove()
 
 
-def _gather(sub, source, staging, graded_groups, unpacked):
+def _gather(sub, source, staging, graded_groups, unpacked, files=None):
     found = []
-    if source.is_file():
+    if files is not None:
+        found += _from_bulk(files, sub, unpacked)
+    elif source.is_file():
         found += _from_zip(source, source.name, sub, unpacked)
     else:
         found += _walk(source, sub, unpacked)
     by_stem = {}
     for item in found:
         by_stem.setdefault(item.stem, []).append(item)
+    for stem, items in by_stem.items():
+        by_stem[stem] = _latest(stem, items, sub)
 
     chosen, support = {}, {}
     for stem, items in by_stem.items():
@@ -336,6 +368,7 @@ def _gather(sub, source, staging, graded_groups, unpacked):
             support[stem] = item
         else:
             chosen[stem] = item
+            sub.messages.sources[stem] = item.origin
     for stem, names in getattr(sub.messages, "guesses", {}).items():
         if stem not in by_stem:  # nothing else could be it: the misspelt file is named with it
             sub.add(
@@ -347,7 +380,7 @@ def _gather(sub, source, staging, graded_groups, unpacked):
 
     loose = all(i.path is not None and i.path.parent == source for i in chosen.values())
     zipped = any(i.unpacked for i in found)
-    if source.is_dir() and loose and not support and not sub.messages and not zipped:
+    if source.is_dir() and loose and not support and not sub.messages and not zipped and not files:
         return sub  # graded from the folder itself, as it is
     # a folder of its own for each student: two names that look alike once made safe for a path
     # ("john smith", "john_smith") must never share one, or one is graded with the other's work
@@ -362,6 +395,49 @@ def _gather(sub, source, staging, graded_groups, unpacked):
     return sub
 
 
+def _from_bulk(files, sub, unpacked):
+    """_Found items of a student's files in an LMS's flat folder, each known to the student by
+    the name they uploaded it under (bulk_downloads.BulkFile.name)."""
+    found = []
+    for path, uploaded in sorted(files, key=lambda f: f[0].name):
+        shown = uploaded.name
+        try:
+            mode = path.lstat().st_mode
+        except OSError:
+            sub.add(GENERAL, f"{shown} could not be looked at; it was skipped.")
+            continue
+        if not stat.S_ISREG(mode):
+            sub.add(GENERAL, f"{shown} is not a regular file; it was not graded.")
+            continue
+        if shown.lower().endswith(".zip"):
+            items = _from_zip(path, shown, sub, unpacked)
+        else:
+            item = _notebook(shown, shown, sub, path=path, origin=path)
+            if item is not None and path.lstat().st_size > MAX_NOTEBOOK_BYTES:
+                sub.add(
+                    item.stem,
+                    f"{shown} is larger than {_mb(MAX_NOTEBOOK_BYTES)}; it was not graded.",
+                )
+                item = None
+            items = [item] if item is not None else []
+        for item in items:
+            item.order = uploaded.order
+            found.append(item)
+    return found
+
+
+def _latest(stem, items, sub):
+    """The uploads of `stem` an LMS marks as the latest (Canvas: the highest attachment id);
+    the earlier ones are named for the student, not graded. Items without an order: all."""
+    latest = max(item.order for item in items)
+    if not latest:
+        return items
+    earlier = [item.shown for item in items if item.order < latest]
+    if earlier:
+        sub.add(stem, f"An earlier upload was not graded: {', '.join(earlier)}.")
+    return [item for item in items if item.order == latest]
+
+
 def _not_a_file_mode(mode):
     """What an entry that is not a regular file is, in words ("is a named pipe (FIFO), ...")."""
     if stat.S_ISFIFO(mode):
@@ -371,13 +447,24 @@ def _not_a_file_mode(mode):
     return "is a device or a socket, not a notebook file"
 
 
+def _rank(item):
+    """Where a copy stands in the rule for choosing among copies (the module's docstring): the
+    shallowest folder first (a zip counts as one), then the notebook's own name before a near
+    name."""
+    return (item.shown.count("/") + item.shown.count("!"), not item.exact)
+
+
 def _choose(stem, items, sub):
     """The one file to grade for `stem` (exact names and near names alike are its candidates),
-    or None (with a message, and the candidates recorded) when they disagree."""
+    or None (with a message, and the candidates recorded) when they disagree.
+
+    The rule: copies that are not a readable notebook never block one that is (they are named);
+    among the readable ones, those of the best _rank decide (the shallowest folder, then the
+    notebook's own name before a near name): one content there is taken, and every other copy
+    is named as not graded; different contents at that rank are none of them taken, all named."""
     if len(items) == 1:
         return _taken(stem, items[0], sub)
     where = ", ".join(item.shown for item in items)
-    near = not all(item.exact for item in items)
     if sum(_size(item) for item in items) > MAX_COMPARED_BYTES:
         sub.add(
             stem,
@@ -386,33 +473,51 @@ def _choose(stem, items, sub):
         )
         _ambiguous(stem, items, sub)
         return None
-    readable, contents = [], set()  # never every copy in memory at once: a hash of each
+    readable, unreadable = [], []
     for item in items:
-        digest = _digest(item)
-        if digest is None:
-            sub.add(stem, f"{item.shown} could not be read; it was not graded.")
+        (readable if _readable(item) else unreadable).append(item)
+    if not readable:  # none can be read: the best is graded, and its page says why it fails
+        readable, unreadable = items, []
+    digests = {id(item): _digest(item) for item in readable}  # a hash each, never all in memory
+    best = min(_rank(item) for item in readable)
+    top = [item for item in readable if _rank(item) == best]
+    if len({digests[id(item)] for item in top}) > 1:
+        shown = ", ".join(item.shown for item in top)
+        if best[1]:  # near names only
+            said = f"{len(top)} different files could each be it ({shown})"
         else:
-            readable.append(item)
-            contents.add(digest)
-    if not readable:
+            said = f"it was found {len(top)} times with different contents ({shown})"
+        sub.add(
+            stem,
+            f"{stem}.ipynb was not graded: {said}. Keep the one you mean, named {stem}.ipynb, "
+            "and submit again.",
+        )
+        others = [item.shown for item in items if item not in top]
+        if others:
+            sub.add(stem, f"Also found and not graded: {', '.join(others)}.")
+        _ambiguous(stem, top, sub)
         return None
-    if len(contents) == 1:
-        best = min(readable, key=lambda i: (not i.exact, i.shown.count("/"), i.shown))
-        return _taken(stem, best, sub)
-    if near:
-        sub.add(
-            stem,
-            f"{stem}.ipynb was not graded: {len(items)} different files could each be it "
-            f"({where}). Keep the one you mean, named {stem}.ipynb, and submit again.",
-        )
-    else:
-        sub.add(
-            stem,
-            f"{stem}.ipynb was found {len(items)} times with different contents ({where}), so "
-            "it was not graded: keep one copy and submit again.",
-        )
-    _ambiguous(stem, items, sub)
-    return None
+    chosen = min(top, key=lambda i: i.shown)
+    # the same bytes elsewhere say nothing new; a different copy, or an unreadable one, is named
+    copies = [
+        i.shown for i in readable if digests[id(i)] != digests[id(chosen)] and i is not chosen
+    ]
+    skipped = [i.shown for i in unreadable]
+    if copies:
+        sub.add(stem, f"Also found and not graded: {', '.join(copies)}.")
+    if skipped:
+        sub.add(stem, f"{', '.join(skipped)} could not be read as a notebook; not graded.")
+    if isinstance(sub.messages, Placement) and (copies or skipped):
+        sub.messages.copies[stem] = [*copies, *skipped][:20]
+    return _taken(stem, chosen, sub)
+
+
+def _readable(item):
+    """True when the file can be read as a notebook (notebook_files.load_notebook, bounded)."""
+    if item.path is None:
+        return False
+    notebook, _ = notebook_files.load_notebook(item.path.parent, item.path.name)
+    return notebook is not None
 
 
 def _taken(stem, item, sub):
@@ -513,7 +618,7 @@ def _walk(root, sub, unpacked):
                     item.group = item.group or group
                     found.append(item)
                 continue
-            item = _notebook(name, shown, sub, path=p, group=group)
+            item = _notebook(name, shown, sub, path=p, group=group, origin=p)
             if item is not None:
                 try:
                     size = p.lstat().st_size
@@ -632,7 +737,7 @@ def _from_zip(path, shown, sub, unpacked):
                 total += MAX_NOTEBOOK_BYTES
                 continue
             total += size
-            item.path, item.unpacked = target, True
+            item.path, item.unpacked, item.origin = target, True, Path(path)
             found.append(item)
     return found
 

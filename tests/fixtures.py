@@ -400,6 +400,34 @@ class StandInSandbox:
         pass
 
 
+def stand_in_todo(monkeypatch, payload_of=None):
+    """grading/classrun.py's _grade_todo replaced (no self-test, no sandbox): each student to
+    grade is "graded" by writing payload_of(student) (default: 0 of 1) as their results.json,
+    with the content digest and the grading fingerprint as grading/student.py records them.
+    Returns the list of the students graded, in the order they were."""
+    from autograder.grading import classrun
+    from autograder.grading.student import StudentResult, output_folder
+    from autograder.report import write_student
+
+    graded = []
+
+    def grade_todo(todo, kept, settings, progress, stop):
+        done = []
+        for sub in todo:
+            graded.append(sub.student)
+            payload = dict(payload_of(sub.student)) if payload_of else {
+                "score": 0.0, "max_score": 1.0, "output": "", "notebooks": {}, "tests": []}  # fmt: skip
+            payload["student"] = sub.student
+            payload["submission_digest"] = settings.submission_digests.get(sub.student)
+            payload["grading_fingerprint"] = settings.fingerprint
+            write_student(output_folder(settings.out, sub.student), payload)
+            done.append(StudentResult(sub.student, payload))
+        return done, []  # (graded, unfinished)
+
+    monkeypatch.setattr(classrun, "_grade_todo", grade_todo)
+    return graded
+
+
 def stand_in_grading(monkeypatch, payload_of):
     """grading/classrun.py's grade_student and Sandbox replaced: each student found is "graded"
     by writing payload_of(student) as their results.json, as grading writes it. Returns the
@@ -410,10 +438,11 @@ def stand_in_grading(monkeypatch, payload_of):
 
     graded = []
 
-    def grade(student, folder, settings, sandbox, placement=None, kept=None, source=None):
+    def grade(student, folder, settings, sandbox, placement=None, kept=None, files=None):
         graded.append(student)
         payload = {**payload_of(student), "student": student}
         payload["submission_digest"] = settings.submission_digests.get(student)
+        payload["grading_fingerprint"] = settings.fingerprint
         write_student(output_folder(settings.out, student), payload)
         return StudentResult(student, payload)
 

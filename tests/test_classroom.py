@@ -493,3 +493,44 @@ def test_a_git_command_past_its_time_is_stopped_with_its_children(tmp_path, monk
     assert list(_rows(tmp_path)) == ["bob"]
     stat = Path(f"/proc/{int(sleeper.read_text())}/stat")  # the child went with git
     assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+
+
+def test_a_blank_backup_copy_never_costs_the_real_notebook(tmp_path):
+    """A repository with GitHub Classroom's blank `backup/01_soft_lookup.ipynb` beside the
+    student's own lost notebook 01 (0/6.5, no message): gather dropped every copy. Every copy
+    is gathered now, and grade's one rule takes the shallowest, naming the other."""
+    from autograder.submissions import discover
+
+    before = DEADLINE - timedelta(hours=3)
+    files = {
+        "work/01_soft_lookup.ipynb": _notebook("mine = 1"),
+        "work/backup/01_soft_lookup.ipynb": _notebook("raise NotImplementedError"),
+        "work/Copy of 02_dot_product_softmax.ipynb": _notebook("colab = 2"),
+        "work/.ipynb_checkpoints/01_soft_lookup.ipynb": _notebook("checkpoint"),
+    }
+    ada = _repo(tmp_path / "remote", "attention-ada", [(before, files)])
+    assert _gather(tmp_path, [ada]) == 0
+    folder = tmp_path / "class" / "ada"
+    assert sorted(str(p.relative_to(folder)) for p in folder.rglob("*.ipynb")) == [
+        "01_soft_lookup.ipynb",
+        "Copy of 02_dot_product_softmax.ipynb",
+        "backup/01_soft_lookup.ipynb",
+    ]
+    [sub] = discover(folder, staging=tmp_path / "staging")
+    graded = {p.name: p.read_text() for p in sub.folder.glob("*.ipynb")}
+    assert "mine = 1" in graded[A] and "colab = 2" in graded["02_dot_product_softmax.ipynb"]
+    assert "backup/01_soft_lookup.ipynb" in " ".join(sub.messages["01_soft_lookup"])
+
+
+def test_copies_are_capped_the_shallowest_first(tmp_path, monkeypatch):
+    from autograder.platforms import classroom
+
+    monkeypatch.setattr(classroom, "MAX_COPIES", 3)
+    before = DEADLINE - timedelta(hours=3)
+    files = {f"a/b/c/x{i}/{A}": _notebook(f"deep = {i}") for i in range(5)}
+    files |= {A: _notebook("mine = 1"), f"copy/{A}": _notebook("copy = 1")}
+    ada = _repo(tmp_path / "remote", "attention-ada", [(before, files)])
+    assert _gather(tmp_path, [ada]) == 0
+    folder = tmp_path / "class" / "ada"
+    written = sorted(str(p.relative_to(folder)) for p in folder.rglob("*.ipynb"))
+    assert written == [A, "a/b/c/x0/" + A, "copy/" + A]

@@ -217,19 +217,29 @@ def test_penalties_are_recomputed_never_compounded_and_can_be_removed():
     assert payload["notebooks"]["01_soft_lookup"]["score"] == 4.0
 
 
-def test_handed_in_times_come_from_each_notebooks_file(tmp_path):
-    (tmp_path / "sub").mkdir()
-    first, second = tmp_path / "01_soft_lookup.ipynb", tmp_path / "sub" / "02_dot_product_softmax.ipynb"  # fmt: skip
-    for path, when in ((first, DUE), (second, DUE + timedelta(hours=5))):
-        path.write_text("{}")
+def test_handed_in_times_come_from_each_file_graded_never_the_folder(tmp_path):
+    """A near-named notebook that was on time was penalised as late: its time was read from the
+    student's folder. Each notebook's time is its own file's, as discover found it; a notebook
+    not handed in has none."""
+    from fixtures import put_notebook
+
+    from autograder.submissions import discover
+
+    ada = tmp_path / "ada"
+    first = put_notebook(ada, "02_Dot_Product_Softmax.ipynb")
+    second = put_notebook(ada, "sub/04_multihead_attention (1).ipynb")
+    third = put_notebook(tmp_path / "elsewhere", "05_transformer_block.ipynb")
+    os.symlink(third, ada / "05_transformer_block.ipynb")  # a link is never graded nor timed
+    for path, when in ((first, DUE), (second, DUE + timedelta(hours=5)), (third, DUE)):
         os.utime(path, (when.timestamp(), when.timestamp()))
-    os.symlink(first, tmp_path / "03_matrix_attention.ipynb")  # a link is not followed
-    folder_time = DUE - timedelta(days=1)
-    os.utime(tmp_path, (folder_time.timestamp(), folder_time.timestamp()))
-    times = handed_in_from_files(tmp_path)
-    assert times["01_soft_lookup"] == DUE
-    assert times["02_dot_product_softmax"] == DUE + timedelta(hours=5)
-    assert times["03_matrix_attention"] == folder_time  # the folder's own time
+    late = DUE + timedelta(days=3)
+    os.utime(ada, (late.timestamp(), late.timestamp()))  # the folder's own time: not a hand-in
+    [sub] = discover(ada, staging=tmp_path / "staging")
+    times = handed_in_from_files(sub.messages.sources)
+    assert times == {
+        "02_dot_product_softmax": DUE,
+        "04_multihead_attention": DUE + timedelta(hours=5),
+    }
 
 
 def test_a_handed_in_file_names_students_and_notebooks(tmp_path):
@@ -318,13 +328,19 @@ def test_grade_applies_a_policy_to_students_graded_before_without_regrading(tmp_
     late = DUE + timedelta(hours=30)
     os.utime(notebook, (late.timestamp(), late.timestamp()))
     os.utime(cls / "ada", (late.timestamp(), late.timestamp()))
+    from autograder.grading.fingerprint import fingerprint
+    from autograder.grading.settings import Settings
+    from autograder.sandbox import Limits
     from autograder.submissions import content_digest, discover
 
     [sub] = discover(cls, staging=tmp_path / "staging")
+    limits = Limits()
+    limits.timeout_given = False  # `grade` without --timeout
     payload = _payload() | {
         "student": "ada",
         "output": "",
         "submission_digest": content_digest(sub),
+        "grading_fingerprint": fingerprint(Settings(out=out, secret="s", limits=limits)),
     }
     write_student(out / "ada", payload)  # graded earlier, from this very content
     policy = tmp_path / "deadlines.toml"

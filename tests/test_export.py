@@ -318,7 +318,7 @@ def test_submissions_without_a_roster_entry_are_listed_on_screen_and_in_a_file(g
     assert "Broken: grading failed for broken; exported with no grade" in printed.out
 
 
-def test_conflicts_are_reported_and_exported_for_nobody(tmp_path, capsys):
+def test_conflicts_stop_the_export_with_what_to_do(tmp_path, capsys):
     out = tmp_path / "grades"
     for name in ("ada", "hw1-ada", "x@example.org"):
         (out / name).mkdir(parents=True)
@@ -328,11 +328,11 @@ def test_conflicts_are_reported_and_exported_for_nobody(tmp_path, capsys):
         "name,github,email,student_number\nAda,ada,,\nXe,,x@example.org,\nYu,,,x@example.org\n"
     )
     code, printed = export(capsys, out, roster, "--format", "canvas")
-    assert code == 0
-    _, rows = read_csv_file(out / "canvas_grades.csv")
-    assert {r[0]: r[5] for r in rows[2:]} == {"Ada": "", "Xe": "", "Yu": ""}
-    assert "ada: roster line 2 is also matched by hw1-ada; not exported" in printed.out
-    assert "x@example.org: matches several roster entries (line 3, line 4)" in printed.out
+    # a blank cell is "no change" to Canvas: the old grade would stand; nothing is written
+    assert code == 2 and not (out / "canvas_grades.csv").exists()
+    assert "nothing written: 3 submission(s) cannot be given to one person" in printed.err
+    assert "ada: roster line 2 is also matched by hw1-ada" in printed.err
+    assert "x@example.org: matches several roster entries (line 3, line 4)" in printed.err
 
 
 @pytest.mark.parametrize(

@@ -28,7 +28,7 @@ import torch
 
 import autograder.checks as checks
 from autograder import reference as R
-from autograder.curriculum import BY_STEM, GRADED_NAMES, NOTEBOOKS, OPTIONAL, handed_out
+from autograder.curriculum import BY_STEM, FOLLOWS, GRADED_NAMES, NOTEBOOKS, OPTIONAL, handed_out
 from autograder.handout import SHIPPED, STUDENT_PACKAGES, build_handout
 from autograder.release import REPO, SOLUTIONS
 
@@ -326,17 +326,26 @@ def test_a_weekly_stage_holds_its_notebooks_and_only_their_cases(handout, tmp_pa
 def test_an_optional_notebook_ships_with_the_notebook_it_follows_and_is_never_graded(
     handout, tmp_path
 ):
-    (extra,) = OPTIONAL
-    assert extra.graded == () and extra.stem not in BY_STEM  # nothing grades it
     readme = (handout / "README.md").read_text()
-    assert f"| `{extra.filename}` | optional, not graded |" in readme
-    released = nbformat.read(handout / "notebooks" / extra.filename, as_version=4)
-    assert not [c for c in released.cells if c.metadata.get("nbgrader", {}).get("grade")]
-    build_handout(tmp_path / "week4", stage=4, repository=PUBLISHED)
-    assert extra.filename not in {p.name for p in (tmp_path / "week4" / "notebooks").iterdir()}
-    build_handout(tmp_path / "week5", stage=5, repository=PUBLISHED)
-    week5 = sorted(p.name for p in (tmp_path / "week5" / "notebooks").iterdir())
-    assert week5 == sorted([nb.filename for nb in NOTEBOOKS[:5]] + [extra.filename])
+    for extra in OPTIONAL:
+        assert extra.graded == () and extra.stem not in BY_STEM  # nothing grades it
+        assert f"| `{extra.filename}` | optional, not graded |" in readme
+        released = nbformat.read(handout / "notebooks" / extra.filename, as_version=4)
+        assert not [c for c in released.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    shipped = {}
+    for stage in (4, 5, 6):
+        build_handout(tmp_path / f"week{stage}", stage=stage, repository=PUBLISHED)
+        shipped[stage] = {p.name for p in (tmp_path / f"week{stage}" / "notebooks").iterdir()}
+        graded = {nb.filename for nb in NOTEBOOKS[:stage]}
+        assert graded <= shipped[stage], stage
+    # each optional notebook arrives with the one it follows, never before
+    assert shipped[4] == {nb.filename for nb in NOTEBOOKS[:4]}
+    assert shipped[5] == {nb.filename for nb in NOTEBOOKS[:5]} | {"05b_encoder_decoder.ipynb"}
+    assert shipped[6] == {nb.filename for nb in NOTEBOOKS[:6]} | {
+        "05b_encoder_decoder.ipynb",
+        "06b_inside_the_lm.ipynb",
+    }
+    assert {FOLLOWS[x.stem] for x in OPTIONAL} <= set(BY_STEM)
 
 
 # -- no answers in it --------------------------------------------------------------------------

@@ -111,13 +111,14 @@ def test_several_different_candidates_are_misnamed_and_none_is_taken(tmp_path):
     assert "02_dot_product_softmax (1).ipynb" in said and "(2).ipynb" in said
 
 
-def test_the_own_name_beside_a_different_duplicate_is_ambiguous(tmp_path):
-    """`02.ipynb` and a later download `02 (1).ipynb`: which one the student meant is theirs to
-    say; the older one is not taken silently."""
-    put(tmp_path / "ada", B, "older = 1")
-    put(tmp_path / "ada", "02_dot_product_softmax (1).ipynb", "newer = 2")
+def test_the_own_name_beside_a_different_duplicate_is_graded_and_the_other_named(tmp_path):
+    """`02.ipynb` and a download `02 (1).ipynb` in one folder: the notebook's own name is the one
+    the course asks for (submissions.py's rule), and the other is named, never silently."""
+    put(tmp_path / "ada", B, "own = 1")
+    put(tmp_path / "ada", "02_dot_product_softmax (1).ipynb", "other = 2")
     [sub] = discover(tmp_path / "ada", staging=tmp_path / "staging")
-    assert B not in graded(sub) and len(sub.messages.candidates[SOFTMAX]) == 2
+    assert graded(sub)[B] == notebook("own = 1") and sub.messages.candidates == {}
+    assert sub.messages.copies[SOFTMAX] == ["02_dot_product_softmax (1).ipynb"]
 
 
 def test_identical_candidates_are_one_notebook_and_the_own_name_is_preferred(tmp_path):

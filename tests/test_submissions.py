@@ -12,6 +12,7 @@ import pytest
 from fixtures import graded_files as graded
 from fixtures import one_cell_notebook as notebook
 from fixtures import put_notebook as put
+from fixtures import stand_in_todo
 
 from autograder import submissions
 from autograder.submissions import GENERAL, discover
@@ -181,10 +182,10 @@ def test_unknown_names_and_conflicting_copies_are_named(tmp_path, staging):
     assert "Did you mean 01_soft_lookup.ipynb?" in general
     assert sub.messages.candidates["01_soft_lookup"] == ["01_soft_lookp.ipynb"]  # misnamed
     assert "scratch.ipynb is not one of the course's notebooks" in general
-    conflict = " ".join(sub.messages["02_dot_product_softmax"])
-    assert B in conflict and f"old/{B}" in conflict and "not graded" in conflict
-    # the conflicting copies are both left out; identical copies are one notebook
-    assert graded(sub) == {F: notebook("same")}
+    named = " ".join(sub.messages["02_dot_product_softmax"])
+    assert f"Also found and not graded: old/{B}" in named
+    # the shallowest copy is graded and the other named; identical copies are one notebook
+    assert graded(sub) == {B: notebook("mine"), F: notebook("same")}
     assert sub.folder != tmp_path / "ada"
 
 
@@ -205,8 +206,8 @@ def test_messages_reach_the_students_results(tmp_path):
     from autograder.grading.command import grade_command
 
     put(tmp_path / "class/ada", "01_soft_lookp.ipynb")
-    put(tmp_path / "class/ada", B, "one")
-    put(tmp_path / "class/ada/again", B, "two")
+    put(tmp_path / "class/ada/first", B, "one")
+    put(tmp_path / "class/ada/again", B, "two")  # as deep as the other: neither is taken
     args = Namespace(
         path=str(tmp_path / "class"),
         out=str(tmp_path / "grades"),
@@ -286,7 +287,7 @@ def test_links_loops_and_special_files_are_skipped_named_and_the_notebooks_grade
     copied = sorted(p.name for p in (tmp_path / "copy").iterdir() if p.is_file())
     assert copied == sorted([A, B, "helper.py"])
     assert submissions.content_digest(ada).startswith("sha256:")
-    times = handed_in_from_files(root)
+    times = handed_in_from_files(ada.messages.sources)
     assert times["01_soft_lookup"].timestamp() == pytest.approx((root / A).stat().st_mtime)
 
 
@@ -344,7 +345,9 @@ def test_a_copy_that_cannot_be_read_is_named_and_the_readable_one_graded(
     [sub] = discover(root, staging=staging)
     assert not sub.refused
     assert graded(sub) == {A: notebook("same"), B: notebook("b")}  # the copy it could read
-    assert f"again/{A} could not be read" in " ".join(sub.messages["01_soft_lookup"])
+    assert f"again/{A} could not be read as a notebook; not graded" in " ".join(
+        sub.messages["01_soft_lookup"]
+    )
 
 
 # -- up to date by content, never by file times --------------------------------------------------
@@ -378,27 +381,13 @@ def test_a_student_is_regraded_when_the_content_changed_whatever_the_file_times(
     from autograder.grading import classrun
     from autograder.grading.settings import Settings
     from autograder.grading.stopping import Stopping
-    from autograder.grading.student import StudentResult
     from autograder.report import write_student
     from autograder.sandbox import Limits
 
     cls, out = tmp_path / "class", tmp_path / "grades"
     for student in ("ada", "bob"):
         put(cls / student, A, f"{student} before")
-    graded_now = []
-
-    def grade_todo(todo, kept, settings, progress, stop):  # stands in for the sandbox's grading
-        done = []
-        for sub in todo:
-            graded_now.append(sub.student)
-            payload = {"score": 0.0, "max_score": 1.0, "student": sub.student, "output": "",
-                       "notebooks": {}, "tests": [],
-                       "submission_digest": settings.submission_digests[sub.student]}  # fmt: skip
-            write_student(out / sub.student, payload)
-            done.append(StudentResult(sub.student, payload))
-        return done, []  # (graded, unfinished)
-
-    monkeypatch.setattr(classrun, "_grade_todo", grade_todo)
+    graded_now = stand_in_todo(monkeypatch)
 
     def run():
         graded_now.clear()

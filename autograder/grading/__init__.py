@@ -3,6 +3,8 @@
     settings.py   Settings: what the `grade` options decide
     workspace.py  OUT's lock, the scratch folder, the run's work folders
     classrun.py   the class run: discover, keep the up-to-date, self-test, grade each, report
+    saved.py      what OUT holds from earlier runs: up to date, kept verdicts, superseded folders
+    fingerprint.py  what a verdict was graded under: the secret's hash, course, limits, version
     stopping.py   Ctrl-C, SIGTERM, SIGHUP: the sandboxes killed, the finished kept, exit 128+N
     progress.py   the progress line's notebooks running over their budget
     student.py    one student: plan -> sandbox -> judge -> payload -> late -> one write

@@ -30,17 +30,26 @@ import tempfile
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
-from autograder import memory_ceiling, submissions
-from autograder.curriculum import GRADED_NAMES, NOTEBOOKS
+from autograder import memory_ceiling, student_ids, submissions
+from autograder.curriculum import GRADED_NAMES
 from autograder.grading import selftest
 from autograder.grading.course_files import course_files
-from autograder.grading.payload import apply_late
+from autograder.grading.fingerprint import fingerprint
+from autograder.grading.payload import apply_late, missing_from_record
 from autograder.grading.plan import registered_probes
 from autograder.grading.progress import OverBudget
+from autograder.grading.saved import (
+    kept_verdicts,
+    other_configuration,
+    read_saved,
+    supersede,
+    up_to_date,
+)
 from autograder.grading.stopping import Interrupted, RunStopped, Stopping, signal_name
 from autograder.grading.student import (
     StudentResult,
     grade_student,
+    graded_files,
     internal_error_result,
     output_folder,
 )
@@ -61,22 +70,13 @@ from autograder.report import (
     write_class,
     write_student,
 )
-from autograder.safe_files import MB, UnsafeFile, printable, read_bytes
+from autograder.safe_files import printable
 from autograder.sandbox import Sandbox, SandboxStopped
 from autograder.sandbox.bubblewrap import BubblewrapUnsupported
 from autograder.sandbox.limits import bound_workers
 
 PROGRESS_SECONDS = 2.0  # how often the progress line looks at the running notebooks
 NAMES_SHOWN = 10  # students named in the message of a stopped run; the others counted
-
-
-def up_to_date(digest, results_path):
-    """True when OUT/<student>/results.json was graded from this very content: its
-    `submission_digest` (submissions.content_digest, recorded when it was graded) is `digest`.
-    File times never decide it: a student sets them (a commit dated in the past, a copy that
-    keeps them), so results without a digest, or of other content, are graded again."""
-    saved = read_saved(results_path) if digest else None
-    return saved is not None and saved.get("submission_digest") == digest
 
 
 def preflight(mode):
@@ -97,31 +97,6 @@ def preflight(mode):
             "isolation after a warning."
         )
     return None
-
-
-def kept_verdicts(saved, regrade):
-    """{stem: (tests, info)} of the notebooks `--notebook` does not name, from the last results;
-    {} (grade everything) when there are none, or when they lack a notebook."""
-    if not regrade or not saved:
-        return {}
-    kept = {}
-    for nb in NOTEBOOKS:
-        if nb.stem in regrade:
-            continue
-        tests = [t for t in saved.get("tests", []) if t.get("notebook") == nb.stem]
-        info = saved.get("notebooks", {}).get(nb.stem)
-        if not tests or not isinstance(info, dict):
-            return {}
-        kept[nb.stem] = (tests, info)
-    return kept
-
-
-def read_saved(results):
-    try:
-        payload = json.loads(read_bytes(results.parent, [results.name], 64 * MB))
-    except (UnsafeFile, ValueError, RecursionError):
-        return None
-    return payload if isinstance(payload, dict) and not payload.get("internal_error") else None
 
 
 def grade_class(path, settings, progress=True, layout="auto", graded_groups=None):
@@ -191,7 +166,11 @@ def _grade_class_locked(path, settings, progress, layout, graded_groups, stop):
 
 def _grade_class(found, settings, progress, stop, path=None):
     todo, done, kept = [], [], {}
-    unfinished_before = read_unfinished(settings.out)  # a stopped run's: graded again
+    if settings.fingerprint is None:
+        settings.fingerprint = fingerprint(settings)
+    elsewhere = []  # graded before from this content, under another configuration
+    unfinished_before = {student_ids.key(s) for s in read_unfinished(settings.out)}
+    not_in_record = missing_from_record(settings, [s.student for s in found if not s.refused])
     for sub in found:
         student = sub.student
         if sub.refused:
@@ -200,17 +179,34 @@ def _grade_class(found, settings, progress, stop, path=None):
         results = output_folder(settings.out, student) / "results.json"
         digest = submissions.content_digest(sub)
         fresh = (
-            not settings.force and student not in unfinished_before and up_to_date(digest, results)
+            not settings.force
+            and student_ids.key(student) not in unfinished_before
+            and up_to_date(digest, results, settings.fingerprint)
         )
         saved = read_saved(results) if fresh or settings.notebooks else None
-        if digest and (not settings.notebooks or (saved or {}).get("submission_digest") == digest):
-            settings.submission_digests[student] = digest  # recorded when graded in full
+        before = saved if saved is not None or settings.force else read_saved(results)
+        changed = other_configuration(before, settings.fingerprint)
+        if changed and before.get("submission_digest") == digest:
+            elsewhere.append(student)  # the same content, graded under another configuration
+        in_full = not settings.notebooks or (
+            (saved or {}).get("submission_digest") == digest and not changed
+        )
+        if digest and in_full:  # recorded when graded in full, under this configuration
+            settings.submission_digests[student] = digest
         if saved is not None and not settings.notebooks:
             done.append(StudentResult(student, saved, skipped=True))
         else:
             todo.append(sub)
             kept[student] = kept_verdicts(saved, settings.notebooks)
 
+    if elsewhere:
+        again = "their other notebooks keep it" if settings.notebooks else "graded again"
+        print(
+            f"note: {len(elsewhere)} student(s){_names(elsewhere)} were graded under another "
+            "configuration (the secret, the course, the limits or the grader's version "
+            f"changed): {again}.",
+            file=sys.stderr,
+        )
     untested = [name for name in GRADED_NAMES if name not in registered_probes()]
     if untested:
         print(f"warning: no hidden tests registered for: {', '.join(untested)}", file=sys.stderr)
@@ -220,10 +216,12 @@ def _grade_class(found, settings, progress, stop, path=None):
         done += graded
     with stop.deferred():  # what is finished is written whole, even when a signal comes now
         done.sort(key=lambda r: r.student)
-        sources = {s.student: s.source for s in found}
+        moved = supersede(settings.out, done)
+        subs = {s.student: s for s in found}
         for result in done:  # the students kept from earlier runs: under the current late policy
+            sub = subs[result.student]
             if result.skipped and apply_late(
-                result.results, settings, result.student, sources[result.student]
+                result.results, settings, result.student, graded_files(sub.folder, sub.messages)
             ):
                 write_student(output_folder(settings.out, result.student), result.results)
         summary = write_class(
@@ -231,6 +229,9 @@ def _grade_class(found, settings, progress, stop, path=None):
         )
         write_unfinished(settings.out, unfinished)  # [] (the file removed) when none is left
     summary["unfinished"] = sorted(unfinished)
+    summary["superseded"] = moved
+    summary["other_configuration"] = sorted(elsewhere)
+    summary["not_in_record"] = not_in_record
     return done, summary
 
 
@@ -288,7 +289,7 @@ def _grade_pool(todo, kept, settings, progress, sandbox, workers, stop):
             try:
                 for s in todo:
                     args = (s.student, s.folder, settings, sandbox, s.messages, kept[s.student])
-                    job = pool.submit(watch.grading, s.student, grade_student, *args, s.source)
+                    job = pool.submit(watch.grading, s.student, grade_student, *args)
                     futures[job] = s.student
                 waiting = set(futures)
                 while waiting:
@@ -389,4 +390,6 @@ def class_results(out, done, path=None):
                 payload = json.loads(json.dumps(result.results))
                 mine[folder.name] = SavedResult(result.student, payload, folder=folder.name)
     others = not_graded.without_stale(collect_results(out, skip=set(mine)), refused)
+    graded_now = {student_ids.key(s.student) for s in mine.values()}
+    others = [s for s in others if student_ids.key(s.student) not in graded_now]  # superseded
     return sorted([*mine.values(), *others, *refused], key=lambda s: s.student)

@@ -2,10 +2,14 @@
 penalties, then written once.
 
     payload = build_results(student, tests, notebooks, seconds, submission_messages)
-    apply_late(payload, settings, student, source)   # autograder/deadlines.py, in place
+    apply_late(payload, settings, student, files)    # autograder/deadlines.py, in place
 """
 
+import sys
+
+from autograder import student_ids
 from autograder.deadlines import apply_late_policy, handed_in_from_files
+from autograder.escaping import terminal as printable
 
 
 def build_results(student, tests, notebooks, seconds, submission_messages=()):
@@ -33,15 +37,38 @@ def build_results(student, tests, notebooks, seconds, submission_messages=()):
     }
 
 
-def apply_late(payload, settings, student, source):
+def apply_late(payload, settings, student, files):
     """Late penalties (autograder/deadlines.py) on one payload, in place: recomputed from the raw
     verdicts, so a changed policy needs no regrading. True when the payload changed.
-    `source`: what the student handed in (its files' times, without --handed-in)."""
+    `files`: {stem: the student's file graded as it} (submissions.Placement.sources), whose
+    times are the hand-in times without --handed-in. With --handed-in, a student the record
+    does not name has no hand-in times (never their files' times: the class run names them)."""
     if payload.get("internal_error") or not payload.get("tests"):
         return False  # an internal error: nothing was graded
     if settings.deadlines is None and "late" not in payload:
         return False  # no policy now, none before
-    handed_in = settings.handed_in.get(student)
-    if handed_in is None and settings.deadlines is not None:
-        handed_in = handed_in_from_files(source)
-    return bool(apply_late_policy(payload, settings.deadlines, handed_in or {}))
+    if settings.handed_in is not None:
+        handed_in = settings.handed_in.get(student_ids.key(student), {})
+    elif settings.deadlines is not None:
+        handed_in = handed_in_from_files(files)
+    else:
+        handed_in = {}
+    return bool(apply_late_policy(payload, settings.deadlines, handed_in))
+
+
+def missing_from_record(settings, students, shown=10):
+    """The students (ids) the --handed-in record does not name, when a record is given; named
+    in a warning (stderr), since they are graded with no hand-in time."""
+    if settings.handed_in is None or settings.deadlines is None:
+        return []
+    missing = [s for s in students if student_ids.key(s) not in settings.handed_in]
+    if missing:
+        names = ", ".join(printable(s) for s in missing[:shown])
+        more = f" and {len(missing) - shown} more" if len(missing) > shown else ""
+        print(
+            f"warning: the --handed-in record does not name {len(missing)} student(s) "
+            f"({names}{more}): they have no hand-in time, so no late penalty (their files' "
+            "times are theirs to set and are not used). Add them to the record and grade again.",
+            file=sys.stderr,
+        )
+    return missing

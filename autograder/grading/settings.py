@@ -29,11 +29,13 @@ class Settings:
     work_root: Path | None = None  # this run's work folder (made by grade_class)
     notebooks: tuple = ()  # --notebook: regrade only these stems, keep the others' verdicts
     deadlines: object = None  # autograder.deadlines.LatePolicy, or None: no late penalties
-    handed_in: dict = field(default_factory=dict)  # student -> {stem: time} (--handed-in)
+    # --handed-in: {student_ids.key(student): {stem: time}}; None: the files' own times
+    handed_in: dict | None = None
     skip_selftest: bool = False  # emergencies only (grading/selftest.py): loudly warned
     parent_memory: int | None = None  # the parent's own memory budget (default: by workers)
     memory_ceiling: int | None = None  # RLIMIT_AS set from it for this run (by grade_class)
     submission_digests: dict = field(default_factory=dict)  # student -> content digest (classrun)
+    fingerprint: str | None = None  # grading/fingerprint.py, made once by the class run
     roster: list = field(default_factory=list)  # [roster.Person] (--roster): the page's sections
 
 
@@ -47,7 +49,7 @@ def settings_from_args(args):
             "predict the hidden tests' inputs. Set COURSE_SECRET (or --secret) for real grading.",
             file=sys.stderr,
         )
-    deadlines, handed_in = None, {}
+    deadlines, handed_in = None, None
     if getattr(args, "deadlines", None):
         from autograder.deadlines import PolicyError, load_handed_in, load_policy
 
@@ -57,7 +59,7 @@ def settings_from_args(args):
                 handed_in = load_handed_in(args.handed_in)
         except PolicyError as exc:
             raise SystemExit(f"error: {exc}") from None
-        if deadlines.due and not handed_in:  # hand-in times from the files themselves
+        if deadlines.due and handed_in is None:  # hand-in times from the files themselves
             from autograder.deadlines import FILE_TIMES_NOTE
 
             print(FILE_TIMES_NOTE, file=sys.stderr)

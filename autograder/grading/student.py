@@ -57,10 +57,11 @@ def output_folder(out, student):
     return Path(out) / (f"_{student}" if bare in reserved else student)
 
 
-def grade_student(student, folder, settings, sandbox, placement=None, kept=None, source=None):
+def grade_student(student, folder, settings, sandbox, placement=None, kept=None, files=None):
     """placement: messages about files that could not be placed (submissions.Submission);
     kept: {stem: (tests as JSON, notebook info)} of notebooks not to grade again (--notebook);
-    source: what the student handed in, for its files' times (late penalties; default folder)."""
+    files: {stem: the student's own file graded as it}, for its time (late penalties; default:
+    placement's `sources`, else the notebooks in `folder` by their own names)."""
     started = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix=f"student-{_safe(student)}-", dir=settings.work_root))
     try:
@@ -73,7 +74,7 @@ def grade_student(student, folder, settings, sandbox, placement=None, kept=None,
             started,
             placement or {},
             kept or {},
-            folder if source is None else source,
+            graded_files(folder, placement) if files is None else files,
         )
     finally:
         if not settings.keep_work:
@@ -87,7 +88,16 @@ def remove_quietly(path):
         print(f"warning: could not remove {printable(path)}: {exc.strerror}", file=sys.stderr)
 
 
-def _grade_student(student, folder, settings, sandbox, work, started, placement, kept, source):
+def graded_files(folder, placement=None):
+    """{stem: file} whose times are the hand-in times: the placement's `sources` (the files
+    submissions.discover took), else each notebook in `folder` by its own name."""
+    sources = getattr(placement, "sources", None)
+    if sources is not None:
+        return dict(sources)
+    return {nb.stem: Path(folder) / nb.filename for nb in NOTEBOOKS}
+
+
+def _grade_student(student, folder, settings, sandbox, work, started, placement, kept, files):
     plans = plan_notebooks(student, folder, settings, work, placement, kept)
     runs, submission_messages = run_in_sandbox(student, folder, plans, settings, sandbox, work)
     tests, notebooks = judge(plans, runs, kept, work)
@@ -100,7 +110,9 @@ def _grade_student(student, folder, settings, sandbox, work, started, placement,
     payload = build_results(student, tests, notebooks, time.monotonic() - started, general)
     if student in settings.submission_digests:  # what was graded (grading/classrun.py)
         payload["submission_digest"] = settings.submission_digests[student]
-    apply_late(payload, settings, student, source)
+        if settings.fingerprint:  # and how (grading/fingerprint.py)
+            payload["grading_fingerprint"] = settings.fingerprint
+    apply_late(payload, settings, student, files)
     target = output_folder(settings.out, student)
     write_student(target, payload)
     if (work / "sandbox.log").exists():

@@ -135,8 +135,8 @@ def dependency_message(function, name, unavailable):
         )
     if unavailable.reason == MISNAMED:
         return (
-            f"Your notebook {number} was not graded: several of your files could each be "
-            f"{earlier.filename} (see notebook {number}). {uses}, so these tests wait for it: "
+            f"Your notebook {number} was not graded: which of your files is "
+            f"{earlier.filename} was not clear (see notebook {number}). {uses}, so these tests wait for it: "
             f"keep one file named {earlier.filename} and hand it in with this notebook."
         )
     if unavailable.reason == CORRUPT:

@@ -10,10 +10,11 @@ REPOS is a text file with one repository per line: a clone URL (`git@github.com:
 attention-ada.git`, `https://github.com/org/attention-ada`) or a local path; blank lines and
 `#` comments are skipped. Each repository is cloned into the cache (or fetched, when it is
 there already), and the commit to grade is chosen: the newest commit of the default branch, or
-with `--deadline`, the newest one whose commit time is not after it. Its notebooks (the course's
-file names, anywhere in the tree) are written to `class/<student>/` with the commit's time as
-their modification time, and `--record` gets one row per student: student, notebook (empty:
-all), handed_in (the commit's time), repository, commit, its author and committer dates, the
+with `--deadline`, the newest one whose commit time is not after it. Every copy of its notebooks
+(the course's file names and the near names `grade` accepts, anywhere in the tree, below the
+folder all copies share) is written to `class/<student>/` with the commit's time as their
+modification time (`grade` chooses among copies by its one rule: autograder/submissions.py),
+and `--record` gets one row per student: student, notebook (empty: all), handed_in (the commit's time), repository, commit, its author and committer dates, the
 time a gather first saw it, and the flags below: `grade --deadlines ... --handed-in
 handed_in.csv` reads it (the flags reach results.json's `handed_in_flags`). gather writes
 nowhere else: without `--cache` the clones go to a temporary folder removed at the end, and
@@ -63,14 +64,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from autograder.curriculum import NOTEBOOKS
 from autograder.deadlines import GATHER_FLAGS
+from autograder.notebook_files import match_name
 from autograder.platforms.git_paths import TooManyPaths, count_paths
 from autograder.safe_files import printable, remove_tree
 from autograder.sandbox.copying import tree_bytes
 
-NOTEBOOK_FILES = {nb.filename for nb in NOTEBOOKS}
 MAX_NOTEBOOK_BYTES = 20 * 2**20
+MAX_COPIES = 30  # copies of the course's notebooks written from one commit, shallowest first
+MAX_COPIES_BYTES = 300 * 2**20  # and their bytes (grade compares at most this: submissions.py)
+MAX_COPY_DEPTH = 8  # path parts of a copy (grade's walk looks no deeper: submissions.MAX_DEPTH)
 MAX_REPOSITORY_MB = 100  # a student's clone on disk (--max-repository-mb)
 MAX_FILE_MB = 50  # any file in any commit (--max-file-mb): GitHub warns from 50 MB
 MAX_COMMITS_SEEN = 10_000  # commits of one repository remembered per gather
@@ -299,33 +302,51 @@ def _commits(clone, head):
 
 
 def export_notebooks(clone, commit, target, when):
-    """Write the course's notebooks of `commit` into `target` (a new folder), dated `when`."""
+    """Write every copy of the course's notebooks in `commit` into `target` (a new folder),
+    dated `when`; the relative paths written. Every copy is kept, at its path below the
+    deepest folder all copies share (`notebooks/01_soft_lookup.ipynb` alone becomes
+    `01_soft_lookup.ipynb`; beside it, GitHub Classroom's `backup/01_soft_lookup.ipynb` stays
+    one folder deeper), so `grade` chooses among them by its one rule for copies
+    (autograder/submissions.py: the shallowest readable copy, its own name before a near one;
+    the others named). A name is one notebook_files.match_name knows (`Copy of X`, `X (1)`,
+    ...); paths that are not UTF-8, or with a hidden or empty part, are not written, and at
+    most MAX_COPIES copies and MAX_COPIES_BYTES are, the shallowest first."""
     listing = _git("ls-tree", "-r", "-z", "--long", commit, cwd=clone).split(b"\0")
-    found = {}
+    copies = []  # (path parts, blob)
     for entry in listing:
         if not entry:
             continue
         meta, _, path = entry.partition(b"\t")
         mode, kind, blob, size = meta.split()
-        name = path.rsplit(b"/", 1)[-1].decode("utf-8", "replace")
-        if kind != b"blob" or mode not in (b"100644", b"100755") or name not in NOTEBOOK_FILES:
-            continue  # links, submodules, other files
-        if name in found:
-            found[name] = None  # two copies: grade reports the name; take the top-most
+        if kind != b"blob" or mode not in (b"100644", b"100755"):
+            continue  # links, submodules
+        try:
+            parts = path.decode("utf-8").split("/")
+        except UnicodeDecodeError:
             continue
-        if int(size) > MAX_NOTEBOOK_BYTES:
-            continue
-        found[name] = blob
+        if match_name(parts[-1]) is None or int(size) > MAX_NOTEBOOK_BYTES:
+            continue  # other files
+        if any(not p or p.startswith(".") for p in parts) or len(parts) > MAX_COPY_DEPTH:
+            continue  # ".", "..", hidden folders (checkpoints), or nested past grade's walk
+        copies.append((len(parts), parts, blob, int(size)))
+    kept, total = [], 0  # the shallowest first: a cap never drops the student's own copy
+    for _, parts, blob, size in sorted(copies):
+        if len(kept) >= MAX_COPIES or total + size > MAX_COPIES_BYTES:
+            break
+        kept.append((parts, blob))
+        total += size
+    copies = kept
+    shared = os.path.commonprefix([parts[:-1] for parts, _ in copies]) if copies else []
     target.mkdir(parents=True, exist_ok=False)
     written = []
-    for name, blob in sorted(found.items()):
-        if blob is None:
-            continue
+    for parts, blob in sorted(copies):
+        relative = parts[len(shared) :]
         data = _git("cat-file", "blob", blob.decode(), cwd=clone)
-        path = target / name
+        path = target.joinpath(*relative)
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
         os.utime(path, (when.timestamp(), when.timestamp()))
-        written.append(name)
+        written.append("/".join(relative))
     os.utime(target, (when.timestamp(), when.timestamp()))
     return written
 

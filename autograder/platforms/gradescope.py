@@ -260,10 +260,7 @@ def notebook_summary(payload, missing=()):
             & set(BY_STEM)
         )
         if tests and reasons == {MISNAMED}:
-            what = (
-                f"not graded: several of your files could each be {nb.filename}; keep one, "
-                "named exactly so (see the messages below)"
-            )
+            what = misnamed_line(nb.filename, info.get("candidates") or [])
         elif tests and reasons <= {CORRUPT, NOT_RUN}:
             what = "not graded: the file is not a readable notebook (see the messages below)"
         elif nb.stem in missing:
@@ -284,6 +281,19 @@ def notebook_summary(payload, missing=()):
             what = "functions to fix: " + ", ".join(failing) if failing else "some tests fail"
         lines.append(f"{nb.stem}: {score:g} / {max_score:g} - {what}")
     return lines
+
+
+def misnamed_line(filename, candidates):
+    """What a misnamed notebook's line says: one candidate is named, never called "several"."""
+    if len(candidates) == 1:
+        return (
+            f"not graded: {plain_line(str(candidates[0]), 80)} looks like {filename}; rename it "
+            f"{filename} (see the messages below)"
+        )
+    return (
+        f"not graded: {len(candidates) or 'several'} of your files could each be {filename}; "
+        "keep one, named exactly so (see the messages below)"
+    )
 
 
 def student_messages(payload):

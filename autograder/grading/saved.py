@@ -1,0 +1,116 @@
+"""What OUT holds from earlier runs, as a class run reads it: whether a student is up to date,
+the verdicts `--notebook` keeps, and the folders of a student now graded under another spelling
+of their id, moved aside.
+
+    fresh = up_to_date(digest, OUT/ada/results.json, fingerprint)
+    kept = kept_verdicts(saved, ("03_matrix_attention",))
+    moved = supersede(out, done)      # [(folder, where it is now, the student now)]
+"""
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from autograder import student_ids
+from autograder.curriculum import NOTEBOOKS
+from autograder.grading.student import output_folder
+from autograder.report import collect_results
+from autograder.safe_files import MB, UnsafeFile, printable, read_bytes
+
+
+def up_to_date(digest, results_path, graded_under=None):
+    """True when OUT/<student>/results.json was graded from this very content, under this very
+    configuration: its `submission_digest` (submissions.content_digest, recorded when it was
+    graded) is `digest`, and its `grading_fingerprint` (grading/fingerprint.py: the secret's
+    hash, the course, the limits, the grader's version) is `graded_under` (when given).
+    File times never decide it: a student sets them (a commit dated in the past, a copy that
+    keeps them), so results without a digest, or of other content, are graded again."""
+    saved = read_saved(results_path) if digest else None
+    return (
+        saved is not None
+        and saved.get("submission_digest") == digest
+        and (graded_under is None or saved.get("grading_fingerprint") == graded_under)
+    )
+
+
+def other_configuration(saved, graded_under):
+    """True when saved results of this very content were graded under another configuration."""
+    return bool(saved) and saved.get("grading_fingerprint") != graded_under
+
+
+def kept_verdicts(saved, regrade):
+    """{stem: (tests, info)} of the notebooks `--notebook` does not name, from the last results;
+    {} (grade everything) when there are none, or when they lack a notebook."""
+    if not regrade or not saved:
+        return {}
+    kept = {}
+    for nb in NOTEBOOKS:
+        if nb.stem in regrade:
+            continue
+        tests = [t for t in saved.get("tests", []) if t.get("notebook") == nb.stem]
+        info = saved.get("notebooks", {}).get(nb.stem)
+        if not tests or not isinstance(info, dict):
+            return {}
+        kept[nb.stem] = (tests, info)
+    return kept
+
+
+def read_saved(results):
+    try:
+        payload = json.loads(read_bytes(results.parent, [results.name], 64 * MB))
+    except (UnsafeFile, ValueError, RecursionError):
+        return None
+    return payload if isinstance(payload, dict) and not payload.get("internal_error") else None
+
+
+SUPERSEDED = ".superseded"  # OUT's folder for the results of a student now graded under another
+
+
+def supersede(out, done):
+    """Move aside the results that this run's students supersede: OUT/<folder>/results.json of
+    an earlier run whose student is one of this run's under another spelling of the same id
+    (student_ids.key: `Ada/` renamed `ada/`, a name macOS wrote in NFD). Each such folder goes
+    to OUT/.superseded/ (kept for the instructor, out of every report and export), and is
+    named on stderr; [(the folder moved, where it is now, the student now)]."""
+    now = {}
+    for r in done:
+        if r.results and not r.refused:
+            now.setdefault(student_ids.key(r.student), r.student)
+    mine = {output_folder(out, student).name for student in now.values()}
+    moved = []
+    for saved in collect_results(out, skip=mine):
+        student = now.get(student_ids.key(saved.student))
+        if student is None:
+            continue
+        old, new = Path(out) / saved.folder, output_folder(out, student)
+        try:
+            if new.exists() and os.path.samefile(old, new):
+                continue  # one folder on a disk that ignores case: nothing to move
+            target = _free_name(Path(out) / SUPERSEDED / saved.folder)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(old, target)
+        except OSError as exc:
+            print(
+                f"warning: {printable(old)} holds an earlier result of {printable(student)} "
+                f"and could not be moved aside ({exc.strerror}); it is left out of the report.",
+                file=sys.stderr,
+            )
+            continue
+        moved.append((saved.folder, str(target.relative_to(out)), student))
+        print(
+            f"note: {printable(saved.folder)}/ held an earlier result of the student now graded "
+            f"as {printable(student)} (the same id, written differently); it was moved to "
+            f"{printable(target.relative_to(out))}/ and is no longer reported.",
+            file=sys.stderr,
+        )
+    return moved
+
+
+def _free_name(path):
+    if not path.exists():
+        return path
+    number = 2
+    while path.with_name(f"{path.name}-{number}").exists():
+        number += 1
+    return path.with_name(f"{path.name}-{number}")
