@@ -213,7 +213,8 @@ As your course says; in every case hand in the notebooks under the names they ha
 - Gradescope: upload the notebooks, or one zip of them.
 
 `checker/` holds the checks (the package `autograder`) and the course's data and loaders (the
-package `coursedata`). It contains no solutions.
+package `coursedata`). It contains no solutions. `checker-wheel/` is the same, built for the
+notebooks' Colab cell, which installs it only if it is the one this handout was released with.
 """
 
 
