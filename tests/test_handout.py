@@ -19,6 +19,7 @@ import sysconfig
 import textwrap
 import time
 import tomllib
+import zipfile
 from pathlib import Path
 
 import nbformat
@@ -84,7 +85,21 @@ def test_the_handout_holds_the_notebooks_the_data_and_a_checker_without_answers(
     assert not list(package.rglob("*_variants.py"))
     data = handout / "checker" / "coursedata"
     assert (data / "fruit.json").is_file() and (data / "shakespeare.py").is_file()
-    assert max(p.stat().st_size for p in handout.rglob("*") if p.is_file()) < 1_000_000  # no corpus
+    files = [p for p in handout.rglob("*") if p.is_file() and p.parent.name != "checker-wheel"]
+    assert max(p.stat().st_size for p in files) < 1_000_000  # no corpus
+    # the wheel the Colab cell installs is checker/'s packages, byte for byte, and nothing else
+    (wheel,) = (handout / "checker-wheel").iterdir()
+    with zipfile.ZipFile(wheel) as built:
+        packaged = [n for n in built.namelist() if n.split("/")[0] in ("autograder", "coursedata")]
+        others = {n.split("/")[0] for n in built.namelist()} - {"autograder", "coursedata"}
+        assert all(o.endswith((".dist-info", ".data")) for o in others), others
+        for name in packaged:
+            assert built.read(name) == (handout / "checker" / name).read_bytes(), name
+    assert {n for n in packaged if n.startswith("autograder/visible/")} == {
+        str(p.relative_to(handout / "checker"))
+        for p in (package / "visible").rglob("*")
+        if p.is_file()
+    }
     stored = json.loads((package / "visible" / "index.json").read_text())
     assert stored == list(GRADED_NAMES)
 
