@@ -52,6 +52,11 @@ def grade_options(cmd):
         help="a CSV of student,notebook,handed_in times (else the files' own times)",
     )
     cmd.add_argument(
+        "--roster",
+        help="the course roster (CSV, see autograder/roster.py): its sections give the class "
+        "page's means and help list per section",
+    )
+    cmd.add_argument(
         "--skip-selftest",
         action="store_true",
         help="EMERGENCIES ONLY: grade without first checking that this machine's sandbox gives "
@@ -119,6 +124,11 @@ def main(argv=None):
     handout_cmd.add_argument(
         "--stage", type=int, help="only notebooks 01..STAGE (a weekly release); default: all"
     )
+    handout_cmd.add_argument(
+        "--repository",
+        help="where the handout will be published (https://github.com/ORG/NAME), for the "
+        "Colab cell and links; default: pyproject.toml's [project.urls] Handout",
+    )
 
     args = parser.parse_args(argv)
     if args.command == "release":
@@ -156,9 +166,13 @@ def main(argv=None):
 
         return export.run(args)
     if args.command == "handout":
-        from autograder.handout import build_handout, describe
+        from autograder.handout import PlaceholderRepository, build_handout, describe
 
-        print(describe(build_handout(args.out, stage=args.stage), args.out))
+        try:
+            files = build_handout(args.out, stage=args.stage, repository=args.repository)
+        except PlaceholderRepository as exc:
+            raise SystemExit(f"error: {exc}") from None
+        print(describe(files, args.out))
         return 0
     return 2
 

@@ -58,6 +58,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from autograder import student_ids
 from autograder.curriculum import BY_STEM, NOTEBOOKS
+from autograder.escaping import terminal
 
 METHODS = ("none", "zero", "per-period")
 ALL = "all"
@@ -144,10 +145,7 @@ def parse_policy(data, source="the deadlines file"):
     unknown = set(data) - {"timezone", "due", "penalty", "extensions"}
     if unknown:
         raise PolicyError(f"{source}: unknown key(s) {', '.join(sorted(unknown))}")
-    try:
-        zone = ZoneInfo(data["timezone"]) if "timezone" in data else UTC
-    except (ZoneInfoNotFoundError, ValueError, TypeError):
-        raise PolicyError(f"{source}: unknown timezone {data['timezone']!r}") from None
+    zone = _zone(data["timezone"], source) if "timezone" in data else UTC
     due = _due_dates(data.get("due", {}), zone, source, "due")
     penalty = data.get("penalty", {})
     if not isinstance(penalty, dict):
@@ -184,6 +182,22 @@ def parse_policy(data, source="the deadlines file"):
         grace=timedelta(minutes=numbers["grace_minutes"]),
         extensions=extensions,
     )
+
+
+def _zone(name, source):
+    """The ZoneInfo of the policy's `timezone`; PolicyError naming the file and the key for any
+    name the system's zone database cannot give (ZoneInfo raises OSError for a name longer than
+    a file name can be, ValueError for one with a NUL or a path in it, TypeError for a number)."""
+    text = str(name)
+    shown = terminal(text if len(text) <= 80 else f"{text[:80]}... ({len(text):,} characters)")
+    if not isinstance(name, str):
+        raise PolicyError(f'{source}: timezone must be a name such as "Europe/Paris", not {shown}')
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, OSError, ValueError, TypeError):
+        raise PolicyError(
+            f'{source}: timezone: unknown timezone "{shown}" (a name such as "Europe/Paris")'
+        ) from None
 
 
 def _finite(value):
@@ -224,7 +238,12 @@ def _extensions(table, due, zone, source):
         elif _finite(value) and 0 < value <= MAX_HOURS:
             if not due:
                 raise PolicyError(f"{where}: hours extend due dates, and [due] gives none")
-            moved = {stem: when + timedelta(hours=value) for stem, when in due.items()}
+            try:
+                moved = {stem: when + timedelta(hours=value) for stem, when in due.items()}
+            except OverflowError:
+                raise PolicyError(
+                    f"{where}: the due dates moved by {value:g} h are past the year 9999"
+                ) from None
         else:
             raise PolicyError(
                 f"{where}: expected a number of hours (> 0, at most {MAX_HOURS}) or a table "
@@ -255,6 +274,7 @@ def apply_late_policy(payload, policy, handed_in):
     before = json.dumps([payload.get(k) for k in ("late", "score", "notebooks", "handed_in_flags")])
     if policy is None:
         policy = LatePolicy()  # no due dates: every penalty 0
+    course = policy
     policy = policy.for_student(payload.get("student"))
     raw = {}
     for test in payload.get("tests", []):
@@ -273,6 +293,7 @@ def apply_late_policy(payload, policy, handed_in):
                 "handed_in": when.isoformat() if when is not None else None,
                 "seconds_late": round(seconds, 1),
                 "penalty": penalty or 0.0,
+                "extended": policy.due[stem] != course.due.get(stem),  # an extension moved it
             }
             total += penalty or 0.0
     payload["score"] = round(sum(raw.values()) - total, 4)
@@ -338,7 +359,8 @@ HANDED_IN_COLUMNS = ("student", "notebook", "handed_in")
 GATHER_FLAGS = {  # token (the `flags` column of gather's record) -> what gather saw
     "backdated": (
         "the commit graded is dated before the deadline, yet a gather at or after the deadline "
-        "did not have it: it was pushed after the deadline, whatever its date says"
+        "did not have it: it was pushed after the deadline, whatever its date says, and is "
+        "taken as handed in no earlier than that gather"
     ),
     "history-rewritten": (
         "the repository's history was rewritten since an earlier gather: the commit that "

@@ -3,8 +3,12 @@
     terminal(text)          # printed to an instructor's terminal, or put in a Markdown file
     csv_cell(value)         # one cell of a CSV file a spreadsheet will open
     csv_row(cells)          # a whole CSV line: text cells quoted, numbers bare
+    bidi_markers(text)      # on a page: every bidi control as a visible marker, ⟨U+202E⟩
 
-HTML is escaped by jinja2's autoescape (autograder/report/__init__.py); results.json is JSON
+HTML is escaped by jinja2's autoescape (autograder/report/__init__.py), after bidi_markers
+(the report's jinja2 `finalize`; nbgrader_sanitise for the notebooks formgrader shows): a
+right-to-left override or isolate in a student's code or message would show the code in an
+order Python does not run (CVE-2021-42574, "Trojan Source"); results.json is JSON
 (json.dumps escapes what JSON needs); each platform's gradebook has its own module.
 
 Why a CSV cell needs more than quoting. Quotes only delimit a field: a spreadsheet still reads
@@ -67,3 +71,15 @@ def csv_row(cells, separator=","):
         else:
             out.append('"' + cell.replace('"', '""') + '"')
     return separator.join(out)
+
+
+# the Unicode bidirectional controls: embeddings, overrides, isolates and the implicit marks
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+_BIDI_MARKERS = {ord(ch): f"\u27e8U+{ord(ch):04X}\u27e9" for ch in BIDI_CONTROLS}
+
+
+def bidi_markers(text):
+    """`text` with each bidirectional control character (U+202E RIGHT-TO-LEFT OVERRIDE, the
+    isolates U+2066-2069, ...) replaced by a visible marker such as ⟨U+202E⟩: on a page, the
+    characters around it are shown in the order they are stored, as Python reads them."""
+    return str(text).translate(_BIDI_MARKERS)

@@ -67,6 +67,13 @@ def add_arguments(commands):
         "writing: Canvas's gradebook export, or Moodle's grade export or participants download",
     )
     cmd.add_argument(
+        "--moodle-max-grade",
+        type=float,
+        default=moodle.GRADEPOINTMAX,
+        help="Moodle: the site's largest grade (gradepointmax, default 100); a column worth "
+        "more (the total) is scaled to it, since Moodle refuses the whole import otherwise",
+    )
+    cmd.add_argument(
         "--only-matched",
         action="store_true",
         help="write only the roster rows the LMS will match (the others are named); without "
@@ -164,6 +171,7 @@ def export(
     identifier="email",
     lms_users=None,
     only_matched=False,
+    moodle_max_grade=moodle.GRADEPOINTMAX,
 ):
     """Write the export and the unmatched list; returns (lines for the terminal, exit status).
 
@@ -211,7 +219,8 @@ def export(
                 "row(s).",
             ]
         )
-    text = lms.import_csv(rows, columns, identifier)
+    fits = {"max_grade": moodle_max_grade} if lms is moodle else {}
+    text = lms.import_csv(rows, columns, identifier, **fits)
     target = Path(out) if out else grades_dir / DEFAULT_FILES[fmt]
     atomic_write(target, text)
     unmatched = [csv_row(["submission", "reason"])]
@@ -237,11 +246,14 @@ def export(
             f"{grades_dir / UNMATCHED_FILE}):"
         )
         lines += [f"  {name}: {reason}" for name, reason in unmatched_now]
-    lines += lms.import_steps(columns, identifier)
+    lines += lms.import_steps(columns, identifier, **fits)
     return [terminal(line) for line in lines], 0
 
 
 def run(args):
+    if not 0 < args.moodle_max_grade < 1e9:  # nan fails too
+        print("error: --moodle-max-grade must be a number of points > 0", file=sys.stderr)
+        return 2
     try:
         lines, status = export(
             args.roster,
@@ -252,6 +264,7 @@ def run(args):
             args.identifier,
             args.lms_users,
             args.only_matched,
+            args.moodle_max_grade,
         )
     except RosterError as exc:
         print(f"error: {terminal(str(exc))}", file=sys.stderr)

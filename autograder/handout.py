@@ -7,6 +7,8 @@ writes
     out_dir/README.md           set-up and work for students
     out_dir/requirements.txt    the course's pins for what students need, plus ./checker
     out_dir/notebooks/          the released student notebooks (01..K for a weekly stage)
+    out_dir/checker-wheel/      the checker built as a wheel: what the Colab cell installs,
+                                checked against the SHA-256 written into the cell
     out_dir/checker/            an installable package: `autograder` (the visible checks only)
                                 and `coursedata` (the small data and the loaders), and
                                 the venv's Jupyter configuration (encrypted kernel connections)
@@ -21,6 +23,7 @@ answer is in the bundle, and runs it installed in a venv without the course.
 """
 
 import ast
+import hashlib
 import json
 import shutil
 import tomllib
@@ -34,6 +37,7 @@ from autograder.curriculum import NOTEBOOKS, handed_out
 from autograder.release import REPO, SOLUTIONS, release_notebook, render
 
 PACKAGE = REPO / "autograder"
+WHEELS = "checker-wheel"  # the handout's folder holding the checker's wheel, for the Colab cell
 COURSEDATA = REPO / "data"
 
 # What the checker's `autograder` holds, relative to autograder/: nothing else is copied.
@@ -217,16 +221,21 @@ As your course says; in every case hand in the notebooks under the names they ha
 - Gradescope: upload the notebooks, or one zip of them.
 
 `checker/` holds the checks (the package `autograder`) and the course's data and loaders (the
-package `coursedata`). It contains no solutions.
+package `coursedata`). It contains no solutions. `checker-wheel/` is the same, built for the
+notebooks' Colab cell, which installs it only if it is the one this handout was released with.
 """
 
 
 # The first cell of every handout notebook. On Colab (its kernel has imported google.colab, and
-# it sets COLAB_RELEASE_TAG) it installs the checker from the handout's repository, keeping
-# every package Colab already has at the version it has (a pip constraint per package) when that
-# version is inside the checker's range, so Colab's PyTorch is never replaced; a version outside
-# it (Ubuntu 24.04's own tqdm says 0.0.0) is left to pip, since a constraint could never be met.
-# Anywhere else it does nothing.
+# it sets COLAB_RELEASE_TAG) it installs the checker this handout was built with: the wheel in
+# the handout's repository (WHEELS), downloaded and installed only when its SHA-256 is the one
+# written into the cell at build time, so neither a later push to the repository nor whoever
+# holds its address can change what runs. It keeps every package Colab already has at the
+# version it has (a pip constraint per package) when that version is inside the checker's range,
+# so Colab's PyTorch is never replaced; a version outside it (Ubuntu 24.04's own tqdm says 0.0.0)
+# is left to pip, since a constraint could never be met. When pip replaced a package the session
+# has already imported (numpy, after a re-run), the cell stops and says to restart the runtime:
+# the module in memory and the files on disk no longer match. Anywhere else it does nothing.
 COLAB_CELL = """\
 # Google Colab only: install this course's checks and data beside Colab's own PyTorch and NumPy
 # (what Colab already has is kept whenever the checks can use it). Anywhere else this cell does
@@ -235,9 +244,23 @@ import os
 import sys
 
 if "google.colab" in sys.modules or "COLAB_RELEASE_TAG" in os.environ:
+    import hashlib
+    import importlib
     import subprocess
     import tempfile
-    from importlib.metadata import PackageNotFoundError, version
+    import urllib.request
+    from importlib.metadata import (
+        PackageNotFoundError,
+        distributions,
+        packages_distributions,
+        version,
+    )
+
+    def installed_now():  # every distribution's version, as imports find them (first wins)
+        found = {{}}
+        for dist in distributions():
+            found.setdefault((dist.metadata["Name"] or "").lower(), dist.version)
+        return found
 
     try:
         from packaging.specifiers import SpecifierSet
@@ -245,7 +268,7 @@ if "google.colab" in sys.modules or "COLAB_RELEASE_TAG" in os.environ:
         from pip._vendor.packaging.specifiers import SpecifierSet
 
     needed = {packages}
-    keep, outside = [], []
+    keep, outside, before = [], [], installed_now()
     for package, wanted in needed.items():
         try:
             installed = version(package)
@@ -264,16 +287,41 @@ if "google.colab" in sys.modules or "COLAB_RELEASE_TAG" in os.environ:
     print("keeping what Colab has:", ", ".join(keep))
     if outside:
         print("outside what the checks need, so pip installs another:", ", ".join(outside))
+    wheel = os.path.join(tempfile.mkdtemp(), {wheel_name!r})
+    with urllib.request.urlopen({wheel_url!r}, timeout=120) as answer:
+        data = answer.read()
+    if hashlib.sha256(data).hexdigest() != {wheel_sha256!r}:
+        raise RuntimeError(
+            "The course's checks downloaded from {wheel_url} are not the ones this notebook "
+            "was released with, so they were not installed: ask your course for its notebooks."
+        )
+    with open(wheel, "wb") as file:
+        file.write(data)
     done = subprocess.run(
-        [
-            sys.executable, "-m", "pip", "install", "--quiet", "-c", constraints.name,
-            "git+{repository}#subdirectory=checker",
-        ],
+        [sys.executable, "-m", "pip", "install", "--quiet", "-c", constraints.name, wheel],
         capture_output=True,
         text=True,
     )
     if done.returncode != 0:
         raise RuntimeError("could not install the course's checks:\\n" + done.stderr[-2000:])
+    importlib.invalidate_caches()
+    after, modules = installed_now(), {{}}
+    for module, names in packages_distributions().items():
+        for name in names:
+            modules.setdefault(name.lower(), set()).add(module)
+    loaded = {{name.split(".")[0] for name in sys.modules}}
+    replaced = [  # what pip changed on disk under a module this session has imported
+        f"{{name}} {{was}} -> {{after.get(name, 'removed')}}"
+        for name, was in sorted(before.items())
+        if after.get(name) != was and modules.get(name, {{name.replace("-", "_")}}) & loaded
+    ]
+    if replaced:
+        raise RuntimeError(
+            "The course's checks are on disk, but pip replaced a package this session had "
+            "already loaded (" + ", ".join(replaced) + "). Restart the runtime now (Runtime > "
+            "Restart session), then run this notebook again from the top: this cell will "
+            "find everything in place."
+        )
     print("the course's checks are installed")
 {earlier}"""
 
@@ -285,8 +333,9 @@ COLAB_EARLIER = """\
 """
 
 
-def colab_cell(nb, repository, solutions=SOLUTIONS):
-    """The Colab cell of a handout notebook (nbformat cell): see COLAB_CELL."""
+def colab_cell(nb, repository, wheel, solutions=SOLUTIONS):
+    """The Colab cell of a handout notebook (nbformat cell): see COLAB_CELL. `wheel`: the
+    checker's wheel, in the handout folder published at `repository`."""
     source = nbformat.read(Path(solutions) / nb.filename, as_version=4)
     text = "\n".join(cell.source for cell in source.cells if cell.cell_type == "code")
     earlier = [other.filename for other in NOTEBOOKS if other is not nb and other.filename in text]
@@ -298,7 +347,9 @@ def colab_cell(nb, repository, solutions=SOLUTIONS):
                 for k, v in CHECKER_REQUIREMENTS.items()
             )
             + "    }",
-            repository=repository,
+            wheel_name=Path(wheel).name,
+            wheel_url=published_file(repository, f"{WHEELS}/{Path(wheel).name}"),
+            wheel_sha256=hashlib.sha256(Path(wheel).read_bytes()).hexdigest(),
             earlier=COLAB_EARLIER.format(files=json.dumps(earlier)) if earlier else "",
         )
     )
@@ -309,6 +360,55 @@ def colab_cell(nb, repository, solutions=SOLUTIONS):
 def handout_repository(pyproject=REPO / "pyproject.toml"):
     """Where the handout is published (pyproject.toml's [project.urls] Handout)."""
     return tomllib.loads(Path(pyproject).read_text())["project"]["urls"]["Handout"]
+
+
+PLACEHOLDER = "YOUR-ORG"  # pyproject.toml's Handout until a course sets it
+
+
+class PlaceholderRepository(ValueError):
+    """The handout would point students' installs at an address nobody owns yet."""
+
+
+def published_file(repository, path):
+    """The address of `path` in the handout published at `repository` (a GitHub repository,
+    or a file:// folder); PlaceholderRepository for the placeholder or any other address."""
+    if PLACEHOLDER.lower() in repository.lower():
+        raise PlaceholderRepository(
+            f"the handout's repository is still the placeholder {repository}: every notebook's "
+            "Colab cell would install from an account anyone can register. Set [project.urls] "
+            "Handout in pyproject.toml to where the handout will be published (or pass "
+            "--repository URL), then build again"
+        )
+    github = "https://github.com/"
+    if repository.startswith(github):
+        name = repository.removeprefix(github).removesuffix(".git").strip("/")
+        return f"{github}{name}/raw/HEAD/{path}"
+    if repository.startswith("file:///"):
+        return f"{repository.rstrip('/')}/{path}"
+    raise PlaceholderRepository(
+        f"the handout's repository {repository} is neither a https://github.com/ repository "
+        "nor a file:/// folder: the Colab cell could not fetch the checks from it"
+    )
+
+
+def build_wheel(checker, into):
+    """The checker's wheel (pip wheel, offline, no dependencies), built into `into`."""
+    import subprocess
+    import sys
+
+    into.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+         "--no-index", "--wheel-dir", str(into), str(checker)],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )  # fmt: skip
+    (wheel,) = into.glob("*.whl")
+    shutil.rmtree(checker / "build", ignore_errors=True)
+    for info in checker.glob("*.egg-info"):
+        shutil.rmtree(info)
+    return wheel
 
 
 def colab_link(repository, filename):
@@ -520,17 +620,19 @@ def build_handout(out, stage=None, solutions=SOLUTIONS, repository=None):
     repository: where the handout will be published (default: pyproject.toml's Handout URL),
     for the notebooks' Colab cell and the README's Colab links."""
     repository = repository or handout_repository()
+    published_file(repository, WHEELS)  # refuses a placeholder before anything is written
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         raise FileExistsError(f"{out} is not empty: choose a new folder for the handout")
     notebooks = notebooks_of(stage)
+    _write_checker(out / "checker", notebooks)
+    wheel = build_wheel(out / "checker", out / WHEELS)
     (out / "notebooks").mkdir(parents=True, exist_ok=True)
     for nb in handed_out(notebooks):  # with the optional notebooks, which nothing grades
         solution = nbformat.read(Path(solutions) / nb.filename, as_version=4)
         released = release_notebook(solution)
-        released.cells.insert(0, colab_cell(nb, repository, solutions))
+        released.cells.insert(0, colab_cell(nb, repository, wheel, solutions))
         (out / "notebooks" / nb.filename).write_text(render(released))
-    _write_checker(out / "checker", notebooks)
     (out / "requirements.txt").write_text(
         "# The course's pinned packages, then the checks and data of its notebooks.\n"
         + "".join(f"{pin}\n" for pin in student_requirements())

@@ -490,3 +490,89 @@ def test_a_notebook_most_of_the_class_did_not_hand_in_is_not_a_reason_to_help():
     said = {h["student"]: h["reasons"] for h in class_data(saved(payloads))["help_first"]}
     assert said["no05"][0] == "05 missing"
     assert not any("07" in r for reasons in said.values() for r in reasons)
+
+
+# -- lateness, sections and the help list as a CSV -----------------------------------------------
+def test_lateness_sections_and_the_help_list_as_a_csv(tmp_path):
+    """The class page said nothing about lateness (20 late students, up to 59 points taken) nor
+    per section, though the roster had sections; the help list could not be downloaded."""
+    import csv
+    from datetime import UTC, datetime, timedelta
+
+    from autograder.deadlines import apply_late_policy, parse_policy
+    from autograder.roster import read_roster
+
+    due = datetime(2026, 12, 18, 23, 0, tzinfo=UTC)
+    policy = parse_policy({
+        "due": {"all": due.isoformat()},
+        "penalty": {"method": "per-period", "points": 2, "period_hours": 24},
+        "extensions": {"eve": 48},
+    })  # fmt: skip
+    first = NOTEBOOKS[0].stem
+    late_by = {  # student -> hours late for notebook 01 (every other notebook on time)
+        "ann": 25,  # two started periods: 4 points
+        "bob": 1,  # one: 2 points
+        "eve": 30,  # within her 48 h extension: on time, extension used
+    }
+    payloads = [stand_in(f"fine{i}") for i in range(6)]
+    payloads += [stand_in(s) for s in late_by]
+    payloads.append(stand_in("low", {first: "failed"}))
+    for p in payloads:
+        times = {nb.stem: due - timedelta(hours=1) for nb in NOTEBOOKS}
+        if p["student"] in late_by:
+            times[first] = due + timedelta(hours=late_by[p["student"]])
+        apply_late_policy(p, policy, times)
+    roster = tmp_path / "roster.csv"
+    roster.write_text(
+        "submission,section\n"
+        + "".join(f"fine{i},{'A' if i < 3 else 'B'}\n" for i in range(6))
+        + "ann,A\nbob,B\neve,B\nlow,A\n"
+    )
+    data = class_data(saved(payloads), roster=read_roster(roster))
+
+    lateness = data["lateness"]
+    assert [(s["student"], s["penalty"], s["extended"]) for s in lateness["students"]] == [
+        ("ann", 4.0, []), ("bob", 2.0, []), ("eve", 0.0, [nb.stem for nb in NOTEBOOKS])
+    ]  # fmt: skip
+    assert (lateness["late"], lateness["points_taken"], lateness["extended"]) == (2, 6.0, 1)
+    ann = lateness["students"][0]["notebooks"]
+    assert [(n["notebook"], n["seconds_late"]) for n in ann] == [(first, 25 * 3600.0)]
+    assert ann[0]["late"] == "handed in 1 d 1 h late: 4 point(s) off"
+
+    full = payloads[0]["max_score"]
+    by_section = {s["section"]: s for s in data["sections"]}
+    assert sorted(by_section) == ["A", "B"]
+    # A: fine0-2 (full), ann (full - 4), low (full - notebook 01's points)
+    nb01 = sum(points for stem, _, _, points in course_tests() if stem == first)
+    a_totals = [full] * 3 + [full - 4, full - nb01]
+    assert by_section["A"]["students"] == 5
+    assert by_section["A"]["mean_total"] == pytest.approx(sum(a_totals) / 5, abs=1e-3)
+    assert by_section["B"]["mean_total"] == pytest.approx(
+        (5 * full - 2) / 5, abs=1e-3
+    )  # fine3-5, bob, eve
+    assert (by_section["A"]["late"], by_section["B"]["late"]) == (1, 1)
+    helped = {s: [h["student"] for h in by_section[s]["help_first"]] for s in by_section}
+    everyone = [h["student"] for h in data["help_first"]]
+    assert sorted(helped["A"] + helped["B"]) == sorted(everyone) and "low" in helped["A"]
+
+    # the page shows both blocks; write_class writes the help list as a CSV the page links to
+    page = render_class_page(data)
+    assert 'id="lateness"' in page and 'id="sections"' in page
+    assert 'href="help_first.csv"' in page
+    out = tmp_path / "out"
+    for p in payloads:
+        (out / p["student"]).mkdir(parents=True)
+        (out / p["student"] / "results.json").write_text(json.dumps(p))
+    write_class(out, roster=read_roster(roster))
+    rows = list(csv.DictReader((out / "help_first.csv").open(encoding="utf-8")))
+    assert [r["student"] for r in rows] == everyone
+    assert {r["student"]: r["section"] for r in rows} == {h: s for s in helped for h in helped[s]}
+    low = next(r for r in rows if r["student"] == "low")
+    assert float(low["total"]) == pytest.approx(full - nb01) and low["why"]
+
+
+def test_without_sections_or_lateness_the_page_says_so_plainly():
+    data = class_data(saved([stand_in("ann"), stand_in("bob")]))
+    assert data["sections"] == [] and data["lateness"]["students"] == []
+    page = render_class_page(data)
+    assert 'id="sections"' not in page and "Nobody handed in late" in page

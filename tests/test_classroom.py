@@ -288,7 +288,8 @@ def test_gather_on_a_backdated_push_shows_the_flag_and_the_regrade(tmp_path, cap
     """The whole story: gathered and graded after the deadline (the released notebook: 0), then
     the student commits the answers dated before the deadline and pushes. The next gather
     flags it, and a plain `grade` (no --force) grades it again, with the flag in results.json;
-    file times older than the results never make it "up to date"."""
+    file times older than the results never make it "up to date". It was pushed after the
+    first gather, itself after the deadline: late, whatever the commit's date says."""
     repo = Path(__file__).resolve().parents[1]
     deadline = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=2)
     released = (repo / "notebooks" / A).read_text()
@@ -318,8 +319,12 @@ def test_gather_on_a_backdated_push_shows_the_flag_and_the_regrade(tmp_path, cap
     assert grade() == 0
     assert "graded 1 student(s), skipped 0 up to date" in capsys.readouterr().out
     after = json.loads((out / "ada" / "results.json").read_text())
-    info = after["notebooks"][stem]
-    assert info["score"] == info["max_score"] > 0  # regraded: the answers, on time by date
+    assert sum(t["score"] for t in after["tests"]) > 0  # regraded: the answers pass
+    history = json.loads((tmp_path / "handed_in.history.json").read_text())
+    missed_by = history["students"]["ada"]["gathered"][0]  # the first gather, after the deadline
+    late = after["late"]["notebooks"][stem]
+    assert late["handed_in"] == missed_by and late["seconds_late"] > 0
+    assert after["notebooks"][stem]["score"] == 0  # the policy: a late notebook scores 0
     assert [f["flag"] for f in after["handed_in_flags"]] == ["backdated"]
 
 
@@ -340,6 +345,154 @@ def test_gathers_git_starts_no_background_maintenance(tmp_path, monkeypatch):
                           text=True).stdout.strip() == "1"  # fmt: skip
     assert gathers_git("config", "gc.auto", cwd=repo).decode().strip() == "0"
     assert gathers_git("config", "maintenance.auto", cwd=repo).decode().strip() == "false"
+
+
+def test_a_backdated_commit_is_handed_in_no_earlier_than_the_gather_that_missed_it(tmp_path):
+    """Flagged `backdated`, the commit was then graded on its own dates: on time, no penalty.
+    A gather after the deadline that did not have it proves it was pushed after that gather."""
+    deadline = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=2)
+    early = deadline - timedelta(hours=5)
+    ada = _repo(tmp_path / "remote", "attention-ada", [(early, {A: _notebook("early")})])
+    assert _gather(tmp_path, [ada], "--deadline", deadline.isoformat()) == 0
+    assert datetime.fromisoformat(_rows(tmp_path)["ada"]["handed_in"]) == early  # seen in time?
+    history = json.loads((tmp_path / "handed_in.history.json").read_text())
+    missed_by = datetime.fromisoformat(history["students"]["ada"]["gathered"][0])
+    assert missed_by > deadline
+
+    (ada / A).write_text(_notebook("late work"))
+    _git(ada, "commit", "-qam", "late", when=deadline - timedelta(minutes=30))
+    for _ in range(2):  # and again at the next gather, from the history
+        assert _gather(tmp_path, [ada], "--deadline", deadline.isoformat()) == 0
+        row = _rows(tmp_path)["ada"]
+        assert row["flags"] == "backdated"
+        assert datetime.fromisoformat(row["committer_date"]) == deadline - timedelta(minutes=30)
+        assert datetime.fromisoformat(row["handed_in"]) == missed_by
+        assert load_handed_in(tmp_path / "handed_in.csv")["ada"]["01_soft_lookup"] == missed_by
+        gathered = tmp_path / "class" / "ada" / A
+        assert gathered.stat().st_mtime == missed_by.timestamp()  # for grade without --handed-in
+
+
+def test_a_commit_first_seen_by_the_first_gather_keeps_its_own_date(tmp_path):
+    """No gather before it: nothing proves it late, so nothing moves."""
+    deadline = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=2)
+    dated = deadline - timedelta(minutes=1)
+    ada = _repo(tmp_path / "remote", "attention-ada", [(dated, {A: _notebook("a")})])
+    assert _gather(tmp_path, [ada], "--deadline", deadline.isoformat()) == 0
+    assert _gather(tmp_path, [ada], "--deadline", deadline.isoformat()) == 0
+    assert datetime.fromisoformat(_rows(tmp_path)["ada"]["handed_in"]) == dated
+
+
+# -- what a tree expands to -----------------------------------------------------------------------
+def _git_out(repo, *args, stdin=b""):
+    return subprocess.run(["git", *args], cwd=repo, input=stdin, check=True,
+                          capture_output=True).stdout.decode().strip()  # fmt: skip
+
+
+def _tree_bomb(root, name, levels, width=10):
+    """A repository holding notebook A and a tree `bomb/` of `levels` nested levels of `width`
+    entries, every entry of a level naming the same object: width**levels paths from a few
+    kilobytes."""
+    repo = _repo(root, name, [(DEADLINE - timedelta(days=1), {A: _notebook("mine")})])
+    blob = _git_out(repo, "hash-object", "-w", "--stdin", stdin=b"x")
+    listing = "".join(f"100644 blob {blob}\tf{i}\n" for i in range(width))
+    tree = _git_out(repo, "mktree", stdin=listing.encode())
+    for _ in range(levels - 1):
+        listing = "".join(f"040000 tree {tree}\td{i}\n" for i in range(width))
+        tree = _git_out(repo, "mktree", stdin=listing.encode())
+    top = _git_out(repo, "ls-tree", "HEAD") + f"\n040000 tree {tree}\tbomb\n"
+    commit = _git_out(repo, "commit-tree", _git_out(repo, "mktree", stdin=top.encode()), "-p", "HEAD", "-m", "b")  # fmt: skip
+    _git_out(repo, "update-ref", "refs/heads/main", commit)
+    return repo
+
+
+def test_paths_are_counted_as_git_lists_them(tmp_path):
+    from autograder.platforms.git_paths import TooManyPaths, count_paths
+
+    repo = _tree_bomb(tmp_path, "bomb", levels=3, width=7)
+    listed = _git_out(repo, "ls-tree", "-r", "--name-only", "HEAD").splitlines()
+    assert len(listed) == 7**3 + 1  # the oracle: git's own listing
+    assert count_paths(repo, "HEAD", limit=7**3 + 1, seconds=60) == len(listed)
+    with pytest.raises(TooManyPaths, match="more than 343"):
+        count_paths(repo, "HEAD", limit=7**3, seconds=60)
+
+
+def test_a_tree_bomb_under_a_memory_cap_costs_only_its_student(tmp_path):
+    """A 35 KB repository expanding to 10^9 paths passed both size caps; under a memory cap
+    the MemoryError ended the whole gather: no record, later students not gathered."""
+    import sys
+    import textwrap
+
+    bomb = _tree_bomb(tmp_path / "remote", "attention-ada", levels=9)
+    fine = _repo(tmp_path / "remote", "attention-bob", [(DEADLINE, {A: _notebook("b")})])
+    listing = tmp_path / "repos.txt"
+    listing.write_text(f"{bomb}\n{fine}\n")
+    script = textwrap.dedent(f"""
+        import resource, sys
+        cap = 1536 * 2**20
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+        from autograder.__main__ import main
+        sys.exit(main(["classroom", "gather", {str(listing)!r}, "--into", {str(tmp_path / "class")!r},
+                       "--prefix", "attention-", "--record", {str(tmp_path / "handed_in.csv")!r}]))
+    """)  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert f"NOT GATHERED {bomb}: commit " in done.stdout
+    assert "more than 100,000: refused" in done.stdout
+    assert "Traceback" not in done.stderr
+    assert list(_rows(tmp_path)) == ["bob"]
+    assert sorted(p.name for p in (tmp_path / "class").iterdir()) == ["bob"]
+
+
+def test_any_failure_is_one_students_refusal(tmp_path, monkeypatch, capsys):
+    from autograder.platforms import classroom
+
+    export = classroom.export_notebooks
+
+    def failing(clone, commit, target, when):
+        if "ada" in str(clone):
+            raise MemoryError
+        if "cy" in str(clone):
+            raise KeyError("surprise")
+        return export(clone, commit, target, when)
+
+    monkeypatch.setattr(classroom, "export_notebooks", failing)
+    repos = [_repo(tmp_path / "remote", f"attention-{s}", [(DEADLINE, {A: _notebook(s)})])
+             for s in ("ada", "bob", "cy")]  # fmt: skip
+    assert _gather(tmp_path, repos) == 1
+    printed = capsys.readouterr().out
+    assert f"NOT GATHERED {repos[0]}: gathering it ran out of memory: refused" in printed
+    assert f"NOT GATHERED {repos[2]}: gathering it failed (KeyError" in printed
+    assert list(_rows(tmp_path)) == ["bob"]
+
+
+def test_a_git_command_past_its_time_is_stopped_with_its_children(tmp_path, monkeypatch, capsys):
+    """Each git command on a clone has GIT_SECONDS; one that hangs (here a child of git that
+    holds git's output open) is stopped, its whole process group, and costs only its student."""
+    import shutil
+
+    from autograder.platforms import classroom
+
+    real = shutil.which("git")
+    fake = tmp_path / "bin" / "git"
+    fake.parent.mkdir()
+    sleeper = tmp_path / "sleeper.pid"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'case "$PWD" in *attention-ada*) case " $* " in *" rev-list "*)\n'
+        f"  sleep 600 & echo $! > {sleeper}; wait; exit 0;; esac;; esac\n"
+        f'exec {real} "$@"\n'
+    )
+    fake.chmod(0o755)
+    repos = [_repo(tmp_path / "remote", f"attention-{s}", [(DEADLINE, {A: _notebook(s)})])
+             for s in ("ada", "bob")]  # fmt: skip
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(classroom, "GIT_SECONDS", 2)
+    assert _gather(tmp_path, repos) == 1
+    printed = capsys.readouterr().out
+    assert f"NOT GATHERED {repos[0]}: git rev-list took more than 2 s: stopped" in printed
+    assert list(_rows(tmp_path)) == ["bob"]
+    stat = Path(f"/proc/{int(sleeper.read_text())}/stat")  # the child went with git
+    assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
 
 
 def test_a_blank_backup_copy_never_costs_the_real_notebook(tmp_path):

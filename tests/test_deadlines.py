@@ -56,6 +56,11 @@ def test_a_policy_reads_per_notebook_dates_a_default_and_a_timezone():
         ({"penalty": {"method": "per-period", "points": 0}}, "points > 0"),
         ({"penalty": {"method": "per-period", "points": -1}}, ">= 0"),
         ({"timezone": "Mars/Olympus"}, "unknown timezone"),
+        # ZoneInfo raised OSError (a file name too long): the run ended with a traceback
+        ({"timezone": "Europe/" + "x" * 5000}, r"the deadlines file: timezone: .*5,007 characters"),
+        ({"timezone": "Europe/Par\x00is"}, r"the deadlines file: timezone: .*Par\\x00is"),
+        ({"timezone": "../../etc/passwd"}, "the deadlines file: timezone: unknown"),
+        ({"timezone": 5}, "the deadlines file: timezone must be a name"),
         ({"deadline": {}}, "unknown key"),
     ],
 )
@@ -420,8 +425,24 @@ def test_an_extension_moves_only_that_students_due_dates(
         ({"due": {"all": "0001-01-01T00:00:00+01:00"}}, "outside the dates UTC can hold"),
         ({"due": {"all": "9999-12-31T23:59:00-01:00"}}, "outside the dates UTC can hold"),
         ({"due": {"08_nothing": "2026-11-01T00:00:00Z"}}, "names no notebook"),
+        # an extension past the last date a datetime holds: an OverflowError ended the run
+        (
+            {"due": {"all": "9999-12-31T00:00Z"}, "extensions": {"ada": 48}},
+            "extensions.ada: the due dates moved by 48 h are past the year 9999",
+        ),  # fmt: skip
     ],
 )
 def test_a_bad_deadlines_file_is_refused_before_anything_is_graded(tmp_path, change, words):
     with pytest.raises(PolicyError, match=words):
         parse_policy({**EXTENDED, **change})
+
+
+def test_a_timezone_no_system_has_names_the_file_and_the_key(tmp_path):
+    from autograder.deadlines import load_policy
+
+    policy = tmp_path / "deadlines.toml"
+    policy.write_text(f'timezone = "{"x" * 5000}"\n[due]\nall = "2026-12-18 23:59"\n')
+    with pytest.raises(PolicyError) as refused:
+        load_policy(policy)
+    assert str(refused.value).startswith(f"{policy}: timezone: unknown timezone")
+    assert len(str(refused.value)) < 300

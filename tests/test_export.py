@@ -444,3 +444,44 @@ def test_every_cell_is_the_grade_results_json_holds(tmp_path, capsys, fmt, which
             held = payload["score"] if title == "total" else payload["notebooks"][title]["score"]
             assert float(cell) == pytest.approx(held, abs=1e-9), (student, title)
     assert "zed: no roster entry matches this name" in printed.out
+
+
+def test_moodles_default_export_imports_on_a_default_site_when_the_total_passes_100(
+    tmp_path, capsys, monkeypatch
+):
+    """The course's total is above 100: the default (`--columns both`) wrote totals above 100,
+    and a default Moodle site (gradepointmax 100) aborts the whole import on one of them."""
+    big = {stem: points * 4 for stem, points in POINTS.items()}  # 8, 12, ...: 140 in all
+    monkeypatch.setitem(globals(), "POINTS", big)
+    out = tmp_path / "grades"
+    scores = {"ada": dict(big), "bo": {"01_soft_lookup": 8.0, "07_modern_lm": 12.0}}
+    for name, mine in scores.items():
+        (out / name).mkdir(parents=True)
+        (out / name / "results.json").write_text(json.dumps(results(name, mine)))
+    roster = tmp_path / "roster.csv"
+    roster.write_text("name,github,email\nAda,ada,ada@example.org\nBo,bo,bo@example.org\n")
+    total = sum(big.values())  # POINTS is `big` from here on
+    assert total == 140 > 100
+    users = {"ada@example.org", "bo@example.org"}
+
+    code, printed = export(capsys, out, roster, "--format", "moodle")
+    assert code == 0, printed.err
+    text, rows = read_csv_file(out / "moodle_grades.csv")
+    assert rows[0] == ["email", *(nb.stem for nb in NOTEBOOKS), "total (scaled to 100)"]
+    gradebook = moodle_import(text, users)  # Moodle's own rule, gradepointmax 100
+    assert isinstance(gradebook, dict), gradebook
+    assert gradebook["ada@example.org"]["total (scaled to 100)"] == 100.0
+    assert gradebook["bo@example.org"]["total (scaled to 100)"] == round(20 * 100 / total, 4)
+    assert gradebook["bo@example.org"]["07_modern_lm"] == 12.0  # a notebook is as it is
+    assert "total (scaled to 100): maximum grade 100" in printed.out
+    assert f"its {total:g} points are scaled to 100" in printed.out
+
+    # a site whose gradepointmax is raised takes the points as they are
+    code, printed = export(capsys, out, roster, "--format", "moodle", "--moodle-max-grade", "200")
+    assert code == 0, printed.err
+    text, rows = read_csv_file(out / "moodle_grades.csv")
+    assert rows[0][-1] == "total"
+    assert moodle_import(text, users, gradepointmax=200)["ada@example.org"]["total"] == total
+    assert isinstance(moodle_import(text, users), str)  # what a default site would refuse
+    code, printed = export(capsys, out, roster, "--format", "moodle", "--moodle-max-grade", "nan")
+    assert code == 2 and "--moodle-max-grade" in printed.err

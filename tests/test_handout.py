@@ -8,6 +8,7 @@ The detector itself is tested by planting answers in a copy of the bundle.
 """
 
 import ast
+import hashlib
 import json
 import os
 import re
@@ -18,6 +19,7 @@ import sysconfig
 import textwrap
 import time
 import tomllib
+import zipfile
 from pathlib import Path
 
 import nbformat
@@ -37,6 +39,9 @@ import leaks  # noqa: E402 - the detector, beside this file
 # Nothing is allowed to leak (the harness trains on batches the parent chose, so it holds no
 # get_batch, and its loss is not written as the lm_loss answer).
 KNOWN_LEAKS = set()
+# Where the tests' handouts say they are published (the pyproject's Handout is a placeholder,
+# which build_handout refuses).
+PUBLISHED = "https://github.com/some-school/attention-handout"
 # Answers too small to tell from honest code (`return table[query]`, `return keys @ query`):
 # below leaks.MIN_ANSWER nodes, so the detector does not look for them.
 TOO_SMALL = {"lookup", "similarity"}
@@ -50,7 +55,7 @@ UNGRADED_EXERCISES = {
 @pytest.fixture(scope="module")
 def handout(tmp_path_factory):
     out = tmp_path_factory.mktemp("handout") / "course"
-    build_handout(out)
+    build_handout(out, repository=PUBLISHED)
     return out
 
 
@@ -83,7 +88,21 @@ def test_the_handout_holds_the_notebooks_the_data_and_a_checker_without_answers(
     assert not list(package.rglob("*_variants.py"))
     data = handout / "checker" / "coursedata"
     assert (data / "fruit.json").is_file() and (data / "shakespeare.py").is_file()
-    assert max(p.stat().st_size for p in handout.rglob("*") if p.is_file()) < 1_000_000  # no corpus
+    files = [p for p in handout.rglob("*") if p.is_file() and p.parent.name != "checker-wheel"]
+    assert max(p.stat().st_size for p in files) < 1_000_000  # no corpus
+    # the wheel the Colab cell installs is checker/'s packages, byte for byte, and nothing else
+    (wheel,) = (handout / "checker-wheel").iterdir()
+    with zipfile.ZipFile(wheel) as built:
+        packaged = [n for n in built.namelist() if n.split("/")[0] in ("autograder", "coursedata")]
+        others = {n.split("/")[0] for n in built.namelist()} - {"autograder", "coursedata"}
+        assert all(o.endswith((".dist-info", ".data")) for o in others), others
+        for name in packaged:
+            assert built.read(name) == (handout / "checker" / name).read_bytes(), name
+    assert {n for n in packaged if n.startswith("autograder/visible/")} == {
+        str(p.relative_to(handout / "checker"))
+        for p in (package / "visible").rglob("*")
+        if p.is_file()
+    }
     stored = json.loads((package / "visible" / "index.json").read_text())
     assert stored == list(GRADED_NAMES)
 
@@ -128,21 +147,51 @@ def test_the_readme_opens_each_notebook_in_colab_from_the_handouts_repository(tm
         f"notebooks/{nb.filename}"
         for nb in NOTEBOOKS[:2]
     ]
+    # the checker this handout was built with, by its hash: never the branch as it is later
     cell = nbformat.read(out / "notebooks" / NOTEBOOKS[1].filename, as_version=4).cells[0]
-    assert "git+https://github.com/some-school/attention-2027#subdirectory=checker" in cell.source
+    (wheel,) = (out / "checker-wheel").iterdir()
+    assert wheel.name.endswith("-py3-none-any.whl")
+    assert (
+        f"https://github.com/some-school/attention-2027/raw/HEAD/checker-wheel/{wheel.name}"
+        in cell.source
+    )
+    assert hashlib.sha256(wheel.read_bytes()).hexdigest() in cell.source
+    assert "git+" not in cell.source
 
 
-def _run_colab_cell(source, env, python=sys.executable):
-    """Run a Colab cell in `python` with subprocess.run recorded (and not run): the commands."""
+def test_the_handout_refuses_the_placeholder_address(tmp_path, capsys):
+    """Built with pyproject's `YOUR-ORG` Handout, every Colab cell installed from an account
+    anyone could register."""
+    from autograder.__main__ import main
+    from autograder.handout import PlaceholderRepository, handout_repository
+
+    assert "YOUR-ORG" in handout_repository()  # this repository's, until a course sets it
+    with pytest.raises(PlaceholderRepository, match="placeholder"):
+        build_handout(tmp_path / "h")
+    with pytest.raises(PlaceholderRepository, match="placeholder"):
+        build_handout(tmp_path / "h", repository="https://github.com/your-org/attention")
+    with pytest.raises(SystemExit, match=r"Handout in pyproject.toml .* --repository URL"):
+        main(["handout", "--out", str(tmp_path / "h")])
+    assert not (tmp_path / "h").exists()  # refused before anything is written
+
+
+def _run_colab_cell(source, env, python=sys.executable, wheels=None, before="", during=""):
+    """Run a Colab cell in `python` with subprocess.run recorded (and not run): the commands.
+    Downloads are answered from the folder `wheels`; `before` runs first, `during` in the
+    recorded call (as pip would change the disk)."""
     script = (
-        "import json, subprocess, sys\n"
+        "import json, os, subprocess, sys, urllib.request\n"
+        f"{before}\n"
         "calls = []\n"
         "class Done:\n    returncode = 0\n    stderr = ''\n"
-        "def record(args, **kw):\n    calls.append(list(args))\n    return Done()\n"
+        f"def record(args, **kw):\n    calls.append(list(args))\n{textwrap.indent(during or 'pass', '    ')}\n    return Done()\n"
         "subprocess.run = record\n"
-        f"exec(compile({source!r}, 'colab cell', 'exec'), {{}})\n"
+        f"def fetch(url, timeout=None):\n    calls.append(['fetch', url])\n    return open(os.path.join({str(wheels)!r}, url.rsplit('/', 1)[1]), 'rb')\n"
+        "urllib.request.urlopen = fetch\n"
+        f"try:\n    exec(compile({source!r}, 'colab cell', 'exec'), {{}})\n"
+        "except RuntimeError as error:\n    print('RAISED', error)\n"
         "print('CALLS' + json.dumps(calls))\n"
-    )
+    )  # fmt: skip
     done = subprocess.run(
         [python, "-c", script], capture_output=True, text=True, timeout=60, env=env
     )
@@ -165,16 +214,29 @@ def test_on_colab_the_cell_installs_the_checker_with_every_installed_package_kep
 
     source = nbformat.read(handout / "notebooks" / "04_multihead_attention.ipynb", as_version=4)
     env = {**os.environ, "COLAB_RELEASE_TAG": "simulated"}
-    calls, printed = _run_colab_cell(source.cells[0].source, env)
-    assert len(calls) == 1
-    command = calls[0]
+    calls, printed = _run_colab_cell(source.cells[0].source, env, wheels=handout / "checker-wheel")
+    (wheel,) = (handout / "checker-wheel").iterdir()
+    assert calls[0] == ["fetch", f"{PUBLISHED}/raw/HEAD/checker-wheel/{wheel.name}"]
+    assert len(calls) == 2
+    command = calls[1]
     assert command[1:4] == ["-m", "pip", "install"] and "--upgrade" not in command
     constraints = Path(command[command.index("-c") + 1]).read_text().split()
     assert f"torch=={version('torch')}" in constraints  # the installed torch is kept
     assert f"numpy=={version('numpy')}" in constraints
-    assert command[-1].startswith("git+https://github.com/") and command[-1].endswith("=checker")
+    assert Path(command[-1]).name == wheel.name  # the wheel it fetched and checked
+    assert "the course's checks are installed" in printed
     # notebook 04 reads the student's 02 and 03: the cell says to upload them when absent
     assert "upload it next to this notebook" in printed
+
+
+def _colab_with_tqdm(tmp_path, version):
+    """(its dist-info folder, the environment of a simulated Colab) where tqdm's metadata says
+    `version` (the module itself is the installed tqdm)."""
+    info = tmp_path / "site" / f"tqdm-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: tqdm\nVersion: {version}\n")
+    path = os.pathsep.join(filter(None, [str(tmp_path / "site"), os.environ.get("PYTHONPATH")]))
+    return info, {**os.environ, "COLAB_RELEASE_TAG": "simulated", "PYTHONPATH": path}
 
 
 @pytest.mark.slow  # builds the whole handout
@@ -183,13 +245,11 @@ def test_on_colab_the_cell_leaves_to_pip_a_package_outside_the_checkers_range(ha
 
     # Ubuntu 24.04's own tqdm (python3-tqdm 4.66.2) says its version is 0.0.0: kept as
     # tqdm==0.0.0 beside the checker's tqdm>=4.64 it made pip's resolution impossible
-    info = tmp_path / "site" / "tqdm-0.0.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tqdm\nVersion: 0.0.0\n")
-    path = os.pathsep.join(filter(None, [str(tmp_path / "site"), os.environ.get("PYTHONPATH")]))
-    env = {**os.environ, "COLAB_RELEASE_TAG": "simulated", "PYTHONPATH": path}
+    _, env = _colab_with_tqdm(tmp_path, "0.0.0")
     source = nbformat.read(handout / "notebooks" / "01_soft_lookup.ipynb", as_version=4)
-    (command,), printed = _run_colab_cell(source.cells[0].source, env)
+    (_, command), printed = _run_colab_cell(
+        source.cells[0].source, env, wheels=handout / "checker-wheel"
+    )
     constraints = Path(command[command.index("-c") + 1]).read_text().split()
     assert not [c for c in constraints if c.startswith("tqdm")]
     assert f"torch=={version('torch')}" in constraints  # what fits is still kept
@@ -198,19 +258,86 @@ def test_on_colab_the_cell_leaves_to_pip_a_package_outside_the_checkers_range(ha
 
 
 @pytest.mark.slow  # builds the whole handout
+def test_on_colab_a_checker_that_is_not_the_released_one_is_never_installed(handout, tmp_path):
+    """The cell installed whatever the repository's default branch held when it ran."""
+    (wheel,) = (handout / "checker-wheel").iterdir()
+    (tmp_path / wheel.name).write_bytes(wheel.read_bytes() + b"pushed later")
+    env = {**os.environ, "COLAB_RELEASE_TAG": "simulated"}
+    source = nbformat.read(handout / "notebooks" / "01_soft_lookup.ipynb", as_version=4)
+    calls, printed = _run_colab_cell(source.cells[0].source, env, wheels=tmp_path)
+    assert [c[0] for c in calls] == ["fetch"]  # and no pip
+    assert "RAISED The course's checks downloaded from" in printed
+    assert "not the ones this notebook was released with" in printed
+    assert "are installed" not in printed
+
+
+@pytest.mark.slow  # builds the whole handout
+@pytest.mark.parametrize("imported", [True, False])
+def test_on_colab_replacing_a_loaded_package_says_to_restart_the_runtime(
+    handout, tmp_path, imported
+):
+    """numpy imported before the cell ran, then replaced on disk by pip: the cell said the checks
+    were installed, and the next cell failed with an AttributeError, every later one with a
+    NameError. Here pip (recorded) moves tqdm from 4.65.0 to 4.99.0 on disk."""
+    info, env = _colab_with_tqdm(tmp_path, "4.65.0")
+    source = nbformat.read(handout / "notebooks" / "01_soft_lookup.ipynb", as_version=4)
+    calls, printed = _run_colab_cell(
+        source.cells[0].source,
+        env,
+        wheels=handout / "checker-wheel",
+        before="import tqdm" if imported else "",
+        during=f"open({str(info / 'METADATA')!r}, 'w').write("
+        "'Metadata-Version: 2.1\\nName: tqdm\\nVersion: 4.99.0\\n')",
+    )
+    assert [c[0] for c in calls][:1] == ["fetch"] and len(calls) == 2  # it did install
+    if imported:
+        assert "RAISED The course's checks are on disk, but pip replaced a package" in printed
+        assert "(tqdm 4.65.0 -> 4.99.0)" in printed and "Restart the runtime now" in printed
+        assert "are installed" not in printed
+    else:  # nothing in memory to disagree with the disk
+        assert "RAISED" not in printed and "the course's checks are installed" in printed
+
+
+@pytest.mark.slow  # builds the whole handout
+def test_on_colab_replacing_any_loaded_dependency_says_to_restart(handout, tmp_path):
+    """Not only the checker's own requirements: pip may replace one of their dependencies
+    (here `plotdep`, whose module `plotdep_mod` the session imported) on disk as well."""
+    site = tmp_path / "site"
+    info = site / "plotdep-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: plotdep\nVersion: 1.0\n")
+    (info / "top_level.txt").write_text("plotdep_mod\n")
+    (site / "plotdep_mod.py").write_text("")
+    path = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "COLAB_RELEASE_TAG": "simulated", "PYTHONPATH": path}
+    source = nbformat.read(handout / "notebooks" / "01_soft_lookup.ipynb", as_version=4)
+    _, printed = _run_colab_cell(
+        source.cells[0].source,
+        env,
+        wheels=handout / "checker-wheel",
+        before="import plotdep_mod",
+        during=f"open({str(info / 'METADATA')!r}, 'w').write("
+        "'Metadata-Version: 2.1\\nName: plotdep\\nVersion: 2.0\\n')",
+    )
+    assert "(plotdep 1.0 -> 2.0)" in printed and "Restart the runtime now" in printed
+    assert "are installed" not in printed
+
+
+@pytest.mark.slow  # builds the whole handout
 def test_a_weekly_stage_holds_its_notebooks_and_only_their_cases(handout, tmp_path, secrets):
-    build_handout(tmp_path / "week3", stage=3)
+    build_handout(tmp_path / "week3", stage=3, repository=PUBLISHED)
     notebooks = sorted(p.name for p in (tmp_path / "week3" / "notebooks").iterdir())
     assert notebooks == [nb.filename for nb in NOTEBOOKS[:3]]
-    for name in notebooks:
-        assert (tmp_path / "week3" / "notebooks" / name).read_bytes() == (
-            handout / "notebooks" / name
-        ).read_bytes()
+    for name in notebooks:  # the same, but for the Colab cell: it installs week 3's checker
+        week3 = nbformat.read(tmp_path / "week3" / "notebooks" / name, as_version=4).cells
+        assert week3[1:] == nbformat.read(handout / "notebooks" / name, as_version=4).cells[1:]
+        (wheel,) = (tmp_path / "week3" / "checker-wheel").iterdir()
+        assert hashlib.sha256(wheel.read_bytes()).hexdigest() in week3[0].source
     index = tmp_path / "week3" / "checker" / "autograder" / "visible" / "index.json"
     assert json.loads(index.read_text()) == [n for nb in NOTEBOOKS[:3] for n in nb.graded]
     assert set(leaks.leaks(tmp_path / "week3", secrets)) == KNOWN_LEAKS
     with pytest.raises(FileExistsError):
-        build_handout(tmp_path / "week3", stage=3)
+        build_handout(tmp_path / "week3", stage=3, repository=PUBLISHED)
 
 
 @pytest.mark.slow  # builds the whole handout
@@ -225,7 +352,7 @@ def test_an_optional_notebook_ships_with_the_notebook_it_follows_and_is_never_gr
         assert not [c for c in released.cells if c.metadata.get("nbgrader", {}).get("grade")]
     shipped = {}
     for stage in (4, 5, 6):
-        build_handout(tmp_path / f"week{stage}", stage=stage)
+        build_handout(tmp_path / f"week{stage}", stage=stage, repository=PUBLISHED)
         shipped[stage] = {p.name for p in (tmp_path / f"week{stage}" / "notebooks").iterdir()}
         graded = {nb.filename for nb in NOTEBOOKS[:stage]}
         assert graded <= shipped[stage], stage

@@ -11,8 +11,9 @@ are opened in a real headless Chromium (tests/browser_cdp.py): formgrader's grad
 element is hovered and focused and every non-http(s) link clicked; no dialog may open, and the
 notebook's part of the page may hold no script, frame, form, style, event handler or
 javascript:/vbscript:/data: target. The same notebook's honest markdown (maths, a table, a
-https link, an image, emphasis) shows. The verdicts wrap at laptop width and their failures are
-red, measured in the same browser (issue 28, item 7).
+https link, emphasis) shows, and its remote image as a link to it that the page never fetches
+(issue 39). The verdicts wrap at laptop width and their failures are red, measured in the same
+browser (issue 28, item 7).
 """
 
 import base64
@@ -207,6 +208,12 @@ def hostile_notebook(image_url):
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
+    asked = []  # every path requested, in order: what the pages made the browser fetch
+
+    def do_GET(self):  # noqa: N802 - http.server's name
+        _Quiet.asked.append(self.path)
+        super().do_GET()
+
     def log_message(self, *args):
         pass
 
@@ -297,6 +304,8 @@ HONEST = r"""
   const link = Array.from(root.querySelectorAll('a'))
     .find(a => a.getAttribute('href') === 'https://arxiv.org/abs/1706.03762');
   const image = Array.from(root.querySelectorAll('img')).find(i => i.alt === 'a chart');
+  const imageLink = Array.from(root.querySelectorAll('a'))
+    .find(a => a.innerText === '[image: a chart]');
   const table = Array.from(root.querySelectorAll('table'))
     .find(t => t.innerText.includes('orange'));
   const cells = table ? Array.from(table.querySelectorAll('td')).map(td => td.innerText.trim()) : [];
@@ -306,6 +315,7 @@ HONEST = r"""
     display_maths: text.includes('\\frac{e^{x_i}}{\\sum_j e^{x_j}}'),
     link: link ? link.innerText : null,
     image_width: image ? image.naturalWidth : null,
+    image_link: imageLink ? new URL(imageLink.href).pathname : null,
     table: cells,
     bold: strong.includes('bold'),
     answer: text.includes('My answer: the nearest key wins.'),
@@ -375,13 +385,16 @@ def test_no_script_of_the_students_runs_in_the_page(hostile, page):
 
 @pytest.mark.parametrize("page", PAGES)
 def test_honest_markdown_still_shows(hostile, page):
+    _Quiet.asked.clear()
     visit = hostile["browser"].visit(PAGES[page](hostile), interact=False)
     shown = visit.evaluate(HONEST)
+    assert "/chart.png" not in _Quiet.asked  # the student's image was not fetched
     assert shown == {
         "inline_maths": True,
         "display_maths": True,
         "link": "the attention paper",
-        "image_width": 40,
+        "image_width": None,  # a remote image is a link to it, never fetched (issue 39)
+        "image_link": "/chart.png",
         "table": ["orange", "lemon", "0.9"],
         "bold": True,
         "answer": True,

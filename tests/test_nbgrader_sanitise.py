@@ -105,7 +105,6 @@ HONEST = [
     r"$\frac{QK^\top}{\sqrt{d_k}}$ and $$\sum_j e^{x_j}$$",
     "| a | b |\n|:-|-:|\n| 1 | 2 |",
     "[paper](https://arxiv.org/abs/1706.03762) and <https://example.org/x?a=1&b=2>",
-    "![chart](https://example.org/chart.png)",
     "```python\nx = [i for i in range(3)]\n\n\nprint(x)\n```",
     "    indented code\n\n    after a blank line",
     "* one\n* two\n\n1. a\n2. b\n\n> quoted *text*",
@@ -280,6 +279,108 @@ def test_code_is_never_changed():
     source = '# <img src=x onerror=alert(1)>\nprint("[x](javascript:alert(1))")'
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
     assert sanitise_notebook(nb).cells[0].source == source
+
+
+# -- what the reader's browser would fetch, and what it would show out of order ----------------
+PIXEL = "http://127.0.0.1:9/pixel.png"
+REMOTE_IMAGES = [
+    f"![chart]({PIXEL})",
+    f'<img src="{PIXEL}" alt="chart">',
+    '<img src="&#104;&#116;&#116;&#112;://127.0.0.1:9/pixel.png" alt="chart">',  # entities
+    f'<IMG SRC="  {PIXEL.upper()}" alt="chart">',
+    f'<img srcset="{PIXEL} 1x, {PIXEL} 2x" src="data:image/png;base64,{PNG}" alt="chart">',
+    f'<p style="background-color: url({PIXEL})">chart</p>',
+    f'<span style="color: red; background-color: u\\72l({PIXEL})">chart</span>',
+    f"<p style=\"color: /**/red; background: image-set('{PIXEL}' 1x)\">chart</p>",
+]
+
+
+class _Loads(HTMLParser):
+    """What a browser would load on its own to show a fragment: an image's src (but data:) and
+    srcset, and a style value (CSS fetches with url() and image-set())."""
+
+    def __init__(self, fragment):
+        super().__init__(convert_charrefs=True)
+        self.loads = []
+        self.feed(fragment)
+        self.close()
+
+    def handle_starttag(self, tag, attrs):
+        for name, value in attrs:
+            value = value or ""
+            if tag == "img" and name == "src" and browser_scheme(value) != "data":
+                self.loads.append(value)
+            if name == "srcset" or (name == "style" and re.search(r"url|image|\\", value, re.I)):
+                self.loads.append(value)
+
+
+def _fetched(fragment):
+    return _Loads(fragment).loads
+
+
+@pytest.mark.parametrize("source", REMOTE_IMAGES)
+def test_a_remote_image_becomes_a_link_and_is_never_fetched(source):
+    """Remote images in a student's markdown were fetched by the instructor's browser from
+    formgrader and generate_feedback: a tracking pixel, or a request to any host it reaches."""
+    original = render_markdown(source)
+    assert _fetched(original)  # nbconvert's own rendering would fetch it
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(source)])
+    nb.cells.append(nbformat.v4.new_code_cell("x", outputs=[
+        nbformat.v4.new_output("display_data", {"text/html": source, "text/plain": "x"}),
+        nbformat.v4.new_output("display_data", {"text/markdown": source}),
+    ]))  # fmt: skip
+    nb.cells.append(nbformat.v4.new_raw_cell(source))
+    clean = sanitise_notebook(nb)
+    shown = [render_markdown(clean.cells[0].source), clean.cells[2].source]
+    shown += [o.data["text/html"] for o in clean.cells[1].outputs]
+    for fragment in shown:
+        assert _fetched(fragment) == [], fragment
+    reading = Reading(render_markdown(clean.cells[0].source))
+    if "srcset" in source:  # the inline image stays, without the remote ones
+        assert reading.targets == [f"data:image/png;base64,{PNG}"]
+    elif "style" in source:  # the text stays, without the style
+        assert reading.visible() == "chart"
+    else:  # a link to what it showed
+        assert reading.visible() == "[image: chart]"
+        assert [t.lower().strip() for t in reading.targets] == [PIXEL]
+
+
+def test_an_inline_image_stays_an_image():
+    source = f"![dot](data:image/png;base64,{PNG})"
+    reading = Reading(render_markdown(safe_markdown(source)))
+    assert "img" in reading.tags and reading.targets == [f"data:image/png;base64,{PNG}"]
+
+
+BIDI = "\u202e\u2066\u2067\u2068\u2069\u202a\u202b\u202c\u202d\u200e\u200f\u061c"
+
+
+def test_bidi_controls_show_as_markers_in_code_text_and_outputs():
+    """Trojan Source: `if access_level != "user\u202e \u2066# admin\u2069 \u2066":` shows in
+    an order Python does not run. Every control becomes a visible marker, everywhere."""
+    code = 'if level != "user\u202e \u2066# admin\u2069 \u2066":\n    grant()'
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell(code, outputs=[
+            nbformat.v4.new_output("stream", name="stdout", text="out\u202eput"),
+            nbformat.v4.new_output("error", ename="Error\u2066", evalue="v\u202e",
+                                   traceback=["line\u2067"]),
+            nbformat.v4.new_output("execute_result", {"text/plain": "p\u202b"}),
+        ]),
+        nbformat.v4.new_markdown_cell(f"text {BIDI} and `code\u202e` ![a\u202ep]({PIXEL})"),
+    ])  # fmt: skip
+    clean = sanitise_notebook(nb)
+    assert clean.cells[0].source == (
+        'if level != "user⟨U+202E⟩ ⟨U+2066⟩# admin⟨U+2069⟩ ⟨U+2066⟩":\n    grant()'
+    )
+    outputs = clean.cells[0].outputs
+    assert outputs[0].text == "out⟨U+202E⟩put"
+    assert (outputs[1].ename, outputs[1].evalue, outputs[1].traceback) == (
+        "Error⟨U+2066⟩", "v⟨U+202E⟩", ["line⟨U+2067⟩"])  # fmt: skip
+    assert outputs[2].data["text/plain"] == "p⟨U+202B⟩"
+    shown = Reading(render_markdown(clean.cells[1].source)).visible()
+    for ch in BIDI:
+        assert ch not in shown and f"⟨U+{ord(ch):04X}⟩" in shown
+    assert "code⟨U+202E⟩" in shown and "[image: a⟨U+202E⟩p]" in shown
+    assert not any(ch in str(clean) for ch in BIDI)
 
 
 def test_mathjax_links_are_broken_in_text():

@@ -229,6 +229,7 @@ def _grade_class(found, settings, progress, stop, path=None):
             settings.out,
             class_results(settings.out, done, path),
             folders=folders if settings.similarity else None,
+            roster=settings.roster,
         )
         write_unfinished(settings.out, unfinished)  # [] (the file removed) when none is left
     summary["unfinished"] = sorted(unfinished)

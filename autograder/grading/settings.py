@@ -37,6 +37,7 @@ class Settings:
     memory_ceiling: int | None = None  # RLIMIT_AS set from it for this run (by grade_class)
     submission_digests: dict = field(default_factory=dict)  # student -> content digest (classrun)
     fingerprint: str | None = None  # grading/fingerprint.py, made once by the class run
+    roster: list = field(default_factory=list)  # [roster.Person] (--roster): the page's sections
 
 
 def settings_from_args(args):
@@ -65,7 +66,16 @@ def settings_from_args(args):
             print(FILE_TIMES_NOTE, file=sys.stderr)
     elif getattr(args, "handed_in", None):
         raise SystemExit("error: --handed-in needs --deadlines (the due dates and the penalty)")
+    roster = []
+    if getattr(args, "roster", None):
+        from autograder.roster import RosterError, read_roster
+
+        try:
+            roster = read_roster(args.roster)
+        except RosterError as exc:
+            raise SystemExit(f"error: {exc}") from None
     return Settings(
+        roster=roster,
         out=Path(args.out).resolve(),
         secret=secret,
         limits=limits_from_args(args),

@@ -29,10 +29,18 @@ the branch's head at the last gather, the commit graded, and flags (never a scor
   after the deadline can tell: run one then (a scheduled job), and keep the history;
 - history-rewritten: the head an earlier gather saw is no longer in the branch's history.
 
+A backdated commit is taken as handed in at the last gather, at or after the deadline, that did
+not have it (record's `handed_in`, and the notebooks' file times): its `committer_date` stays
+in the record as the student's git wrote it.
+
 Sizes are capped: a clone or fetch is stopped and refused once the repository passes
 `--max-repository-mb` (default 100) on disk, and a repository holding any file (blob, in any
 commit) over `--max-file-mb` (default 50, GitHub's own warning size) is refused; a refused clone
-is removed from the cache. Whoever is refused is named (exit 1), and the others are gathered.
+is removed from the cache. What the commit graded expands to is capped too (`--max-paths`,
+default 100,000 files): a few kilobytes of trees naming one another can expand to 10^9 paths,
+so the paths are counted, each distinct tree read once, before anything lists them. Each git
+command on a clone has 60 s (a clone or fetch, 600 s). Whoever is refused, or whose gather
+fails in any other way (out of memory included), is named (exit 1), and the others are gathered.
 
 The student id is the repository's name without `--prefix` (GitHub Classroom names each
 student's copy `<assignment>-<github user>`). A repository that cannot be cloned, has no commit
@@ -58,6 +66,7 @@ from pathlib import Path
 
 from autograder.deadlines import GATHER_FLAGS
 from autograder.notebook_files import match_name
+from autograder.platforms.git_paths import TooManyPaths, count_paths
 from autograder.safe_files import printable, remove_tree
 from autograder.sandbox.copying import tree_bytes
 
@@ -68,6 +77,9 @@ MAX_COPY_DEPTH = 8  # path parts of a copy (grade's walk looks no deeper: submis
 MAX_REPOSITORY_MB = 100  # a student's clone on disk (--max-repository-mb)
 MAX_FILE_MB = 50  # any file in any commit (--max-file-mb): GitHub warns from 50 MB
 MAX_COMMITS_SEEN = 10_000  # commits of one repository remembered per gather
+MAX_PATHS = 100_000  # paths in the commit graded, counted before it is listed (--max-paths)
+GIT_SECONDS = 60  # any one git command on the clone (the clone and fetch: CLONE_SECONDS)
+CLONE_SECONDS = 600
 HISTORY_VERSION = 1
 GIT_ENV = {
     "GIT_TERMINAL_PROMPT": "0",  # a private repository without credentials fails, never asks
@@ -88,13 +100,18 @@ class GatherError(RuntimeError):
     """One repository could not be gathered; the message says which and why."""
 
 
+class GitTimeout(GatherError):
+    """A git command ran past its time and was stopped."""
+
+
 @dataclass
 class Gathered:
     student: str
     repository: str
     commit: str
-    handed_in: datetime  # the commit's committer date
+    handed_in: datetime  # the commit's committer date, or a later gather's (handed_in_time)
     notebooks: list
+    committer_date: datetime | None = None
     author_date: datetime | None = None
     first_seen: datetime | None = None  # when a gather first had this commit
     flags: list = field(default_factory=list)  # GATHER_FLAGS tokens raised by this gather
@@ -104,6 +121,7 @@ class Gathered:
 class Caps:
     repository_bytes: int = MAX_REPOSITORY_MB * 2**20
     file_bytes: int = MAX_FILE_MB * 2**20
+    paths: int = MAX_PATHS
 
 
 def read_repository_list(path):
@@ -125,21 +143,41 @@ def student_of(repository, prefix=""):
     return name
 
 
-def _git(*args, cwd=None, timeout=600):
-    done = subprocess.run(
+def _git(*args, cwd=None, timeout=None):
+    """git's output; GatherError when it fails, or takes more than `timeout` (GIT_SECONDS)."""
+    returncode, out, err = _run_git(args, cwd, GIT_SECONDS if timeout is None else timeout)
+    if returncode != 0:
+        message = err.decode("utf-8", "replace").strip().splitlines()[-1:]
+        raise GatherError(f"git {args[0]} failed: {printable(' '.join(message))}")
+    return out
+
+
+def _run_git(args, cwd, timeout):
+    """(returncode, stdout, stderr) of git in its own process group, which is killed whole when
+    it runs past `timeout` (GatherError) or when reading its output fails (a MemoryError): a
+    child of git holding the output open never keeps the gather waiting."""
+    process = subprocess.Popen(
         ["git", "-c", "core.hooksPath=/dev/null", *args],
         cwd=cwd,
-        capture_output=True,
-        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         env={**os.environ, **GIT_ENV},
+        start_new_session=True,
     )
-    if done.returncode != 0:
-        message = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:]
-        raise GatherError(f"git {args[0]} failed: {printable(' '.join(message))}")
-    return done.stdout
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except BaseException as exc:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        if isinstance(exc, subprocess.TimeoutExpired):
+            raise GitTimeout(f"git {args[0]} took more than {timeout:g} s: stopped") from None
+        raise
+    return process.returncode, out, err
 
 
-def _git_bounded(args, watched, limit, cwd=None, timeout=600):
+def _git_bounded(args, watched, limit, cwd=None, timeout=CLONE_SECONDS):
     """git `args` (a clone or a fetch into `watched`), stopped and refused (GatherError) once
     `watched` holds more than `limit` bytes: its size is looked at while git runs, so a huge
     repository is cut off in the transfer, not after it."""
@@ -231,6 +269,8 @@ def chosen_commit(clone, deadline=None):
     whose committer date is not after the deadline."""
     try:
         lines = _git("log", "--first-parent", "--format=%H %ct %at", "HEAD", cwd=clone).split(b"\n")
+    except GitTimeout:
+        raise
     except GatherError:
         lines = []  # an empty repository has no HEAD
     for line in lines:
@@ -251,14 +291,7 @@ def _head(clone):
 
 def _is_ancestor(clone, older, newer):
     """True when commit `older` is in the history of `newer` (False when `older` is gone)."""
-    done = subprocess.run(
-        ["git", "-c", "core.hooksPath=/dev/null", "merge-base", "--is-ancestor", older, newer],
-        cwd=clone,
-        capture_output=True,
-        timeout=600,
-        env={**os.environ, **GIT_ENV},
-    )
-    return done.returncode == 0
+    return _run_git(["merge-base", "--is-ancestor", older, newer], clone, GIT_SECONDS)[0] == 0
 
 
 def _commits(clone, head):
@@ -335,12 +368,14 @@ def gather(repositories, into, cache, prefix="", deadline=None, history=None, ca
             clone = update_clone(repository, cache, caps)
             at = now or datetime.now(UTC)
             commit, when, authored = chosen_commit(clone, deadline)
+            check_paths(clone, commit, caps or Caps())
             record = history["students"].setdefault(student, {})
             flags = _observe(clone, record, at, commit, when, deadline)
+            handed_in = handed_in_time(record, commit, when, deadline)
             staging = into / f".{student}.gathering"
             if staging.exists():
                 remove_tree(staging)
-            notebooks = export_notebooks(clone, commit, staging, when)
+            notebooks = export_notebooks(clone, commit, staging, handed_in)
             if not notebooks:
                 remove_tree(staging)
                 raise GatherError(f"commit {commit[:10]} holds none of the course's notebooks")
@@ -354,14 +389,16 @@ def gather(repositories, into, cache, prefix="", deadline=None, history=None, ca
                 committer_date=when.isoformat(),
                 author_date=authored.isoformat(),
                 first_seen=record["seen"][commit],
+                handed_in=handed_in.isoformat(),
             )
             gathered.append(
                 Gathered(
                     student,
                     repository,
                     commit,
-                    when,
+                    handed_in,
                     notebooks,
+                    committer_date=when,
                     author_date=authored,
                     first_seen=datetime.fromisoformat(record["seen"][commit]),
                     flags=flags,
@@ -369,7 +406,33 @@ def gather(repositories, into, cache, prefix="", deadline=None, history=None, ca
             )
         except (GatherError, OSError, subprocess.SubprocessError, ValueError) as exc:
             failed.append((repository, str(exc)))
+        except MemoryError:  # one student's repository, never the whole gather
+            failed.append((repository, "gathering it ran out of memory: refused"))
+        except Exception as exc:  # noqa: BLE001 -- the same: named, and the others gathered
+            failed.append((repository, f"gathering it failed ({type(exc).__name__}: {exc})"))
     return gathered, failed
+
+
+def check_paths(clone, commit, caps):
+    """GatherError when `commit`'s tree expands to more than `caps.paths` paths (counted before
+    anything lists them: a small repository can expand to 10^9) or cannot be counted in time."""
+    try:
+        count_paths(clone, commit, caps.paths, GIT_SECONDS, env=GIT_ENV)
+    except TooManyPaths as exc:
+        raise GatherError(f"commit {commit[:10]}: {exc}: refused") from None
+
+
+def handed_in_time(record, commit, when, deadline):
+    """When `commit` (dated `when`) counts as handed in: its date, or, when a gather at or after
+    the deadline did not yet have it, the last such gather before the one that first saw it
+    (it was pushed after that gather, whatever its own dates say)."""
+    if deadline is None:
+        return when
+    first = datetime.fromisoformat(record["seen"][commit])
+    missed = [
+        g for g in map(datetime.fromisoformat, record.get("gathered", [])) if deadline <= g < first
+    ]
+    return max([when, *missed])
 
 
 def _observe(clone, record, at, commit, when, deadline):
@@ -431,6 +494,8 @@ def _history_problem(data):
         for key in ("head", "commit", "repository"):
             if key in record and not isinstance(record[key], str):
                 return f"{where}.{key} is not text"
+        if "handed_in" in record and not _is_time(record["handed_in"]):
+            return f"{where}.handed_in is not a time"
         seen = record.get("seen", {})
         if not isinstance(seen, dict) or not all(_is_time(t) for t in seen.values()):
             return f"{where}.seen must map commits to times"
@@ -484,11 +549,12 @@ def write_record(path, gathered, history=None):
     for g in gathered:
         rows[g.student] = [g.student, "", g.handed_in.isoformat(), g.repository, g.commit,
                            g.author_date.isoformat() if g.author_date else "",
-                           g.handed_in.isoformat(),
+                           (g.committer_date or g.handed_in).isoformat(),
                            g.first_seen.isoformat() if g.first_seen else ""]  # fmt: skip
     for student, record in students.items():
         if student not in rows and record.get("commit") and record.get("committer_date"):
-            rows[student] = [student, "", record["committer_date"], record.get("repository", ""),
+            handed_in = record.get("handed_in") or record["committer_date"]
+            rows[student] = [student, "", handed_in, record.get("repository", ""),
                              record["commit"], record.get("author_date", ""),
                              record["committer_date"], record.get("first_seen", "")]  # fmt: skip
     lines = [csv_row(RECORD_COLUMNS)]
@@ -538,6 +604,13 @@ def add_arguments(commands):
         default=MAX_FILE_MB,
         help=f"refuse a repository holding a file larger than this (default {MAX_FILE_MB})",
     )
+    cmd.add_argument(
+        "--max-paths",
+        type=int,
+        default=MAX_PATHS,
+        help="refuse a commit whose tree holds more files than this, counted before it is "
+        f"listed (default {MAX_PATHS:,})",
+    )
 
 
 def history_path(args):
@@ -562,7 +635,9 @@ def run(args):
         value = getattr(args, name)
         if not (value > 0 and value < 2**40):  # nan fails too
             raise SystemExit(f"error: --{name.replace('_', '-')} must be a number of MB > 0")
-    caps = Caps(int(args.max_repository_mb * 2**20), int(args.max_file_mb * 2**20))
+    if not 0 < args.max_paths < 2**40:
+        raise SystemExit("error: --max-paths must be a number of paths > 0")
+    caps = Caps(int(args.max_repository_mb * 2**20), int(args.max_file_mb * 2**20), args.max_paths)
     repositories = read_repository_list(args.repos)
     where = history_path(args)
     history = load_history(where) if where else None
@@ -580,8 +655,11 @@ def run(args):
     if args.record:
         write_record(args.record, gathered, history)
     for g in gathered:
-        print(f"{printable(g.student)}: {g.commit[:10]} of {g.handed_in:%Y-%m-%d %H:%M} UTC, "
-              f"{len(g.notebooks)} notebook(s)")  # fmt: skip
+        dated = g.committer_date or g.handed_in
+        print(f"{printable(g.student)}: {g.commit[:10]} of {dated:%Y-%m-%d %H:%M} UTC, "
+              f"{len(g.notebooks)} notebook(s)"
+              + (f", handed in {g.handed_in:%Y-%m-%d %H:%M} UTC at the earliest"
+                 if g.handed_in != dated else ""))  # fmt: skip
         for flag in g.flags:
             print(f"FLAGGED {printable(g.student)} {flag}: {GATHER_FLAGS[flag]} "
                   f"(commit {g.commit[:10]}, first seen {g.first_seen:%Y-%m-%d %H:%M} UTC)")  # fmt: skip

@@ -13,7 +13,9 @@ Every other column is mapped to a grade item: an existing one, where a blank or 
 "no grade", or "new grade item", where only `-` is (a blank becomes 0), so a person with no
 grade gets `-`. A new grade item gets Moodle's default maximum of 100, which the CSV cannot
 change: the export prints each item's maximum, to create the items first. A grade above 100
-(the site's gradepointmax) aborts the import. A row whose user is not found aborts the whole
+(the site's gradepointmax) aborts the import, so a column whose points possible are above the
+site's maximum grade (`--moodle-max-grade`, default 100: the course's total) is written scaled
+to it, titled so ("total (scaled to 100)"), and the steps printed say from what. A row whose user is not found aborts the whole
 import, and a row with a blank user field is skipped without resetting the user, so its grades
 would go to the row above: the export names every such row before writing anything. UTF-8
 without a byte-order mark (Moodle's default encoding), comma-separated, text cells quoted and
@@ -44,13 +46,34 @@ CONSEQUENCE = (
 )
 
 
-def import_csv(people, columns, identifier="email"):
+def fitted(columns, max_grade=GRADEPOINTMAX):
+    """[(title, title written, points possible written, factor)]: a column whose points possible
+    are above the site's largest grade is scaled down to it (Moodle aborts the whole import on
+    one grade above it), and its title says so."""
+    out = []
+    for title, points in columns:
+        if points > max_grade:
+            out.append((title, f"{title} (scaled to {max_grade:g})", max_grade, max_grade / points))
+        else:
+            out.append((title, title, points, 1.0))
+    return out
+
+
+def _scaled(grade, factor, top):
+    return grade if factor == 1.0 else min(round(grade * factor, 4), top)
+
+
+def import_csv(people, columns, identifier="email", max_grade=GRADEPOINTMAX):
     """columns: [(grade item name, points possible)]; people: [(Person, grades or None)] as
-    identify returned them."""
+    identify returned them. Columns above `max_grade`: scaled (fitted)."""
     source = IDENTIFIERS[identifier]
-    lines = [csv_row([identifier, *(title for title, _ in columns)])]
+    written = fitted(columns, max_grade)
+    lines = [csv_row([identifier, *(shown for _, shown, _, _ in written)])]
     for person, grades in people:
-        cells = [NO_GRADE if grades is None else csv_row([grades[t]]) for t, _ in columns]
+        cells = [
+            NO_GRADE if grades is None else csv_row([_scaled(grades[t], factor, top)])
+            for t, _, top, factor in written
+        ]
         # a lone "-" is no formula (a spreadsheet reads it as text): written as Moodle expects
         lines.append(",".join([csv_row([person.get(source)]), *cells]))
     return "\n".join(lines) + "\n"
@@ -91,7 +114,7 @@ def identify(person, identifier="email", known=None):
     return Person(person.row, {**person.fields, source: value}), ""
 
 
-def import_steps(columns, identifier="email"):
+def import_steps(columns, identifier="email", max_grade=GRADEPOINTMAX):
     lines = [
         f"In Moodle: Grades > Import > CSV file; Map from `{identifier}` to the user field "
         f"`{identifier}`; a `-` is no grade. Map each column to a grade item. A column mapped to "
@@ -99,11 +122,13 @@ def import_steps(columns, identifier="email"):
         "each item (Gradebook setup > Add grade item) with these maximum grades, then map "
         "each column to its item:"
     ]
-    lines += [f"  {title}: maximum grade {points:g}" for title, points in columns]
-    too_big = [title for title, points in columns if points > GRADEPOINTMAX]
-    if too_big:
-        lines.append(
-            f"  {', '.join(too_big)} can exceed {GRADEPOINTMAX}, which Moodle refuses (the "
-            "whole import stops) unless the site's gradepointmax is raised"
-        )
+    for _, shown, points, factor in fitted(columns, max_grade):
+        lines.append(f"  {shown}: maximum grade {points:g}")
+        if factor != 1.0:
+            possible = points / factor
+            lines.append(
+                f"    (its {possible:g} points are scaled to {max_grade:g}, the largest grade a "
+                "default Moodle site accepts; a site whose gradepointmax is raised: "
+                f"--moodle-max-grade {possible:g} writes them as they are)"
+            )
     return lines

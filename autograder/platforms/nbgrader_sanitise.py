@@ -19,7 +19,7 @@ never trusted as markdown either:
    SVG or MathML (their content dropped), no event handler, no id or name (a student's element
    must not stand in for one of formgrader's), classes only code highlighting's, styles only
    colour, alignment and wrapping. href is http(s), mailto, or relative; img src is http(s) or
-   a PNG/JPEG/GIF data URL (never SVG). Entity-encoded, mixed-case and whitespace-split schemes
+   a PNG/JPEG/GIF data URL (never SVG), and an http(s) image is written as a link (step 3). Entity-encoded, mixed-case and whitespace-split schemes
    are decoded before they are judged.
 3. The result is written again by our own serialiser: on one line, inside one <div>, every
    character with a meaning to HTML or markdown (`& < >`, quotes in attribute values, brackets,
@@ -47,7 +47,12 @@ Markdown, raw cells and HTML outputs are rendered up to MAX_SHOWN_CHARACTERS a n
 times the course's largest): a cell past it is a notice of its size, so a 20 MB notebook of
 markdown tables costs seconds of the grading run, not minutes.
 
-Nothing here changes a code cell's source: the instructor reads the student's code as text.
+A code cell's source is kept as the student wrote it, but for bidirectional control characters
+(U+202E, the isolates U+2066-2069, ...), shown as visible markers such as ⟨U+202E⟩ there and in
+every text of the page (escaping.bidi_markers): they would show code in an order Python does
+not run. Remote images (`![](http://...)`, `<img src>`, whatever their encoding; srcset is
+never kept) become links to what they show, so the reader's browser fetches nothing a student
+chose; a style that could fetch (CSS `url()`) is dropped.
 """
 
 import base64
@@ -60,6 +65,8 @@ import re
 from html.parser import HTMLParser
 
 import nh3
+
+from autograder.escaping import bidi_markers
 
 # -- the allow-list --------------------------------------------------------------------------------
 TEXT_TAGS = {
@@ -185,12 +192,28 @@ class _Serialiser(HTMLParser):
     def handle_starttag(self, tag, attrs):
         if tag not in TEXT_TAGS:
             return
+        if tag == "img" and _remote_image(attrs):
+            self._image_as_link(dict(attrs))
+            return
         allowed = ATTRIBUTES.get(tag, set()) | ({"class"} if tag in CLASSES else set())
         parts = [tag]
         for name, value in attrs:
+            if name == "style" and CSS_FETCHES.search(value or ""):
+                continue  # url(), image-set(), or an escape that could spell them
             if name in allowed or (name == "rel" and tag == "a"):
-                parts.append(f'{name}="{_escape(value or "", ESCAPED_IN_VALUES)}"')
+                shown = bidi_markers(value or "")
+                parts.append(f'{name}="{_escape(shown, ESCAPED_IN_VALUES)}"')
         self.out.append(f"<{' '.join(parts)}>")
+
+    def _image_as_link(self, attrs):
+        """A remote image is never fetched by the reader's browser (a tracking pixel, or a
+        request to any host the instructor can reach): it becomes a link to it."""
+        src = attrs.get("src") or ""
+        words = (attrs.get("alt") or "").strip() or src
+        self.out.append(
+            f'<a href="{_escape(src, ESCAPED_IN_VALUES)}" rel="noopener noreferrer nofollow">'
+            f"{_escape(bidi_markers(f'[image: {words}]'))}</a>"
+        )
 
     def handle_startendtag(self, tag, attrs):
         self.handle_starttag(tag, attrs)
@@ -202,7 +225,19 @@ class _Serialiser(HTMLParser):
             self.out.append(f"</{tag}>")
 
     def handle_data(self, data):
-        self.out.append(_escape(MATHJAX_UNSAFE.sub("\\\\\u200b", data)))
+        self.out.append(_escape(bidi_markers(MATHJAX_UNSAFE.sub("\\\\\u200b", data))))
+
+
+# a style value that could make the browser fetch something: url(...), image-set(...), or a CSS
+# escape (`u\72l(`) or comment that could spell one
+CSS_FETCHES = re.compile(r"url\s*\(|image|\\|/\*", re.I)
+
+
+def _remote_image(attrs):
+    """True for an <img> whose src is not a data: URL (the cleaner keeps http(s) and raster data
+    only): the browser would fetch it."""
+    src = dict(attrs).get("src")
+    return bool(src) and url_scheme(src) != "data"
 
 
 def clean_html(fragment):
@@ -322,7 +357,7 @@ def _safe_data(data, budget):
     if not isinstance(data, dict):
         return kept
     if "text/plain" in data:
-        kept["text/plain"] = _text(data["text/plain"])
+        kept["text/plain"] = bidi_markers(_text(data["text/plain"]))
     for mime in RASTER:
         value = _text(data.get(mime)) if mime in data else None
         if value and safe_image_data(f"data:{mime};base64,{value}"):
@@ -362,13 +397,13 @@ def safe_output(output, budget=None):
 
     if kind == "stream":
         name = output.get("name") if output.get("name") in ("stdout", "stderr") else "stdout"
-        return new_output("stream", name=name, text=_text(output.get("text")))
+        return new_output("stream", name=name, text=bidi_markers(_text(output.get("text"))))
     if kind == "error":
         return new_output(
             "error",
-            ename=_text(output.get("ename")),
-            evalue=_text(output.get("evalue")),
-            traceback=[_text(line) for line in output.get("traceback") or []],
+            ename=bidi_markers(_text(output.get("ename"))),
+            evalue=bidi_markers(_text(output.get("evalue"))),
+            traceback=[bidi_markers(_text(line)) for line in output.get("traceback") or []],
         )
     if kind in ("display_data", "execute_result"):
         data = _safe_data(output.get("data"), budget)
@@ -478,6 +513,7 @@ def sanitise_notebook(nb):
             if MIMETYPE.fullmatch(mimetype):
                 cell.metadata["raw_mimetype"] = mimetype
         elif kind == "code":
+            cell.source = bidi_markers(_text(cell.get("source")))
             count = cell.get("execution_count")
             if not isinstance(count, int) or isinstance(count, bool) or count < 0:
                 cell.execution_count = None

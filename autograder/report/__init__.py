@@ -19,7 +19,7 @@ from autograder.curriculum import BY_STEM, NOTEBOOKS
 from autograder.escaping import csv_row
 from autograder.misconceptions import CATALOGUE
 from autograder.report import not_graded
-from autograder.report.class_page import class_data, render_class_page
+from autograder.report.class_page import HELP_CSV, class_data, help_first_csv, render_class_page
 from autograder.report.feedback import feedback_context
 from autograder.report.not_graded import NOT_GRADED, why_not_graded
 from autograder.report.rendering import environment
@@ -232,11 +232,12 @@ def write_similarity(out, students, folders):
     return similarity_view(report)
 
 
-def write_class(out, students=None, folders=None):
+def write_class(out, students=None, folders=None, roster=None):
     """grades.csv, the summary and the class page over `students` (default: every results.json
     under out, and the students not_graded.json names); not_graded.json from those refused;
     with `folders` ({student: the folder graded}), similarity.csv and the class page's
-    similarity section over those students (report/similarity.py)."""
+    similarity section over those students (report/similarity.py); help_first.csv (the class
+    page's help list). roster: [roster.Person], for its sections."""
     out = Path(out)
     if students is None:
         students = sorted([*collect_results(out), *not_graded.read(out)], key=lambda s: s.student)
@@ -249,7 +250,8 @@ def write_class(out, students=None, folders=None):
     text = summary_markdown(summary)
     atomic_write(out / "summary.md", text)
     atomic_write(out / "summary.json", json.dumps(summary, indent=1))
-    page = class_data(students)
+    page = class_data(students, roster=roster)
+    atomic_write(out / HELP_CSV, help_first_csv(page))
     if folders is not None:
         page["similarity"] = write_similarity(out, graded, folders)
     atomic_write(out / "class.json", json.dumps(page, indent=1))

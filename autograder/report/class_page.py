@@ -27,7 +27,7 @@ from collections import Counter, defaultdict
 from urllib.parse import quote
 
 from autograder.curriculum import NOTEBOOK_OF, NOTEBOOKS
-from autograder.deadlines import GATHER_FLAGS
+from autograder.deadlines import GATHER_FLAGS, late_line
 from autograder.escaping import terminal
 from autograder.integrity import INTEGRITY_FACTS
 from autograder.misconceptions import CATALOGUE
@@ -219,8 +219,9 @@ def _section(function, sections):
     return None if s is None else {"filename": s.filename, "title": s.title, "href": s.href}
 
 
-def class_data(students, sections=None):
-    """Everything the class page shows, as plain data (the content of class.json)."""
+def class_data(students, sections=None, roster=None):
+    """Everything the class page shows, as plain data (the content of class.json). roster:
+    [roster.Person]; when any has a section, the page shows each section's means and help list."""
     sections = teaching_sections() if sections is None else sections
     n = len(students)
     max_score = max((float(s.results.get("max_score", 0.0) or 0.0) for s in students), default=0)
@@ -287,6 +288,7 @@ def class_data(students, sections=None):
                 "flags": _integrity(results),
                 "not_graded": terminal(why_not_graded(s)),
                 "refused": "",
+                "late": _late_of(results),
             }
         )
 
@@ -334,6 +336,7 @@ def class_data(students, sections=None):
             {k: r[k] for k in EVERY_STUDENT_SHOWS}
             for r in sorted(rows, key=lambda r: (r["score"], r["student"]))
         ],
+        **_lateness_and_sections(rows, roster),
     }
 
 
@@ -356,6 +359,7 @@ def _refused_row(s):
         "flags": [],
         "not_graded": terminal(reason),
         "refused": terminal(reason),
+        "late": None,
     }
 
 
@@ -498,6 +502,109 @@ def _misconceptions_view(misconceptions, course_order, sections):
         )
     out.sort(key=lambda m: (-m["count"], m["id"]))
     return out
+
+
+# -- lateness and sections (their own block of the page) --------------------------------------
+HELP_CSV = "help_first.csv"  # the help list, for a spreadsheet (write_class writes it)
+NO_SECTION = "(no section in the roster)"
+
+
+def _late_of(results):
+    """One student's lateness from results.json's `late` block: None when they have none (no
+    deadlines, or on time everywhere with no extension), else what was late and by how much,
+    the points taken and the notebooks an extension moved."""
+    late = results.get("late")
+    if not isinstance(late, dict) or not isinstance(late.get("notebooks"), dict):
+        return None
+    notebooks, extended = [], []
+    for stem, entry in late["notebooks"].items():
+        if not isinstance(entry, dict):
+            continue
+        seconds = entry.get("seconds_late") or 0
+        penalty = entry.get("penalty") or 0
+        if not isinstance(seconds, int | float) or not isinstance(penalty, int | float):
+            continue
+        if entry.get("extended") is True:
+            extended.append(str(stem))
+        if seconds > 0:
+            notebooks.append({"notebook": str(stem), "late": late_line(stem, late),
+                              "seconds_late": seconds, "penalty": round(float(penalty), 4)})  # fmt: skip
+    if not notebooks and not extended:
+        return None
+    return {
+        "notebooks": notebooks,
+        "seconds_late": max((n["seconds_late"] for n in notebooks), default=0),
+        "penalty": round(sum(n["penalty"] for n in notebooks), 4),
+        "extended": extended,
+    }
+
+
+def _lateness_and_sections(rows, roster):
+    """The page's `lateness` (who, how late, points taken, extensions used) and `sections`
+    (per roster section: the means and the help list; [] when the roster has no section)."""
+    late = [r for r in rows if r.get("late")]
+    lateness = {
+        "students": [
+            {"student": r["student"], "href": r["href"], **r["late"]}
+            for r in sorted(
+                late,
+                key=lambda r: (-r["late"]["penalty"], -r["late"]["seconds_late"], r["student"]),
+            )
+        ],  # fmt: skip
+        "late": sum(1 for r in late if r["late"]["notebooks"]),
+        "points_taken": round(sum(r["late"]["penalty"] for r in late), 4),
+        "extended": sum(1 for r in late if r["late"]["extended"]),
+    }
+    section_of = _sections_of([r["student"] for r in rows], roster)
+    help_first = _help_first(rows)
+    sections = []
+    if section_of:
+        names = sorted(set(section_of.values()) | {NO_SECTION}, key=lambda n: (n == NO_SECTION, n))
+        for name in names:
+            mine = [r for r in rows if section_of.get(r["student"], NO_SECTION) == name]
+            if not mine:
+                continue
+            totals = [r["score"] for r in mine if not r["not_graded"]]
+            who = {r["student"] for r in mine}
+            sections.append({
+                "section": name,
+                "students": len(mine),
+                "graded": len(totals),
+                "mean_total": round(sum(totals) / len(totals), 3) if totals else 0.0,
+                "median_total": round(_median(totals), 3),
+                "late": sum(1 for r in mine if r.get("late") and r["late"]["notebooks"]),
+                "help_first": [h for h in help_first if h["student"] in who],
+            })  # fmt: skip
+    return {"lateness": lateness, "sections": sections, "help_csv": HELP_CSV}
+
+
+def _sections_of(students, roster):
+    """{student: section} for the students the roster matches to a person with a section; {}
+    when no person of the roster has one (roster.match_submissions: the export's matching)."""
+    from autograder.roster import match_submissions
+
+    people = list(roster or [])
+    if not any(p.get("section") for p in people):
+        return {}
+    rows = {p.row: p for p in people}
+    match = match_submissions(people, students)
+    return {name: rows[row].get("section") or NO_SECTION for row, name in match.by_person.items()}
+
+
+def help_first_csv(data):
+    """OUT/help_first.csv: the class page's help list, one row a student, in its order."""
+    from autograder.escaping import csv_row
+
+    section_of = {h["student"]: s["section"] for s in data["sections"] for h in s["help_first"]}
+    with_sections = bool(section_of)
+    header = ["student", *(["section"] * with_sections), "total", "max_score", "not_graded", "why"]
+    lines = [csv_row(header)]
+    for h in data["help_first"]:
+        total = "" if h["not_graded"] else h["score"]
+        lines.append(csv_row([h["student"], *([section_of.get(h["student"])] * with_sections), total,
+                              h["max_score"], "yes" if h["not_graded"] else "",
+                              "; ".join(h["reasons"])]))  # fmt: skip
+    return "\n".join(lines) + "\n"
 
 
 def render_class_page(data):
