@@ -739,32 +739,33 @@ def generate_distribution(
     freq = counts / B
     top = int(np.argmax(p))
     seen = f"token {top}, the most likely, came {fmt(100 * freq[top])}% of the time; expected about {fmt(100 * p[top])}%"
-    if freq.max() == 1.0 and p.max() < 1.0:
-        raise Fail(
-            f"{what}: all {B} samples are token {int(np.argmax(freq))}: generate should sample from the distribution (torch.multinomial), not take the argmax."
-        )
 
     def fits(q, loosely=True):
         stat_q, fits_q = sample_fit(counts, q)
         return fits_q or (loosely and stat_q < stat / 10)
 
+    # a known mistake first (one match or none): its own words, before any generic reading
+    ids = {id_ for id_, q in named if fits(q, loosely=False)}
+    if len(ids) == 1:
+        (id_,) = ids
+        if id_ == "top-p-ties-unstable":
+            raise Fail(
+                f"{what}: of several tokens with the same probability at the edge of the set, "
+                "one of HIGHER id than the first was kept. " + explain([id_]),
+                [id_],
+            )
+        raise Fail(f"{what}: {seen}. " + explain([id_]), [id_])
+    if freq.max() == 1.0 and p.max() < 1.0:
+        raise Fail(
+            f"{what}: all {B} samples are token {int(np.argmax(freq))}: generate should sample from the distribution (torch.multinomial), not take the argmax."
+        )
     if top_p is not None:
-        for id_, q in named:
-            if not fits(q, loosely=False):
-                continue
-            if id_ == "ties-by-higher-id":
-                raise Fail(
-                    f"{what}: of two tokens with the same probability at the edge of the set, "
-                    "the one of HIGHER id was kept; keep ties in order of id (a stable sort, "
-                    "torch.sort(..., stable=True), keeps them so)."
-                )
-            raise Fail(f"{what}: {seen}. " + explain([id_]), [id_])
         outside = int(counts[p == 0].sum())
         if p_plain is not None and fits(p_plain, loosely=False) and top_p < 1.0:
             raise Fail(
                 f"{what}: the samples follow the whole distribution, {outside} of them outside "
-                "the top_p set: keep only the smallest set of likeliest tokens whose "
-                "probabilities add up to at least top_p."
+                "the top_p set. " + explain(["top-p-ignored"]),
+                ["top-p-ignored"],
             )
     if temperature != 1.0:
         if fits(p_mul):
@@ -787,18 +788,21 @@ def generate_distribution(
 
 
 @judge
-def generate_mode(responses, *, what, shape, vocab_size):
-    """generate on a model in eval mode: the tokens are valid and the model is still in eval
-    mode afterwards."""
-    r = responses[0]
-    _generated(r, what, tuple(shape), vocab_size)
-    after = r.raw.get("training_after") or []
-    if after and after[0] is True:
-        raise Fail(
-            f"{what}: the model came in eval mode and was left in train mode. "
-            + explain(["generate-leaves-train-mode"]),
-            ["generate-leaves-train-mode"],
-        )
+def generate_mode(responses, *, what, shape, vocab_size, modes=(False,)):
+    """generate on a model in each mode of `modes` (False: eval, True: train): the tokens are
+    valid and the model is in the same mode afterwards."""
+    for r, training in zip(responses, modes, strict=False):
+        mode = "train" if training else "eval"
+        _generated(r, what.format(mode), tuple(shape), vocab_size)
+        after = r.raw.get("training_after") or []
+        if after and after[0] is not training:
+            id_ = "generate-leaves-eval-mode" if training else "generate-leaves-train-mode"
+            other = "eval" if training else "train"
+            raise Fail(
+                f"{what.format(mode)}: the model came in {mode} mode and was left in {other} "
+                "mode. " + explain([id_]),
+                [id_],
+            )
 
 
 @judge
@@ -1064,12 +1068,14 @@ def generate_reproducible(responses, *, what, shape, vocab_size):
             f"{what}: two calls with generators seeded alike gave different tokens ({differ} "
             f"of {first.size} differ). Draw every random choice from `generator` "
             "(torch.multinomial(probs, 1, generator=generator)), not from torch's global "
-            "random state, so that seeded samples can be reproduced."
+            "random state, so that seeded samples can be reproduced.",
+            ["generator-not-used"],
         )
     if np.array_equal(first, other):
         raise Fail(
             f"{what}: generators seeded differently gave exactly the same {first.size} tokens: "
-            "the sampling does not use `generator` (is a seed set inside generate?)."
+            "the sampling does not use `generator` (is a seed set inside generate?).",
+            ["generator-not-used"],
         )
 
 

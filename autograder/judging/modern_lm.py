@@ -381,9 +381,24 @@ def _generated(r, what, shape, V, prompt):
 
 
 @judge
-def cached_tokens(responses, *, what, shape, vocab_size, prompt):
-    """Shape (B, T0 + max_new_tokens), valid ids, the prompt kept and idx itself unchanged."""
+def cached_tokens(responses, *, what, shape, vocab_size, prompt, fills_block=None):
+    """Shape (B, T0 + max_new_tokens), valid ids, the prompt kept and idx itself unchanged.
+    With `fills_block` (block_size), T0 + max_new_tokens == block_size: a request that fits
+    exactly must not be refused, nor feed the model a position past block_size."""
     r = responses[0]
+    if fills_block is not None and r.error and r.error.get("type") == "ValueError":
+        message = r.error.get("message", "")
+        id_ = (
+            "cache-feeds-last-token"
+            if message.startswith("the toy model holds")  # the model's own refusal
+            else "generate-full-block-refused"
+        )
+        raise Fail(
+            f"{what}: {shape[1]} positions fill block_size = {fills_block} exactly, which "
+            f"fits, but it raised ValueError: {compare.plain_error_text(message)}. "
+            + explain([id_]),
+            [id_],
+        )
     _generated(r, what, tuple(shape), vocab_size, prompt)
     after = r.decode(r.raw["args_after"][1])
     compare.assert_unchanged(np.asarray(prompt), np.asarray(after), "idx")
@@ -411,11 +426,32 @@ def cached_greedy(responses, *, what, shape, vocab_size, prompt, want, variants)
     )
 
 
+def _out_of_order(r):
+    """True if an answer raised the TypeError of a sampling argument in another's place
+    (a generator compared with a number, a float given as top_k, ...)."""
+    err = (r.error or {}) if not (r.missing or r.lost) else {}
+    message = err.get("message", "")
+    return err.get("type") == "TypeError" and any(
+        clue in message for clue in ("Generator", "generator", "float", "NoneType", "'<'", "'>'")
+    )
+
+
 @judge
 def cached_distribution(responses, *, what, samples, vocab_size, prompt, p, variants):
     """One token sampled `samples` times; Pearson's test against p; variants (id, p) name
-    the sampling mistake whose distribution fits instead."""
-    got = _generated(responses[0], what, (samples, len(prompt[0]) + 1), vocab_size, prompt)
+    the sampling mistake whose distribution fits instead (one match or none). A second
+    request, where there is one, gives top_p alone: a TypeError there says the arguments
+    reached the sampler in another order, which no sampling mistake explains."""
+    r = responses[0]
+    if _out_of_order(r) or (len(responses) > 1 and _out_of_order(responses[1])):
+        bad = r if _out_of_order(r) else responses[1]
+        raise Fail(
+            f"{what} raised TypeError ({compare.plain_error_text(bad.error['message'])}) "
+            "where another call's arguments are given: temperature, top_k, top_p and "
+            "generator reach the sampler in another order than it takes them. Pass them by "
+            "name (top_k=top_k, top_p=top_p, generator=generator)."
+        )
+    got = _generated(r, what, (samples, len(prompt[0]) + 1), vocab_size, prompt)
     counts = np.bincount(got[:, -1], minlength=vocab_size)
     if sample_fit(counts, p)[1]:
         return
@@ -424,13 +460,13 @@ def cached_distribution(responses, *, what, samples, vocab_size, prompt, p, vari
         f"token {top}, the most likely, came {fmt(100 * counts[top] / samples)}% of the time; "
         f"expected about {fmt(100 * p[top])}%"
     )
+    ids = {id_ for id_, q in variants if sample_fit(counts, q)[1]}
+    if len(ids) == 1:
+        raise Fail(f"{what}: {seen}. " + explain(sorted(ids)), sorted(ids))
     if counts.max() == samples:
         raise Fail(
             f"{what}: all {samples} samples are one token: sample (torch.multinomial), do not take the argmax."
         )
-    for id_, q in variants:
-        if sample_fit(counts, q)[1]:
-            raise Fail(f"{what}: {seen}. " + explain([id_]), [id_])
     raise Fail(
         f"{what}: the {samples} samples do not follow the distribution notebook 06's sampling "
         f"gives (temperature, then top-k, then top-p), by far more than chance explains: {seen}."

@@ -788,6 +788,22 @@ def _tokens_judge(name, what, shape, vocab_size, prompt, **more):
     )
 
 
+def _named_top_k(row, temperature, top_k):
+    """[id, distribution] of top_k ignored and top_k keeping k - 1 tokens, where they differ
+    from the right distribution and from each other (else none is named)."""
+    if top_k is None:
+        return []
+    right = tv.sampling_distribution(row, temperature, top_k)
+    named = [
+        ["top-k-ignored", tv.sampling_distribution(row, temperature, None).tolist()],
+        [
+            "top-k-off-by-one",
+            trv.top_p_distribution(row, temperature, top_k, None, "top-k-off-by-one").tolist(),
+        ],
+    ]
+    return named if trv.distinct(right, named, margin=0.03) else []
+
+
 def _distribution_case(rng, V, temperature, top_k, points, seed):
     """Sample one token B times from a fixed row of logits; Pearson's test against the truth."""
     B = 4000
@@ -824,6 +840,7 @@ def _distribution_case(rng, V, temperature, top_k, points, seed):
             "p_plain": tv.sampling_distribution(row, 1.0, top_k),  # the temperature ignored
             "temperature": temperature,
             "top_k": top_k,
+            "named": _named_top_k(row, temperature, top_k),
         },
     )
 
@@ -1096,16 +1113,22 @@ def gpt_values_case(rng):
 
 
 def mode_case(rng, V):
-    """A model handed to generate in eval mode is still in eval mode afterwards."""
+    """generate leaves the model in the mode it found: eval stays eval, train stays train."""
     idx = torch.from_numpy(rng.integers(0, V, size=(2, 2))).long()
     table = _table(rng, V)
-    what = "generate(model in eval mode, idx (2, 2), max_new_tokens=3)"
+    what = "generate(model in {} mode, idx (2, 2), max_new_tokens=3)"
     return Case(
         "generate",
-        "a model in eval mode is left in eval mode",
+        "the model is left in the mode generate found it in (eval or train)",
         0.5,
-        [{"op": "call", "args": [_toy(table, 8, training=False), idx, 3]}],
-        Judgement("lm_judges.generate_mode", {"what": what, "shape": [2, 5], "vocab_size": V}),
+        [
+            {"op": "call", "args": [_toy(table, 8, training=False), idx, 3]},
+            {"op": "call", "args": [_toy(table, 8, training=True), idx, 3]},
+        ],
+        Judgement(
+            "lm_judges.generate_mode",
+            {"what": what, "shape": [2, 5], "vocab_size": V, "modes": [False, True]},
+        ),
     )
 
 
@@ -1122,15 +1145,36 @@ def _nucleus_top_p(rng, p, boundary):
     return float(np.round(rng.uniform(low, high), 4))
 
 
+def _named_top_p(row, temperature, top_k, top_p):
+    """[id, distribution] of each top_p mistake that changes the samples on this row."""
+    right = trv.top_p_distribution(row, temperature, top_k, top_p)
+    named = [
+        [id_, trv.top_p_distribution(row, temperature, top_k, top_p, variant=key).tolist()]
+        for key, id_ in trv.TOP_P_VARIANTS
+    ]
+    return right, [[i, q] for i, q in named if not np.allclose(q, right, atol=0.02)]
+
+
 def _top_p_row(rng, V, temperature, top_k, differ_from_untempered):
     """A row of logits and a top_p with a nucleus of 2 or 3 tokens whose boundary token holds
     a large share (so dropping it shows), and, where asked, a nucleus that differs from the one
-    the untempered probabilities give."""
-    for _ in range(1000):
+    the untempered probabilities give; with top_k, one where counting the set before top_k
+    changes the samples too. Every mistake that shows differs from every other and from top_p
+    ignored, so at most one is named."""
+    for _ in range(2000):
         row = rng.permutation(np.linspace(-1.5, 1.5, V)) + rng.normal(0.0, 0.1, V)
         p = tv.sampling_distribution(row, temperature, top_k)
         boundary = int(rng.integers(2, 4))
         top_p = _nucleus_top_p(rng, p, boundary)
+        if top_k is not None:  # flatter: the set counted on all V tokens holds one more
+            row = rng.permutation(np.linspace(-1.0, 1.0, V)) + rng.normal(0.0, 0.1, V)
+            p = tv.sampling_distribution(row, temperature, top_k)
+            boundary = 2
+            whole = np.cumsum(np.sort(tv.sampling_distribution(row, temperature, None))[::-1])
+            kept = np.cumsum(np.sort(p)[::-1])
+            low = max(kept[0], whole[1]) + NUCLEUS_MARGIN
+            high = min(kept[1], whole[2]) - NUCLEUS_MARGIN
+            top_p = float(np.round(rng.uniform(low, high), 4)) if high > low else None
         if top_p is None or np.sort(p)[::-1][boundary - 1] < 0.08:
             continue
         plain = tv.sampling_distribution(row, 1.0, top_k)
@@ -1142,22 +1186,56 @@ def _top_p_row(rng, V, temperature, top_k, differ_from_untempered):
             )
         ):
             continue
+        right, named = _named_top_p(row, temperature, top_k, top_p)
+        shown = {i for i, _ in named}
+        if top_k is not None and "top-p-before-top-k" not in shown:
+            continue
+        plain = ["top-p-ignored", tv.sampling_distribution(row, temperature, top_k).tolist()]
+        others = [*named, plain] if top_k is not None else named  # top_k: plain = top k set
+        if "top-p-excludes-boundary" not in shown or not trv.distinct(right, others, 0.03):
+            continue
         return row, top_p
-    raise RuntimeError("no row with a clear nucleus")  # never: about one draw in three fits
+    raise RuntimeError("no row with a clear nucleus")  # never: a few draws in a hundred fit
+
+
+TIE_V = 32  # torch's unstable sort keeps ties in order of id only up to 16 entries (CPU)
+TIE_B = 4000
+
+
+def _tied_row(rng):
+    """A row of TIE_V logits: three clear favourites, then a group of five tokens tied at the
+    edge of the top_p set (top_p needs exactly one of them), then a long tail. Drawn until
+    torch's sort without stable=True, on the batch generate sees, keeps another tied token
+    than the lowest id (as it does on most draws), so the mistake shows."""
+    for _ in range(200):
+        values = np.concatenate(
+            [np.sort(rng.uniform(2.0, 3.0, 3))[::-1], np.full(5, 1.2), rng.uniform(-3, -1, 24)]
+        )
+        row = rng.permutation(values)
+        p = tv.sampling_distribution(row, 1.0, None)
+        tied = sorted(int(i) for i in np.flatnonzero(row == 1.2))
+        top3 = np.sort(p)[::-1][:3].sum()
+        top_p = float(np.round(top3 + p[tied[0]] * rng.uniform(0.3, 0.7), 4))
+        probs = torch.from_numpy(p).float().expand(TIE_B, -1).contiguous()
+        order = probs.sort(dim=-1, descending=True).indices[0, :4].tolist()
+        if order[3] != tied[0]:
+            return row, top_p, tied
+    raise RuntimeError("no tied row that an unstable sort reorders")
 
 
 def _top_p_case(rng, V, name, points, seed, temperature=1.0, top_k=None, ties=False, top_p=None):
-    B = 4000
-    start = int(rng.integers(0, V))
-    table = _table(rng, V)
+    B = TIE_B if ties else 4000
     if ties:
-        row, top_p, pair = _tied_row(rng, V)
+        row, top_p, tied = _tied_row(rng)
+        V = TIE_V
     elif top_p is None:
         row, top_p = _top_p_row(
             rng, V, temperature, top_k, differ_from_untempered=temperature != 1.0
         )
     else:
         row = rng.permutation(np.linspace(-1.5, 1.5, V))
+    start = int(rng.integers(0, V))
+    table = _table(rng, V)
     table[start] = row
     idx = torch.full((B, 1), start, dtype=torch.long)
     kwargs = {"generator": {"$generator": seed}, "top_p": top_p}
@@ -1168,16 +1246,12 @@ def _top_p_case(rng, V, name, points, seed, temperature=1.0, top_k=None, ties=Fa
     if top_k is not None:
         kwargs["top_k"] = top_k
         shown.insert(0, f"top_k={top_k}")
-    right = trv.top_p_distribution(row, temperature, top_k, top_p)
-    named = [
-        [id_, trv.top_p_distribution(row, temperature, top_k, top_p, variant=key).tolist()]
-        for key, id_ in trv.TOP_P_VARIANTS
-    ]
-    named = [[i, q] for i, q in named if not np.allclose(q, right, atol=0.02)]
+    right, named = _named_top_p(row, temperature, top_k, top_p)
     if ties:
-        swapped = right.copy()
-        swapped[pair[1]], swapped[pair[0]] = right[pair[0]], 0.0
-        named.append(["ties-by-higher-id", swapped.tolist()])
+        for j in tied[1:]:  # another tied token kept in place of the lowest id
+            swapped = right.copy()
+            swapped[j], swapped[tied[0]] = right[tied[0]], 0.0
+            named.append(["top-p-ties-unstable", swapped.tolist()])
     what = f"generate(model, idx ({B}, 1), max_new_tokens=1, {', '.join(shown)})"
     judge = Judgement(
         "lm_judges.generate_distribution",
@@ -1203,17 +1277,6 @@ def _top_p_case(rng, V, name, points, seed, temperature=1.0, top_k=None, ties=Fa
     )
 
 
-def _tied_row(rng, V):
-    """Logits with the second and third most likely tokens tied, a top_p that needs one of
-    the two, and the tied ids (lower first): the one of lower id is kept."""
-    values = np.sort(rng.choice(np.linspace(-1.5, 1.5, 4 * V), size=V - 1, replace=False))[::-1]
-    values = np.concatenate([values[:2], values[1:2], values[2:]])  # ranks 2 and 3 tied
-    row = rng.permutation(values)
-    p = np.sort(tv.sampling_distribution(row, 1.0, None))[::-1]
-    pair = sorted(int(i) for i in np.flatnonzero(row == values[1]))
-    return row, float(np.round(p[0] + p[1] * rng.uniform(0.3, 0.7), 4)), pair
-
-
 def top_p_cases(rng, V, seed):
     return [
         _top_p_case(
@@ -1229,7 +1292,12 @@ def top_p_cases(rng, V, seed):
         ),
         _top_p_case(rng, V, "top_p after top_k", 0.5, seed + 2, top_k=4),
         _top_p_case(
-            rng, V, "a tie at the boundary keeps the token of lower id", 0.5, seed + 3, ties=True
+            rng,
+            V,
+            f"a tie at the boundary keeps the token of lower id ({TIE_V} tokens)",
+            0.5,
+            seed + 3,
+            ties=True,
         ),
         _top_p_case(rng, V, "top_p=1.0 changes nothing", 0.25, seed + 4, top_p=1.0),
     ]

@@ -51,8 +51,9 @@ def lr_at_cases(rng):
     def call(step, **kw):
         return [[step, max_lr, w, total], {"min_lr": min_lr, **kw}]
 
-    warm = [call(s) for s in range(w + 2)]
-    whole = [call(s) for s in range(total)]
+    # each case's steps stay inside its title: the warm-up alone, then the cosine alone
+    warm = [call(s) for s in range(w)]
+    after = [call(s) for s in range(w, total)]
     no_min = [
         [[s, max_lr, w, total], {}] for s in (w, w + 1, total - 2, total - 1, total, total + 5)
     ]
@@ -64,13 +65,13 @@ def lr_at_cases(rng):
             "a linear warm-up: step s gives max_lr * (s + 1) / warmup_steps",
             0.75,
             warm,
-            f"lr_at(step, {sig}, min_lr={min_lr:g}) for steps 0 to {w + 1}",
+            f"lr_at(step, {sig}, min_lr={min_lr:g}) for steps 0 to {w - 1}",
         ),
         _lr_case(
-            "then a half-cosine from max_lr down to min_lr at the last step",
+            "from step warmup_steps (max_lr) a half-cosine down to min_lr at the last step",
             1.0,
-            whole,
-            f"lr_at(step, {sig}, min_lr={min_lr:g}) for steps 0 to {total - 1}",
+            after,
+            f"lr_at(step, {sig}, min_lr={min_lr:g}) for steps {w} to {total - 1}",
         ),
         _lr_case(
             "min_lr defaults to 0, and the rate stays there after the last step",

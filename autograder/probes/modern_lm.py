@@ -18,6 +18,7 @@ import torch
 
 from autograder.judging import Judgement
 from autograder.misconceptions import modern_lm_variants as mv
+from autograder.misconceptions import training_variants as trv
 from autograder.probes.base import Case
 from autograder.probes.torch_tools import (
     load,
@@ -454,8 +455,10 @@ def attention_cases(rng):
 
 # ---------------------------------------------------------------- TinyLlama
 
-LLAMA = {"vocab_size": 13, "block_size": 10, "d_model": 24, "n_heads": 2, "n_layers": 2}
-LLAMA_D_FF = 64  # the default for d_model 24: 8 * 24 / 3 = 64
+LLAMA = {"vocab_size": 13, "block_size": 10, "d_model": 28, "n_heads": 2, "n_layers": 2}
+# the default for d_model 28: 8 * 28 / 3 = 74.7, rounded UP to a multiple of 64 (not to the
+# nearest one, 64, nor left at 74)
+LLAMA_D_FF = 128
 
 
 def llama_state(rng):
@@ -488,7 +491,7 @@ def llama_cases(rng):
         logits, _ = model(idx)
         _, cache = model(idx[:, :4])
         rest, _ = model(idx[:, 4:], cache)
-    what = "TinyLlama(vocab_size=13, block_size=10, d_model=24, n_heads=2, n_layers=2)"
+    what = "TinyLlama(vocab_size=13, block_size=10, d_model=28, n_heads=2, n_layers=2)"
     cases = [
         Case(
             "TinyLlama",
@@ -669,7 +672,7 @@ def generate_cached_cases(rng):
             {"temperature": 0.7, "top_p": 0.8},
             ("temperature-multiplied", "top-p-ignored", "top-p-excludes-boundary"),
         ),
-        ("top_k=3", {"top_k": 3}, ("top-k-ignored",)),
+        ("top_k=3", {"top_k": 3}, ("top-k-ignored", "top-k-off-by-one")),
         (
             "top_p=0.6, the token that reaches it kept",
             {"top_p": 0.6},
@@ -677,6 +680,43 @@ def generate_cached_cases(rng):
         ),
     ):
         cases.append(_distribution_case(rng, label, kwargs, variant_ids, seed))
+    cases.append(
+        _distribution_case(
+            rng,
+            "top_k=4, then top_p=0.6 on what top_k keeps",
+            {"top_k": 4, "top_p": 0.6},
+            ("top-p-before-top-k", "top-k-off-by-one", "top-k-ignored", "top-p-ignored"),
+            seed,
+            required=("top-p-before-top-k", "top-k-off-by-one"),
+        )
+    )
+    cases.append(_reproducible_case(rng, table, positions))
+    full = torch.from_numpy(rng.integers(0, TOY_V, size=(1, 4))).long()
+    cases.append(
+        Case(
+            "generate_cached",
+            "a request that fills block_size exactly fits",
+            0.5,
+            [
+                {
+                    "op": "call",
+                    "args": [_toy_value(table, positions), full, TOY_BLOCK - 4],
+                    "kwargs": {"generator": {"$generator": seed + 2}},
+                }
+            ],
+            Judgement(
+                "modern_lm.cached_tokens",
+                {
+                    "what": f"generate_cached(model with block_size {TOY_BLOCK}, idx (1, 4), "
+                    f"{TOY_BLOCK - 4}, generator=g)",
+                    "shape": [1, TOY_BLOCK],
+                    "vocab_size": TOY_V,
+                    "prompt": full.numpy(),
+                    "fills_block": TOY_BLOCK,
+                },
+            ),
+        )
+    )
     too_long = torch.from_numpy(rng.integers(0, TOY_V, size=(1, 4))).long()
     cases.append(
         Case(
@@ -696,10 +736,40 @@ def generate_cached_cases(rng):
     return cases
 
 
+def _reproducible_case(rng, table, positions):
+    """Generators seeded alike give the same tokens, seeded differently others (notebook 06's
+    judge; its bound on a false failure holds for any table: see reproducible_case there)."""
+    B, T0, steps = 16, 2, 6
+    flat = np.zeros_like(table)  # every next token equally likely: 6 ** -96 for a coincidence
+    idx = torch.from_numpy(rng.integers(0, TOY_V, size=(B, T0))).long()
+    seed = int(rng.integers(2**31))
+    return Case(
+        "generate_cached",
+        "the same seed gives the same samples, another seed others",
+        0.5,
+        [
+            {
+                "op": "call",
+                "args": [_toy_value(flat, np.zeros_like(positions)), idx, steps],
+                "kwargs": {"generator": {"$generator": s}},
+            }
+            for s in (seed, seed, seed + 1)
+        ],
+        Judgement(
+            "lm_judges.generate_reproducible",
+            {
+                "what": f"generate_cached(model, idx ({B}, {T0}), {steps}, generator=g)",
+                "shape": [B, T0 + steps],
+                "vocab_size": TOY_V,
+            },
+        ),
+    )
+
+
 SAMPLES = 3000
 
 
-def _distribution_case(rng, label, kwargs, variant_ids, seed):
+def _distribution_case(rng, label, kwargs, variant_ids, seed, required=()):
     """One token sampled SAMPLES times after a 2-token prompt: its logits are
     table[last] + positions[1]; spread so that top-k and top-p cut inside the distribution."""
     table, positions = _toy(rng)
@@ -707,22 +777,41 @@ def _distribution_case(rng, label, kwargs, variant_ids, seed):
     # distinct probabilities, none above 0.4: top-p at 0.6 or 0.8 keeps 3 or 4 tokens and the
     # boundary mistake one fewer, so chi-square tells them apart
     row = rng.permutation(np.linspace(-0.8, 0.8, TOY_V))
+    for _ in range(TRIES if required else 0):  # a row on which each required mistake shows
+        p = mv.sampling_distribution(row, **kwargs)
+        if all(
+            np.abs(mv.sampling_distribution(row, **kwargs, variant=v) - p).max() >= 0.05
+            for v in required
+        ):
+            break
+        row = rng.permutation(np.linspace(-1.5, 1.5, TOY_V)) + rng.normal(0.0, 0.4, TOY_V)
     table[start] = row - positions[1]
     prompt = np.tile(np.array([[int(rng.integers(0, TOY_V)), start]]), (SAMPLES, 1))
     p = mv.sampling_distribution(row, **kwargs)
     variants = [(v, mv.sampling_distribution(row, **kwargs, variant=v)) for v in variant_ids]
     variants = [(v, q) for v, q in variants if not np.allclose(q, p, atol=0.02)]
+    if not trv.distinct(p, variants, margin=0.03):  # two mistakes alike here: name neither
+        variants = []
+    requests = [
+        {
+            "op": "call",
+            "args": [_toy_value(table, positions), torch.from_numpy(prompt).long(), 1],
+            "kwargs": {**kwargs, "generator": {"$generator": seed + 1}},
+        }
+    ]
+    if "top_p" not in kwargs:  # top_p alone, a few rows: says whether the arguments are in order
+        requests.append(
+            {
+                "op": "call",
+                "args": [_toy_value(table, positions), torch.from_numpy(prompt[:4]).long(), 1],
+                "kwargs": {"top_p": 0.9, "generator": {"$generator": seed + 2}},
+            }
+        )
     return Case(
         "generate_cached",
         f"samples as notebook 06 does: {label}",
         0.5,
-        [
-            {
-                "op": "call",
-                "args": [_toy_value(table, positions), torch.from_numpy(prompt).long(), 1],
-                "kwargs": {**kwargs, "generator": {"$generator": seed + 1}},
-            }
-        ],
+        requests,
         Judgement(
             "modern_lm.cached_distribution",
             {
