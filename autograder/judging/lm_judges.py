@@ -788,6 +788,40 @@ def generate_distribution(
 
 
 @judge
+def generate_distribution_parts(responses, *, what, samples, vocab_size, parts):
+    """One token sampled `samples` times in each call (one per part), each part with its own
+    right distribution p and known mistakes `named` [id, distribution] (a mistake absent from a
+    part samples as p there). A mistake is named only if it explains every part and no other
+    does."""
+    everyone = {id_ for part in parts for id_, _ in part["named"]}
+    consistent, failing = set(everyone), []
+    for r, part in zip(responses, parts, strict=True):
+        got = _generated(r, what, (samples, 2), vocab_size)
+        counts = np.bincount(got[:, 1], minlength=vocab_size)
+        fits_p = sample_fit(counts, np.asarray(part["p"]))[1]
+        shown = {id_ for id_, _ in part["named"]}
+        fitting = {id_ for id_, q in part["named"] if sample_fit(counts, np.asarray(q))[1]}
+        consistent &= fitting | ((everyone - shown) if fits_p else set())
+        if not fits_p:
+            failing.append((part, counts))
+    if not failing:
+        return
+    part, counts = failing[0]
+    p, n = np.asarray(part["p"]), counts.sum()
+    top = int(np.argmax(p))
+    seen = (
+        f"after token {part['start']}, token {top}, the most likely, came "
+        f"{fmt(100 * counts[top] / max(n, 1))}% of the time; expected about {fmt(100 * p[top])}%"
+    )
+    if len(consistent) == 1:
+        raise Fail(f"{what}: {seen}. " + explain(sorted(consistent)), sorted(consistent))
+    raise Fail(
+        f"{what}: the samples do not follow softmax(logits) cut to the top k, then to the top_p "
+        f"set of what is left, by far more than chance explains: {seen}."
+    )
+
+
+@judge
 def generate_mode(responses, *, what, shape, vocab_size, modes=(False,)):
     """generate on a model in each mode of `modes` (False: eval, True: train): the tokens are
     valid and the model is in the same mode afterwards."""

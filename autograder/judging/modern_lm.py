@@ -250,10 +250,24 @@ def regex_specials(responses, *, what, expected, variants, merges, specials):
 
 
 @judge
-def regex_special_decode(responses, *, what, texts, calls):
-    """decode of ids holding special ids: their strings back, the other ids as bytes."""
+def regex_special_decode(responses, *, what, texts, calls, merges, special):
+    """decode of ids holding special ids: their strings back, the other ids as bytes. Judged
+    once the merges are right and encode gives a special token its own id (their own tests
+    say how otherwise)."""
     r = responses[0]
     name = "RegexBPETokenizer"
+    own = _step(r, 2, "merges", name)
+    if _pairs(own, "merges") != [tuple(m) for m in merges]:
+        raise Fail(
+            f"{what}: decode gives other text since your merges differ already (the test of "
+            "the merges says how): fix them first."
+        )
+    token, id_ = special
+    if _ids(_step(r, 3, f"encode({token!r})", name), f"encode({token!r})") != [id_]:
+        raise Fail(
+            f"{what}: encode({token!r}) is not [{id_}], the id special_tokens gives it, so "
+            "decode cannot give it back (the test of the special tokens says how): fix that first."
+        )
     for i, (text, ids) in enumerate(zip(texts, calls, strict=True)):
         step = r.raw["steps"][i] if not r.error else {}
         err = step.get("error") or {}

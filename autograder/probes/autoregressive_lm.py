@@ -1277,6 +1277,98 @@ def _top_p_case(rng, V, name, points, seed, temperature=1.0, top_k=None, ties=Fa
     )
 
 
+def _sizes(p, top_p):
+    """How many of the most probable tokens the nucleus of p keeps at top_p."""
+    before = np.cumsum(np.sort(p)[::-1]) - np.sort(p)[::-1]
+    return int(max(1, (before < top_p).sum()))
+
+
+def _shaped_row(rng, V, top_k, shape, top_p=None):
+    """A row and top_p where the top_p set of the whole distribution lies inside the top k and
+    holds more than the top_p set of the top k alone ("inside"), or holds more than k tokens
+    ("beyond"); top_p at least NUCLEUS_MARGIN from every partial sum, before and after top_k."""
+    for _ in range(5000):
+        spread = rng.uniform(0.3, 1.5)
+        row = rng.permutation(np.linspace(-spread, spread, V)) + rng.normal(0.0, 0.2, V)
+        chosen = top_p if top_p is not None else float(np.round(rng.uniform(0.3, 0.95), 4))
+        whole = tv.sampling_distribution(row, 1.0, None)
+        kept = tv.sampling_distribution(row, 1.0, top_k)
+        sums = np.concatenate([np.cumsum(np.sort(whole)[::-1]), np.cumsum(np.sort(kept)[::-1])])
+        if np.abs(sums - chosen).min() < NUCLEUS_MARGIN:
+            continue
+        r, m = _sizes(kept, chosen), _sizes(whole, chosen)
+        if (shape == "inside" and r < m < top_k) or (shape == "beyond" and m > top_k):
+            return row, chosen
+    raise RuntimeError("no row of that shape")  # never: about one draw in twenty fits
+
+
+def _parts_named(row, top_k, top_p):
+    right, named = _named_top_p(row, 1.0, top_k, top_p)
+    for id_, q in (
+        ("top-k-ignored", trv.top_p_distribution(row, 1.0, None, top_p)),
+        ("top-p-ignored", tv.sampling_distribution(row, 1.0, top_k)),
+    ):
+        if not np.allclose(q, right, atol=0.02):
+            named.append([id_, q.tolist()])
+    return right, named
+
+
+def _separated(parts):
+    """Each mistake differs from the right answer on some part, and any two from each other;
+    on every part, each mistake is the right answer there or clearly not (0.05)."""
+    ids = sorted({i for _, named in parts for i, _ in named})
+
+    def dist(id_, right, named):
+        return next((np.asarray(q) for i, q in named if i == id_), np.asarray(right))
+
+    for right, named in parts:
+        for _, q in named:
+            if np.abs(np.asarray(q) - right).max() < 0.05:
+                return False
+    for a in ["right", *ids]:
+        for b in ids:
+            if a != b and all(
+                np.abs(
+                    (right if a == "right" else dist(a, right, named)) - dist(b, right, named)
+                ).max()
+                < 0.05
+                for right, named in parts
+            ):
+                return False
+    return True
+
+
+def _top_k_top_p_case(rng, V, name, points, seed, top_k=4):
+    """top_k then top_p, in two calls (4,000 samples each): in the first the top_p set of the
+    whole distribution lies inside the top k, in the second it holds more. Counting the set
+    before top_k then agrees with ignoring top_k in the first and with ignoring top_p in the
+    second: only the two calls together tell the three apart."""
+    B = 4000
+    for _ in range(200):
+        rows = [_shaped_row(rng, V, top_k, shape) for shape in ("inside", "beyond")]
+        parts = [_parts_named(row, top_k, top_p) for row, top_p in rows]
+        if _separated(parts):
+            break
+    else:
+        raise RuntimeError("no pair of rows separates the top_k/top_p mistakes")
+    requests, judged, shown = [], [], []
+    for i, ((row, top_p), (right, named)) in enumerate(zip(rows, parts, strict=True)):
+        start = int(rng.integers(0, V))
+        table = _table(rng, V)
+        table[start] = row
+        kwargs = {"generator": {"$generator": seed + i}, "top_k": top_k, "top_p": top_p}
+        idx = torch.full((B, 1), start, dtype=torch.long)
+        requests.append({"op": "call", "args": [_toy(table, 8), idx, 1], "kwargs": kwargs})
+        judged.append({"start": start, "p": right, "named": named})
+        shown.append(f"top_p={top_p:g}")
+    what = f"generate(model, idx ({B}, 1), max_new_tokens=1, top_k={top_k}, " + " then ".join(shown)
+    judge = Judgement(
+        "lm_judges.generate_distribution_parts",
+        {"what": what + ")", "samples": B, "vocab_size": V, "parts": judged},
+    )
+    return Case("generate", name, points, requests, judge)
+
+
 def top_p_cases(rng, V, seed):
     return [
         _top_p_case(
@@ -1290,7 +1382,7 @@ def top_p_cases(rng, V, seed):
             seed + 1,
             temperature=0.5,
         ),
-        _top_p_case(rng, V, "top_p after top_k", 0.5, seed + 2, top_k=4),
+        _top_k_top_p_case(rng, V, "top_p after top_k, on what top_k keeps", 0.5, seed + 2),
         _top_p_case(
             rng,
             V,

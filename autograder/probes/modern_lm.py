@@ -685,11 +685,11 @@ def generate_cached_cases(rng):
     cases.append(
         _distribution_case(
             rng,
-            "top_k=4, then top_p=0.6 on what top_k keeps",
+            "top_k=4, then top_p on what top_k keeps",
             {"top_k": 4, "top_p": 0.6},
             ("top-p-before-top-k", "top-k-off-by-one", "top-k-ignored", "top-p-ignored"),
             seed,
-            required=("top-p-before-top-k", "top-k-off-by-one"),
+            required=("top-p-before-top-k",),
         )
     )
     cases.append(_reproducible_case(rng, table, positions))
@@ -771,6 +771,29 @@ def _reproducible_case(rng, table, positions):
 SAMPLES = 3000
 
 
+def _row_showing(rng, kwargs, required):
+    """A row of logits and a top_p (kept at least 0.03 from every partial sum of the sorted
+    probabilities, before and after top_k) on which each `required` mistake moves some
+    probability by 0.05 or more."""
+    for _ in range(TRIES * 5):
+        row = rng.permutation(np.linspace(-1.0, 1.0, TOY_V)) + rng.normal(0.0, 0.2, TOY_V)
+        top_p = float(np.round(rng.uniform(0.3, 0.9), 3))
+        trial = {**kwargs, "top_p": top_p}
+        whole = np.cumsum(
+            np.sort(mv.sampling_distribution(row, kwargs.get("temperature", 1.0)))[::-1]
+        )
+        kept = np.cumsum(np.sort(mv.sampling_distribution(row, top_k=kwargs.get("top_k")))[::-1])
+        if min(np.abs(whole - top_p).min(), np.abs(kept - top_p).min()) < 0.03:
+            continue
+        p = mv.sampling_distribution(row, **trial)
+        if all(
+            np.abs(mv.sampling_distribution(row, **trial, variant=v) - p).max() >= 0.05
+            for v in required
+        ):
+            return row, trial
+    raise RuntimeError("no row shows the required mistakes")  # never: about one draw in ten
+
+
 def _distribution_case(rng, label, kwargs, variant_ids, seed, required=()):
     """One token sampled SAMPLES times after a 2-token prompt: its logits are
     table[last] + positions[1]; spread so that top-k and top-p cut inside the distribution."""
@@ -779,14 +802,8 @@ def _distribution_case(rng, label, kwargs, variant_ids, seed, required=()):
     # distinct probabilities, none above 0.4: top-p at 0.6 or 0.8 keeps 3 or 4 tokens and the
     # boundary mistake one fewer, so chi-square tells them apart
     row = rng.permutation(np.linspace(-0.8, 0.8, TOY_V))
-    for _ in range(TRIES if required else 0):  # a row on which each required mistake shows
-        p = mv.sampling_distribution(row, **kwargs)
-        if all(
-            np.abs(mv.sampling_distribution(row, **kwargs, variant=v) - p).max() >= 0.05
-            for v in required
-        ):
-            break
-        row = rng.permutation(np.linspace(-1.5, 1.5, TOY_V)) + rng.normal(0.0, 0.4, TOY_V)
+    if required:
+        row, kwargs = _row_showing(rng, kwargs, required)
     table[start] = row - positions[1]
     prompt = np.tile(np.array([[int(rng.integers(0, TOY_V)), start]]), (SAMPLES, 1))
     p = mv.sampling_distribution(row, **kwargs)
@@ -817,7 +834,9 @@ def _distribution_case(rng, label, kwargs, variant_ids, seed, required=()):
         Judgement(
             "modern_lm.cached_distribution",
             {
-                "what": f"generate_cached(model, idx ({SAMPLES}, 2), 1, {label.split(',')[0]})",
+                "what": f"generate_cached(model, idx ({SAMPLES}, 2), 1, "
+                + ", ".join(f"{k}={v:g}" for k, v in kwargs.items())
+                + ")",
                 "samples": SAMPLES,
                 "vocab_size": TOY_V,
                 "prompt": prompt[:1],

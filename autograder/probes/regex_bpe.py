@@ -168,6 +168,8 @@ def regex_bpe_cases(rng):
                     [
                         {"method": "decode", "args": [special_ids]},
                         {"method": "decode", "args": [[first + 1, *ids[:3], first]]},
+                        {"attr": "merges"},
+                        {"method": "encode", "args": [SPECIALS[0]]},
                     ],
                     specials,
                 )
@@ -181,6 +183,8 @@ def regex_bpe_cases(rng):
                         SPECIALS[1] + sample_prefix(merges, ids[:3]) + SPECIALS[0],
                     ],
                     "calls": [special_ids, [first + 1, *ids[:3], first]],
+                    "merges": merges,
+                    "special": [SPECIALS[0], first],
                 },
             ),
         ),
