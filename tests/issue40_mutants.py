@@ -492,3 +492,9 @@ RIGHT = [
     ("RegexBPETokenizer", RegexByChunkCounts),
     ("generate", gen06_restores_mode()),
 ]
+
+NOTEBOOK_06 = {"lr_at", "configure_optimizer", "train_step", "generate"}
+NOTEBOOK_06_WRONG = [e for e in WRONG if e[1] in NOTEBOOK_06]
+NOTEBOOK_07_WRONG = [e for e in WRONG if e[1] not in NOTEBOOK_06]
+NOTEBOOK_06_RIGHT = [("gen-restores-mode-by-name", n, o) for n, o in RIGHT if n in NOTEBOOK_06]
+NOTEBOOK_07_RIGHT = [(n, o) for n, o in RIGHT if n not in NOTEBOOK_06]

@@ -429,3 +429,10 @@ def with_top_p(fn):
     generate.__name__ = generate.__qualname__ = fn.__name__
     generate.__doc__ = fn.__doc__
     return generate
+
+
+# issue 40's mistakes in notebook 06's training pieces and generate (tests/issue40_mutants.py)
+from issue40_mutants import NOTEBOOK_06_RIGHT, NOTEBOOK_06_WRONG  # noqa: E402
+
+MUTANTS += NOTEBOOK_06_WRONG
+RIGHT += NOTEBOOK_06_RIGHT
