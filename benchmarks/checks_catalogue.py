@@ -71,7 +71,8 @@ def main():
         for stem in ("06", "07")
     }
     tally = {"wrong": 0, "visible_caught": 0, "visible_named": 0, "visible_misnamed": 0}
-    tally.update(hidden_runs=0, hidden_caught=0, hidden_named=0, right=0, right_full=0)
+    tally.update(hidden_runs=0, hidden_caught=0, hidden_named=0, hidden_misnamed=0)
+    tally.update(right=0, right_full=0)
     for key, name, obj, expected, phrase, _asserted in wrong:
         if args.only not in key:
             continue
@@ -85,11 +86,16 @@ def main():
         hidden = []
         stem = "06" if name in NOTEBOOK_06 else "07"
         for seed in seeds[stem]:
-            h_lost, h_named, _, _, _ = _verdict(_run(name, obj, seed), expected, phrase)
+            h_lost, h_named, h_misnamed, h_ids, _ = _verdict(
+                _run(name, obj, seed), expected, phrase
+            )
             tally["hidden_runs"] += 1
             tally["hidden_caught"] += h_lost
             tally["hidden_named"] += h_lost and h_named
-            hidden.append("caught" if h_lost else "MISSED")
+            tally["hidden_misnamed"] += h_misnamed
+            hidden.append(
+                "MISSED" if not h_lost else "named" if h_named else f"not named {sorted(h_ids)}"
+            )
         shown = failed[0].output[:160].replace("\n", " ") if failed else ""
         print(
             f"{key:32} visible {'caught' if lost else 'MISSED':6} "

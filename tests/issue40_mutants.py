@@ -168,6 +168,42 @@ class AttnScaleDModel(ref.CausalSelfAttention):
         return self.wo(y.reshape(B, T, d)), (k, v)
 
 
+class AttnHeadsNoTranspose(ref.CausalSelfAttention):
+    """Heads split by a plain view (B, T, d) -> (B, H, T, d_head), and merged back the same way."""
+
+    def forward(self, x, cache=None):
+        B, T, d = x.shape
+        H = self.n_heads
+        q, k, v = (w(x).reshape(B, H, T, d // H) for w in (self.wq, self.wk, self.wv))
+        T_past = 0 if cache is None else cache[0].shape[2]
+        pos = torch.arange(T_past, T_past + T)
+        q, k = apply_rope(q, pos), apply_rope(k, pos)
+        if cache is not None:
+            k, v = torch.cat([cache[0], k], 2), torch.cat([cache[1], v], 2)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(d // H)
+        mask = torch.ones(T, T_past + T, dtype=torch.bool).tril(diagonal=T_past)
+        y = scores.masked_fill(~mask, float("-inf")).softmax(-1) @ v
+        return self.wo(y.reshape(B, T, d)), (k, v)
+
+
+class AttnPositionsAfterCache(ref.CausalSelfAttention):
+    """The new tokens rotated at T_past + 1 .. T_past + T (one too far)."""
+
+    def forward(self, x, cache=None):
+        B, T, d = x.shape
+        H = self.n_heads
+        q, k, v = (w(x).view(B, T, H, d // H).transpose(1, 2) for w in (self.wq, self.wk, self.wv))
+        T_past = 0 if cache is None else cache[0].shape[2]
+        pos = torch.arange(T_past + 1, T_past + T + 1)
+        q, k = apply_rope(q, pos), apply_rope(k, pos)
+        if cache is not None:
+            k, v = torch.cat([cache[0], k], 2), torch.cat([cache[1], v], 2)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(d // H)
+        mask = torch.ones(T, T_past + T, dtype=torch.bool).tril(diagonal=T_past)
+        y = (scores.masked_fill(~mask, float("-inf")).softmax(-1) @ v).transpose(1, 2)
+        return self.wo(y.reshape(B, T, d)), (k, v)
+
+
 class LlamaDffNearest(ref.TinyLlama):
     """8 * d_model / 3 rounded to the NEAREST multiple of 64."""
 
@@ -462,6 +498,8 @@ WRONG = [
     ("rope-positive-exponent", "apply_rope", rope_positive_exponent, "rope-frequency-sign", None),
     ("swiglu-relu", "SwiGLU", SwiGLURelu, "swiglu-other-activation", None),
     ("attn-scale-d-model", "CausalSelfAttention", AttnScaleDModel, "attention-scale-d-model", None),
+    ("attn-heads-no-transpose", "CausalSelfAttention", AttnHeadsNoTranspose, "heads-reshape-without-transpose", None),
+    ("attn-positions-after-cache", "CausalSelfAttention", AttnPositionsAfterCache, "rope-position-off-by-one", None),
     ("llama-d-ff-nearest", "TinyLlama", LlamaDffNearest, "llama-d-ff-default", None),
     ("llama-d-ff-unrounded", "TinyLlama", LlamaDffUnrounded, "llama-d-ff-default", None),
     ("bpe-encode-most-frequent", "BPETokenizer", BPEEncodeMostFrequent, "bpe-encode-order", None),

@@ -289,11 +289,16 @@ def attention(state, x, n_heads, cache=None, variant=None, prefix=""):
     H = n_heads
 
     def heads(t):
+        if variant in ("heads-split-without-transpose", "heads-without-transpose"):
+            # (B, T, d) viewed as (B, H, T, d_head)
+            return t.reshape(B, H, T, d // H)
         return t.reshape(B, T, H, d // H).transpose(1, 2)
 
     q, k, v = heads(x @ wq.T), heads(x @ wk.T), heads(x @ wv.T)
     T_past = 0 if cache is None else cache[0].shape[2]
     start = 0 if variant == "cache-positions-restart" else T_past
+    if variant == "rope-position-after-cache":  # the new tokens one position too far
+        start = T_past + 1
     positions = torch.arange(start, start + T)
     rv = ROPE_OF.get(variant)
     q = q if variant == "rope-keys-only" else rope(q, positions, variant=rv)
@@ -314,7 +319,12 @@ def attention(state, x, n_heads, cache=None, variant=None, prefix=""):
         offset = 0 if variant == "cache-mask-not-offset" else n_k - T
         mask = torch.ones(T, n_k, dtype=torch.bool).tril(diagonal=offset)
         scores = scores.masked_fill(~mask, float("-inf"))
-    y = (scores.softmax(-1) @ v).transpose(1, 2).reshape(B, T, d) @ wo.T
+    y = scores.softmax(-1) @ v
+    if variant in ("heads-merged-without-transpose", "heads-without-transpose"):
+        # (B, H, T, d_head) read as (B, T, d)
+        y = y.reshape(B, T, d) @ wo.T
+    else:
+        y = y.transpose(1, 2).reshape(B, T, d) @ wo.T
     if variant == "cache-not-appended":
         return y, (new_k, new_v)
     return y, (k, v)
@@ -328,13 +338,23 @@ ATTENTION_VARIANTS = (
     "cache-mask-not-offset",
     "missing-scale",
     "attention-scale-d-model",
+    "heads-split-without-transpose",
+    "heads-merged-without-transpose",
+    "heads-without-transpose",
+    "rope-position-after-cache",
     "rope-half-split",
     "rope-wrong-frequency",
     "rope-on-values",
     "rope-queries-only",
     "rope-keys-only",
 )
-ATTENTION_IDS = {"rope-keys-only": "rope-queries-only"}  # one id: RoPE on only one of the two
+ATTENTION_IDS = {
+    "rope-keys-only": "rope-queries-only",  # one id: RoPE on only one of the two
+    "heads-split-without-transpose": "heads-reshape-without-transpose",
+    "heads-merged-without-transpose": "heads-reshape-without-transpose",
+    "heads-without-transpose": "heads-reshape-without-transpose",
+    "rope-position-after-cache": "rope-position-off-by-one",
+}
 
 
 def _plain_out(y, cache):
