@@ -1187,6 +1187,8 @@ def _top_p_row(rng, V, temperature, top_k, differ_from_untempered):
         ):
             continue
         right, named = _named_top_p(row, temperature, top_k, top_p)
+        if any(max(q) > 0.999 for _, q in named):  # one token: no mistake looks like an argmax
+            continue
         shown = {i for i, _ in named}
         if top_k is not None and "top-p-before-top-k" not in shown:
             continue
@@ -1322,8 +1324,8 @@ def _separated(parts):
         return next((np.asarray(q) for i, q in named if i == id_), np.asarray(right))
 
     for right, named in parts:
-        for _, q in named:
-            if np.abs(np.asarray(q) - right).max() < 0.05:
+        for _, q in named:  # clearly not right, and never one token (which an argmax gives)
+            if np.abs(np.asarray(q) - right).max() < 0.05 or max(q) > 0.999:
                 return False
     for a in ["right", *ids]:
         for b in ids:
