@@ -806,6 +806,11 @@ def generate_distribution_parts(responses, *, what, samples, vocab_size, parts):
             failing.append((part, counts))
     if not failing:
         return
+    if all(counts.max() == counts.sum() for _, counts in failing):  # one token each time
+        raise Fail(
+            f"{what}: every call gave one token only, where the distribution keeps several: "
+            "generate should sample from it (torch.multinomial), not take the argmax."
+        )
     part, counts = failing[0]
     p, n = np.asarray(part["p"]), counts.sum()
     top = int(np.argmax(p))

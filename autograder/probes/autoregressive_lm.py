@@ -1324,8 +1324,8 @@ def _separated(parts):
         return next((np.asarray(q) for i, q in named if i == id_), np.asarray(right))
 
     for right, named in parts:
-        for _, q in named:  # clearly not right, and never one token (which an argmax gives)
-            if np.abs(np.asarray(q) - right).max() < 0.05 or max(q) > 0.999:
+        for _, q in named:
+            if np.abs(np.asarray(q) - right).max() < 0.05:
                 return False
     for a in ["right", *ids]:
         for b in ids:
