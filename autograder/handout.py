@@ -61,6 +61,7 @@ STUDENT_PACKAGES = (
     "ipykernel",
     "nbformat",
     "tqdm",
+    "regex",  # notebook 07's RegexBPETokenizer: GPT-2's pattern needs \p{L} and \p{N}
 )
 
 # What the checker itself requires: ranges, so that installing it where these packages already
@@ -76,6 +77,7 @@ CHECKER_REQUIREMENTS = {
     "matplotlib": ">=3.8",
     "nbformat": ">=5.9",
     "tqdm": ">=4.64",
+    "regex": ">=2026.11.15",  # the only version run with so far (notebook 07)
 }
 CHECKER_EXTRAS = {"lab": {"jupyterlab": ">=4.0", "ipykernel": ">=6.20"}}
 
