@@ -99,7 +99,8 @@ def main():
         shown = failed[0].output[:160].replace("\n", " ") if failed else ""
         print(
             f"{key:32} visible {'caught' if lost else 'MISSED':6} "
-            f"{'named' if named else 'UNNAMED' if not misnamed else 'MISNAMED':8} ids={sorted(ids)} "
+            f"{'-' if not lost else 'named' if named else 'MISNAMED' if misnamed else 'UNNAMED':8} "
+            f"ids={sorted(ids)} "
             f"want={expected} hidden={hidden} | {shown}"
         )
     for key, name, obj in right:

@@ -51,7 +51,9 @@ def _draw(rng):
         vocab_size = 256 + int(rng.integers(8, 14))
         merges = rv.train(text, vocab_size)
         variants = rv.train_variants(text, vocab_size)
-        if any(v == merges for _, v in variants):
+        if any(v == merges for _, v in variants) or any(
+            a == b for i, (x, a) in enumerate(variants) for y, b in variants[i + 1 :] if x != y
+        ):  # every mistake shows, and no two of different ids learn the same merges
             continue
         for _ in range(60):
             sample = _text(rng, words, int(rng.integers(5, 9)))
