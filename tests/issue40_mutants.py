@@ -247,7 +247,10 @@ def _sample(logits, temperature=1.0, top_k=None, top_p=None, generator=None, mis
         cut = logits
     if top_p is not None and top_p < 1.0:
         basis = logits if mistake == "top-p-first" else cut
-        sorted_p, order = basis.softmax(-1).sort(dim=-1, descending=True, stable=True)
+        if mistake == "unstable-sort":
+            sorted_p, order = torch.sort(basis.softmax(-1), dim=-1, descending=True)
+        else:
+            sorted_p, order = basis.softmax(-1).sort(dim=-1, descending=True, stable=True)
         drop = sorted_p.cumsum(-1) - sorted_p >= top_p
         drop[:, 0] = False
         cut = cut.masked_fill(drop.scatter(1, order, drop), float("-inf"))
@@ -506,6 +509,7 @@ WRONG = [
     ("cached-refuses-full", "generate_cached", gen07("refuses-full"), "generate-full-block-refused", None),
     ("cached-global-rng", "generate_cached", gen07("no-generator"), "generator-not-used", None),
     ("cached-top-k-minus-one", "generate_cached", gen07("top-k-minus-one"), "top-k-off-by-one", None),
+    ("cached-unstable-sort", "generate_cached", gen07("unstable-sort"), "top-p-ties-unstable", None),
     ("cached-top-p-first", "generate_cached", gen07("top-p-first"), None, "do not follow"),
     ("cached-out-of-order", "generate_cached", gen07("out-of-order"), None, "another order"),
     ("regex-across", "RegexBPETokenizer", RegexAcrossChunks, "regex-bpe-merges-across-chunks", None),

@@ -450,6 +450,8 @@ def llama_cache(responses, *, what, expected, variants, n_blocks, T_total):
 
 
 def _generated(r, what, shape, V, prompt):
+    if _out_of_order(r):
+        _say_out_of_order(r, what)
     got = compare.returned(r, what, framework="torch")
     compare.assert_shape(got, shape, what)
     if got.dtype.kind not in "iu":
@@ -520,6 +522,14 @@ def _out_of_order(r):
     )
 
 
+def _say_out_of_order(r, what):
+    raise Fail(
+        f"{what} raised TypeError ({compare.plain_error_text(r.error['message'])}): "
+        "temperature, top_k, top_p and generator reach the sampler in another order than it "
+        "takes them. Pass them by name (top_k=top_k, top_p=top_p, generator=generator)."
+    )
+
+
 @judge
 def cached_distribution(responses, *, what, samples, vocab_size, prompt, p, variants):
     """One token sampled `samples` times; Pearson's test against p; variants (id, p) name
@@ -527,14 +537,8 @@ def cached_distribution(responses, *, what, samples, vocab_size, prompt, p, vari
     request, where there is one, gives top_p alone: a TypeError there says the arguments
     reached the sampler in another order, which no sampling mistake explains."""
     r = responses[0]
-    if _out_of_order(r) or (len(responses) > 1 and _out_of_order(responses[1])):
-        bad = r if _out_of_order(r) else responses[1]
-        raise Fail(
-            f"{what} raised TypeError ({compare.plain_error_text(bad.error['message'])}) "
-            "where another call's arguments are given: temperature, top_k, top_p and "
-            "generator reach the sampler in another order than it takes them. Pass them by "
-            "name (top_k=top_k, top_p=top_p, generator=generator)."
-        )
+    if len(responses) > 1 and _out_of_order(responses[1]):
+        _say_out_of_order(responses[1], what)
     got = _generated(r, what, (samples, len(prompt[0]) + 1), vocab_size, prompt)
     counts = np.bincount(got[:, -1], minlength=vocab_size)
     if sample_fit(counts, p)[1]:

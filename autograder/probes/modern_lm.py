@@ -692,6 +692,7 @@ def generate_cached_cases(rng):
             required=("top-p-before-top-k",),
         )
     )
+    cases.append(_tie_case(rng, seed))
     cases.append(_reproducible_case(rng, table, positions))
     full = torch.from_numpy(rng.integers(0, TOY_V, size=(1, 4))).long()
     cases.append(
@@ -736,6 +737,49 @@ def generate_cached_cases(rng):
         )
     )
     return cases
+
+
+def _tie_case(rng, seed):
+    """top_p with five tokens tied at the edge of the set, on 32 tokens: the lowest id of them
+    is kept. torch's sort without stable=True reorders ties beyond 16 entries (the row is drawn
+    until it does, as notebook 06's tie case is)."""
+    from autograder.probes.autoregressive_lm import TIE_B, TIE_V, _tied_row
+
+    row, top_p, tied = _tied_row(rng)
+    start = int(rng.integers(0, TIE_V))
+    table = rng.normal(0.0, 1.5, size=(TIE_V, TIE_V))
+    table[start] = row
+    positions = np.zeros((TOY_BLOCK, TIE_V))
+    p = trv.top_p_distribution(row, 1.0, None, top_p)
+    variants = []
+    for j in tied[1:]:  # another tied token kept in place of the lowest id
+        q = p.copy()
+        q[j], q[tied[0]] = p[tied[0]], 0.0
+        variants.append(("top-p-ties-unstable", q))
+    prompt = np.tile(np.array([[int(rng.integers(0, TIE_V)), start]]), (TIE_B, 1))
+    return Case(
+        "generate_cached",
+        f"a tie at the edge of the top_p set keeps the token of lower id ({TIE_V} tokens)",
+        0.5,
+        [
+            {
+                "op": "call",
+                "args": [_toy_value(table, positions), torch.from_numpy(prompt).long(), 1],
+                "kwargs": {"top_p": top_p, "generator": {"$generator": seed + 3}},
+            }
+        ],
+        Judgement(
+            "modern_lm.cached_distribution",
+            {
+                "what": f"generate_cached(model, idx ({TIE_B}, 2), 1, top_p={top_p:g})",
+                "samples": TIE_B,
+                "vocab_size": TIE_V,
+                "prompt": prompt[:1],
+                "p": p,
+                "variants": variants,
+            },
+        ),
+    )
 
 
 def _reproducible_case(rng, table, positions):
