@@ -1098,9 +1098,17 @@ def _tokens(r, what, shape, vocab_size):
 
 
 @judge
-def generate_reproducible(responses, *, what, shape, vocab_size):
-    """Three calls: two with generators seeded alike, one seeded differently."""
+def generate_reproducible(responses, *, what, shape, vocab_size, greedy=None):
+    """Three calls: two with generators seeded alike, one seeded differently. `greedy`: the
+    tokens an argmax gives, which no generator changes either (said as such, not as a
+    generator left unused)."""
     first, again, other = (_tokens(r, what, tuple(shape), vocab_size) for r in responses)
+    if greedy is not None and all(np.array_equal(t, greedy) for t in (first, again, other)):
+        raise Fail(
+            f"{what}: every call gave the most likely token at each step, whatever the seed: "
+            "generate should sample from the distribution (torch.multinomial), not take the "
+            "argmax."
+        )
     if not np.array_equal(first, again):
         differ = int((first != again).sum())
         raise Fail(

@@ -944,7 +944,12 @@ def reproducible_case(rng, V):
     what = f"generate(model, idx of shape ({B}, {T0}), max_new_tokens={steps}, generator=g)"
     judge = Judgement(
         "lm_judges.generate_reproducible",
-        {"what": what, "shape": [B, T0 + steps], "vocab_size": V},
+        {
+            "what": what,
+            "shape": [B, T0 + steps],
+            "vocab_size": V,
+            "greedy": np.array(_greedy(table, idx.numpy(), steps, 8)),
+        },
     )
     return Case(
         "generate", "the same seed gives the same samples, another seed others", 0.5, calls, judge

@@ -807,6 +807,10 @@ def _reproducible_case(rng, table, positions):
                 "what": f"generate_cached(model, idx ({B}, {T0}), {steps}, generator=g)",
                 "shape": [B, T0 + steps],
                 "vocab_size": TOY_V,
+                # every row of the flat table ties: an argmax takes the first, token 0
+                "greedy": np.concatenate(
+                    [idx.numpy(), np.zeros((B, steps), dtype=np.int64)], axis=1
+                ),
             },
         ),
     )
