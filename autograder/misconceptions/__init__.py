@@ -347,7 +347,8 @@ _CHECKS_ENTRIES = [
      "split the text at the special tokens first: each one becomes its own id, whole, and the "
      "text between them is encoded as usual."),
     ("regex-bpe-special-ids-low", "special ids that collide with the byte or merge ids",
-     "the special ids come after every id BPE makes: at or above 256 + len(merges)."),
+     "special_tokens gives each special token its id, after every id BPE makes (at or above "
+     "256 + len(merges)): use those ids as given, not numbers of your own."),
     ("regex-bpe-wrong-pattern", "another pre-tokenization pattern than GPT-2's",
      "copy GPT-2's pattern exactly, with the regex module (\\p{L} and \\p{N} need it): "
      "contractions, an optional space before letters, numbers or other symbols, then spaces."),
