@@ -108,6 +108,7 @@ NOTEBOOKS = (
         "modern_lm",
         (
             "BPETokenizer",
+            "RegexBPETokenizer",
             "rms_norm",
             "apply_rope",
             "SwiGLU",

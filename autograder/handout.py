@@ -70,6 +70,7 @@ STUDENT_PACKAGES = (
     "nbformat",
     "tqdm",
     "transformers",  # notebook 08's oracle: Hugging Face's own LlamaForCausalLM
+    "regex",  # notebook 07's RegexBPETokenizer: GPT-2's pattern needs \p{L} and \p{N}
 )
 
 # What the checker itself requires: ranges, so that installing it where these packages already
@@ -88,6 +89,7 @@ CHECKER_REQUIREMENTS = {
     # notebook 08's oracle (the checks never import it): only the course's own version has been
     # run with notebook 08 so far, hence no older lower bound
     "transformers": ">=5.25,<6",
+    "regex": ">=2026.11.15",  # the only version run with so far (notebook 07)
 }
 CHECKER_EXTRAS = {"lab": {"jupyterlab": ">=4.0", "ipykernel": ">=6.20"}}
 

@@ -667,7 +667,7 @@ CATALOGUE = [
         None,
         "as if the temperature were 1",
     ),
-    ("gen-top-k", "generate", generate_ignores_top_k, None, "not among the"),
+    ("gen-top-k", "generate", generate_ignores_top_k, "top-k-ignored", "not among the"),
     # GPT
     ("gpt-no-mask", "GPT", make_gpt("no-mask"), "no-causal-mask", None),
     ("gpt-ones", "GPT", gpt_with_mask(_ones), "no-causal-mask", None),

@@ -592,7 +592,7 @@ MORE = [
     # generate
     ("gen-crop-oldest", "generate", gen_crop_oldest, "generate-crop-oldest", None),
     ("gen-first-position", "generate", gen_first_position, None, "logits[:, -1, :]"),
-    ("gen-global-rng", "generate", gen_global_rng, None, "generator"),
+    ("gen-global-rng", "generate", gen_global_rng, "generator-not-used", "generator"),
     # GPT
     ("gpt-post-norm", "GPT", gpt(norm_first=False), "norm-order-swapped", None),
     ("gpt-d-ff", "GPT", gpt(d_ff_default=1), "gpt-d-ff-default", None),

@@ -341,7 +341,7 @@ MUTANTS = [
     ("lr-warm-from-zero", "lr_at", lr_knobs(warm="from-zero"), "warmup-off-by-one", None),
     ("lr-warm-one-longer", "lr_at", lr_knobs(warm="one-longer"), "warmup-off-by-one", None),
     ("lr-cos-one-short", "lr_at", lr_knobs(span="one-short"), "cosine-not-reaching-min", None),
-    ("lr-min-ignored", "lr_at", lr_knobs(low="zero"), None, "ends at 0 instead of min_lr"),
+    ("lr-min-ignored", "lr_at", lr_knobs(low="zero"), "cosine-not-reaching-min", "ends at 0 instead of min_lr"),
     ("lr-not-clamped", "lr_at", lr_knobs(clamp=False), None, "climbs back up"),
     ("lr-linear", "lr_at", lr_knobs(shape="linear"), None, "straight line"),
     ("lr-tensor", "lr_at", lr_tensor, None, "should return a float"),
@@ -358,7 +358,7 @@ MUTANTS = [
     ("step-clip-after", "train_step", step_knobs(clip_at="after"), "clip-after-step", None),
     ("step-no-clip", "train_step", step_knobs(clip_at="never"), None, "unclipped gradient"),
     ("step-clip-each", "train_step", step_knobs(clip_kind="per-parameter"), "clip-per-parameter", None),
-    ("step-clip-value", "train_step", step_knobs(clip_kind="value"), None, "clip the global norm"),
+    ("step-clip-value", "train_step", step_knobs(clip_kind="value"), "clip-by-value", "clip the global norm"),
     ("step-rescale", "train_step", step_knobs(clip_kind="rescale"), None, "scales a gradient down"),
     ("step-none-clips", "train_step", step_knobs(clip_kind="none-clips"), None, "clip=None"),
     ("step-loss-after", "train_step", step_knobs(report="after"), "loss-after-update", None),
@@ -369,8 +369,8 @@ MUTANTS = [
     ("gen-top-p-boundary", "generate", gen_knobs(boundary="exclude"), "top-p-excludes-boundary", None),
     ("gen-top-p-untempered", "generate", gen_knobs(top_p_at="before"), "top-p-before-temperature", None),
     ("gen-top-p-no-renorm", "generate", gen_knobs(renorm=False), "top-p-no-renormalise", None),
-    ("gen-top-p-ignored", "generate", gen_knobs(top_p_at="never"), None, "whole distribution"),
-    ("gen-top-p-ties", "generate", gen_knobs(ties="reversed"), None, "HIGHER id"),
+    ("gen-top-p-ignored", "generate", gen_knobs(top_p_at="never"), "top-p-ignored", "whole distribution"),
+    ("gen-top-p-ties", "generate", gen_knobs(ties="reversed"), "top-p-ties-unstable", "HIGHER id"),
     ("gen-top-k-no-temp", "generate", gen_knobs(tk_temp=False), None, "temperature were 1"),
     ("gen-train-after", "generate", gen_knobs(mode="train-after"), "generate-leaves-train-mode", None),
 ]  # fmt: skip
@@ -429,3 +429,10 @@ def with_top_p(fn):
     generate.__name__ = generate.__qualname__ = fn.__name__
     generate.__doc__ = fn.__doc__
     return generate
+
+
+# issue 40's mistakes in notebook 06's training pieces and generate (tests/issue40_mutants.py)
+from issue40_mutants import NOTEBOOK_06_RIGHT, NOTEBOOK_06_WRONG  # noqa: E402
+
+MUTANTS += NOTEBOOK_06_WRONG
+RIGHT += NOTEBOOK_06_RIGHT

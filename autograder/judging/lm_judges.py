@@ -739,32 +739,33 @@ def generate_distribution(
     freq = counts / B
     top = int(np.argmax(p))
     seen = f"token {top}, the most likely, came {fmt(100 * freq[top])}% of the time; expected about {fmt(100 * p[top])}%"
-    if freq.max() == 1.0 and p.max() < 1.0:
-        raise Fail(
-            f"{what}: all {B} samples are token {int(np.argmax(freq))}: generate should sample from the distribution (torch.multinomial), not take the argmax."
-        )
 
     def fits(q, loosely=True):
         stat_q, fits_q = sample_fit(counts, q)
         return fits_q or (loosely and stat_q < stat / 10)
 
+    # a known mistake first (one match or none): its own words, before any generic reading
+    ids = {id_ for id_, q in named if fits(q, loosely=False)}
+    if len(ids) == 1:
+        (id_,) = ids
+        if id_ == "top-p-ties-unstable":
+            raise Fail(
+                f"{what}: of several tokens with the same probability at the edge of the set, "
+                "one of HIGHER id than the first was kept. " + explain([id_]),
+                [id_],
+            )
+        raise Fail(f"{what}: {seen}. " + explain([id_]), [id_])
+    if freq.max() == 1.0 and p.max() < 1.0:
+        raise Fail(
+            f"{what}: all {B} samples are token {int(np.argmax(freq))}: generate should sample from the distribution (torch.multinomial), not take the argmax."
+        )
     if top_p is not None:
-        for id_, q in named:
-            if not fits(q, loosely=False):
-                continue
-            if id_ == "ties-by-higher-id":
-                raise Fail(
-                    f"{what}: of two tokens with the same probability at the edge of the set, "
-                    "the one of HIGHER id was kept; keep ties in order of id (a stable sort, "
-                    "torch.sort(..., stable=True), keeps them so)."
-                )
-            raise Fail(f"{what}: {seen}. " + explain([id_]), [id_])
         outside = int(counts[p == 0].sum())
         if p_plain is not None and fits(p_plain, loosely=False) and top_p < 1.0:
             raise Fail(
                 f"{what}: the samples follow the whole distribution, {outside} of them outside "
-                "the top_p set: keep only the smallest set of likeliest tokens whose "
-                "probabilities add up to at least top_p."
+                "the top_p set. " + explain(["top-p-ignored"]),
+                ["top-p-ignored"],
             )
     if temperature != 1.0:
         if fits(p_mul):
@@ -787,18 +788,60 @@ def generate_distribution(
 
 
 @judge
-def generate_mode(responses, *, what, shape, vocab_size):
-    """generate on a model in eval mode: the tokens are valid and the model is still in eval
-    mode afterwards."""
-    r = responses[0]
-    _generated(r, what, tuple(shape), vocab_size)
-    after = r.raw.get("training_after") or []
-    if after and after[0] is True:
+def generate_distribution_parts(responses, *, what, samples, vocab_size, parts):
+    """One token sampled `samples` times in each call (one per part), each part with its own
+    right distribution p and known mistakes `named` [id, distribution] (a mistake absent from a
+    part samples as p there). A mistake is named only if it explains every part and no other
+    does."""
+    everyone = {id_ for part in parts for id_, _ in part["named"]}
+    consistent, failing = set(everyone), []
+    for r, part in zip(responses, parts, strict=True):
+        got = _generated(r, what, (samples, 2), vocab_size)
+        counts = np.bincount(got[:, 1], minlength=vocab_size)
+        fits_p = sample_fit(counts, np.asarray(part["p"]))[1]
+        shown = {id_ for id_, _ in part["named"]}
+        fitting = {id_ for id_, q in part["named"] if sample_fit(counts, np.asarray(q))[1]}
+        consistent &= fitting | ((everyone - shown) if fits_p else set())
+        if not fits_p:
+            failing.append((part, counts))
+    if not failing:
+        return
+    if all(counts.max() == counts.sum() for _, counts in failing):  # one token each time
         raise Fail(
-            f"{what}: the model came in eval mode and was left in train mode. "
-            + explain(["generate-leaves-train-mode"]),
-            ["generate-leaves-train-mode"],
+            f"{what}: every call gave one token only, where the distribution keeps several: "
+            "generate should sample from it (torch.multinomial), not take the argmax."
         )
+    part, counts = failing[0]
+    p, n = np.asarray(part["p"]), counts.sum()
+    top = int(np.argmax(p))
+    seen = (
+        f"after token {part['start']}, token {top}, the most likely, came "
+        f"{fmt(100 * counts[top] / max(n, 1))}% of the time; expected about {fmt(100 * p[top])}%"
+    )
+    if len(consistent) == 1:
+        raise Fail(f"{what}: {seen}. " + explain(sorted(consistent)), sorted(consistent))
+    raise Fail(
+        f"{what}: the samples do not follow softmax(logits) cut to the top k, then to the top_p "
+        f"set of what is left, by far more than chance explains: {seen}."
+    )
+
+
+@judge
+def generate_mode(responses, *, what, shape, vocab_size, modes=(False,)):
+    """generate on a model in each mode of `modes` (False: eval, True: train): the tokens are
+    valid and the model is in the same mode afterwards."""
+    for r, training in zip(responses, modes, strict=False):
+        mode = "train" if training else "eval"
+        _generated(r, what.format(mode), tuple(shape), vocab_size)
+        after = r.raw.get("training_after") or []
+        if after and after[0] is not training:
+            id_ = "generate-leaves-eval-mode" if training else "generate-leaves-train-mode"
+            other = "eval" if training else "train"
+            raise Fail(
+                f"{what.format(mode)}: the model came in {mode} mode and was left in {other} "
+                "mode. " + explain([id_]),
+                [id_],
+            )
 
 
 @judge
@@ -1055,21 +1098,31 @@ def _tokens(r, what, shape, vocab_size):
 
 
 @judge
-def generate_reproducible(responses, *, what, shape, vocab_size):
-    """Three calls: two with generators seeded alike, one seeded differently."""
+def generate_reproducible(responses, *, what, shape, vocab_size, greedy=None):
+    """Three calls: two with generators seeded alike, one seeded differently. `greedy`: the
+    tokens an argmax gives, which no generator changes either (said as such, not as a
+    generator left unused)."""
     first, again, other = (_tokens(r, what, tuple(shape), vocab_size) for r in responses)
+    if greedy is not None and all(np.array_equal(t, greedy) for t in (first, again, other)):
+        raise Fail(
+            f"{what}: every call gave the most likely token at each step, whatever the seed: "
+            "generate should sample from the distribution (torch.multinomial), not take the "
+            "argmax."
+        )
     if not np.array_equal(first, again):
         differ = int((first != again).sum())
         raise Fail(
             f"{what}: two calls with generators seeded alike gave different tokens ({differ} "
             f"of {first.size} differ). Draw every random choice from `generator` "
             "(torch.multinomial(probs, 1, generator=generator)), not from torch's global "
-            "random state, so that seeded samples can be reproduced."
+            "random state, so that seeded samples can be reproduced.",
+            ["generator-not-used"],
         )
     if np.array_equal(first, other):
         raise Fail(
             f"{what}: generators seeded differently gave exactly the same {first.size} tokens: "
-            "the sampling does not use `generator` (is a seed set inside generate?)."
+            "the sampling does not use `generator` (is a seed set inside generate?).",
+            ["generator-not-used"],
         )
 
 

@@ -22,17 +22,17 @@ from autograder.results import NOT_IMPLEMENTED
 # ================================================================ BPETokenizer
 
 
-def _step(r, i, what):
+def _step(r, i, what, name="BPETokenizer"):
     if r.error:
-        raise Fail(compare.error_message(r, "BPETokenizer(text, vocab_size)"))
+        raise Fail(compare.error_message(r, f"{name}(text, vocab_size)"))
     step = r.raw["steps"][i]
     if (step.get("error") or {}).get("type") == "NotImplementedError":
         raise Fail(
-            f"BPETokenizer is not implemented yet ({what} raises NotImplementedError).",
+            f"{name} is not implemented yet ({what} raises NotImplementedError).",
             reason=NOT_IMPLEMENTED,
         )
     if step.get("missing"):
-        raise Fail(f"{step['missing']} does not exist: the notebook's BPETokenizer has it.")
+        raise Fail(f"{step['missing']} does not exist: the notebook's {name} has it.")
     if step.get("error"):
         err = step["error"]
         raise Fail(f"{what} raised {err['type']}: {compare.plain_error_text(err['message'])}")
@@ -76,11 +76,21 @@ def _shown(pair):
     return "(" + ", ".join(repr(chr(i)) if 32 <= i < 127 else str(i) for i in pair) + ")"
 
 
+BPE_HINT = (
+    "Count every adjacent pair of the current sequence, take the most frequent (ties: the one "
+    "that occurs first), replace it left to right, and stop when no pair occurs twice."
+)
+
+
+def _name(what):
+    return what.split("(")[0].split(".")[0]
+
+
 @judge
-def bpe_merges(responses, *, what, expected, variants):
+def bpe_merges(responses, *, what, expected, variants, hint=BPE_HINT):
     """merges (in the order learned) and vocab_size = 256 + len(merges)."""
     r = responses[0]
-    got = _pairs(_step(r, 0, "merges"), f"merges of {what}")
+    got = _pairs(_step(r, 0, "merges", _name(what)), f"merges of {what}")
     want = [tuple(p) for p in expected]
     if got != want:
         ids = [i for i, v in variants if [tuple(p) for p in v] == got]
@@ -91,17 +101,10 @@ def bpe_merges(responses, *, what, expected, variants):
         else:
             seen = f"merge {n} is {_shown(got[n])}, which is not the pair to merge at that step"
         raise Fail(
-            f"{what}: {seen}. "
-            + (
-                explain(ids)
-                if ids
-                else "Count every adjacent pair of the "
-                "current sequence, take the most frequent (ties: the one that occurs first), "
-                "replace it left to right, and stop when no pair occurs twice."
-            ),
+            f"{what}: {seen}. " + (explain(ids) if ids else hint),
             ids,
         )
-    size = _step(r, 1, "vocab_size")
+    size = _step(r, 1, "vocab_size", _name(what))
     try:
         size = _int(size)
     except TypeError:
@@ -121,12 +124,21 @@ def _spell(ids, spelled):
     return b"".join(bytes((i,)) if i < 256 else bytes(spelled[i - 256]) for i in ids)
 
 
+ENCODE_HINT = (
+    "Start from the UTF-8 bytes and apply merges, the earliest-learned pair present first, "
+    "until none applies."
+)
+
+
 @judge
-def bpe_encode(responses, *, what, expected, variants, merges, spelled, text):
+def bpe_encode(
+    responses, *, what, expected, variants, merges, spelled, text, hint=ENCODE_HINT, name=None
+):
     """encode(text) against the expected ids. Ids that spell the right bytes with the learned
-    merges, but not the expected ones, are merges applied in another order (whatever order)."""
+    merges, but not the expected ones, are merges applied in another order (whatever order);
+    with a `hint` of its own (RegexBPETokenizer), only a stored variant names a mistake."""
     r = responses[0]
-    got = _ids(_step(r, 1, what), what)
+    got = _ids(_step(r, 1, what, name or "BPETokenizer"), what)
     if got != list(expected):
         own = r.raw["steps"][0]
         learned = own.get("value") is not None and not own.get("error")
@@ -135,19 +147,15 @@ def bpe_encode(responses, *, what, expected, variants, merges, spelled, text):
                 f"{what} gave other ids than the merges the text calls for give; your merges "
                 "differ from those already (the test of the merges says how): fix them first."
             )
-        ids = [i for i, v in variants if list(v) == got][:1]
-        if not ids and _spell(got, spelled) == text.encode("utf-8"):
+        ids = sorted({i for i, v in variants if list(v) == got})
+        ids = ids if len(ids) == 1 else []
+        if not ids and hint == ENCODE_HINT and _spell(got, spelled) == text.encode("utf-8"):
             ids = ["bpe-encode-order"]
         raise Fail(
             f"{what} gave {len(got)} ids, not the encoding the merges give"
             + (f" ({got[:12]}{' ...' if len(got) > 12 else ''})" if len(got) else "")
             + ". "
-            + (
-                explain(ids)
-                if ids
-                else "Start from the UTF-8 bytes and apply merges, the "
-                "earliest-learned pair present first, until none applies."
-            ),
+            + (explain(ids) if ids else hint),
             ids,
         )
 
@@ -177,14 +185,14 @@ def bpe_decode(responses, *, text, partial, partial_decoded):
 
 
 @judge
-def bpe_unknown(responses, *, ids, bad):
+def bpe_unknown(responses, *, ids, bad, name="BPETokenizer"):
     r = responses[0]
     if r.error:
-        raise Fail(compare.error_message(r, "BPETokenizer(text, vocab_size)"))
+        raise Fail(compare.error_message(r, f"{name}(text, vocab_size)"))
     step = r.raw["steps"][0]
     if (step.get("error") or {}).get("type") == "NotImplementedError":
         raise Fail(
-            "BPETokenizer is not implemented yet (decode raises NotImplementedError).",
+            f"{name} is not implemented yet (decode raises NotImplementedError).",
             reason=NOT_IMPLEMENTED,
         )
     if not step.get("error"):
@@ -202,6 +210,82 @@ def bpe_unknown(responses, *, ids, bad):
             [],
             0.5,
         )
+
+
+@judge
+def regex_specials(responses, *, what, expected, variants, merges, specials):
+    """encode of a text holding special tokens: each special token its own id (as given),
+    the text around them encoded chunk by chunk. Needs the merges right first."""
+    r = responses[0]
+    name = "RegexBPETokenizer"
+    own = _step(r, 0, "merges", name)
+    if _pairs(own, "merges") != [tuple(m) for m in merges]:
+        raise Fail(
+            f"{what}: your merges differ already (the test of the merges says how): fix them first."
+        )
+    got = _ids(_step(r, 1, what, name), what)
+    if got == list(expected):
+        return
+    ids = sorted({i for i, v in variants if list(v) == got})
+    ids = ids if len(ids) == 1 else []
+    wanted = sorted(specials.values())
+    missing = [f"{s!r} (id {i})" for s, i in specials.items() if i in expected and i not in got]
+    seen = (
+        f"the ids do not hold {', '.join(missing)}"
+        if missing
+        else "the text around the special tokens is encoded otherwise"
+    )
+    if not ids and any(256 + len(merges) > i >= 256 for i in got) and missing:
+        ids = ["regex-bpe-special-ids-low"]
+    raise Fail(
+        f"{what}: {seen}. "
+        + (
+            explain(ids)
+            if ids
+            else f"Split the text at the special tokens first (ids {wanted}, as special_tokens "
+            "gives them), then encode each piece between them as usual."
+        ),
+        ids,
+    )
+
+
+@judge
+def regex_special_decode(responses, *, what, texts, calls, merges, special):
+    """decode of ids holding special ids: their strings back, the other ids as bytes. Judged
+    once the merges are right and encode gives a special token its own id (their own tests
+    say how otherwise)."""
+    r = responses[0]
+    name = "RegexBPETokenizer"
+    own = _step(r, 2, "merges", name)
+    if _pairs(own, "merges") != [tuple(m) for m in merges]:
+        raise Fail(
+            f"{what}: decode gives other text since your merges differ already (the test of "
+            "the merges says how): fix them first."
+        )
+    token, id_ = special
+    if _ids(_step(r, 3, f"encode({token!r})", name), f"encode({token!r})") != [id_]:
+        raise Fail(
+            f"{what}: encode({token!r}) is not [{id_}], the id special_tokens gives it, so "
+            "decode cannot give it back (the test of the special tokens says how): fix that first."
+        )
+    for i, (text, ids) in enumerate(zip(texts, calls, strict=True)):
+        step = r.raw["steps"][i] if not r.error else {}
+        err = step.get("error") or {}
+        if err and err.get("type") not in ("NotImplementedError",):
+            raise Fail(
+                f"{what}.decode({ids}) raised {err['type']}: "
+                f"{compare.plain_error_text(err['message'])}. "
+                + explain(["regex-bpe-special-decode"]),
+                ["regex-bpe-special-decode"],
+            )
+        got = _step(r, i, f"decode({ids})", name)
+        if got != text:
+            ids_ = ["regex-bpe-special-decode"] if isinstance(got, str) else []
+            raise Fail(
+                f"{what}.decode({ids}) gave {str(got)[:60]!r}, not {text[:60]!r}. "
+                + (explain(ids_) if ids_ else "decode returns a str."),
+                ids_,
+            )
 
 
 @judge
@@ -366,6 +450,8 @@ def llama_cache(responses, *, what, expected, variants, n_blocks, T_total):
 
 
 def _generated(r, what, shape, V, prompt):
+    if _out_of_order(r):
+        _say_out_of_order(r, what)
     got = compare.returned(r, what, framework="torch")
     compare.assert_shape(got, shape, what)
     if got.dtype.kind not in "iu":
@@ -381,9 +467,24 @@ def _generated(r, what, shape, V, prompt):
 
 
 @judge
-def cached_tokens(responses, *, what, shape, vocab_size, prompt):
-    """Shape (B, T0 + max_new_tokens), valid ids, the prompt kept and idx itself unchanged."""
+def cached_tokens(responses, *, what, shape, vocab_size, prompt, fills_block=None):
+    """Shape (B, T0 + max_new_tokens), valid ids, the prompt kept and idx itself unchanged.
+    With `fills_block` (block_size), T0 + max_new_tokens == block_size: a request that fits
+    exactly must not be refused, nor feed the model a position past block_size."""
     r = responses[0]
+    if fills_block is not None and r.error and r.error.get("type") == "ValueError":
+        message = r.error.get("message", "")
+        id_ = (
+            "cache-feeds-last-token"
+            if message.startswith("the toy model holds")  # the model's own refusal
+            else "generate-full-block-refused"
+        )
+        raise Fail(
+            f"{what}: {shape[1]} positions fill block_size = {fills_block} exactly, which "
+            f"fits, but it raised ValueError: {compare.plain_error_text(message)}. "
+            + explain([id_]),
+            [id_],
+        )
     _generated(r, what, tuple(shape), vocab_size, prompt)
     after = r.decode(r.raw["args_after"][1])
     compare.assert_unchanged(np.asarray(prompt), np.asarray(after), "idx")
@@ -411,11 +512,34 @@ def cached_greedy(responses, *, what, shape, vocab_size, prompt, want, variants)
     )
 
 
+def _out_of_order(r):
+    """True if an answer raised the TypeError of a sampling argument in another's place
+    (a generator compared with a number, a float given as top_k, ...)."""
+    err = (r.error or {}) if not (r.missing or r.lost) else {}
+    message = err.get("message", "")
+    return err.get("type") == "TypeError" and any(
+        clue in message for clue in ("Generator", "generator", "float", "NoneType", "'<'", "'>'")
+    )
+
+
+def _say_out_of_order(r, what):
+    raise Fail(
+        f"{what} raised TypeError ({compare.plain_error_text(r.error['message'])}): "
+        "temperature, top_k, top_p and generator reach the sampler in another order than it "
+        "takes them. Pass them by name (top_k=top_k, top_p=top_p, generator=generator)."
+    )
+
+
 @judge
 def cached_distribution(responses, *, what, samples, vocab_size, prompt, p, variants):
     """One token sampled `samples` times; Pearson's test against p; variants (id, p) name
-    the sampling mistake whose distribution fits instead."""
-    got = _generated(responses[0], what, (samples, len(prompt[0]) + 1), vocab_size, prompt)
+    the sampling mistake whose distribution fits instead (one match or none). A second
+    request, where there is one, gives top_p alone: a TypeError there says the arguments
+    reached the sampler in another order, which no sampling mistake explains."""
+    r = responses[0]
+    if len(responses) > 1 and _out_of_order(responses[1]):
+        _say_out_of_order(responses[1], what)
+    got = _generated(r, what, (samples, len(prompt[0]) + 1), vocab_size, prompt)
     counts = np.bincount(got[:, -1], minlength=vocab_size)
     if sample_fit(counts, p)[1]:
         return
@@ -424,13 +548,13 @@ def cached_distribution(responses, *, what, samples, vocab_size, prompt, p, vari
         f"token {top}, the most likely, came {fmt(100 * counts[top] / samples)}% of the time; "
         f"expected about {fmt(100 * p[top])}%"
     )
+    ids = {id_ for id_, q in variants if sample_fit(counts, q)[1]}
+    if len(ids) == 1:
+        raise Fail(f"{what}: {seen}. " + explain(sorted(ids)), sorted(ids))
     if counts.max() == samples:
         raise Fail(
             f"{what}: all {samples} samples are one token: sample (torch.multinomial), do not take the argmax."
         )
-    for id_, q in variants:
-        if sample_fit(counts, q)[1]:
-            raise Fail(f"{what}: {seen}. " + explain([id_]), [id_])
     raise Fail(
         f"{what}: the {samples} samples do not follow the distribution notebook 06's sampling "
         f"gives (temperature, then top-k, then top-p), by far more than chance explains: {seen}."

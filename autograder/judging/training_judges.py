@@ -143,9 +143,17 @@ def optimizer_groups(responses, *, what, dims, tied, lr, weight_decay, betas):
         raise Fail(f"{what}: {shown} is in the optimizer more than once: each parameter once.")
     absent = sorted(set(dims) - set(seen))
     if absent:
+        norm = [n for n in absent if n.startswith("ln.")]
         raise Fail(
             f"{what}: {', '.join(absent)} is in no parameter group, so it would never be "
             "trained: every parameter belongs to one of the two groups."
+            + (
+                " Here the norm is a layer norm of the course's own kind (notebook 05's "
+                "LayerNorm), not nn.LayerNorm: tell the parameters apart by their dim, whatever "
+                "module holds them."
+                if norm
+                else ""
+            )
         )
     decayed_small = sorted(n for n in dims if dims[n] < 2 and _wd(seen[n][0]) != 0.0)
     if decayed_small:

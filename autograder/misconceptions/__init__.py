@@ -184,7 +184,8 @@ _TRAINING_ENTRIES = [
      "is (s + 1) / warmup_steps of max_lr, which reaches max_lr at the last warm-up step."),
     ("cosine-not-reaching-min", "a half-cosine that does not reach min_lr at the last step",
      "the last step is total_steps - 1: the cosine's progress should be exactly 1 there, so "
-     "count the steps after the warm-up up to that one."),
+     "count the steps after the warm-up up to that one; and the cosine swings between max_lr "
+     "and min_lr, not 0."),
     ("decay-on-biases", "weight decay on the biases and the norms' gains",
      "weight decay pulls a weight towards 0; a bias or a layer norm's gain set near 0 does "
      "not make the model simpler, it breaks it. Which parameters are matrices?"),
@@ -344,3 +345,65 @@ _REAL_MODEL_ENTRIES = [
 ]  # fmt: skip
 
 CATALOGUE.update({i: Misconception(i, mistake, hint) for i, mistake, hint in _REAL_MODEL_ENTRIES})
+# Ids added by issue 40 (checks on 06's training pieces and 07 as good as on the old names) and
+# by RegexBPETokenizer (issue 36): misconceptions/training_variants.py, modern_lm_variants.py.
+_CHECKS_ENTRIES = [
+    ("clip-by-value", "clipping every gradient entry on its own (clip_grad_value_)",
+     "clipping by value changes the gradient's direction; clipping the global norm scales "
+     "every gradient by one factor, so the direction stays (torch.nn.utils.clip_grad_norm_)."),
+    ("generate-leaves-eval-mode", "generate switching the model to eval mode and leaving it there",
+     "a model handed over in train mode (mid-training, say) should still be in train mode "
+     "afterwards: note model.training first and put that mode back before returning."),
+    ("top-p-before-top-k", "choosing the top_p set before top_k cuts the distribution",
+     "top_k comes first: the top_p set is counted on the probabilities of the k tokens left, "
+     "renormalised."),
+    ("top-k-off-by-one", "top_k keeping one token fewer (or more) than k",
+     "with top_k=k exactly k tokens stay: the k-th largest logit itself is kept."),
+    ("top-p-ties-unstable", "ties at the edge of the top_p set kept in whatever order the sort left them",
+     "torch.sort without stable=True may reorder equal values on larger vocabularies; "
+     "sort(..., stable=True) keeps tied tokens in order of id."),
+    ("generate-full-block-refused", "refusing a request that fills block_size exactly",
+     "T0 + max_new_tokens may equal block_size: the last token sampled is never fed to the model."),
+    ("cache-feeds-last-token", "feeding the model once more after the last token is sampled",
+     "after the last new token nothing more is predicted: feed the model max_new_tokens - 1 "
+     "times after the prompt, so a request that fills block_size fits."),
+    ("generator-not-used", "sampling from torch's global random state instead of `generator`",
+     "pass generator to every random draw (torch.multinomial(..., generator=generator)), so that "
+     "a seeded generator gives the same tokens again."),
+    ("rope-position-off-by-one", "positions shifted by one (counting from 1, or one behind)",
+     "the token at position p turns by p * frequency: the first token of a sequence, at "
+     "position 0, is not turned at all."),
+    ("rope-frequency-sign", "frequencies base**(+2i/d_head), growing instead of shrinking",
+     "pair 0 turns fastest (frequency 1) and later pairs ever slower: the exponent is negative."),
+    ("attention-scale-d-model", "dividing the scores by sqrt(d_model) instead of sqrt(d_head)",
+     "each head's dot products run over d_head features: scale by the square root of d_head."),
+    ("rmsnorm-global-mean", "the mean of the squares over the whole tensor, not per token",
+     "each token is scaled by its own root mean square, over its last axis only."),
+    ("rmsnorm-std", "dividing by the standard deviation instead of the root mean square",
+     "RMSNorm never subtracts the mean, not even inside the square root: sqrt(mean(x**2) + eps)."),
+    ("regex-bpe-merges-across-chunks", "pairs counted and merged across the chunks of the pattern",
+     "split the text with the pattern first; count and merge pairs inside each chunk only, so "
+     "no token ever spans two chunks (a space and the word before it, say)."),
+    ("regex-bpe-special-merged", "special tokens encoded as ordinary text (split into bytes, merged)",
+     "split the text at the special tokens first: each one becomes its own id, whole, and the "
+     "text between them is encoded as usual."),
+    ("regex-bpe-special-ids-low", "special ids that collide with the byte or merge ids",
+     "special_tokens gives each special token its id, after every id BPE makes (at or above "
+     "256 + len(merges)): use those ids as given, not numbers of your own."),
+    ("regex-bpe-wrong-pattern", "another pre-tokenization pattern than GPT-2's",
+     "copy GPT-2's pattern exactly, with the regex module (\\p{L} and \\p{N} need it): "
+     "contractions, an optional space before letters, numbers or other symbols, then spaces."),
+    ("regex-bpe-tie-order", "ties broken by another order than the pair's first occurrence",
+     "with chunks, a tie still goes to the pair that occurs first in the text, chunk by chunk "
+     "from the start."),
+    ("regex-bpe-special-decode", "special ids decoded as bytes, or refused",
+     "decode maps each special id back to its string and the other ids to their bytes, in order."),
+]  # fmt: skip
+
+CATALOGUE.update(
+    {
+        i: Misconception(i, mistake, hint)
+        for i, mistake, hint in _CHECKS_ENTRIES
+        if i not in CATALOGUE
+    }
+)

@@ -149,6 +149,12 @@ def rms_norm(x, weight, eps=1e-6, variant=None):
         return x / torch.sqrt(x.pow(2).mean(0, keepdim=True) + eps) * w
     if variant == "rmsnorm-eps-ignored":
         return x / torch.sqrt(ms + 1e-6) * w
+    if variant == "rmsnorm-global-mean":  # one mean over the whole tensor
+        return x / torch.sqrt(x.pow(2).mean() + eps) * w
+    if variant == "rmsnorm-std":  # the standard deviation: the mean subtracted inside only
+        return x / torch.sqrt(x.var(-1, keepdim=True, correction=0) + eps) * w
+    if variant == "rmsnorm-std-unbiased":
+        return x / torch.sqrt(x.var(-1, keepdim=True) + eps) * w
     if variant == "rmsnorm-no-mean":  # the sum of squares, not their mean (the L2 norm)
         return x / torch.sqrt(x.pow(2).sum(-1, keepdim=True) + eps) * w
     return x / torch.sqrt(ms + eps) * w
@@ -161,7 +167,11 @@ RMS_VARIANTS = (
     "rmsnorm-wrong-axis",
     "rmsnorm-eps-ignored",
     "rmsnorm-no-mean",
+    "rmsnorm-global-mean",
+    "rmsnorm-std",
+    "rmsnorm-std-unbiased",
 )
+RMS_IDS = {"rmsnorm-std-unbiased": "rmsnorm-std"}
 
 
 def rms_norm_variants(x, weight, eps=1e-6):
@@ -171,7 +181,7 @@ def rms_norm_variants(x, weight, eps=1e-6):
             continue
         if v == "rmsnorm-wrong-axis" and x.ndim < 2:
             continue
-        out.append((v, rms_norm(x, weight, eps, v).numpy()))
+        out.append((RMS_IDS.get(v, v), rms_norm(x, weight, eps, v).numpy()))
     return out
 
 
@@ -191,7 +201,13 @@ def rope(x, positions, base=10000.0, variant=None):
         theta = base ** (-i / d)
     elif variant == "rope-wrong-frequency-2":
         theta = base ** (-2 * i / (d // 2))
+    elif variant == "rope-frequency-sign":
+        theta = base ** (2 * i / d)
     m = positions.to(torch.float64)
+    if variant == "rope-position-plus-one":
+        m = m + 1
+    elif variant == "rope-position-minus-one":
+        m = m - 1
     if variant == "rope-wrong-position":
         m = torch.arange(x.shape[-2], dtype=torch.float64)
     angle = m[:, None] * theta  # (T, d/2)
@@ -211,6 +227,9 @@ ROPE_VARIANTS = (
     ("rope-wrong-frequency", "rope-wrong-frequency-2"),
     ("rope-wrong-position", "rope-wrong-position"),
     ("rope-rotation-reversed", "rope-rotation-reversed"),
+    ("rope-frequency-sign", "rope-frequency-sign"),
+    ("rope-position-off-by-one", "rope-position-plus-one"),
+    ("rope-position-off-by-one", "rope-position-minus-one"),
 )
 
 
@@ -233,6 +252,8 @@ def swiglu(state, x, variant=None, prefix=""):
         return F.silu(a) @ w2.T
     if variant == "swiglu-sigmoid-gate":  # GLU's sigmoid, not silu (x * sigmoid(x))
         return (torch.sigmoid(a) * b) @ w2.T
+    if variant == "swiglu-relu-gate":
+        return (F.relu(a) * b) @ w2.T
     return (F.silu(a) * b) @ w2.T
 
 
@@ -240,6 +261,7 @@ SWIGLU_VARIANTS = (
     ("swiglu-gate-swapped", "swiglu-gate-swapped"),
     ("swiglu-other-activation", "swiglu-other-activation"),
     ("swiglu-other-activation", "swiglu-sigmoid-gate"),
+    ("swiglu-other-activation", "swiglu-relu-gate"),
     ("swiglu-no-gate", "swiglu-no-gate"),
 )
 
@@ -267,11 +289,16 @@ def attention(state, x, n_heads, cache=None, variant=None, prefix=""):
     H = n_heads
 
     def heads(t):
+        if variant in ("heads-split-without-transpose", "heads-without-transpose"):
+            # (B, T, d) viewed as (B, H, T, d_head)
+            return t.reshape(B, H, T, d // H)
         return t.reshape(B, T, H, d // H).transpose(1, 2)
 
     q, k, v = heads(x @ wq.T), heads(x @ wk.T), heads(x @ wv.T)
     T_past = 0 if cache is None else cache[0].shape[2]
     start = 0 if variant == "cache-positions-restart" else T_past
+    if variant == "rope-position-after-cache":  # the new tokens one position too far
+        start = T_past + 1
     positions = torch.arange(start, start + T)
     rv = ROPE_OF.get(variant)
     q = q if variant == "rope-keys-only" else rope(q, positions, variant=rv)
@@ -284,13 +311,20 @@ def attention(state, x, n_heads, cache=None, variant=None, prefix=""):
         v = torch.cat([_f64(cache[1]), v], dim=2)
     n_k = k.shape[2]
     scores = q @ k.transpose(-2, -1)
-    if variant != "missing-scale":
+    if variant == "attention-scale-d-model":
+        scores = scores / math.sqrt(d)
+    elif variant != "missing-scale":
         scores = scores / math.sqrt(d // H)
     if variant != "no-causal-mask":
         offset = 0 if variant == "cache-mask-not-offset" else n_k - T
         mask = torch.ones(T, n_k, dtype=torch.bool).tril(diagonal=offset)
         scores = scores.masked_fill(~mask, float("-inf"))
-    y = (scores.softmax(-1) @ v).transpose(1, 2).reshape(B, T, d) @ wo.T
+    y = scores.softmax(-1) @ v
+    if variant in ("heads-merged-without-transpose", "heads-without-transpose"):
+        # (B, H, T, d_head) read as (B, T, d)
+        y = y.reshape(B, T, d) @ wo.T
+    else:
+        y = y.transpose(1, 2).reshape(B, T, d) @ wo.T
     if variant == "cache-not-appended":
         return y, (new_k, new_v)
     return y, (k, v)
@@ -303,13 +337,24 @@ ATTENTION_VARIANTS = (
     "no-causal-mask",
     "cache-mask-not-offset",
     "missing-scale",
+    "attention-scale-d-model",
+    "heads-split-without-transpose",
+    "heads-merged-without-transpose",
+    "heads-without-transpose",
+    "rope-position-after-cache",
     "rope-half-split",
     "rope-wrong-frequency",
     "rope-on-values",
     "rope-queries-only",
     "rope-keys-only",
 )
-ATTENTION_IDS = {"rope-keys-only": "rope-queries-only"}  # one id: RoPE on only one of the two
+ATTENTION_IDS = {
+    "rope-keys-only": "rope-queries-only",  # one id: RoPE on only one of the two
+    "heads-split-without-transpose": "heads-reshape-without-transpose",
+    "heads-merged-without-transpose": "heads-reshape-without-transpose",
+    "heads-without-transpose": "heads-reshape-without-transpose",
+    "rope-position-after-cache": "rope-position-off-by-one",
+}
 
 
 def _plain_out(y, cache):
@@ -395,12 +440,23 @@ def sampling_distribution(row, temperature=1.0, top_k=None, top_p=None, variant=
     crosses top_p dropped), top-p-ignored, top-k-ignored."""
     z = np.asarray(row, dtype=float)
     z = z * temperature if variant == "temperature-multiplied" else z / temperature
-    if top_k is not None and variant != "top-k-ignored":
+    untopped = z
+    if variant == "top-k-off-by-one" and top_k is not None:
+        top_k -= 1
+    if top_k is not None and top_k > 0 and variant != "top-k-ignored":
         kth = np.sort(z)[-min(top_k, z.size)]
         z = np.where(z < kth, -np.inf, z)
     p = np.exp(z - z.max())
     p /= p.sum()
     if top_p is not None and top_p < 1.0 and variant != "top-p-ignored":
+        if variant == "top-p-before-top-k":  # the set counted before top_k cut the row
+            whole = np.exp(untopped - untopped.max())
+            order = np.argsort(-whole / whole.sum(), kind="stable")
+            sorted_w = (whole / whole.sum())[order]
+            kept = np.zeros_like(p, dtype=bool)
+            kept[order[np.cumsum(sorted_w) - sorted_w < top_p]] = True
+            p = np.where(kept, p, 0.0)
+            return p / p.sum()
         order = np.argsort(-p, kind="stable")
         before = np.cumsum(p[order]) - p[order]
         keep = before < top_p

@@ -19,6 +19,8 @@ def schedule(step, max_lr, warmup_steps, total_steps, min_lr=0.0, variant=None):
     w, T = warmup_steps, total_steps
     if variant == "warmup-from-zero" and step < w:
         return max_lr * step / w
+    if variant == "warmup-zero-to-max" and step < w:  # 0 at step 0, max_lr one step early
+        return max_lr * step / max(1, w - 1)
     if variant == "warmup-one-longer" and step <= w and w > 0:
         return max_lr * (step + 1) / w
     if step < w:
@@ -39,6 +41,12 @@ def schedule(step, max_lr, warmup_steps, total_steps, min_lr=0.0, variant=None):
 LR_VARIANTS = [
     ("warmup-from-zero", "warmup-off-by-one", "the warm-up starts at 0 (step / warmup_steps)"),
     (
+        "warmup-zero-to-max",
+        "warmup-off-by-one",
+        "the warm-up starts at 0 at step 0 and reaches max_lr one step early "
+        "(step / (warmup_steps - 1))",
+    ),
+    (
         "warmup-one-longer",
         "warmup-off-by-one",
         "the warm-up lasts one step too long: step warmup_steps goes above max_lr",
@@ -50,7 +58,7 @@ LR_VARIANTS = [
     ),
     (
         "min-lr-ignored",
-        None,
+        "cosine-not-reaching-min",
         "the half-cosine ends at 0 instead of min_lr: min_lr + 0.5 * (max_lr - min_lr) * (1 + cos)",
     ),
     (
@@ -113,10 +121,17 @@ def _tempered(row, temperature, top_k):
 
 def top_p_distribution(row, temperature=1.0, top_k=None, top_p=None, variant=None):
     """The distribution generate samples from (float64), right or with one top-p mistake."""
+    if variant == "top-k-off-by-one" and top_k is not None and top_k > 1:
+        top_k -= 1  # the k-th largest dropped too
     z = _tempered(row, temperature, top_k)
     p = _softmax(z)
     if top_p is None or top_p >= 1.0:
         return p
+    if variant == "before-top-k" and top_k is not None:
+        # the set counted on the whole distribution, then top_k applied to what is left
+        keep, _ = _nucleus(_softmax(_tempered(row, temperature, None)), top_p)
+        q = np.where(keep & np.isfinite(z), p, 0.0)
+        return q / q.sum() if q.sum() > 0 else p
     if variant == "before-temperature":
         keep, _ = _nucleus(_softmax(_tempered(row, 1.0, top_k)), top_p)
     else:
@@ -135,7 +150,16 @@ TOP_P_VARIANTS = [
     ("excludes-boundary", "top-p-excludes-boundary"),
     ("before-temperature", "top-p-before-temperature"),
     ("no-renormalise", "top-p-no-renormalise"),
+    ("before-top-k", "top-p-before-top-k"),
+    ("top-k-off-by-one", "top-k-off-by-one"),
 ]
+
+
+def distinct(right, named, margin=0.05):
+    """True if every named distribution differs from the right one and from each other by at
+    least `margin` somewhere (so 4,000 samples name one of them, or none)."""
+    dists = [np.asarray(right)] + [np.asarray(q) for _, q in named]
+    return all(np.abs(a - b).max() >= margin for i, a in enumerate(dists) for b in dists[i + 1 :])
 
 
 # ---------------------------------------------------------------- train_step
@@ -207,7 +231,7 @@ def step_variants(fresh, stale, clip):
         ),
         (
             "clip-by-value",
-            None,
+            "clip-by-value",
             "every gradient entry was clipped to [-clip, clip] (clip_grad_value_); clip the "
             "global norm instead (clip_grad_norm_)",
             by_value,

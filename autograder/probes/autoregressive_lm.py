@@ -788,6 +788,22 @@ def _tokens_judge(name, what, shape, vocab_size, prompt, **more):
     )
 
 
+def _named_top_k(row, temperature, top_k):
+    """[id, distribution] of top_k ignored and top_k keeping k - 1 tokens, where they differ
+    from the right distribution and from each other (else none is named)."""
+    if top_k is None:
+        return []
+    right = tv.sampling_distribution(row, temperature, top_k)
+    named = [
+        ["top-k-ignored", tv.sampling_distribution(row, temperature, None).tolist()],
+        [
+            "top-k-off-by-one",
+            trv.top_p_distribution(row, temperature, top_k, None, "top-k-off-by-one").tolist(),
+        ],
+    ]
+    return named if trv.distinct(right, named, margin=0.03) else []
+
+
 def _distribution_case(rng, V, temperature, top_k, points, seed):
     """Sample one token B times from a fixed row of logits; Pearson's test against the truth."""
     B = 4000
@@ -824,6 +840,7 @@ def _distribution_case(rng, V, temperature, top_k, points, seed):
             "p_plain": tv.sampling_distribution(row, 1.0, top_k),  # the temperature ignored
             "temperature": temperature,
             "top_k": top_k,
+            "named": _named_top_k(row, temperature, top_k),
         },
     )
 
@@ -927,7 +944,12 @@ def reproducible_case(rng, V):
     what = f"generate(model, idx of shape ({B}, {T0}), max_new_tokens={steps}, generator=g)"
     judge = Judgement(
         "lm_judges.generate_reproducible",
-        {"what": what, "shape": [B, T0 + steps], "vocab_size": V},
+        {
+            "what": what,
+            "shape": [B, T0 + steps],
+            "vocab_size": V,
+            "greedy": np.array(_greedy(table, idx.numpy(), steps, 8)),
+        },
     )
     return Case(
         "generate", "the same seed gives the same samples, another seed others", 0.5, calls, judge
@@ -1096,16 +1118,22 @@ def gpt_values_case(rng):
 
 
 def mode_case(rng, V):
-    """A model handed to generate in eval mode is still in eval mode afterwards."""
+    """generate leaves the model in the mode it found: eval stays eval, train stays train."""
     idx = torch.from_numpy(rng.integers(0, V, size=(2, 2))).long()
     table = _table(rng, V)
-    what = "generate(model in eval mode, idx (2, 2), max_new_tokens=3)"
+    what = "generate(model in {} mode, idx (2, 2), max_new_tokens=3)"
     return Case(
         "generate",
-        "a model in eval mode is left in eval mode",
+        "the model is left in the mode generate found it in (eval or train)",
         0.5,
-        [{"op": "call", "args": [_toy(table, 8, training=False), idx, 3]}],
-        Judgement("lm_judges.generate_mode", {"what": what, "shape": [2, 5], "vocab_size": V}),
+        [
+            {"op": "call", "args": [_toy(table, 8, training=False), idx, 3]},
+            {"op": "call", "args": [_toy(table, 8, training=True), idx, 3]},
+        ],
+        Judgement(
+            "lm_judges.generate_mode",
+            {"what": what, "shape": [2, 5], "vocab_size": V, "modes": [False, True]},
+        ),
     )
 
 
@@ -1122,14 +1150,25 @@ def _nucleus_top_p(rng, p, boundary):
     return float(np.round(rng.uniform(low, high), 4))
 
 
+def _named_top_p(row, temperature, top_k, top_p):
+    """[id, distribution] of each top_p mistake that changes the samples on this row."""
+    right = trv.top_p_distribution(row, temperature, top_k, top_p)
+    named = [
+        [id_, trv.top_p_distribution(row, temperature, top_k, top_p, variant=key).tolist()]
+        for key, id_ in trv.TOP_P_VARIANTS
+    ]
+    return right, [[i, q] for i, q in named if not np.allclose(q, right, atol=0.02)]
+
+
 def _top_p_row(rng, V, temperature, top_k, differ_from_untempered):
-    """A row of logits and a top_p with a nucleus of 2 or 3 tokens whose boundary token holds
+    """A row of logits and a top_p with a nucleus of 3 tokens whose boundary token holds
     a large share (so dropping it shows), and, where asked, a nucleus that differs from the one
-    the untempered probabilities give."""
-    for _ in range(1000):
+    the untempered probabilities give. Every mistake that shows differs from every other, so at
+    most one is named (top_k with top_p: _top_k_top_p_case)."""
+    for _ in range(20000):
         row = rng.permutation(np.linspace(-1.5, 1.5, V)) + rng.normal(0.0, 0.1, V)
         p = tv.sampling_distribution(row, temperature, top_k)
-        boundary = int(rng.integers(2, 4))
+        boundary = 3  # the set without its crossing token still holds two: never an argmax's
         top_p = _nucleus_top_p(rng, p, boundary)
         if top_p is None or np.sort(p)[::-1][boundary - 1] < 0.08:
             continue
@@ -1142,22 +1181,54 @@ def _top_p_row(rng, V, temperature, top_k, differ_from_untempered):
             )
         ):
             continue
+        right, named = _named_top_p(row, temperature, top_k, top_p)
+        if any(max(q) > 0.999 for _, q in named):  # one token: no mistake looks like an argmax
+            continue
+        shown = {i for i, _ in named}
+        if "top-p-excludes-boundary" not in shown or not trv.distinct(right, named, 0.03):
+            continue
         return row, top_p
-    raise RuntimeError("no row with a clear nucleus")  # never: about one draw in three fits
+    raise RuntimeError("no row with a clear nucleus")  # never: one draw in a few hundred fits
+
+
+TIE_V = 32  # torch's unstable sort keeps ties in order of id only up to 16 entries (CPU)
+TIE_B = 4000
+
+
+def _tied_row(rng):
+    """A row of TIE_V logits: three clear favourites, then a group of five tokens tied at the
+    edge of the top_p set (top_p needs exactly one of them), then a long tail. Drawn until
+    torch's sort without stable=True, on the batch generate sees, keeps another tied token
+    than the lowest id (as it does on most draws), so the mistake shows."""
+    for _ in range(200):
+        values = np.concatenate(
+            [np.sort(rng.uniform(2.0, 3.0, 3))[::-1], np.full(5, 1.2), rng.uniform(-3, -1, 24)]
+        )
+        row = rng.permutation(values)
+        p = tv.sampling_distribution(row, 1.0, None)
+        tied = sorted(int(i) for i in np.flatnonzero(row == 1.2))
+        top3 = np.sort(p)[::-1][:3].sum()
+        top_p = float(np.round(top3 + p[tied[0]] * rng.uniform(0.3, 0.7), 4))
+        probs = torch.from_numpy(p).float().expand(TIE_B, -1).contiguous()
+        order = probs.sort(dim=-1, descending=True).indices[0, :4].tolist()
+        if order[3] != tied[0]:
+            return row, top_p, tied
+    raise RuntimeError("no tied row that an unstable sort reorders")
 
 
 def _top_p_case(rng, V, name, points, seed, temperature=1.0, top_k=None, ties=False, top_p=None):
-    B = 4000
-    start = int(rng.integers(0, V))
-    table = _table(rng, V)
+    B = TIE_B if ties else 4000
     if ties:
-        row, top_p, pair = _tied_row(rng, V)
+        row, top_p, tied = _tied_row(rng)
+        V = TIE_V
     elif top_p is None:
         row, top_p = _top_p_row(
             rng, V, temperature, top_k, differ_from_untempered=temperature != 1.0
         )
     else:
         row = rng.permutation(np.linspace(-1.5, 1.5, V))
+    start = int(rng.integers(0, V))
+    table = _table(rng, V)
     table[start] = row
     idx = torch.full((B, 1), start, dtype=torch.long)
     kwargs = {"generator": {"$generator": seed}, "top_p": top_p}
@@ -1168,16 +1239,12 @@ def _top_p_case(rng, V, name, points, seed, temperature=1.0, top_k=None, ties=Fa
     if top_k is not None:
         kwargs["top_k"] = top_k
         shown.insert(0, f"top_k={top_k}")
-    right = trv.top_p_distribution(row, temperature, top_k, top_p)
-    named = [
-        [id_, trv.top_p_distribution(row, temperature, top_k, top_p, variant=key).tolist()]
-        for key, id_ in trv.TOP_P_VARIANTS
-    ]
-    named = [[i, q] for i, q in named if not np.allclose(q, right, atol=0.02)]
+    right, named = _named_top_p(row, temperature, top_k, top_p)
     if ties:
-        swapped = right.copy()
-        swapped[pair[1]], swapped[pair[0]] = right[pair[0]], 0.0
-        named.append(["ties-by-higher-id", swapped.tolist()])
+        for j in tied[1:]:  # another tied token kept in place of the lowest id
+            swapped = right.copy()
+            swapped[j], swapped[tied[0]] = right[tied[0]], 0.0
+            named.append(["top-p-ties-unstable", swapped.tolist()])
     what = f"generate(model, idx ({B}, 1), max_new_tokens=1, {', '.join(shown)})"
     judge = Judgement(
         "lm_judges.generate_distribution",
@@ -1203,15 +1270,96 @@ def _top_p_case(rng, V, name, points, seed, temperature=1.0, top_k=None, ties=Fa
     )
 
 
-def _tied_row(rng, V):
-    """Logits with the second and third most likely tokens tied, a top_p that needs one of
-    the two, and the tied ids (lower first): the one of lower id is kept."""
-    values = np.sort(rng.choice(np.linspace(-1.5, 1.5, 4 * V), size=V - 1, replace=False))[::-1]
-    values = np.concatenate([values[:2], values[1:2], values[2:]])  # ranks 2 and 3 tied
-    row = rng.permutation(values)
-    p = np.sort(tv.sampling_distribution(row, 1.0, None))[::-1]
-    pair = sorted(int(i) for i in np.flatnonzero(row == values[1]))
-    return row, float(np.round(p[0] + p[1] * rng.uniform(0.3, 0.7), 4)), pair
+def _sizes(p, top_p):
+    """How many of the most probable tokens the nucleus of p keeps at top_p."""
+    before = np.cumsum(np.sort(p)[::-1]) - np.sort(p)[::-1]
+    return int(max(1, (before < top_p).sum()))
+
+
+def _shaped_row(rng, V, top_k, shape, top_p=None):
+    """A row and top_p where the top_p set of the whole distribution lies inside the top k and
+    holds more than the top_p set of the top k alone ("inside"), or holds more than k tokens
+    ("beyond"); top_p at least NUCLEUS_MARGIN from every partial sum, before and after top_k."""
+    for _ in range(5000):
+        spread = rng.uniform(0.3, 1.5)
+        row = rng.permutation(np.linspace(-spread, spread, V)) + rng.normal(0.0, 0.2, V)
+        chosen = top_p if top_p is not None else float(np.round(rng.uniform(0.3, 0.95), 4))
+        whole = tv.sampling_distribution(row, 1.0, None)
+        kept = tv.sampling_distribution(row, 1.0, top_k)
+        sums = np.concatenate([np.cumsum(np.sort(whole)[::-1]), np.cumsum(np.sort(kept)[::-1])])
+        if np.abs(sums - chosen).min() < NUCLEUS_MARGIN:
+            continue
+        r, m = _sizes(kept, chosen), _sizes(whole, chosen)
+        if (shape == "inside" and r < m < top_k) or (shape == "beyond" and m > top_k):
+            return row, chosen
+    raise RuntimeError("no row of that shape")  # never: about one draw in twenty fits
+
+
+def _parts_named(row, top_k, top_p):
+    right, named = _named_top_p(row, 1.0, top_k, top_p)
+    for id_, q in (
+        ("top-k-ignored", trv.top_p_distribution(row, 1.0, None, top_p)),
+        ("top-p-ignored", tv.sampling_distribution(row, 1.0, top_k)),
+    ):
+        if not np.allclose(q, right, atol=0.02):
+            named.append([id_, q.tolist()])
+    return right, named
+
+
+def _separated(parts):
+    """Each mistake differs from the right answer on some part, and any two from each other;
+    on every part, each mistake is the right answer there or clearly not (0.05)."""
+    ids = sorted({i for _, named in parts for i, _ in named})
+
+    def dist(id_, right, named):
+        return next((np.asarray(q) for i, q in named if i == id_), np.asarray(right))
+
+    for right, named in parts:
+        for _, q in named:
+            if np.abs(np.asarray(q) - right).max() < 0.05:
+                return False
+    for a in ["right", *ids]:
+        for b in ids:
+            if a != b and all(
+                np.abs(
+                    (right if a == "right" else dist(a, right, named)) - dist(b, right, named)
+                ).max()
+                < 0.05
+                for right, named in parts
+            ):
+                return False
+    return True
+
+
+def _top_k_top_p_case(rng, V, name, points, seed, top_k=4):
+    """top_k then top_p, in two calls (4,000 samples each): in the first the top_p set of the
+    whole distribution lies inside the top k, in the second it holds more. Counting the set
+    before top_k then agrees with ignoring top_k in the first and with ignoring top_p in the
+    second: only the two calls together tell the three apart."""
+    B = 4000
+    for _ in range(200):
+        rows = [_shaped_row(rng, V, top_k, shape) for shape in ("inside", "beyond")]
+        parts = [_parts_named(row, top_k, top_p) for row, top_p in rows]
+        if _separated(parts):
+            break
+    else:
+        raise RuntimeError("no pair of rows separates the top_k/top_p mistakes")
+    requests, judged, shown = [], [], []
+    for i, ((row, top_p), (right, named)) in enumerate(zip(rows, parts, strict=True)):
+        start = int(rng.integers(0, V))
+        table = _table(rng, V)
+        table[start] = row
+        kwargs = {"generator": {"$generator": seed + i}, "top_k": top_k, "top_p": top_p}
+        idx = torch.full((B, 1), start, dtype=torch.long)
+        requests.append({"op": "call", "args": [_toy(table, 8), idx, 1], "kwargs": kwargs})
+        judged.append({"start": start, "p": right, "named": named})
+        shown.append(f"top_p={top_p:g}")
+    what = f"generate(model, idx ({B}, 1), max_new_tokens=1, top_k={top_k}, " + " then ".join(shown)
+    judge = Judgement(
+        "lm_judges.generate_distribution_parts",
+        {"what": what + ")", "samples": B, "vocab_size": V, "parts": judged},
+    )
+    return Case("generate", name, points, requests, judge)
 
 
 def top_p_cases(rng, V, seed):
@@ -1227,9 +1375,14 @@ def top_p_cases(rng, V, seed):
             seed + 1,
             temperature=0.5,
         ),
-        _top_p_case(rng, V, "top_p after top_k", 0.5, seed + 2, top_k=4),
+        _top_k_top_p_case(rng, V, "top_p after top_k, on what top_k keeps", 0.5, seed + 2),
         _top_p_case(
-            rng, V, "a tie at the boundary keeps the token of lower id", 0.5, seed + 3, ties=True
+            rng,
+            V,
+            f"a tie at the boundary keeps the token of lower id ({TIE_V} tokens)",
+            0.5,
+            seed + 3,
+            ties=True,
         ),
         _top_p_case(rng, V, "top_p=1.0 changes nothing", 0.25, seed + 4, top_p=1.0),
     ]

@@ -51,8 +51,9 @@ def lr_at_cases(rng):
     def call(step, **kw):
         return [[step, max_lr, w, total], {"min_lr": min_lr, **kw}]
 
-    warm = [call(s) for s in range(w + 2)]
-    whole = [call(s) for s in range(total)]
+    # each case's steps stay inside its title: the warm-up alone, then the cosine alone
+    warm = [call(s) for s in range(w)]
+    after = [call(s) for s in range(w, total)]
     no_min = [
         [[s, max_lr, w, total], {}] for s in (w, w + 1, total - 2, total - 1, total, total + 5)
     ]
@@ -64,13 +65,13 @@ def lr_at_cases(rng):
             "a linear warm-up: step s gives max_lr * (s + 1) / warmup_steps",
             0.75,
             warm,
-            f"lr_at(step, {sig}, min_lr={min_lr:g}) for steps 0 to {w + 1}",
+            f"lr_at(step, {sig}, min_lr={min_lr:g}) for steps 0 to {w - 1}",
         ),
         _lr_case(
-            "then a half-cosine from max_lr down to min_lr at the last step",
+            "from step warmup_steps (max_lr) a half-cosine down to min_lr at the last step",
             1.0,
-            whole,
-            f"lr_at(step, {sig}, min_lr={min_lr:g}) for steps 0 to {total - 1}",
+            after,
+            f"lr_at(step, {sig}, min_lr={min_lr:g}) for steps {w} to {total - 1}",
         ),
         _lr_case(
             "min_lr defaults to 0, and the rate stays there after the last step",
@@ -250,8 +251,12 @@ def train_step_cases(rng):
     cases = []
     state = tiny_state(rng)
     x, y = _batch(rng)
-    norm = trv.global_norm(trv.gradients(tiny_model(state), x, y)[0])
-    clip = float(np.round(norm * rng.uniform(0.2, 0.5), 4))
+    fresh = trv.gradients(tiny_model(state), x, y)[0]
+    norm = trv.global_norm(fresh)
+    largest = max(float(g.abs().max()) for g in fresh.values())
+    # active for the global norm, and below the largest entry: clipping entry by entry
+    # (clip_grad_value_) then changes the gradient too, and shows
+    clip = float(np.round(min(norm * rng.uniform(0.2, 0.5), largest * rng.uniform(0.5, 0.8)), 4))
     expected = _expected_step(state, x, y, clip, stale=True)
     with torch.no_grad():
         logits = tiny_model(state)(x)

@@ -18,6 +18,7 @@ import torch
 
 from autograder.judging import Judgement
 from autograder.misconceptions import modern_lm_variants as mv
+from autograder.misconceptions import training_variants as trv
 from autograder.probes.base import Case
 from autograder.probes.torch_tools import (
     load,
@@ -62,7 +63,9 @@ def _bpe_draw(rng):
                 sample = "".join(rng.choice(chars, size=int(rng.integers(12, 30))))
             encoded = tok.encode(sample)
             encodings = mv.encode_variants(right, sample)
-            if all(v != encoded for _, v in encodings[:2]):  # newest first, one scan
+            # every other order (newest first, one scan, training's most frequent pair first)
+            # gives other ids on this text
+            if all(v != encoded for _, v in encodings):
                 return text, vocab_size, right, variants, sample, encoded, encodings
     raise RuntimeError("no discriminating BPE text drawn")
 
@@ -454,8 +457,10 @@ def attention_cases(rng):
 
 # ---------------------------------------------------------------- TinyLlama
 
-LLAMA = {"vocab_size": 13, "block_size": 10, "d_model": 24, "n_heads": 2, "n_layers": 2}
-LLAMA_D_FF = 64  # the default for d_model 24: 8 * 24 / 3 = 64
+LLAMA = {"vocab_size": 13, "block_size": 10, "d_model": 28, "n_heads": 2, "n_layers": 2}
+# the default for d_model 28: 8 * 28 / 3 = 74.7, rounded UP to a multiple of 64 (not to the
+# nearest one, 64, nor left at 74)
+LLAMA_D_FF = 128
 
 
 def llama_state(rng):
@@ -488,7 +493,7 @@ def llama_cases(rng):
         logits, _ = model(idx)
         _, cache = model(idx[:, :4])
         rest, _ = model(idx[:, 4:], cache)
-    what = "TinyLlama(vocab_size=13, block_size=10, d_model=24, n_heads=2, n_layers=2)"
+    what = "TinyLlama(vocab_size=13, block_size=10, d_model=28, n_heads=2, n_layers=2)"
     cases = [
         Case(
             "TinyLlama",
@@ -669,7 +674,7 @@ def generate_cached_cases(rng):
             {"temperature": 0.7, "top_p": 0.8},
             ("temperature-multiplied", "top-p-ignored", "top-p-excludes-boundary"),
         ),
-        ("top_k=3", {"top_k": 3}, ("top-k-ignored",)),
+        ("top_k=3", {"top_k": 3}, ("top-k-ignored", "top-k-off-by-one")),
         (
             "top_p=0.6, the token that reaches it kept",
             {"top_p": 0.6},
@@ -677,6 +682,44 @@ def generate_cached_cases(rng):
         ),
     ):
         cases.append(_distribution_case(rng, label, kwargs, variant_ids, seed))
+    cases.append(
+        _distribution_case(
+            rng,
+            "top_k=4, then top_p on what top_k keeps",
+            {"top_k": 4, "top_p": 0.6},
+            ("top-p-before-top-k", "top-k-off-by-one", "top-k-ignored", "top-p-ignored"),
+            seed,
+            required=("top-p-before-top-k",),
+        )
+    )
+    cases.append(_tie_case(rng, seed))
+    cases.append(_reproducible_case(rng, table, positions))
+    full = torch.from_numpy(rng.integers(0, TOY_V, size=(1, 4))).long()
+    cases.append(
+        Case(
+            "generate_cached",
+            "a request that fills block_size exactly fits",
+            0.5,
+            [
+                {
+                    "op": "call",
+                    "args": [_toy_value(table, positions), full, TOY_BLOCK - 4],
+                    "kwargs": {"generator": {"$generator": seed + 2}},
+                }
+            ],
+            Judgement(
+                "modern_lm.cached_tokens",
+                {
+                    "what": f"generate_cached(model with block_size {TOY_BLOCK}, idx (1, 4), "
+                    f"{TOY_BLOCK - 4}, generator=g)",
+                    "shape": [1, TOY_BLOCK],
+                    "vocab_size": TOY_V,
+                    "prompt": full.numpy(),
+                    "fills_block": TOY_BLOCK,
+                },
+            ),
+        )
+    )
     too_long = torch.from_numpy(rng.integers(0, TOY_V, size=(1, 4))).long()
     cases.append(
         Case(
@@ -696,10 +739,110 @@ def generate_cached_cases(rng):
     return cases
 
 
+def _tie_case(rng, seed):
+    """top_p with five tokens tied at the edge of the set, on 32 tokens: the lowest id of them
+    is kept. torch's sort without stable=True reorders ties beyond 16 entries (the row is drawn
+    until it does, as notebook 06's tie case is)."""
+    from autograder.probes.autoregressive_lm import TIE_B, TIE_V, _tied_row
+
+    row, top_p, tied = _tied_row(rng)
+    start = int(rng.integers(0, TIE_V))
+    table = rng.normal(0.0, 1.5, size=(TIE_V, TIE_V))
+    table[start] = row
+    positions = np.zeros((TOY_BLOCK, TIE_V))
+    p = trv.top_p_distribution(row, 1.0, None, top_p)
+    variants = []
+    for j in tied[1:]:  # another tied token kept in place of the lowest id
+        q = p.copy()
+        q[j], q[tied[0]] = p[tied[0]], 0.0
+        variants.append(("top-p-ties-unstable", q))
+    prompt = np.tile(np.array([[int(rng.integers(0, TIE_V)), start]]), (TIE_B, 1))
+    return Case(
+        "generate_cached",
+        f"a tie at the edge of the top_p set keeps the token of lower id ({TIE_V} tokens)",
+        0.5,
+        [
+            {
+                "op": "call",
+                "args": [_toy_value(table, positions), torch.from_numpy(prompt).long(), 1],
+                "kwargs": {"top_p": top_p, "generator": {"$generator": seed + 3}},
+            }
+        ],
+        Judgement(
+            "modern_lm.cached_distribution",
+            {
+                "what": f"generate_cached(model, idx ({TIE_B}, 2), 1, top_p={top_p:g})",
+                "samples": TIE_B,
+                "vocab_size": TIE_V,
+                "prompt": prompt[:1],
+                "p": p,
+                "variants": variants,
+            },
+        ),
+    )
+
+
+def _reproducible_case(rng, table, positions):
+    """Generators seeded alike give the same tokens, seeded differently others (notebook 06's
+    judge; its bound on a false failure holds for any table: see reproducible_case there)."""
+    B, T0, steps = 16, 2, 6
+    flat = np.zeros_like(table)  # every next token equally likely: 6 ** -96 for a coincidence
+    idx = torch.from_numpy(rng.integers(0, TOY_V, size=(B, T0))).long()
+    seed = int(rng.integers(2**31))
+    return Case(
+        "generate_cached",
+        "the same seed gives the same samples, another seed others",
+        0.5,
+        [
+            {
+                "op": "call",
+                "args": [_toy_value(flat, np.zeros_like(positions)), idx, steps],
+                "kwargs": {"generator": {"$generator": s}},
+            }
+            for s in (seed, seed, seed + 1)
+        ],
+        Judgement(
+            "lm_judges.generate_reproducible",
+            {
+                "what": f"generate_cached(model, idx ({B}, {T0}), {steps}, generator=g)",
+                "shape": [B, T0 + steps],
+                "vocab_size": TOY_V,
+                # every row of the flat table ties: an argmax takes the first, token 0
+                "greedy": np.concatenate(
+                    [idx.numpy(), np.zeros((B, steps), dtype=np.int64)], axis=1
+                ),
+            },
+        ),
+    )
+
+
 SAMPLES = 3000
 
 
-def _distribution_case(rng, label, kwargs, variant_ids, seed):
+def _row_showing(rng, kwargs, required):
+    """A row of logits and a top_p (kept at least 0.03 from every partial sum of the sorted
+    probabilities, before and after top_k) on which each `required` mistake moves some
+    probability by 0.05 or more."""
+    for _ in range(TRIES * 5):
+        row = rng.permutation(np.linspace(-1.0, 1.0, TOY_V)) + rng.normal(0.0, 0.2, TOY_V)
+        top_p = float(np.round(rng.uniform(0.3, 0.9), 3))
+        trial = {**kwargs, "top_p": top_p}
+        whole = np.cumsum(
+            np.sort(mv.sampling_distribution(row, kwargs.get("temperature", 1.0)))[::-1]
+        )
+        kept = np.cumsum(np.sort(mv.sampling_distribution(row, top_k=kwargs.get("top_k")))[::-1])
+        if min(np.abs(whole - top_p).min(), np.abs(kept - top_p).min()) < 0.03:
+            continue
+        p = mv.sampling_distribution(row, **trial)
+        if all(
+            np.abs(mv.sampling_distribution(row, **trial, variant=v) - p).max() >= 0.05
+            for v in required
+        ):
+            return row, trial
+    raise RuntimeError("no row shows the required mistakes")  # never: about one draw in ten
+
+
+def _distribution_case(rng, label, kwargs, variant_ids, seed, required=()):
     """One token sampled SAMPLES times after a 2-token prompt: its logits are
     table[last] + positions[1]; spread so that top-k and top-p cut inside the distribution."""
     table, positions = _toy(rng)
@@ -707,26 +850,41 @@ def _distribution_case(rng, label, kwargs, variant_ids, seed):
     # distinct probabilities, none above 0.4: top-p at 0.6 or 0.8 keeps 3 or 4 tokens and the
     # boundary mistake one fewer, so chi-square tells them apart
     row = rng.permutation(np.linspace(-0.8, 0.8, TOY_V))
+    if required:
+        row, kwargs = _row_showing(rng, kwargs, required)
     table[start] = row - positions[1]
     prompt = np.tile(np.array([[int(rng.integers(0, TOY_V)), start]]), (SAMPLES, 1))
     p = mv.sampling_distribution(row, **kwargs)
     variants = [(v, mv.sampling_distribution(row, **kwargs, variant=v)) for v in variant_ids]
     variants = [(v, q) for v, q in variants if not np.allclose(q, p, atol=0.02)]
+    if not trv.distinct(p, variants, margin=0.03):  # two mistakes alike here: name neither
+        variants = []
+    requests = [
+        {
+            "op": "call",
+            "args": [_toy_value(table, positions), torch.from_numpy(prompt).long(), 1],
+            "kwargs": {**kwargs, "generator": {"$generator": seed + 1}},
+        }
+    ]
+    if "top_p" not in kwargs:  # top_p alone, a few rows: says whether the arguments are in order
+        requests.append(
+            {
+                "op": "call",
+                "args": [_toy_value(table, positions), torch.from_numpy(prompt[:4]).long(), 1],
+                "kwargs": {"top_p": 0.9, "generator": {"$generator": seed + 2}},
+            }
+        )
     return Case(
         "generate_cached",
         f"samples as notebook 06 does: {label}",
         0.5,
-        [
-            {
-                "op": "call",
-                "args": [_toy_value(table, positions), torch.from_numpy(prompt).long(), 1],
-                "kwargs": {**kwargs, "generator": {"$generator": seed + 1}},
-            }
-        ],
+        requests,
         Judgement(
             "modern_lm.cached_distribution",
             {
-                "what": f"generate_cached(model, idx ({SAMPLES}, 2), 1, {label.split(',')[0]})",
+                "what": f"generate_cached(model, idx ({SAMPLES}, 2), 1, "
+                + ", ".join(f"{k}={v:g}" for k, v in kwargs.items())
+                + ")",
                 "samples": SAMPLES,
                 "vocab_size": TOY_V,
                 "prompt": prompt[:1],
@@ -735,3 +893,7 @@ def _distribution_case(rng, label, kwargs, variant_ids, seed):
             },
         ),
     )
+
+
+# RegexBPETokenizer registers its probe there.
+from autograder.probes import regex_bpe  # noqa: E402, F401

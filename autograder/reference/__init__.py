@@ -49,6 +49,7 @@ _TORCH_MODULE_OF = {
     "train_step": "autoregressive_lm",
     "generate": "autoregressive_lm",
     "BPETokenizer": "modern_lm",
+    "RegexBPETokenizer": "modern_lm",
     "rms_norm": "modern_lm",
     "apply_rope": "modern_lm",
     "SwiGLU": "modern_lm",

@@ -54,6 +54,11 @@ class GPT(nn.Module):
     ):
         super().__init__()
         self.block_size = block_size
+        self.build_layers(vocab_size, block_size, d_model, n_heads, n_layers, d_ff, dropout)
+        self.apply(self._init_weights)  # once every module exists
+
+    def build_layers(self, vocab_size, block_size, d_model, n_heads, n_layers, d_ff, dropout):
+        """Every module of the model: the embeddings, dropout, the blocks, the final norm, the head."""
         self.tok_emb = nn.Embedding(vocab_size, d_model)
         self.pos_emb = nn.Embedding(block_size, d_model)
         self.dropout = nn.Dropout(dropout)
@@ -65,7 +70,6 @@ class GPT(nn.Module):
         )
         self.ln_f = LayerNorm(d_model)
         self.head = nn.Linear(d_model, vocab_size, bias=False)
-        self.apply(self._init_weights)
 
     @staticmethod
     def _init_weights(module):
@@ -94,8 +98,10 @@ def lm_loss(logits, targets):
 
 
 @torch.no_grad()
-def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None, top_p=None):
+def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None):
     """Extend idx (B, T0) by max_new_tokens sampled tokens -> (B, T0 + max_new_tokens)."""
+    was_training = model.training  # the mode generate found, put back at the end
+    model.eval()  # no dropout while sampling
     for _ in range(max_new_tokens):
         logits = model(idx[:, -model.block_size :])[:, -1, :] / temperature  # (B, V)
         if top_k is not None:
@@ -110,6 +116,7 @@ def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, generator=
             logits = logits.masked_fill(drop.scatter(1, order, drop), float("-inf"))
         next_token = torch.multinomial(logits.softmax(dim=-1), 1, generator=generator)  # (B, 1)
         idx = torch.cat([idx, next_token], dim=1)
+    model.train(was_training)
     return idx
 
 

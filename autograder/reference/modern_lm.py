@@ -8,6 +8,7 @@ feeds one new token a step through the cache.
 
 import math
 
+import regex
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -70,6 +71,70 @@ class BPETokenizer:
         if unknown:
             raise ValueError(f"ids not in the vocabulary: {unknown}")
         return b"".join(self.vocab[i] for i in ids).decode("utf-8", errors="replace")
+
+
+# GPT-2's pre-tokenization (its encoder.py): contractions, an optional space and a run of
+# letters, of digits or of other symbols, then runs of whitespace. \p{L} and \p{N} are Unicode
+# letter and number classes, which need the regex module (Python's re has neither).
+GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+
+
+class RegexBPETokenizer(BPETokenizer):
+    """BPE as GPT-2 does it: merges never cross the chunks of its pattern; special tokens whole."""
+
+    def __init__(self, text, vocab_size, special_tokens=None):
+        # every chunk is a list of byte ids; pairs are counted and merged inside chunks only
+        chunks = [list(chunk.encode("utf-8")) for chunk in regex.findall(GPT2_PATTERN, text)]
+        self.merges = []
+        while 256 + len(self.merges) < vocab_size:
+            counts = {}  # over every chunk in text order: ties go to the earliest occurrence
+            for ids in chunks:
+                for pair, n in _pair_counts(ids).items():
+                    counts[pair] = counts.get(pair, 0) + n
+            if not counts:
+                break
+            pair = max(counts, key=counts.get)
+            if counts[pair] < 2:
+                break
+            chunks = [_merge(ids, pair, 256 + len(self.merges)) for ids in chunks]
+            self.merges.append(pair)
+        self.vocab_size = 256 + len(self.merges)
+        self.rank = {pair: i for i, pair in enumerate(self.merges)}
+        self.vocab = [bytes([i]) for i in range(256)]
+        for a, b in self.merges:
+            self.vocab.append(self.vocab[a] + self.vocab[b])
+        self.special_tokens = dict(special_tokens or {})  # string -> id
+        self.special_of = {i: s for s, i in self.special_tokens.items()}  # id -> string
+
+    def encode(self, s):
+        ids = []
+        # the special tokens first (longest first, so one that contains another wins)
+        specials = sorted(self.special_tokens, key=len, reverse=True)
+        pieces = (
+            regex.split("(" + "|".join(map(regex.escape, specials)) + ")", s) if specials else [s]
+        )
+        for piece in pieces:
+            if piece in self.special_tokens:
+                ids.append(self.special_tokens[piece])
+            else:
+                for chunk in regex.findall(GPT2_PATTERN, piece):
+                    ids.extend(super().encode(chunk))
+        return ids
+
+    def decode(self, ids):
+        unknown = [i for i in ids if not (0 <= i < self.vocab_size or i in self.special_of)]
+        if unknown:
+            raise ValueError(f"ids not in the vocabulary: {unknown}")
+        out, run = [], []  # bytes decode together, so a character split across ids survives
+        for i in ids:
+            if i in self.special_of:
+                out.append(super().decode(run))
+                out.append(self.special_of[i])
+                run = []
+            else:
+                run.append(i)
+        out.append(super().decode(run))
+        return "".join(out)
 
 
 def rms_norm(x, weight, eps=1e-6):

@@ -1,0 +1,115 @@
+"""Known-wrong versions of notebook 07's RegexBPETokenizer, run when the probe BUILDS its cases
+(autograder/probes/regex_bpe.py); the judges see only their outputs, as plain data.
+
+The right mode (variant None) is written here again, independently of autograder.reference:
+chunks by GPT-2's pattern, pairs counted over every chunk in text order, merges inside chunks.
+"""
+
+import regex
+
+from autograder.misconceptions.modern_lm_variants import _pairs, _replace, bpe_encode
+
+GPT2 = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+
+# other patterns a student might write or copy (each named regex-bpe-wrong-pattern)
+OTHER_PATTERNS = {
+    "no-lookahead": r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+""",
+    "words-no-space": r"""\w+|[^\w\s]+|\s+""",
+    "ascii-letters": r""" ?[A-Za-z]+| ?[0-9]+| ?[^\sA-Za-z0-9]+|\s+(?!\S)|\s+""",
+    "no-contractions": r""" ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""",
+    "split-on-spaces": r"""\S+|\s+""",
+}
+
+
+def chunks(text, pattern=GPT2):
+    return regex.findall(pattern, text)
+
+
+def train(text, vocab_size, variant=None):
+    """Merges (as lists) learned inside the chunks, right or with one mistake:
+    across (no chunks: plain byte-level BPE), tie-smallest / tie-largest / tie-last (another
+    tie order), tie-by-chunk-count (pairs counted over the distinct chunks, most frequent chunk
+    first), or a name of OTHER_PATTERNS (another pattern)."""
+    if variant == "across":
+        pieces = [text]
+    else:
+        pieces = chunks(text, OTHER_PATTERNS.get(variant, GPT2))
+    if variant == "tie-by-chunk-count":
+        frequency = {}
+        for piece in pieces:
+            frequency[piece] = frequency.get(piece, 0) + 1
+        order = sorted(frequency, key=lambda c: -frequency[c])
+        pieces = [c for c in order for _ in range(frequency[c])]
+    seqs = [list(p.encode("utf-8")) for p in pieces]
+    merges = []
+    while 256 + len(merges) < vocab_size:
+        counts = {}
+        for ids in seqs:
+            for pair, n in _pairs(ids).items():
+                counts[pair] = counts.get(pair, 0) + n
+        if not counts or max(counts.values()) < 2:
+            break
+        best = max(counts.values())
+        tied = [p for p, c in counts.items() if c == best]
+        pair = {"tie-smallest": min(tied), "tie-largest": max(tied), "tie-last": tied[-1]}.get(
+            variant, tied[0]
+        )
+        seqs = [_replace(ids, pair, 256 + len(merges)) for ids in seqs]
+        merges.append(pair)
+    return [list(p) for p in merges]
+
+
+TRAIN_VARIANTS = (
+    ("regex-bpe-merges-across-chunks", "across"),
+    ("regex-bpe-tie-order", "tie-smallest"),
+    ("regex-bpe-tie-order", "tie-largest"),
+    ("regex-bpe-tie-order", "tie-last"),
+    ("regex-bpe-tie-order", "tie-by-chunk-count"),
+    *(("regex-bpe-wrong-pattern", name) for name in OTHER_PATTERNS),
+)
+
+
+def train_variants(text, vocab_size):
+    return [(id_, train(text, vocab_size, v)) for id_, v in TRAIN_VARIANTS]
+
+
+def encode(merges, specials, s, variant=None):
+    """encode(s) with these merges and special tokens {string: id}, right or with one mistake:
+    across (the merges applied over the whole text, no chunks), special-merged (the special
+    tokens encoded as ordinary text), special-ids-from-256 (specials numbered 256, 257, ... in
+    place of their ids), a BPE order mistake inside each chunk (reverse, left-to-right,
+    most-frequent), or a name of OTHER_PATTERNS."""
+    order = {"reverse", "left-to-right", "most-frequent"}
+    pieces = [s]
+    if specials and variant != "special-merged":
+        alternatives = "|".join(regex.escape(t) for t in sorted(specials, key=len, reverse=True))
+        pieces = regex.split(f"({alternatives})", s)
+    ids = []
+    for piece in pieces:
+        if piece in specials and variant != "special-merged":
+            if variant == "special-ids-from-256":
+                ids.append(256 + list(specials).index(piece))
+            else:
+                ids.append(specials[piece])
+            continue
+        parts = [piece] if variant == "across" else chunks(piece, OTHER_PATTERNS.get(variant, GPT2))
+        for part in parts:
+            ids.extend(bpe_encode(merges, part, variant if variant in order else None))
+    return ids
+
+
+ENCODE_VARIANTS = (
+    ("regex-bpe-merges-across-chunks", "across"),
+    ("bpe-encode-order", "reverse"),
+    ("bpe-encode-order", "left-to-right"),
+    ("bpe-encode-order", "most-frequent"),
+    *(("regex-bpe-wrong-pattern", name) for name in OTHER_PATTERNS),
+)
+SPECIAL_VARIANTS = (
+    ("regex-bpe-special-merged", "special-merged"),
+    ("regex-bpe-special-ids-low", "special-ids-from-256"),
+)
+
+
+def encode_variants(merges, specials, s, table=ENCODE_VARIANTS):
+    return [(id_, encode(merges, specials, s, v)) for id_, v in table]

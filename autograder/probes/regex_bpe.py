@@ -1,0 +1,212 @@
+"""Hidden tests of notebook 07's RegexBPETokenizer: BPE inside GPT-2's pre-tokenization chunks,
+with special tokens.
+
+The training text is drawn from a few words with contractions, digits, symbols, accented
+letters and runs of spaces, until every known mistake (merges across chunks, another tie order,
+another pattern: misconceptions/regex_bpe_variants.py) learns other merges; the texts to encode
+are drawn until every encoding mistake gives other ids. Special tokens get ids well above
+256 + len(merges), so ids numbered from 256 collide with merges and show. The judges are
+modern_lm.bpe_merges / bpe_encode / bpe_unknown (shared with BPETokenizer) and
+modern_lm.regex_specials / regex_special_decode.
+"""
+
+from autograder.judging import Judgement
+from autograder.misconceptions import regex_bpe_variants as rv
+from autograder.probes.base import Case
+from autograder.probes.torch_tools import torch_probe
+
+LETTERS = ("ab", "ba", "aa", "ca", "é", "ée", "a", "b", "ü", "aab")
+TAILS = ("", "", "'s", "'t", "'ve", "12", "1", "!!", ",", "?")
+SEPARATORS = (" ", " ", " ", "  ", "   ", "\n", " \n ", "\n\n")
+SPECIALS = ("<|endoftext|>", "<|pad|>")
+ORDERS = ("reverse", "left-to-right", "most-frequent")
+TRIES = 300
+MERGES_HINT = (
+    "Split the text with GPT-2's pattern first; count the adjacent pairs over every chunk, in "
+    "the order of the text, merge the most frequent (ties: the one that occurs first) inside "
+    "every chunk, and stop when no pair occurs twice."
+)
+
+
+def _words(rng):
+    return [
+        "".join(rng.choice(LETTERS, size=int(rng.integers(1, 4)))) + str(rng.choice(TAILS))
+        for _ in range(6)
+    ]
+
+
+def _text(rng, words, n):
+    out = []
+    for w in rng.choice(words, size=n):
+        out.append(str(w))
+        out.append(str(rng.choice(SEPARATORS)))
+    return "".join(out).strip()
+
+
+def _draw(rng):
+    """(words, text, vocab_size, merges, train variants, sample, its ids, encode variants)."""
+    for _ in range(TRIES):
+        words = _words(rng)
+        text = _text(rng, words, int(rng.integers(16, 26)))
+        vocab_size = 256 + int(rng.integers(8, 14))
+        merges = rv.train(text, vocab_size)
+        variants = rv.train_variants(text, vocab_size)
+        if any(v == merges for _, v in variants) or any(
+            a == b for i, (x, a) in enumerate(variants) for y, b in variants[i + 1 :] if x != y
+        ):  # every mistake shows, and no two of different ids learn the same merges
+            continue
+        for _ in range(60):
+            sample = _text(rng, words, int(rng.integers(8, 14)))
+            ids = rv.encode(merges, {}, sample)
+            # every order mistake shows (checked first: they are the cheap test); a pattern
+            # mistake is named where it shows (the merges' case sees it anyway), and an encode
+            # without chunks rarely can: a merge learned inside chunks seldom finds its pair
+            # across a chunk's edge
+            if any(rv.encode(merges, {}, sample, key) == ids for key in ORDERS):
+                continue
+            shown = [(i, v) for i, v in rv.encode_variants(merges, {}, sample) if v != ids]
+            return words, text, vocab_size, merges, variants, sample, ids, shown
+    raise RuntimeError("no discriminating RegexBPE text drawn")
+
+
+def _specials_draw(rng, words, merges, specials):
+    for _ in range(TRIES):
+        parts = [_text(rng, words, int(rng.integers(2, 4))) for _ in range(3)]
+        chosen = rng.choice(list(specials), size=2)
+        sample = parts[0] + chosen[0] + parts[1] + str(chosen[1]) + " " + parts[2]
+        ids = rv.encode(merges, specials, sample)
+        encodings = rv.encode_variants(merges, specials, sample, rv.SPECIAL_VARIANTS)
+        if all(v != ids for _, v in encodings):
+            return sample, ids, encodings
+    raise RuntimeError("no discriminating special-token text drawn")
+
+
+def _obj(text, vocab_size, steps, specials=None):
+    kwargs = {} if specials is None else {"special_tokens": specials}
+    return {"op": "object", "init_args": [text, vocab_size], "init": kwargs, "steps": steps}
+
+
+def _spelled(merges):
+    vocab = [bytes([i]) for i in range(256)]
+    for a, b in merges:
+        vocab.append(vocab[a] + vocab[b])
+    return [list(vocab[256 + i]) for i in range(len(merges))]
+
+
+@torch_probe("RegexBPETokenizer")
+def regex_bpe_cases(rng):
+    words, text, vocab_size, merges, variants, sample, ids, encodings = _draw(rng)
+    first = vocab_size + int(rng.integers(100, 1000))  # well above 256 + len(merges)
+    specials = {SPECIALS[0]: first, SPECIALS[1]: first + 1}
+    special_sample, special_ids, special_variants = _specials_draw(rng, words, merges, specials)
+    what = f"RegexBPETokenizer(text of {len(text)} characters, vocab_size={vocab_size})"
+    with_specials = f"{what[:-1]}, special_tokens={specials})"
+    cases = [
+        Case(
+            "RegexBPETokenizer",
+            "merges: counted and merged inside the pattern's chunks only",
+            2.0,
+            [_obj(text, vocab_size, [{"attr": "merges"}, {"attr": "vocab_size"}])],
+            Judgement(
+                "modern_lm.bpe_merges",
+                {"what": what, "expected": merges, "variants": variants, "hint": MERGES_HINT},
+            ),
+        ),
+        Case(
+            "RegexBPETokenizer",
+            "encode: chunk by chunk, the merges in the order learned",
+            1.5,
+            [_obj(text, vocab_size, [{"attr": "merges"}, {"method": "encode", "args": [sample]}])],
+            Judgement(
+                "modern_lm.bpe_encode",
+                {
+                    "what": f"encode({sample!r})",
+                    "expected": ids,
+                    "variants": encodings,
+                    "merges": merges,
+                    "spelled": _spelled(merges),
+                    "text": sample,
+                    "hint": "Split the text with GPT-2's pattern, then encode each chunk from "
+                    "its UTF-8 bytes, the earliest-learned merge present first, until none "
+                    "applies.",
+                    "name": "RegexBPETokenizer",
+                },
+            ),
+        ),
+        Case(
+            "RegexBPETokenizer",
+            "special tokens become their own ids, whole, and never merge",
+            0.5,
+            [
+                _obj(
+                    text,
+                    vocab_size,
+                    [{"attr": "merges"}, {"method": "encode", "args": [special_sample]}],
+                    specials,
+                )
+            ],
+            Judgement(
+                "modern_lm.regex_specials",
+                {
+                    "what": f"{with_specials}.encode({special_sample!r})",
+                    "expected": special_ids,
+                    "variants": special_variants,
+                    "merges": merges,
+                    "specials": specials,
+                },
+            ),
+        ),
+        Case(
+            "RegexBPETokenizer",
+            "decode gives the special tokens back",
+            0.5,
+            [
+                _obj(
+                    text,
+                    vocab_size,
+                    [
+                        {"method": "decode", "args": [special_ids]},
+                        {"method": "decode", "args": [[first + 1, *ids[:3], first]]},
+                        {"attr": "merges"},
+                        {"method": "encode", "args": [SPECIALS[0]]},
+                    ],
+                    specials,
+                )
+            ],
+            Judgement(
+                "modern_lm.regex_special_decode",
+                {
+                    "what": with_specials,
+                    "texts": [
+                        special_sample,
+                        SPECIALS[1] + sample_prefix(merges, ids[:3]) + SPECIALS[0],
+                    ],
+                    "calls": [special_ids, [first + 1, *ids[:3], first]],
+                    "merges": merges,
+                    "special": [SPECIALS[0], first],
+                },
+            ),
+        ),
+    ]
+    bad = first + 2 + int(rng.integers(0, 5))
+    unknown = [*ids[:3], bad]
+    cases.append(
+        Case(
+            "RegexBPETokenizer",
+            "an id neither in the vocabulary nor special raises ValueError naming it",
+            0.5,
+            [_obj(text, vocab_size, [{"method": "decode", "args": [unknown]}], specials)],
+            Judgement(
+                "modern_lm.bpe_unknown", {"ids": unknown, "bad": bad, "name": "RegexBPETokenizer"}
+            ),
+        )
+    )
+    return cases
+
+
+def sample_prefix(merges, ids):
+    """The text the ids spell (bytes of the merges), as decode gives it."""
+    vocab = [bytes([i]) for i in range(256)]
+    for a, b in merges:
+        vocab.append(vocab[a] + vocab[b])
+    return b"".join(vocab[i] for i in ids).decode("utf-8", errors="replace")
