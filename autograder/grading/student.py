@@ -105,7 +105,10 @@ def _grade_student(student, folder, settings, sandbox, work, started, placement,
     write_student(target, payload)
     if (work / "sandbox.log").exists():
         copy_tail(work / "sandbox.log", target / "sandbox.log")
-    cpu = {stem: {"cpu_seconds": run.cpu_seconds} for stem, run in runs.items()}
+    cpu = {
+        stem: {"cpu_seconds": run.cpu_seconds, "cells_cpu_seconds": run.cells_cpu_seconds}
+        for stem, run in runs.items()
+    }
     return StudentResult(student, payload, seconds=time.monotonic() - started, per_notebook=cpu)
 
 

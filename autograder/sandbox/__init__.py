@@ -145,6 +145,7 @@ class NotebookRun:
     responses: Path | None = None
     seconds: float = 0.0
     cpu_seconds: float = 0.0  # on the sandbox's clock, as the driver reported it (a figure only)
+    cells_cpu_seconds: float = 0.0  # of that, its cells' (the rest: its hidden tests')
     timed_out: bool = False
     kernel_died: bool = False
     not_graded: str = ""  # the sandbox failed, not the student: why (the grader's words)
