@@ -328,9 +328,7 @@ def guard(sandbox, workers=2, work_root=None, skip=False, fresh=False, out=None)
         why = "--skip-selftest" if skip else f"{SKIP_ENV}={switches().text(SKIP_ENV)}"
         print(skip_banner(why), file=out)
         return None
-    key = hashlib.sha256(
-        json.dumps(environment(sandbox), sort_keys=True, default=str).encode()
-    ).hexdigest()[:32]
+    key = environment_key(sandbox)
     folder = cache_folder()
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -357,6 +355,28 @@ def guard(sandbox, workers=2, work_root=None, skip=False, fresh=False, out=None)
             pass  # not kept: the next run tests again
         apply_budgets(sandbox.limits, report, out)
         return report
+
+
+def environment_key(sandbox):
+    """The cache key of `sandbox`'s environment (environment(), hashed)."""
+    return hashlib.sha256(
+        json.dumps(environment(sandbox), sort_keys=True, default=str).encode()
+    ).hexdigest()[:32]
+
+
+def recorded(sandbox, out=None):
+    """The pass this environment recorded (an earlier `selftest`, `grade` or `nbgrader grade`,
+    or Gradescope's setup.sh), its measured budgets applied to sandbox.limits; None when there
+    is none. Never runs the self-test: for a grader that grades one submission at a time
+    (Gradescope's run_autograder) after its setup proved the environment."""
+    folder = cache_folder()
+    if folder is None or not folder.is_dir():
+        return None
+    key = environment_key(sandbox)
+    report, _ = cached_pass(folder, f"{key}.json", key)
+    if report is not None:
+        apply_budgets(sandbox.limits, report, out or sys.stderr)
+    return report
 
 
 def _run_and_say(sandbox, workers, work_root, out):
