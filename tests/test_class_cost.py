@@ -423,3 +423,63 @@ def test_in_cgroup_v1_the_clock_reads_the_count_a_sandbox_cannot_reset(tmp_path)
     assert group.cpu_seconds() == pytest.approx(300 / os.sysconf("SC_CLK_TCK"))
     (folder / "cpuacct.stat").unlink()  # an old kernel: the usage file, in nanoseconds
     assert group.cpu_usage_file() == (str(folder / "cpuacct.usage"), 1e-9)
+
+
+BUSY_THREADS = """\
+import hashlib, threading
+block = b"x" * (1 << 20)
+def spin():  # sha256 of a large block lets go of the GIL: every thread busy at once
+    while True:
+        hashlib.sha256(block).digest()
+threads = [threading.Thread(target=spin, daemon=True) for _ in range(4 * (os.cpu_count() or 1))]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+"""
+
+
+@pytest.mark.slow
+def test_a_multi_threaded_cell_on_a_busy_machine_is_graded_not_taken_for_the_graders_failure(
+    tmp_path,
+):
+    """A cell that never ends, with four busy threads per core, while a load generator (this
+    test's own busy processes, two per core, stopped by their pids) holds the machine: its
+    threads waiting for each other are not starvation, and where the machine did starve the
+    sandbox, the second run's wall is far enough for the CPU it gets. The student gets the
+    cell's timeout and the names defined before it tested, never NOT GRADED."""
+    load = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        for _ in range(2 * (os.cpu_count() or 1))
+    ]
+    box = Sandbox(Limits(timeout=3, startup_seconds=120))
+    try:
+        folder = notebook(tmp_path / "threads", FILE, SIMILARITY, "import os\n" + BUSY_THREADS)
+        request_dir = tmp_path / "requests"
+        call_request(request_dir, "similarity", np.ones(2), np.eye(2), seconds=5)
+        job = NotebookJob(STEM, FILE, request_dir, {"similarity": 10.0})
+        run = box.run(folder, [job], tmp_path / "work", log_path=tmp_path / "sandbox.log")[STEM]
+    finally:
+        for process in load:
+            os.kill(process.pid, 9)
+        for process in load:
+            process.wait()
+        box.close()
+    assert run.not_graded == ""
+    assert run.timed_out and [e["type"] for e in run.cell_errors] == ["Timeout"]
+    raw, reader = answer(run, "similarity")
+    np.testing.assert_allclose(reader.decode(raw["value"]), np.ones(2))
+
+
+def test_a_starved_notebooks_second_run_has_the_wall_its_first_runs_share_calls_for():
+    from autograder.sandbox.starvation import rerun_wall_factor
+
+    assert rerun_wall_factor(0.5, 4.0, 25.0) == 4.0  # half a CPU: the usual factor
+    assert rerun_wall_factor(0.1, 4.0, 25.0) == pytest.approx(20.0)  # a tenth: 2 / 0.1
+    assert rerun_wall_factor(0.01, 4.0, 25.0) == 25.0  # never more than the most
+    assert rerun_wall_factor(None, 4.0, 25.0) == 25.0  # unmeasured
+    box = Sampler(None)
+    box.stop()
+    box.samples = [(0.0, 0.0, 0.0), (10.0, 2.0, 8.0), (20.0, 3.0, 17.0)]
+    assert box.share(0.0, 20.0) == pytest.approx(0.15)
+    assert box.share(10.0, 20.0, cpus=2.0) == pytest.approx(0.05)

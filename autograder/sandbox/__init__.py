@@ -66,7 +66,7 @@ from .limits import (
 from .notices import warn_once
 from .processes import Running, SandboxStopped, kill_group
 from .pull import Folder
-from .starvation import Sampler
+from .starvation import Sampler, rerun_wall_factor
 from .status import apply_status, read_status, suspicion, window
 from .userns import UID_BASE, make_userns
 
@@ -277,13 +277,18 @@ class Sandbox(Isolation):
             if again:
                 names = ", ".join(job.stem for job in again)
                 log.write(f"\n[autograder] running {names} again in a new sandbox\n".encode())
+                # starved: again with a backstop far enough for its CPU seconds on a machine as
+                # busy as the first run found it
+                factors = {
+                    job.stem: self._rerun_factor(job, found.get(job.stem))
+                    for job in again
+                    if suspects[job.stem] == "starved"
+                }
                 for job in again:
                     self._forget(dirs, job)
                     found.pop(job.stem, None)
-                # starved: again with a backstop far enough for its CPU seconds on a busy machine
-                slack = self.limits.wall_factor * self.limits.starved_wall_factor
                 rerun = [
-                    replace(job, wall_factor=slack) if suspects[job.stem] == "starved" else job
+                    replace(job, wall_factor=factors[job.stem]) if job.stem in factors else job
                     for job in again
                 ]
                 found.update(self._run_pending(work, rerun, dirs, log))
@@ -302,6 +307,14 @@ class Sandbox(Isolation):
         finally:
             log.close()
         return runs
+
+    def _rerun_factor(self, job, found):
+        """The wall factor of a starved notebook's second run (starvation.rerun_wall_factor)."""
+        status, sampler = found or (None, None)
+        lim = self.limits
+        share = sampler.share(*window(status, job), lim.cpus) if sampler is not None else None
+        least, most = lim.starved_wall_factor, lim.starved_wall_most
+        return lim.wall_factor * rerun_wall_factor(share, least, most)
 
     def _suspect(self, job, found):
         """status.suspicion, with "wall" kept (as "starved") only when this parent measured

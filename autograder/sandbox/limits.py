@@ -50,7 +50,8 @@ class Limits:
     log_bytes: int = 256 * 2**10  # of the sandbox's stdout/stderr: this much head and tail kept
     # -- the time budgets and slacks beside `timeout` (docs/grader.md, "Time limits", one table)
     request_wall_factor: float = 4.0  # a request's wall backstop: this x its CPU seconds (serve)
-    starved_wall_factor: float = 4.0  # a starved notebook's re-run: wall_factor x this
+    starved_wall_factor: float = 4.0  # a starved notebook's re-run: wall_factor x at least this,
+    starved_wall_most: float = 25.0  # ... 2 / the share of a CPU its first run got, at most this
     serve_base_seconds: float = 10.0  # a graded name's serve cell: this + its requests' seconds
     serve_prelude_seconds: float = 30.0  # CPU s for the cell that loads the harness
     quiet_cell_seconds: float = 10.0  # wall s for the driver's uncharged cells (the watch)

@@ -64,6 +64,16 @@ class Sampler:
         measured = [s[1] for s in list(self.samples) if s[1] is not None]
         return measured[-1] - measured[0] if measured else None
 
+    def share(self, start, end, cpus=1.0):
+        """The part of its CPU share (`cpus`) the sandbox got between `start` and `end`, or None
+        unmeasured: what a second run's wall must make up for (rerun_wall_factor)."""
+        inside = [s for s in self.samples if start <= s[0] <= end and s[1] is not None]
+        if len(inside) < 2:
+            inside = [s for s in self.samples if s[1] is not None]
+        if len(inside) < 2 or inside[-1][0] - inside[0][0] <= 0:
+            return None
+        return max(0.0, inside[-1][1] - inside[0][1]) / (cpus * (inside[-1][0] - inside[0][0]))
+
     def starved(self, start, end, cpus=1.0):
         """True when the sandbox was starved between `start` and `end` (time.monotonic, as the
         sandbox reported them: clipped to what was measured, so a lie only moves the window)."""
@@ -86,6 +96,17 @@ class Sampler:
         if elapsed < 1.0 or used >= SHARE * cpus * elapsed:
             return False
         return queued >= WAITING * idle
+
+
+def rerun_wall_factor(share, least, most):
+    """A starved notebook's second run: its wall backstop as a multiple of its CPU budgets, far
+    enough for the CPU the first run got (`share` of its share, Sampler.share) with a margin
+    of two, at least `least` and at most `most` (Limits.starved_wall_factor, starved_wall_most).
+    A multi-threaded cell on a machine so busy that its sandbox got a tenth of a CPU still
+    reaches its CPU budget, and is graded, rather than running out of wall twice."""
+    if not share or share <= 0:
+        return most
+    return min(most, max(least, 2.0 / share))
 
 
 def others_held(waited, ran, share):
