@@ -469,6 +469,8 @@ def test_a_multi_threaded_cell_on_a_busy_machine_is_graded_not_taken_for_the_gra
     assert run.timed_out and [e["type"] for e in run.cell_errors] == ["Timeout"]
     raw, reader = answer(run, "similarity")
     np.testing.assert_allclose(reader.decode(raw["value"]), np.ones(2))
+    if cgroups.find_tree() is not None:  # what the student cost, counted by this parent
+        assert run.sandbox_cpu_seconds >= 3.0  # at least the cells' budget it spent
 
 
 def test_a_starved_notebooks_second_run_has_the_wall_its_first_runs_share_calls_for():

@@ -98,6 +98,8 @@ def _grade_student(student, folder, settings, sandbox, work, started, placement,
         ]
     general = list(placement.get(submissions.GENERAL, [])) + submission_messages
     payload = build_results(student, tests, notebooks, time.monotonic() - started, general)
+    if runs:  # what this student's sandboxes cost, as the parent counted it (the class page)
+        payload["cpu_seconds"] = round(max(r.sandbox_cpu_seconds for r in runs.values()), 2)
     if student in settings.submission_digests:  # what was graded (grading/classrun.py)
         payload["submission_digest"] = settings.submission_digests[student]
     apply_late(payload, settings, student, source)
