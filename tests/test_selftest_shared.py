@@ -113,6 +113,8 @@ def test_gradescope_grades_under_the_budgets_its_setup_measured(counted, tmp_pat
 def test_a_record_of_other_limits_is_not_read(counted, tmp_path):
     box = gradescope.make_sandbox(Limits(timeout_given=False), "none")
     selftest.guard(box)
+    selftest.guard(box)  # the budgets it derived do not make it another environment
+    assert len(counted) == 1
     other = gradescope.make_sandbox(Limits(timeout_given=False, memory_bytes=2**30), "none")
     assert selftest.recorded(other) is None
     assert selftest.recorded(gradescope.make_sandbox(Limits(timeout_given=False), "none"))
