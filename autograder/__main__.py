@@ -17,7 +17,7 @@ def sandbox_options(cmd):
         type=float,
         default=None,
         help="CPU seconds for each notebook's cells, and as many for its hidden tests (default: "
-        "2x what the solutions' cells and tests use, measured by the self-test, at least 1; "
+        "3x what the solutions' cells and tests use, measured by the self-test, at least 1; "
         "300 without it)",
     )
     cmd.add_argument(

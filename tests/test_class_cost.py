@@ -41,33 +41,33 @@ def test_each_notebook_has_a_cells_and_a_tests_budget_and_the_sandbox_their_sum(
     assert limits.notebook_budgets(STEM, {"a": 12.0}) == (50, 12.0)  # never more than asked
     jobs = [NotebookJob(STEM, FILE, None, {"a": 12.0}), NotebookJob("02_x", "x", None, {"b": 99})]
     assert cpu_budget(limits, jobs) == (50 + 12 + 30) + (50 + 50 + 30)
-    # on the wall: the same budgets, the kernel's start and a slack, and 5 s of idle allowance
-    # for the cells and 5 s for the tests, not a multiple of the CPU
-    per_job = [(50 + 12 + 120 + 45) + 10, (50 + 50 + 120 + 45) + 10]
+    # on the wall: the same budgets, the kernel's start and a slack, and 15 s of idle allowance
+    # for the cells and 15 s for the tests, not a multiple of the CPU
+    per_job = [(50 + 12 + 120 + 45) + 30, (50 + 50 + 120 + 45) + 30]
     assert budget(limits, jobs) == pytest.approx(sum(per_job))
     starved = [NotebookJob(STEM, FILE, None, {"a": 12.0}, wall_factor=4.0)]
-    assert budget(limits, starved) == pytest.approx(4 * (50 + 12 + 120 + 45) + 10)
+    assert budget(limits, starved) == pytest.approx(4 * (50 + 12 + 120 + 45) + 30)
 
 
 def test_a_budgets_wall_is_its_cpu_and_a_fixed_idle_allowance():
     limits = Limits()
-    assert limits.wall_seconds(2.0) == 7.0 and limits.wall_seconds(100.0) == 105.0
-    assert limits.wall_seconds(2.0, factor=4.0) == 13.0  # a starved notebook's second run
+    assert limits.wall_seconds(2.0) == 17.0 and limits.wall_seconds(100.0) == 115.0
+    assert limits.wall_seconds(2.0, factor=4.0) == 23.0  # a starved notebook's second run
 
 
-def test_the_measured_budgets_are_twice_the_solutions_cells_and_tests_with_a_floor():
+def test_the_measured_budgets_are_thrice_the_solutions_cells_and_tests_with_a_floor():
     derived = Limits(timeout_given=False)
     budgets = derived.derive(
         {STEM: 0.4, "06_autoregressive_lm": 6.5}, {STEM: 0.1, "06_autoregressive_lm": 2.5}
     )
-    # 01: cells 0.1 s -> the 1 s floor; tests 0.3 s -> the floor. 06: 2 x 2.5 and 2 x 4.0
-    assert budgets == {STEM: (1.0, 1.0), "06_autoregressive_lm": (5.0, 8.0)}
-    assert derived.notebook_budgets("06_autoregressive_lm", {"a": 100.0}) == (5.0, 8.0)
-    assert derived.notebook_budgets("06_autoregressive_lm", {"a": 3.0}) == (5.0, 3.0)
+    # 01: cells 0.1 s -> the 1 s floor; tests 0.3 s -> 0.9, the floor. 06: 3 x 2.5 and 3 x 4.0
+    assert budgets == {STEM: (1.0, 1.0), "06_autoregressive_lm": (7.5, 12.0)}
+    assert derived.notebook_budgets("06_autoregressive_lm", {"a": 100.0}) == (7.5, 12.0)
+    assert derived.notebook_budgets("06_autoregressive_lm", {"a": 3.0}) == (7.5, 3.0)
     assert derived.notebook_budgets("03_matrix_attention", {"a": 100.0}) == (300.0, 100.0)
-    # a record without the cells' figures (an older self-test): both get 2x the whole
+    # a record without the cells' figures (an older self-test): both get 3x the whole
     older = Limits(timeout_given=False)
-    assert older.derive({"06_autoregressive_lm": 6.5}) == {"06_autoregressive_lm": (13.0, 13.0)}
+    assert older.derive({"06_autoregressive_lm": 6.5}) == {"06_autoregressive_lm": (19.5, 19.5)}
     given = Limits(timeout=60)
     assert given.derive({STEM: 0.4}) == {} and given.notebook_budgets(STEM, {"a": 99}) == (60, 60)
 
@@ -86,11 +86,11 @@ def test_the_self_tests_measurement_is_read_back_as_numbers_of_known_notebooks_o
     assert selftest.measured_cpu(report) == {STEM: 1.5}
     assert selftest.measured_cpu({"cpu": [1, 2]}) == {}
     limits = Limits(timeout_given=False)
-    assert selftest.apply_budgets(limits, report, sys.stdout) == {STEM: (3.0, 3.0)}
-    assert "01 3+3" in capsys.readouterr().out
+    assert selftest.apply_budgets(limits, report, sys.stdout) == {STEM: (4.5, 4.5)}
+    assert "01 4.5+4.5" in capsys.readouterr().out
     report["cpu_cells"] = {STEM: 1.0, "02_dot_product_softmax": 2.0}
-    assert selftest.apply_budgets(limits, report, sys.stdout) == {STEM: (2.0, 1.0)}
-    assert "01 2+1" in capsys.readouterr().out
+    assert selftest.apply_budgets(limits, report, sys.stdout) == {STEM: (3.0, 1.5)}
+    assert "01 3+1.5" in capsys.readouterr().out
     assert selftest.apply_budgets(Limits(), report, sys.stdout) == {}  # --timeout wins
 
 

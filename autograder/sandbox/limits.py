@@ -32,7 +32,7 @@ class Limits:
     measured_tests: dict = field(default_factory=dict)
     timeout_given: bool = True  # False: `timeout` is the static default, measured figures win
     wall_factor: float = 1.0  # the wall-clock backstop of every time limit: this x its CPU s
-    idle_seconds: float = 5.0  # ... plus these wall seconds (sleeping, waiting) per budget
+    idle_seconds: float = 15.0  # ... plus these wall seconds (sleeping, waiting) per budget
     cpus: float = 1.0  # the cgroup's CPU cap (cpu.max / cfs quota); every sandbox the same weight
     memory_bytes: int = 6 * 2**30  # RLIMIT_AS of every process in the sandbox
     # the cgroup's cap on all processes of the sandbox together (RAM + its tmpfs pages);
@@ -70,11 +70,12 @@ class Limits:
     handshake_slack_seconds: float = 30.0  # the driver's mounts ready: startup_seconds + this
     drain_join_seconds: float = 30.0  # after a sandbox: wait this long for the end of its output
     # the self-test's measured budgets (derive): this x the solutions' CPU seconds of a
-    # notebook's cells, and of its tests, each never less than the floor. 2 = the seed sweep's
-    # margin (a notebook's hidden tests cost up to 1.2x under other seeds than the self-test's,
-    # up to 2x for tests of hundredths of a second) times the CPU seconds' growth on a busy
-    # machine (docs/grader.md, "Time limits"); the floor covers a cell's fixed costs.
-    measured_factor: float = 2.0
+    # notebook's cells, and of its tests, each never less than the floor. 3 = the seed sweep's
+    # margin (notebook 06's hidden tests cost up to 1.53x under 30 other seeds than under the
+    # self-test's) times the CPU seconds' growth on a busy machine (load 14 on 2 cores: 2x at
+    # 2 budgets lost honest students points; docs/grader.md, "Time limits"); the floor covers a
+    # cell's fixed costs.
+    measured_factor: float = 3.0
     measured_floor_seconds: float = 1.0
 
     def driver_times(self):

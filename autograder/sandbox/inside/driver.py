@@ -194,7 +194,7 @@ TIMES = {
     "zygote_ready_seconds": 40.0,
     "zygote_stop_seconds": 5.0,
     "output_stop_seconds": 2.0,
-    "idle_seconds": 5.0,
+    "idle_seconds": 15.0,
 }
 LOG_BYTES = 256 * 2**10  # Limits.log_bytes: of the sandbox's output, this much head and tail
 TICKS = os.sysconf("SC_CLK_TCK")
