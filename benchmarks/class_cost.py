@@ -150,7 +150,9 @@ def graded_names(stem):
 
 def _defining_cell(nb, name):
     for index, cell in enumerate(nb.cells):
-        if cell.cell_type == "code" and f"def {name}(" in cell.source:
+        if cell.cell_type == "code" and any(
+            f"{kind} {name}{end}" in cell.source for kind in ("def", "class") for end in "(:"
+        ):
             return index
     raise SystemExit(f"no cell defines {name}")
 
