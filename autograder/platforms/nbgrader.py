@@ -206,10 +206,11 @@ def grade_course(course, settings, assignments=None, progress=True):
     done, summary = grade_class(
         submitted, settings, progress=progress, layout="class", graded_groups=set(selected)
     )
-    share_reports(settings.out, coursedir.groupshared)
     written, failed = write_gradebook(
         coursedir, config, done, selected, known, submitted, settings.max_notebook_bytes
     )
+    write_gradebook_list(settings.out, written)
+    share_reports(settings.out, coursedir.groupshared)  # last: every file of ours included
     return done, summary, written, failed
 
 
@@ -779,7 +780,7 @@ def run_grade(args):
         course, settings, args.assignment, progress=not args.quiet
     )
     print(summary["text"])
-    writes = write_gradebook_list(settings.out, written)
+    writes = Path(settings.out) / GRADEBOOK_LIST  # grade_course wrote it
     for r in done:
         if r.error:
             shown = "\n".join(terminal(line) for line in r.error.splitlines())
