@@ -17,7 +17,8 @@ def sandbox_options(cmd):
         type=float,
         default=None,
         help="CPU seconds for each notebook's cells, and as many for its hidden tests (default: "
-        "10x what the solutions use, measured by the self-test, at least 10; 300 without it)",
+        "3x what the solutions' cells and tests use, measured by the self-test, at least 1; "
+        "300 without it)",
     )
     cmd.add_argument(
         "--memory", type=float, default=6.0, help="address-space limit per process, in GB"

@@ -362,10 +362,13 @@ def one_cpu(runs, timeout, student=ONE_SUBMISSION, cpu="0"):
 def profile(notebooks, timeout, work_root):
     """CPU-seconds (and wall seconds) of each stage, per notebook of one correct student.
 
-    start-up: a sandbox running a one-cell notebook (bubblewrap, the driver, the zygote's imports,
-    one kernel); cells: the notebook run without its hidden tests, minus start-up; probes: the
-    same run with them, minus the run without; setup and judging: the parent's own CPU time.
-    Finally the whole student in one sandbox, as `grade` runs it."""
+    start-up: a sandbox running a one-cell notebook (bubblewrap, the driver, the zygote's
+    standard imports, one kernel); imports: the same with `import torch` (the course's imports,
+    preloaded by the zygote once per sandbox), minus start-up; cells: the notebook run without
+    its hidden tests, minus start-up; probes: the same run with them, minus the run without;
+    setup and judging: the parent's own CPU time. Finally the whole student as `grade` grades
+    her (grade_student: one sandbox, judging, her results.json and feedback page), and the
+    parent's CPU for the reports alone (her feedback page and results, a class page of one)."""
     import nbformat
 
     from autograder import demo_cells
@@ -386,7 +389,10 @@ def profile(notebooks, timeout, work_root):
         started = time.perf_counter()
         with CpuMeter() as cpu:
             runs = box.run(folder, jobs, work)
-        return runs, cpu.seconds, time.perf_counter() - started, cpu.method
+        # the sandboxes' own cgroups, counted by the grader (they are not in the meter's: the
+        # sandbox's cgroup tree was found before the meter existed), and this process's part
+        inside = max((run.sandbox_cpu_seconds for run in runs.values()), default=0.0)
+        return runs, cpu.seconds + inside, time.perf_counter() - started, cpu.method
 
     rows = []
     try:
@@ -399,6 +405,11 @@ def profile(notebooks, timeout, work_root):
         (work_root / "req-empty").mkdir()
         job = NotebookJob("00_empty", "00_empty.ipynb", work_root / "req-empty", {})
         _, start_cpu, start_wall, method = sandboxed(empty, [job])
+        imports = work_root / "imports"
+        imports.mkdir()
+        nb.cells = [nbformat.v4.new_code_cell("import numpy, torch")]
+        nbformat.write(nb, imports / "00_empty.ipynb")
+        _, imports_cpu, _, _ = sandboxed(imports, [job])
         folder = work_root / "ada"  # every notebook: 06 imports 05's definitions
         folder.mkdir()
         for nb_info in notebooks:
@@ -446,6 +457,7 @@ def profile(notebooks, timeout, work_root):
                 }
             )
         _, whole_cpu, whole_wall, _ = sandboxed(folder, jobs)
+        graded, reports_cpu = _graded_with_reports(folder, box, work_root, probes)
     finally:
         box.close()
     return {
@@ -453,11 +465,40 @@ def profile(notebooks, timeout, work_root):
         "cpu_method": method,
         "start_up_cpu_s": round(start_cpu, 2),
         "start_up_wall_s": round(start_wall, 2),
+        "imports_cpu_s": round(imports_cpu - start_cpu, 2),
+        "grade_student_cpu_s": round(graded[0], 2),
+        "grade_student_wall_s": round(graded[1], 2),
+        "reports_cpu_s": round(reports_cpu, 3),
         "whole_student_one_sandbox_cpu_s": round(whole_cpu, 2),
         "whole_student_one_sandbox_wall_s": round(whole_wall, 2),
         "load_average": load_average(),
         "notebooks": rows,
     }
+
+
+def _graded_with_reports(folder, box, work_root, probes):
+    """((CPU, wall) of grading the student in `folder` as `grade` does, sandboxes included),
+    and the parent's CPU seconds for her reports alone (median of 3): her feedback page and
+    results.json, and a class report of one."""
+    from autograder.grading.settings import DEFAULT_SECRET, Settings
+    from autograder.grading.student import grade_student
+    from autograder.report import SavedResult, write_class, write_student
+
+    out = work_root / "graded"
+    settings = Settings(out=out, secret=DEFAULT_SECRET, limits=box.limits, work_root=work_root)
+    started = time.perf_counter()
+    with CpuMeter() as cpu:
+        result = grade_student("ada", folder, settings, box)
+    inside = float(result.results.get("cpu_seconds") or 0.0)  # her sandboxes (see sandboxed)
+    graded = (cpu.seconds + inside, time.perf_counter() - started)
+    spent = []
+    for i in range(3):
+        target = work_root / f"reports-{i}"
+        t = time.process_time()
+        write_student(target / "ada", result.results)
+        write_class(target, [SavedResult("ada", result.results)])
+        spent.append(time.process_time() - t)
+    return graded, sorted(spent)[1]
 
 
 def print_profile(prof):
@@ -466,7 +507,9 @@ def print_profile(prof):
         f"profile, one correct student (sandbox {prof['sandbox_mode']}, CPU by "
         f"{prof['cpu_method']}, load {prof['load_average']}): start-up (a sandbox running a "
         f"one-cell notebook) {prof['start_up_cpu_s']} CPU-s; the whole student in one sandbox "
-        f"{prof['whole_student_one_sandbox_cpu_s']} CPU-s"
+        f"{prof['whole_student_one_sandbox_cpu_s']} CPU-s; the course's imports (torch, once "
+        f"per sandbox) {prof['imports_cpu_s']} CPU-s; graded as `grade` does "
+        f"{prof['grade_student_cpu_s']} CPU-s, of which her reports {prof['reports_cpu_s']}"
     )
     header = ("notebook", "setup", "start-up", "cells", "probes", "judge", "sandbox", "score")
     print("{:24s} {:>6s} {:>9s} {:>6s} {:>7s} {:>6s} {:>8s} {:>10s}".format(*header))

@@ -41,18 +41,33 @@ def test_each_notebook_has_a_cells_and_a_tests_budget_and_the_sandbox_their_sum(
     assert limits.notebook_budgets(STEM, {"a": 12.0}) == (50, 12.0)  # never more than asked
     jobs = [NotebookJob(STEM, FILE, None, {"a": 12.0}), NotebookJob("02_x", "x", None, {"b": 99})]
     assert cpu_budget(limits, jobs) == (50 + 12 + 30) + (50 + 50 + 30)
-    per_job = [(50 + 12 + 60 + 45), (50 + 50 + 60 + 45)]
-    assert budget(limits, jobs) == pytest.approx(2 * sum(per_job))
+    # on the wall: the same budgets, the kernel's start and a slack, and 15 s of idle allowance
+    # for the cells and 15 s for the tests, not a multiple of the CPU
+    per_job = [(50 + 12 + 120 + 45) + 30, (50 + 50 + 120 + 45) + 30]
+    assert budget(limits, jobs) == pytest.approx(sum(per_job))
+    starved = [NotebookJob(STEM, FILE, None, {"a": 12.0}, wall_factor=4.0)]
+    assert budget(limits, starved) == pytest.approx(4 * (50 + 12 + 120 + 45) + 30)
 
 
-def test_the_measured_budgets_are_ten_times_the_solutions_with_a_floor_unless_timeout_is_given():
+def test_a_budgets_wall_is_its_cpu_and_a_fixed_idle_allowance():
+    limits = Limits()
+    assert limits.wall_seconds(2.0) == 17.0 and limits.wall_seconds(100.0) == 115.0
+    assert limits.wall_seconds(2.0, factor=4.0) == 23.0  # a starved notebook's second run
+
+
+def test_the_measured_budgets_are_thrice_the_solutions_cells_and_tests_with_a_floor():
     derived = Limits(timeout_given=False)
-    assert derived.derive({STEM: 0.4, "06_autoregressive_lm": 6.5}) == {
-        STEM: 10.0,
-        "06_autoregressive_lm": 65.0,
-    }
-    assert derived.notebook_budgets(STEM, {"a": 100.0}) == (10.0, 10.0)
+    budgets = derived.derive(
+        {STEM: 0.4, "06_autoregressive_lm": 6.5}, {STEM: 0.1, "06_autoregressive_lm": 2.5}
+    )
+    # 01: cells 0.1 s -> the 1 s floor; tests 0.3 s -> 0.9, the floor. 06: 3 x 2.5 and 3 x 4.0
+    assert budgets == {STEM: (1.0, 1.0), "06_autoregressive_lm": (7.5, 12.0)}
+    assert derived.notebook_budgets("06_autoregressive_lm", {"a": 100.0}) == (7.5, 12.0)
+    assert derived.notebook_budgets("06_autoregressive_lm", {"a": 3.0}) == (7.5, 3.0)
     assert derived.notebook_budgets("03_matrix_attention", {"a": 100.0}) == (300.0, 100.0)
+    # a record without the cells' figures (an older self-test): both get 3x the whole
+    older = Limits(timeout_given=False)
+    assert older.derive({"06_autoregressive_lm": 6.5}) == {"06_autoregressive_lm": (19.5, 19.5)}
     given = Limits(timeout=60)
     assert given.derive({STEM: 0.4}) == {} and given.notebook_budgets(STEM, {"a": 99}) == (60, 60)
 
@@ -71,8 +86,11 @@ def test_the_self_tests_measurement_is_read_back_as_numbers_of_known_notebooks_o
     assert selftest.measured_cpu(report) == {STEM: 1.5}
     assert selftest.measured_cpu({"cpu": [1, 2]}) == {}
     limits = Limits(timeout_given=False)
-    assert selftest.apply_budgets(limits, report, sys.stdout) == {STEM: 15.0}
-    assert "01 15" in capsys.readouterr().out
+    assert selftest.apply_budgets(limits, report, sys.stdout) == {STEM: (4.5, 4.5)}
+    assert "01 4.5+4.5" in capsys.readouterr().out
+    report["cpu_cells"] = {STEM: 1.0, "02_dot_product_softmax": 2.0}
+    assert selftest.apply_budgets(limits, report, sys.stdout) == {STEM: (3.0, 1.5)}
+    assert "01 3+1.5" in capsys.readouterr().out
     assert selftest.apply_budgets(Limits(), report, sys.stdout) == {}  # --timeout wins
 
 
@@ -315,10 +333,10 @@ def similarity(query, keys):
 
 @pytest.mark.slow
 def test_a_sleeper_gets_the_wall_budget_of_its_notebooks_tests_and_no_second_run(tmp_path):
-    """Six tests that each sleep 2 s (no CPU), under a 2-second notebook budget: its tests have
-    4 s on the wall together, not 2 s x 4 each, so most are never run; and sleeping does not
-    look like starvation, so the notebook is not run again."""
-    box = Sandbox(Limits(timeout=2, startup_seconds=60))
+    """Six tests that each sleep 2 s (no CPU), under a 2-second notebook budget and a 5-second
+    idle allowance: its tests have 2 + 5 s on the wall together, not 2 s x 4 each, so some are
+    never run; and sleeping does not look like starvation, so the notebook is not run again."""
+    box = Sandbox(Limits(timeout=2, startup_seconds=60, idle_seconds=5))
     try:
         folder = notebook(tmp_path / "zzz", FILE, SLEEPER)
         request_dir = tmp_path / "requests"
@@ -405,3 +423,65 @@ def test_in_cgroup_v1_the_clock_reads_the_count_a_sandbox_cannot_reset(tmp_path)
     assert group.cpu_seconds() == pytest.approx(300 / os.sysconf("SC_CLK_TCK"))
     (folder / "cpuacct.stat").unlink()  # an old kernel: the usage file, in nanoseconds
     assert group.cpu_usage_file() == (str(folder / "cpuacct.usage"), 1e-9)
+
+
+BUSY_THREADS = """\
+import hashlib, threading
+block = b"x" * (1 << 20)
+def spin():  # sha256 of a large block lets go of the GIL: every thread busy at once
+    while True:
+        hashlib.sha256(block).digest()
+threads = [threading.Thread(target=spin, daemon=True) for _ in range(4 * (os.cpu_count() or 1))]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+"""
+
+
+@pytest.mark.slow
+def test_a_multi_threaded_cell_on_a_busy_machine_is_graded_not_taken_for_the_graders_failure(
+    tmp_path,
+):
+    """A cell that never ends, with four busy threads per core, while a load generator (this
+    test's own busy processes, two per core, stopped by their pids) holds the machine: its
+    threads waiting for each other are not starvation, and where the machine did starve the
+    sandbox, the second run's wall is far enough for the CPU it gets. The student gets the
+    cell's timeout and the names defined before it tested, never NOT GRADED."""
+    load = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        for _ in range(2 * (os.cpu_count() or 1))
+    ]
+    box = Sandbox(Limits(timeout=3, startup_seconds=120))
+    try:
+        folder = notebook(tmp_path / "threads", FILE, SIMILARITY, "import os\n" + BUSY_THREADS)
+        request_dir = tmp_path / "requests"
+        call_request(request_dir, "similarity", np.ones(2), np.eye(2), seconds=5)
+        job = NotebookJob(STEM, FILE, request_dir, {"similarity": 10.0})
+        run = box.run(folder, [job], tmp_path / "work", log_path=tmp_path / "sandbox.log")[STEM]
+    finally:
+        for process in load:
+            os.kill(process.pid, 9)
+        for process in load:
+            process.wait()
+        box.close()
+    assert run.not_graded == ""
+    assert run.timed_out and [e["type"] for e in run.cell_errors] == ["Timeout"]
+    raw, reader = answer(run, "similarity")
+    np.testing.assert_allclose(reader.decode(raw["value"]), np.ones(2))
+    if cgroups.find_tree() is not None:  # what the student cost, counted by this parent
+        assert run.sandbox_cpu_seconds >= 3.0  # at least the cells' budget it spent
+
+
+def test_a_starved_notebooks_second_run_has_the_wall_its_first_runs_share_calls_for():
+    from autograder.sandbox.starvation import rerun_wall_factor
+
+    assert rerun_wall_factor(0.5, 4.0, 25.0) == 4.0  # half a CPU: the usual factor
+    assert rerun_wall_factor(0.1, 4.0, 25.0) == pytest.approx(20.0)  # a tenth: 2 / 0.1
+    assert rerun_wall_factor(0.01, 4.0, 25.0) == 25.0  # never more than the most
+    assert rerun_wall_factor(None, 4.0, 25.0) == 25.0  # unmeasured
+    box = Sampler(None)
+    box.stop()
+    box.samples = [(0.0, 0.0, 0.0), (10.0, 2.0, 8.0), (20.0, 3.0, 17.0)]
+    assert box.share(0.0, 20.0) == pytest.approx(0.15)
+    assert box.share(10.0, 20.0, cpus=2.0) == pytest.approx(0.05)

@@ -157,6 +157,9 @@ def test_zip_holds_what_gradescope_needs(autograder_zip):
             shipped = archive.read(f"lib/notebooks/{nb.filename}")
         assert shipped == (REPO / "notebooks" / nb.filename).read_bytes()
     assert settings["test_visibility"] == "after_due_date"  # hidden tests: after the due date
+    # the self-test of setup.sh runs under the limits run_autograder grades with (one record)
+    assert settings["timeout"] is None and settings["memory_gb"] == 6.0
+    assert "-m autograder selftest --platform gradescope --memory 6\n" in setup
     # ... and setup.sh makes the course root's alone, and never installs it where students run
     assert 'chmod -R go-rwx "$SOURCE"' in setup
     assert (

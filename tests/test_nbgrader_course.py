@@ -462,6 +462,9 @@ def test_report_files_are_readable_by_the_course_group_only(course):
     for name in ("results.json", "feedback.html"):
         mode = (folder / name).stat().st_mode
         assert mode & st.S_IRGRP and not mode & st.S_IROTH, oct(mode)
+    mode = (folder.parent / "gradebook.csv").stat().st_mode  # what was written, not a line each
+    assert mode & st.S_IRGRP and not mode & st.S_IROTH, oct(mode)
+    assert "gradebook.csv" in course["log"] and "\ngradebook: " not in course["log"]
 
 
 def test_generate_and_release_feedback_pair_each_page_with_the_students_secret(course, tmp_path):

@@ -23,7 +23,7 @@ import pytest
 import autograder
 from autograder.harness.wire import Writer
 from autograder.sandbox import Limits, NotebookJob, Sandbox
-from autograder.sandbox.starvation import Sampler
+from autograder.sandbox.starvation import Sampler, others_held
 
 pytestmark = pytest.mark.slow  # grades in a real sandbox (`pytest -m "not slow"` skips it)
 
@@ -192,6 +192,27 @@ def test_starved_means_little_cpu_while_waiting_for_one():
     assert not unmeasured.starved(0, 20)
     emptied = sampler((0, 0.0, 0.0), (10, 1.0, 8.0), (20, 2.0, 16.0), (21, 2.0, None))
     assert emptied.starved(0, 30)  # the last sample, of a cgroup already emptied, is no evidence
+
+
+def test_a_students_own_threads_waiting_for_each_other_are_not_starvation():
+    """Eight busy threads in a sandbox of one CPU: each waits seven eighths of the time, for its
+    siblings. Summed over the threads that is 70 s of waiting in 10 s, but the sandbox ran its
+    whole share, so nobody else held it back."""
+    own_threads = sampler((0, 0.0, 0.0), (10, 9.8, 70.0), (20, 19.6, 140.0))
+    assert not own_threads.starved(0, 20)
+    # the same eight threads where other programs took half of the sandbox's CPU: starved, and
+    # by as much as one thread would be (its threads' waiting counts up to the share it lost)
+    held_back = sampler((0, 0.0, 0.0), (10, 5.0, 75.0), (20, 10.0, 150.0))
+    one_thread = sampler((0, 0.0, 0.0), (10, 5.0, 5.0), (20, 10.0, 10.0))
+    assert held_back.starved(0, 20) and one_thread.starved(0, 20)
+
+
+def test_only_the_share_a_sandbox_lost_counts_as_waiting_for_others():
+    assert others_held(waited=70.0, ran=9.8, share=10.0) == pytest.approx(0.2)
+    assert others_held(waited=3.0, ran=2.0, share=10.0) == 3.0  # one thread, held back 3 s
+    assert others_held(waited=5.0, ran=10.0, share=10.0) == 0.0  # its share, used
+    # two CPUs' share, one thread waiting: the waiting counts, whatever the share
+    assert others_held(waited=4.0, ran=5.0, share=20.0) == 4.0
 
 
 def test_starvation_is_judged_over_the_notebooks_own_time():

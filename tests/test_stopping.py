@@ -408,8 +408,10 @@ def without_timings(value):
             k: without_timings(v)
             for k, v in value.items()
             # and the content digest: each run's class carries its own process marker in mia's
-            # notebook (marker(N)), so their contents, and digests, differ by design
-            if k not in ("seconds", "execution_time", "submission_digest")
+            # notebook (marker(N)), so their contents, and digests, differ by design; and what
+            # each student's grading cost (its CPU, and the class page's costliest, ranked by it)
+            if k
+            not in ("seconds", "execution_time", "submission_digest", "cpu_seconds", "expensive")
         }
     if isinstance(value, list):
         return [without_timings(v) for v in value]

@@ -303,6 +303,9 @@ def _grade_pool(todo, kept, settings, progress, sandbox, workers, stop):
                     for future in finished:
                         collected[future] = _collected(future, futures[future], settings)
                         bar.update(1)
+                        failure = failed_now(collected[future]) if progress else ""
+                        if failure:
+                            bar.write(failure, file=sys.stderr)
                     text = watch.text() if progress else ""
                     if text != shown:  # one line: the bar's end
                         shown = text
@@ -325,6 +328,17 @@ def _grade_pool(todo, kept, settings, progress, sandbox, workers, stop):
         done = [result for result in collected.values() if result is not None]
         finished = {result.student for result in done}
         return done, [s.student for s in todo if s.student not in finished]
+
+
+def failed_now(result):
+    """The line naming a student the grader could not grade, said as soon as it is known (above
+    the progress bar), or "": their id through escaping.terminal, and the first line of why."""
+    if result is None or not result.error:
+        return ""
+    why = next((line for line in result.error.splitlines() if line.strip()), "")
+    if not why.startswith("NOT GRADED"):
+        why = f"internal error: {result.error.strip().splitlines()[-1]}"
+    return f"NOT GRADED {printable(result.student)}: {printable(why.removeprefix('NOT GRADED: '))[:300]}"
 
 
 def _collected(future, student, settings):

@@ -96,6 +96,17 @@ def _tree_digest(digest, folder, suffixes):
         digest.update(path.read_bytes() + b"\0")
 
 
+def installed_paths():
+    """Where this interpreter's packages are installed (its site-packages): what a kernel in
+    the sandbox imports from. Not sys.path, which the working folder and whatever this process
+    imported change (loading an nbgrader course puts setuptools' vendored packages on it), so
+    that `grade`, `nbgrader grade` and Gradescope's setup, run from any folder, share one key
+    and one self-test."""
+    import sysconfig
+
+    return list(dict.fromkeys(sysconfig.get_paths()[kind] for kind in ("purelib", "platlib")))
+
+
 def environment(sandbox):
     """What the self-test's verdict depends on, as plain data (hashed into the cache key)."""
     import importlib.metadata
@@ -111,7 +122,8 @@ def environment(sandbox):
             "binary": [info.st_size, info.st_mtime_ns, info.st_ino],
         }
     packages = sorted(
-        f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions()
+        f"{d.metadata['Name']}=={d.version}"
+        for d in importlib.metadata.distributions(path=installed_paths())
     )
     course = hashlib.sha256()
     _tree_digest(course, PACKAGE, {".py", ".j2", ".html", ".json"})
@@ -128,7 +140,11 @@ def environment(sandbox):
             "seccomp": getattr(sandbox, "seccomp", None) is not None,
             "cgroups": type(getattr(sandbox, "cgroups", None)).__name__,
             "warm": getattr(sandbox, "warm", None),
-            "limits": dataclasses.asdict(sandbox.limits),
+            "limits": {  # as given: not the budgets a pass derived from its measurement
+                k: v
+                for k, v in dataclasses.asdict(sandbox.limits).items()
+                if k not in ("measured", "measured_tests")
+            },
             "bwrap": bwrap,
         },
         "python": [sys.executable, sys.version],
@@ -172,6 +188,7 @@ def run(sandbox, workers=2, work_root=None):
             }
             results = {name: _payload(future) for name, future in futures.items()}
             cpu = _cpu_per_notebook(futures["solutions"])
+            cells = _cpu_per_notebook(futures["solutions"], "cells_cpu_seconds")
         logs = {name: _read_log(out / f"selftest-{name}" / "sandbox.log") for name in STUDENTS}
     finally:
         shutil.rmtree(out, ignore_errors=True)
@@ -179,6 +196,7 @@ def run(sandbox, workers=2, work_root=None):
         "scores": {name: [r["score"], r["max_score"]] for name, r in results.items()},
         "seconds": round(time.monotonic() - started, 1),
         "cpu": cpu,  # the solutions' CPU seconds per notebook: the measured time budgets
+        "cpu_cells": cells,  # ... of which their cells' (the rest: the hidden tests')
     }
     solved, full = results["solutions"]["score"], results["solutions"]["max_score"]
     broken = any(r.get("not_graded") for r in results.values())
@@ -197,13 +215,14 @@ def _payload(future):
         return {"score": 0.0, "max_score": 0.0, "notebooks": {}, "tests": [], "not_graded": reason}
 
 
-def _cpu_per_notebook(future):
-    """{stem: CPU seconds} of the solutions' notebooks, as their sandbox measured them."""
+def _cpu_per_notebook(future, kind="cpu_seconds"):
+    """{stem: CPU seconds} of the solutions' notebooks (`kind`: all of it, or its cells'), as
+    their sandbox measured them."""
     try:
         per_notebook = future.result().per_notebook
     except Exception:  # noqa: BLE001 - not graded: _payload says why
         return {}
-    return {stem: round(info["cpu_seconds"], 2) for stem, info in per_notebook.items()}
+    return {stem: round(info.get(kind, 0.0), 2) for stem, info in per_notebook.items()}
 
 
 def _scored(payload):
@@ -313,9 +332,7 @@ def guard(sandbox, workers=2, work_root=None, skip=False, fresh=False, out=None)
         why = "--skip-selftest" if skip else f"{SKIP_ENV}={switches().text(SKIP_ENV)}"
         print(skip_banner(why), file=out)
         return None
-    key = hashlib.sha256(
-        json.dumps(environment(sandbox), sort_keys=True, default=str).encode()
-    ).hexdigest()[:32]
+    key = environment_key(sandbox)
     folder = cache_folder()
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -342,6 +359,28 @@ def guard(sandbox, workers=2, work_root=None, skip=False, fresh=False, out=None)
             pass  # not kept: the next run tests again
         apply_budgets(sandbox.limits, report, out)
         return report
+
+
+def environment_key(sandbox):
+    """The cache key of `sandbox`'s environment (environment(), hashed)."""
+    return hashlib.sha256(
+        json.dumps(environment(sandbox), sort_keys=True, default=str).encode()
+    ).hexdigest()[:32]
+
+
+def recorded(sandbox, out=None):
+    """The pass this environment recorded (an earlier `selftest`, `grade` or `nbgrader grade`,
+    or Gradescope's setup.sh), its measured budgets applied to sandbox.limits; None when there
+    is none. Never runs the self-test: for a grader that grades one submission at a time
+    (Gradescope's run_autograder) after its setup proved the environment."""
+    folder = cache_folder()
+    if folder is None or not folder.is_dir():
+        return None
+    key = environment_key(sandbox)
+    report, _ = cached_pass(folder, f"{key}.json", key)
+    if report is not None:
+        apply_budgets(sandbox.limits, report, out or sys.stderr)
+    return report
 
 
 def _run_and_say(sandbox, workers, work_root, out):

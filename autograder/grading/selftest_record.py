@@ -8,15 +8,16 @@ Limits.derive), unless --timeout was given.
 """
 
 
-def measured_cpu(report):
-    """The report's {stem: CPU seconds}, each a finite number >= 0 of a notebook of the course
-    (a cache file is read back: anything else is dropped)."""
+def measured_cpu(report, kind="cpu"):
+    """The report's {stem: CPU seconds} (`kind` "cpu": each notebook's; "cpu_cells": its
+    cells'), each a finite number >= 0 of a notebook of the course (a cache file is read back:
+    anything else is dropped)."""
     import math
 
     from autograder.curriculum import NOTEBOOKS
 
     stems = {nb.stem for nb in NOTEBOOKS}
-    cpu = report.get("cpu") if isinstance(report, dict) else None
+    cpu = report.get(kind) if isinstance(report, dict) else None
     return {
         stem: float(value)
         for stem, value in (cpu.items() if isinstance(cpu, dict) else ())
@@ -30,12 +31,16 @@ def measured_cpu(report):
 def apply_budgets(limits, report, out):
     """Each notebook's budget from the solutions' measured CPU (Limits.derive), said on `out`;
     nothing when --timeout was given or nothing was measured."""
-    budgets = limits.derive(measured_cpu(report)) if report else {}
+    budgets = {}
+    if report:
+        budgets = limits.derive(measured_cpu(report), measured_cpu(report, "cpu_cells"))
     if budgets:
-        shown = ", ".join(f"{stem[:2]} {seconds:g}" for stem, seconds in sorted(budgets.items()))
+        shown = ", ".join(
+            f"{stem[:2]} {cells:g}+{tests:g}" for stem, (cells, tests) in sorted(budgets.items())
+        )
         print(
-            f"time budgets (CPU s per notebook's cells, and as many for its tests; "
-            f"{limits.measured_factor:g}x the solutions' measured cost, at least "
+            f"time budgets (CPU s per notebook: its cells + its hidden tests; "
+            f"{limits.measured_factor:g}x the solutions' measured cost, each at least "
             f"{limits.measured_floor_seconds:g}): {shown}",
             file=out,
         )
@@ -78,4 +83,5 @@ def cached_pass(folder, name, key):
     if not isinstance(seconds, int | float) or isinstance(seconds, bool):
         return None, "it holds no duration"
     report = {"scores": {"solutions": solutions, "blank": blank}, "seconds": seconds}
-    return {**report, "cpu": measured_cpu(entry)}, ""  # the measured budgets, checked one by one
+    # the measured budgets, checked one by one
+    return {**report, "cpu": measured_cpu(entry), "cpu_cells": measured_cpu(entry, "cpu_cells")}, ""

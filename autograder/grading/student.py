@@ -108,6 +108,8 @@ def _grade_student(student, folder, settings, sandbox, work, started, placement,
         ]
     general = list(placement.get(submissions.GENERAL, [])) + submission_messages
     payload = build_results(student, tests, notebooks, time.monotonic() - started, general)
+    if runs:  # what this student's sandboxes cost, as the parent counted it (the class page)
+        payload["cpu_seconds"] = round(max(r.sandbox_cpu_seconds for r in runs.values()), 2)
     if student in settings.submission_digests:  # what was graded (grading/classrun.py)
         payload["submission_digest"] = settings.submission_digests[student]
         if settings.fingerprint:  # and how (grading/fingerprint.py)
@@ -117,7 +119,10 @@ def _grade_student(student, folder, settings, sandbox, work, started, placement,
     write_student(target, payload)
     if (work / "sandbox.log").exists():
         copy_tail(work / "sandbox.log", target / "sandbox.log")
-    cpu = {stem: {"cpu_seconds": run.cpu_seconds} for stem, run in runs.items()}
+    cpu = {
+        stem: {"cpu_seconds": run.cpu_seconds, "cells_cpu_seconds": run.cells_cpu_seconds}
+        for stem, run in runs.items()
+    }
     return StudentResult(student, payload, seconds=time.monotonic() - started, per_notebook=cpu)
 
 

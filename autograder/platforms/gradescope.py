@@ -56,7 +56,7 @@ DEFAULTS = {
     "visibility": "visible",  # the whole result (score, output) once graded
     "test_visibility": "after_due_date",  # each hidden test's verdict and message
     "stdout_visibility": "hidden",  # run_autograder's own log: for instructors
-    "timeout": 300.0,
+    "timeout": None,  # None: the budgets setup.sh's self-test measures (Limits.derive)
     "memory_gb": 6.0,
 }
 
@@ -121,6 +121,7 @@ def build_zip(out, secret=None, **settings):
             python_max="{}.{}".format(*newest),
             python_min_tuple=repr(oldest),
             python_max_tuple=repr(newest),
+            selftest_options=" ".join(selftest_options(chosen)),
         ),
         "run_autograder": render("run_autograder.j2", venv=VENV),
         "requirements.txt": "\n".join(others) + "\n",
@@ -457,6 +458,32 @@ def lock_down(root):
         os.chmod(metadata, 0o600)
 
 
+def selftest_options(config):
+    """The options of setup.sh's `selftest --platform gradescope`: the limits run_autograder
+    grades under (grading_sandbox), so that both share one self-test record."""
+    options = ["--memory", f"{float(config['memory_gb']):g}"]
+    if config.get("timeout") is not None:
+        options += ["--timeout", f"{float(config['timeout']):g}"]
+    return options
+
+
+def grading_sandbox(config, mode):
+    """The sandbox run_autograder grades in, under the zip's limits: --timeout when the zip
+    gives one, else the budgets setup.sh's self-test measured in this image (read from its
+    record, selftest.recorded; the static default where there is none)."""
+    from types import SimpleNamespace
+
+    from autograder.grading.settings import limits_from_args
+
+    limits = limits_from_args(
+        SimpleNamespace(timeout=config.get("timeout"), memory=config["memory_gb"])
+    )
+    sandbox = make_sandbox(limits, mode)
+    if not limits.timeout_given:
+        selftest.recorded(sandbox, out=sys.stdout)
+    return sandbox
+
+
 def make_sandbox(limits, mode):
     """bubblewrap when it works here; otherwise the unprivileged-user sandbox."""
     if mode in ("bwrap", "auto"):
@@ -526,7 +553,6 @@ def grade_submission(root):
     from autograder.grading.settings import Settings
     from autograder.grading.student import grade_student
     from autograder.safe_files import parse_json, read_bytes
-    from autograder.sandbox import Limits
 
     lock_down(root)  # first: nothing of the student's runs before the course is closed to it
     config = {**DEFAULTS, **json.loads((root / "source" / "settings.json").read_text())}
@@ -541,9 +567,8 @@ def grade_submission(root):
     staging = Path(tempfile.mkdtemp(prefix="autograder-submission-"))
     sandbox = None
     try:
-        limits = Limits(timeout=float(config["timeout"]))
-        limits.memory_bytes = int(float(config["memory_gb"]) * 2**30)
-        settings = Settings(out=out, secret=secret, limits=limits, force=True)
+        sandbox = grading_sandbox(config, switches().sandbox)
+        settings = Settings(out=out, secret=secret, limits=sandbox.limits, force=True)
         [sub] = submissions.discover(
             root / "submission", out, staging, layout="student", student=student
         )
@@ -552,7 +577,6 @@ def grade_submission(root):
         missing = {
             nb.stem for nb in NOTEBOOKS if notebook_file(sub.folder, nb.filename) == "missing"
         }
-        sandbox = make_sandbox(limits, switches().sandbox)
         print(sandbox_line(sandbox), flush=True)  # the run's log says which sandbox graded
         result = grade_student(sub.student, sub.folder, settings, sandbox, sub.messages)
         return gradescope_results(result.results, config, missing), student

@@ -206,10 +206,11 @@ def grade_course(course, settings, assignments=None, progress=True):
     done, summary = grade_class(
         submitted, settings, progress=progress, layout="class", graded_groups=set(selected)
     )
-    share_reports(settings.out, coursedir.groupshared)
     written, failed = write_gradebook(
         coursedir, config, done, selected, known, submitted, settings.max_notebook_bytes
     )
+    write_gradebook_list(settings.out, written)
+    share_reports(settings.out, coursedir.groupshared)  # last: every file of ours included
     return done, summary, written, failed
 
 
@@ -681,6 +682,25 @@ def _write_submission(
     return round(total - sum(late.values()), 4)
 
 
+GRADEBOOK_LIST = "gradebook.csv"  # in OUT: what this run wrote into the gradebook
+
+
+def write_gradebook_list(out, written):
+    """OUT/gradebook.csv: one row per (student, assignment) this run wrote into the gradebook,
+    with the score written (late penalty taken), in place of a line each on the terminal (a
+    class of 200 with seven notebooks is 1,400 lines). Ids go through escaping.csv_row, the
+    one way student text enters a CSV. Returns its path."""
+    from autograder.escaping import csv_row
+
+    lines = [csv_row(["student", "assignment", "score"])]
+    lines += [csv_row([s, a, score]) for (s, a), score in sorted(written.items())]
+    path = Path(out) / GRADEBOOK_LIST
+    partial = path.with_name(f".{GRADEBOOK_LIST}.tmp")
+    partial.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    partial.replace(path)
+    return path
+
+
 # -- the command line ----------------------------------------------------------------------------
 def add_arguments(commands, grade_options):
     """`nbgrader init` and `nbgrader grade` under `python -m autograder`."""
@@ -760,8 +780,7 @@ def run_grade(args):
         course, settings, args.assignment, progress=not args.quiet
     )
     print(summary["text"])
-    for (student, assignment), score in sorted(written.items()):
-        print(f"gradebook: {terminal(student)} {terminal(assignment)} {score:g}")
+    writes = Path(settings.out) / GRADEBOOK_LIST  # grade_course wrote it
     for r in done:
         if r.error:
             shown = "\n".join(terminal(line) for line in r.error.splitlines())
@@ -775,8 +794,9 @@ def run_grade(args):
             file=sys.stderr,
         )
     print(
-        f"wrote {len(written)} submission(s) into the gradebook and autograded/; our results "
-        f"and feedback pages in {terminal(settings.out)}"
+        f"wrote {len(written)} submission(s) into the gradebook and autograded/ (each one's "
+        f"score in {terminal(writes)}); our results and feedback pages in "
+        f"{terminal(settings.out)}"
     )
     if failed:
         names = sorted({terminal(m.student) for m in failed})

@@ -332,12 +332,48 @@ def class_data(students, sections=None, roster=None):
             if r["flags"]
         ],
         "flag_note": FLAG_NOTE,
+        "expensive": most_expensive(students),
         "all_students": [
             {k: r[k] for k in EVERY_STUDENT_SHOWS}
             for r in sorted(rows, key=lambda r: (r["score"], r["student"]))
         ],
         **_lateness_and_sections(rows, roster),
     }
+
+
+EXPENSIVE_SHOWN = 5  # the most expensive students listed on the class page
+
+
+def most_expensive(students, shown=EXPENSIVE_SHOWN):
+    """The students whose grading cost the most CPU (results.json's `cpu_seconds`: every
+    sandbox of theirs, counted by the grading parent from its cgroup), most first, each with its
+    wall seconds and how many times the class's median CPU it is; [] where nothing was counted
+    (no cgroups). What a class of 200 spends on a few students shows here, whatever the cause:
+    a loop, a sleeper, a student spending each budget."""
+    import math
+
+    measured = []
+    for s in students:
+        results = None if getattr(s, "refused", "") else getattr(s, "results", None)
+        cpu = results.get("cpu_seconds") if isinstance(results, dict) else None
+        if type(cpu) in (int, float) and math.isfinite(cpu) and cpu > 0:
+            wall = results.get("execution_time")
+            wall = float(wall) if type(wall) in (int, float) and math.isfinite(wall) else None
+            measured.append((float(cpu), s, wall))
+    if not measured:
+        return []
+    median = _median([cpu for cpu, _, _ in measured])
+    measured.sort(key=lambda m: (-m[0], m[1].student))
+    return [
+        {
+            "student": s.student,
+            "href": feedback_href(getattr(s, "folder", None) or s.student),
+            "cpu_seconds": round(cpu, 1),
+            "wall_seconds": round(wall, 1) if wall is not None else None,
+            "times_median": round(cpu / median, 1) if median else None,
+        }
+        for cpu, s, wall in measured[:shown]
+    ]
 
 
 def _refused_row(s):

@@ -66,7 +66,7 @@ from .limits import (
 from .notices import warn_once
 from .processes import Running, SandboxStopped, kill_group
 from .pull import Folder
-from .starvation import Sampler
+from .starvation import Sampler, rerun_wall_factor
 from .status import apply_status, read_status, suspicion, window
 from .userns import UID_BASE, make_userns
 
@@ -145,6 +145,10 @@ class NotebookRun:
     responses: Path | None = None
     seconds: float = 0.0
     cpu_seconds: float = 0.0  # on the sandbox's clock, as the driver reported it (a figure only)
+    cells_cpu_seconds: float = 0.0  # of that, its cells' (the rest: its hidden tests')
+    # every sandbox this student's notebooks ran in (first runs and second), read by the parent
+    # from their cgroups: what the student cost, whatever the sandbox says
+    sandbox_cpu_seconds: float = 0.0
     timed_out: bool = False
     kernel_died: bool = False
     not_graded: str = ""  # the sandbox failed, not the student: why (the grader's words)
@@ -269,30 +273,38 @@ class Sandbox(Isolation):
             job.stem: NotebookRun(job.stem, responses=dirs["responses"] / job.stem) for job in jobs
         }
         log = open(log_path or (work / "sandbox.log"), "ab")  # noqa: SIM115
+        launched = []  # every Sampler of this student's sandboxes: what they cost, read here
         try:
-            found = self._run_pending(work, jobs, dirs, log)
+            found = self._run_pending(work, jobs, dirs, log, launched)
             suspects = {job.stem: self._suspect(job, found.get(job.stem)) for job in jobs}
             again = [job for job in jobs if suspects[job.stem]]
             if again:
                 names = ", ".join(job.stem for job in again)
                 log.write(f"\n[autograder] running {names} again in a new sandbox\n".encode())
+                # starved: again with a backstop far enough for its CPU seconds on a machine as
+                # busy as the first run found it
+                factors = {
+                    job.stem: self._rerun_factor(job, found.get(job.stem))
+                    for job in again
+                    if suspects[job.stem] == "starved"
+                }
                 for job in again:
                     self._forget(dirs, job)
                     found.pop(job.stem, None)
-                # starved: again with a backstop far enough for its CPU seconds on a busy machine
-                slack = self.limits.wall_factor * self.limits.starved_wall_factor
                 rerun = [
-                    replace(job, wall_factor=slack) if suspects[job.stem] == "starved" else job
+                    replace(job, wall_factor=factors[job.stem]) if job.stem in factors else job
                     for job in again
                 ]
-                found.update(self._run_pending(work, rerun, dirs, log))
+                found.update(self._run_pending(work, rerun, dirs, log, launched))
             failed = {job.stem: self._suspect(job, found.get(job.stem)) for job in again}
             failed = {stem: why for stem, why in failed.items() if why}
             if any(why in DESCRIBE for why in failed.values()) and self.control_works(work, log):
                 # the grader's own notebook runs: the failure is the submission's, and stands
                 failed = {stem: why for stem, why in failed.items() if why not in DESCRIBE}
+            spent = sum(sampler.cpu_used() or 0.0 for sampler in launched)
             for job in jobs:
                 apply_status(runs[job.stem], found.get(job.stem, (None, None))[0], job)
+                runs[job.stem].sandbox_cpu_seconds = spent
                 if job.stem in failed:
                     runs[job.stem].not_graded = DESCRIBE.get(
                         failed[job.stem],
@@ -301,6 +313,14 @@ class Sandbox(Isolation):
         finally:
             log.close()
         return runs
+
+    def _rerun_factor(self, job, found):
+        """The wall factor of a starved notebook's second run (starvation.rerun_wall_factor)."""
+        status, sampler = found or (None, None)
+        lim = self.limits
+        share = sampler.share(*window(status, job), lim.cpus) if sampler is not None else None
+        least, most = lim.starved_wall_factor, lim.starved_wall_most
+        return lim.wall_factor * rerun_wall_factor(share, least, most)
 
     def _suspect(self, job, found):
         """status.suspicion, with "wall" kept (as "starved") only when this parent measured
@@ -366,14 +386,17 @@ class Sandbox(Isolation):
             (dirs["responses"] / job.stem).mkdir(exist_ok=True)
         return dirs
 
-    def _run_pending(self, work, jobs, dirs, log):
+    def _run_pending(self, work, jobs, dirs, log, launched=None):
         """{stem: (status as read, the Sampler of its sandbox)} for the jobs whose status came
-        back; a sandbox that stops part way is restarted on the rest while it makes progress."""
+        back; a sandbox that stops part way is restarted on the rest while it makes progress.
+        Each launch's Sampler is appended to `launched`."""
         found, pending = {}, list(jobs)
         for _attempt in range(len(jobs)):
             if not pending:
                 break
             sampler = self._launch(work, pending, log)
+            if launched is not None:
+                launched.append(sampler)
             still = []
             for job in pending:
                 status = read_status(dirs["status"] / f"{job.stem}.json")

@@ -73,6 +73,7 @@ def clean_status(status, job):
         "wall_backstop": flag("wall_backstop"),
         "seconds": min(number("seconds", 0.0), 1e7),
         "cpu_seconds": min(number("cpu_seconds", 0.0), 1e7),
+        "cells_cpu_seconds": min(number("cells_cpu_seconds", 0.0), 1e7),
         "unrun": unrun,  # not run: the notebook's tests budget was used up before them
         # the window the parent measures starvation over (clipped to its own samples)
         "started_at": number("started_at", 0.0),
@@ -130,6 +131,7 @@ def apply_status(run, status, job):
     run.cell_errors = status["cell_errors"]
     run.seconds = status["seconds"]
     run.cpu_seconds = status["cpu_seconds"]
+    run.cells_cpu_seconds = status["cells_cpu_seconds"]
     run.timed_out = status["timed_out"]
     run.kernel_died = status["kernel_died"]
     run.integrity = status["integrity"]  # known tokens only: hints for a human, never a verdict

@@ -15,7 +15,8 @@ output cannot fill memory or disk.
 
 Time limits are charged to the sandbox's own CPU time (CpuClock, Watchdog), not to the clock on
 the wall: a notebook slowed down by other programs on a busy machine is not cut short. The wall
-clock is only a backstop (job["wall_factor"] times each limit), for code that sleeps or waits.
+clock is only a backstop (job["wall_factor"] times each limit plus times["idle_seconds"]: Run.wall),
+for code that sleeps or waits.
 
 With --as, the driver starts as root of the sandbox's own user namespace holding only
 CAP_SETUID/CAP_SETGID (see userns.py) and, before importing anything else, becomes UID:GID with
@@ -186,13 +187,14 @@ TIMES = {
     "serve_prelude_seconds": 30.0,
     "quiet_cell_seconds": 10.0,
     "recover_cpu_seconds": 10.0,
-    "recover_wall_seconds": 30.0,
+    "recover_wall_seconds": 60.0,
     "grace_cpu_seconds": 5.0,
     "grace_wall_seconds": 120.0,
     "iopub_seconds": 4.0,
     "zygote_ready_seconds": 40.0,
     "zygote_stop_seconds": 5.0,
     "output_stop_seconds": 2.0,
+    "idle_seconds": 15.0,
 }
 LOG_BYTES = 256 * 2**10  # Limits.log_bytes: of the sandbox's output, this much head and tail
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -544,8 +546,8 @@ class Run:
         self.watchdog = watchdog
         self.wall_factor = float(spec.get("wall_factor") or job.get("wall_factor", 1.0))
         self.times = {**TIMES, **job.get("times", {})}
-        # the notebook's two CPU budgets (Limits.notebook_budgets), each with a wall budget of
-        # wall_factor times as much: its own cells, and all of its hidden tests together
+        # the notebook's two CPU budgets (Limits.notebook_budgets), each with its wall budget
+        # (wall): its own cells, and all of its hidden tests together
         self.cells_seconds = float(spec.get("cells_seconds") or job["timeout"])
         self.tests_seconds = float(spec.get("tests_seconds") or sum(spec["serve"].values()))
         self.status = {
@@ -563,6 +565,12 @@ class Run:
         }
         self.path = Path(job["status_dir"]) / f"{spec['stem']}.json"
         self.save()
+
+    def wall(self, cpu_seconds):
+        """The wall-clock backstop of a budget of `cpu_seconds`: wall_factor x as many, plus a
+        small fixed allowance for waiting (Limits.wall_seconds), not a multiple of the CPU: a
+        notebook that sleeps holds a worker little longer than one that computes."""
+        return cpu_seconds * self.wall_factor + self.times["idle_seconds"]
 
     def save(self):
         tmp = self.path.with_suffix(".tmp")
@@ -659,7 +667,7 @@ class Run:
             pid = _kernel_pid(client)
             cpu_start = self.watchdog.clock(pid)
             cpu_end = cpu_start + self.cells_seconds
-            deadline = time.monotonic() + self.cells_seconds * self.wall_factor
+            deadline = time.monotonic() + self.wall(self.cells_seconds)
             for index, cell in enumerate(nb.cells):
                 if cell.cell_type != "code" or not cell.source.strip():
                     continue
@@ -742,6 +750,8 @@ class Run:
             self.status["executed_ok"] = alive and not self.status["cell_errors"]
             self.status["printed_chars"] = client.printed
             self.status["cells_seconds"] = time.monotonic() - started
+            # the cells' own CPU seconds (the self-test's measurement of the solutions' cells)
+            self.status["cells_cpu_seconds"] = max(0.0, self.watchdog.clock(pid) - cpu_start)
             if alive:
                 self.status["integrity"] = self.integrity(client)
             self.save()
@@ -797,7 +807,7 @@ class Run:
         pid = _kernel_pid(client)
         cpu_end = self.watchdog.clock(pid) + cpu_seconds
         if wall_seconds is None:
-            wall_seconds = cpu_seconds * self.wall_factor
+            wall_seconds = self.wall(cpu_seconds)
         wall_end = time.monotonic() + wall_seconds
         for attempt in range(2):
             cell = nbformat.v4.new_code_cell(source)
@@ -830,7 +840,7 @@ class Run:
         # name's serve cell gets its own seconds, or what is left of the notebook's if less
         pid = _kernel_pid(client)
         tests_cpu_end = self.watchdog.clock(pid) + self.tests_seconds
-        tests_wall_end = time.monotonic() + self.tests_seconds * self.wall_factor
+        tests_wall_end = time.monotonic() + self.wall(self.tests_seconds)
         for position, name in enumerate(graded):
             cpu_left = tests_cpu_end - self.watchdog.clock(pid)
             wall_left = tests_wall_end - time.monotonic()
@@ -843,7 +853,7 @@ class Run:
                 )
                 return
             seconds = min(float(spec["serve"][name]), cpu_left)
-            wall = min(seconds * self.wall_factor, wall_left)
+            wall = min(self.wall(seconds), wall_left)
             source = SERVE_CELL.format(
                 requests=f"{spec['requests']}/{name}",
                 responses=f"{spec['responses']}/{name}",
