@@ -55,19 +55,19 @@ def test_a_budgets_wall_is_its_cpu_and_a_fixed_idle_allowance():
     assert limits.wall_seconds(2.0, factor=4.0) == 23.0  # a starved notebook's second run
 
 
-def test_the_measured_budgets_are_thrice_the_solutions_cells_and_tests_with_a_floor():
+def test_the_measured_budgets_are_four_times_the_solutions_cells_and_tests_with_a_floor():
     derived = Limits(timeout_given=False)
     budgets = derived.derive(
         {STEM: 0.4, "06_autoregressive_lm": 6.5}, {STEM: 0.1, "06_autoregressive_lm": 2.5}
     )
-    # 01: cells 0.1 s -> the 1 s floor; tests 0.3 s -> 0.9, the floor. 06: 3 x 2.5 and 3 x 4.0
-    assert budgets == {STEM: (1.0, 1.0), "06_autoregressive_lm": (7.5, 12.0)}
-    assert derived.notebook_budgets("06_autoregressive_lm", {"a": 100.0}) == (7.5, 12.0)
-    assert derived.notebook_budgets("06_autoregressive_lm", {"a": 3.0}) == (7.5, 3.0)
+    # 01: cells 0.1 s -> the 2 s floor; tests 0.3 s -> 1.2, the floor. 06: 4 x 2.5 and 4 x 4.0
+    assert budgets == {STEM: (2.0, 2.0), "06_autoregressive_lm": (10.0, 16.0)}
+    assert derived.notebook_budgets("06_autoregressive_lm", {"a": 100.0}) == (10.0, 16.0)
+    assert derived.notebook_budgets("06_autoregressive_lm", {"a": 3.0}) == (10.0, 3.0)
     assert derived.notebook_budgets("03_matrix_attention", {"a": 100.0}) == (300.0, 100.0)
-    # a record without the cells' figures (an older self-test): both get 3x the whole
+    # a record without the cells' figures (an older self-test): both get 4x the whole
     older = Limits(timeout_given=False)
-    assert older.derive({"06_autoregressive_lm": 6.5}) == {"06_autoregressive_lm": (19.5, 19.5)}
+    assert older.derive({"06_autoregressive_lm": 6.5}) == {"06_autoregressive_lm": (26.0, 26.0)}
     given = Limits(timeout=60)
     assert given.derive({STEM: 0.4}) == {} and given.notebook_budgets(STEM, {"a": 99}) == (60, 60)
 
@@ -86,11 +86,11 @@ def test_the_self_tests_measurement_is_read_back_as_numbers_of_known_notebooks_o
     assert selftest.measured_cpu(report) == {STEM: 1.5}
     assert selftest.measured_cpu({"cpu": [1, 2]}) == {}
     limits = Limits(timeout_given=False)
-    assert selftest.apply_budgets(limits, report, sys.stdout) == {STEM: (4.5, 4.5)}
-    assert "01 4.5+4.5" in capsys.readouterr().out
+    assert selftest.apply_budgets(limits, report, sys.stdout) == {STEM: (6.0, 6.0)}
+    assert "01 6+6" in capsys.readouterr().out
     report["cpu_cells"] = {STEM: 1.0, "02_dot_product_softmax": 2.0}
-    assert selftest.apply_budgets(limits, report, sys.stdout) == {STEM: (3.0, 1.5)}
-    assert "01 3+1.5" in capsys.readouterr().out
+    assert selftest.apply_budgets(limits, report, sys.stdout) == {STEM: (4.0, 2.0)}
+    assert "01 4+2" in capsys.readouterr().out
     assert selftest.apply_budgets(Limits(), report, sys.stdout) == {}  # --timeout wins
 
 
