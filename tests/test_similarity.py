@@ -436,3 +436,17 @@ def test_the_class_page_shows_the_pairs_with_hostile_code_as_text(built, tmp_pat
     assert "both answers are wrong the same way" in text
     for a, b, name in C.COPIED:
         assert f"{a} and {b}, {name}" in " ".join(text.split())
+
+
+def test_a_copy_padded_with_a_deep_expression_is_still_compared(tmp_path):
+    """The token walk recurses: an expression hundreds of levels deep (a sum of 2,000 terms) is
+    cut to a placeholder before it, so a copy padded with one pairs with its original instead of
+    dropping out of the comparison."""
+    padding = "    unused = " + " + ".join(["size"] * 2000) + "\n"
+    head, rest = C.COPIED_SDPA.split("    size = queries.shape[-1]\n", 1)
+    padded = head + "    size = queries.shape[-1]\n" + padding + rest
+    folders = C.write_class(tmp_path, {"ok_1": {C.SDPA: C.ORIGINAL_SDPA},
+                                       "padded": {C.SDPA: padded}})  # fmt: skip
+    students = [SavedResult(s, _results(s)) for s in folders]
+    report = class_similarity(students, folders)
+    assert {(p["student_a"], p["student_b"]) for p in report["pairs"]} == {("ok_1", "padded")}

@@ -46,6 +46,32 @@ PARAM, LOCAL, ATTR, SELF_FN, HELPER, METHOD, STRING = "$P", "$V", "$A", "$F", "$
 _KEPT_METHODS = {"forward", "extra_repr"}
 
 
+DEEP = 100  # expression nesting walked; a deeper subtree is one placeholder (honest code never nests so)
+
+
+def prune_deep(root, limit=DEEP):
+    """`root`, with every expression nested more than `limit` levels below it replaced in place
+    by one placeholder name, found without recursion. The walkers below recurse: without this, a
+    copy padded with one expression a few hundred levels deep would be skipped, not compared."""
+    stack = [(root, 0)]
+    while stack:
+        node, depth = stack.pop()
+        for field, value in ast.iter_fields(node):
+            items = value if isinstance(value, list) else [value]
+            for i, item in enumerate(items):
+                if not isinstance(item, ast.AST):
+                    continue
+                if depth + 1 < limit or not isinstance(item, ast.expr):
+                    stack.append((item, depth + 1))
+                    continue
+                placeholder = ast.copy_location(ast.Name(id="_deep_", ctx=ast.Load()), item)
+                if isinstance(value, list):
+                    value[i] = placeholder
+                else:
+                    setattr(node, field, placeholder)
+    return root
+
+
 class TooLarge(Exception):
     """A definition past MAX_TOKENS: it gets no fingerprint."""
 

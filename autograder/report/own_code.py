@@ -31,6 +31,7 @@ from autograder.report.fingerprints import (
     kgram_hashes,
     names_read,
     normalised_tokens,
+    prune_deep,
     winnow,
 )
 
@@ -132,7 +133,7 @@ def _read_definition(text, name):
     if not isinstance(node, _DEFINITIONS) or node.name != name:
         return None
     try:
-        uses, facts = names_read(node)
+        uses, facts = names_read(prune_deep(node))
     except (RecursionError, MemoryError):
         return None
     return Definition(name, text, node, uses, facts)
