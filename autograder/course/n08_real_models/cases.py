@@ -347,8 +347,8 @@ def llama_cases(rng):
             Judgement(
                 RAISES,
                 {
-                    "what": f"{_llama_call(LLAMA)} given {T_max + 1} positions, or "
-                    f"{T_max + 1 - T_past} new ones after {T_past} cached",
+                    "what": f"{_llama_call(LLAMA)} given {T_max + 1 - T_past} new positions "
+                    f"after {T_past} cached (or {T_max + 1} without a cache)",
                     "because": f"the model only knows block_size = {T_max} positions, cached "
                     "and new together",
                 },

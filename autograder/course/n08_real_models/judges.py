@@ -70,9 +70,9 @@ def _layout(r, cls_name, what, *, d_kv, d_ff=None):
     kv = [n for n in wrong if n.split(".")[-2:-1] in (["wk"], ["wv"])]
     if kv:
         own = r.decode(r.raw.get("state_names")) or {}
-        shape = "x".join(str(n) for n in own.get(kv[0], []))
         raise Fail(
-            f"your {cls_name}'s {kv[0]} has shape ({shape}): wk and wv give one key and one "
+            f"your {cls_name}'s {kv[0]} has shape {compare.shape_str(own.get(kv[0], []))}: "
+            "wk and wv give one key and one "
             f"value per key/value head, n_kv_heads * d_head = {d_kv} features, not d_model."
         )
     return module_answer(r, cls_name, what)
@@ -152,7 +152,14 @@ def llama_values(
 
 @judge
 def llama_cache(responses, *, what, expected, variants, n_blocks, T_total, d_ff, d_kv):
-    r = _layout(responses[0], "Llama", what, d_kv=d_kv, d_ff=d_ff)
+    r = responses[0]
+    if (r.error or {}).get("type") == "ValueError":
+        raise Fail(
+            compare.error_message(r, what) + f". {T_total} positions, cached and new together, "
+            "fit a model whose block_size is at least that: only more than block_size are "
+            "refused."
+        )
+    r = _layout(r, "Llama", what, d_kv=d_kv, d_ff=d_ff)
     logits, caches = _pair(r.value(what), what, n_blocks=n_blocks)
     close_or_diagnose(logits, expected, variants, f"the logits of {what}")
     lengths = {np.shape(k)[2] if np.ndim(k) == 4 else None for k, _ in caches}
