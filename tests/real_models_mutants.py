@@ -9,6 +9,7 @@ marks. test_real_models_catalogue.py measures them; load_hf_llama's run with the
 
 import math
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -21,9 +22,13 @@ from autograder.reference.modern_lm import RMSNorm, SwiGLU, apply_rope
 
 class _GQA(ref.GroupedQueryAttention):
     """The reference with hooks: `expand(k, group)` repeats the kv heads, `base` the RoPE base,
-    `cache_repeated` stores the cache after the repetition."""
+    `cache_repeated` stores the cache after the repetition; `split`/`merge` the heads,
+    `start` the first position, `mask`, `scale`, `softmax_dim`, `rope_keys`, `project` the
+    steps of 07's attention a student may get wrong here again."""
 
     cache_repeated = False
+    softmax_dim = -1
+    rope_keys = True
 
     @staticmethod
     def expand(t, group):
@@ -32,16 +37,42 @@ class _GQA(ref.GroupedQueryAttention):
     def base(self):
         return self.rope_base
 
+    @staticmethod
+    def split(t, B, T, n, d_head):
+        return t.view(B, T, n, d_head).transpose(1, 2)
+
+    @staticmethod
+    def merge(y, B, T, d):
+        return y.transpose(1, 2).reshape(B, T, d)
+
+    @staticmethod
+    def start(T_past):
+        return T_past
+
+    @staticmethod
+    def mask(scores, T, T_past, cache):
+        keep = torch.ones(T, T_past + T, dtype=torch.bool).tril(diagonal=T_past)
+        return scores.masked_fill(~keep, float("-inf"))
+
+    @staticmethod
+    def scale(d, d_head):
+        return math.sqrt(d_head)
+
+    def project(self, y):
+        return self.wo(y)
+
     def forward(self, x, cache=None):
         B, T, d = x.shape
         H, H_kv = self.n_heads, self.n_kv_heads
         d_head, group = d // H, H // H_kv
-        q = self.wq(x).view(B, T, H, d_head).transpose(1, 2)
-        k = self.wk(x).view(B, T, H_kv, d_head).transpose(1, 2)
-        v = self.wv(x).view(B, T, H_kv, d_head).transpose(1, 2)
+        q = self.split(self.wq(x), B, T, H, d_head)
+        k = self.split(self.wk(x), B, T, H_kv, d_head)
+        v = self.split(self.wv(x), B, T, H_kv, d_head)
         T_past = 0 if cache is None else cache[0].shape[2]
-        positions = torch.arange(T_past, T_past + T)
-        q, k = apply_rope(q, positions, self.base()), apply_rope(k, positions, self.base())
+        positions = torch.arange(self.start(T_past), self.start(T_past) + T)
+        q = apply_rope(q, positions, self.base())
+        if self.rope_keys:
+            k = apply_rope(k, positions, self.base())
         if self.cache_repeated:
             k, v = self.expand(k, group), self.expand(v, group)
             if cache is not None:
@@ -51,10 +82,9 @@ class _GQA(ref.GroupedQueryAttention):
             if cache is not None:
                 k, v = torch.cat([cache[0], k], 2), torch.cat([cache[1], v], 2)
             k_all, v_all = self.expand(k, group), self.expand(v, group)
-        scores = q @ k_all.transpose(-2, -1) / math.sqrt(d_head)
-        mask = torch.ones(T, T_past + T, dtype=torch.bool).tril(diagonal=T_past)
-        y = scores.masked_fill(~mask, float("-inf")).softmax(-1) @ v_all
-        return self.wo(y.transpose(1, 2).reshape(B, T, d)), (k, v)
+        scores = q @ k_all.transpose(-2, -1) / self.scale(d, d_head)
+        y = self.mask(scores, T, T_past, cache).softmax(self.softmax_dim) @ v_all
+        return self.project(self.merge(y, B, T, d)), (k, v)
 
 
 class GQARepeatNotInterleave(_GQA):
@@ -85,6 +115,91 @@ class GQANoHeadCheck(_GQA):
         self.wk = nn.Linear(d_model, n_kv_heads * d_head, bias=False)
         self.wv = nn.Linear(d_model, n_kv_heads * d_head, bias=False)
         self.wo = nn.Linear(d_model, d_model, bias=False)
+
+
+class GQAKVFullWidth(_GQA):
+    """wk and wv left at d_model features (one key head per query head)."""
+
+    def __init__(self, d_model, n_heads, n_kv_heads, rope_base=10000.0):
+        super().__init__(d_model, n_heads, n_kv_heads, rope_base)
+        self.wk = nn.Linear(d_model, d_model, bias=False)
+        self.wv = nn.Linear(d_model, d_model, bias=False)
+
+
+class GQAPositionsRestart(_GQA):
+    @staticmethod
+    def start(T_past):
+        return 0
+
+
+class GQAMaskNotOffset(_GQA):
+    @staticmethod
+    def mask(scores, T, T_past, cache):
+        keep = torch.ones(T, T_past + T, dtype=torch.bool).tril()
+        return scores.masked_fill(~keep, float("-inf"))
+
+
+class GQAFusedIsCausal(ref.GroupedQueryAttention):
+    """PyTorch's fused attention with is_causal=True: its mask is aligned top-left, so with a
+    cache the new tokens do not see the cached positions after their own index."""
+
+    def forward(self, x, cache=None):
+        B, T, d = x.shape
+        H, H_kv = self.n_heads, self.n_kv_heads
+        d_head = d // H
+        q = self.wq(x).view(B, T, H, d_head).transpose(1, 2)
+        k = self.wk(x).view(B, T, H_kv, d_head).transpose(1, 2)
+        v = self.wv(x).view(B, T, H_kv, d_head).transpose(1, 2)
+        past = 0 if cache is None else cache[0].shape[2]
+        pos = torch.arange(past, past + T)
+        q, k = apply_rope(q, pos, self.rope_base), apply_rope(k, pos, self.rope_base)
+        if cache is not None:
+            k, v = torch.cat([cache[0], k], 2), torch.cat([cache[1], v], 2)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        return self.wo(y.transpose(1, 2).reshape(B, T, d)), (k, v)
+
+
+class GQANoMaskWithCache(_GQA):
+    @staticmethod
+    def mask(scores, T, T_past, cache):
+        return _GQA.mask(scores, T, T_past, cache) if cache is None else scores
+
+
+class GQANoScale(_GQA):
+    @staticmethod
+    def scale(d, d_head):
+        return 1.0
+
+
+class GQAScaleDModel(_GQA):
+    @staticmethod
+    def scale(d, d_head):
+        return math.sqrt(d)
+
+
+class GQASplitNoTranspose(_GQA):
+    @staticmethod
+    def split(t, B, T, n, d_head):
+        return t.view(B, n, T, d_head)
+
+
+class GQAMergeNoTranspose(_GQA):
+    @staticmethod
+    def merge(y, B, T, d):
+        return y.reshape(B, T, d)
+
+
+class GQASoftmaxOverQueries(_GQA):
+    softmax_dim = -2
+
+
+class GQANoOutputProjection(_GQA):
+    def project(self, y):
+        return y
+
+
+class GQARopeQueriesOnly(_GQA):
+    rope_keys = False
 
 
 class GQAEinsumExpand(ref.GroupedQueryAttention):
@@ -134,9 +249,23 @@ class GQAFused(ref.GroupedQueryAttention):
 # ================================================================ Llama
 
 
-def _llama(attention=ref.GroupedQueryAttention, tie=None, base=None, eps=None, norm=RMSNorm):
+def _ceil64(d_model):
+    return 64 * math.ceil(8 * d_model / 192)
+
+
+def _past(cache):
+    return 0 if cache is None else cache[0][0].shape[2]
+
+
+def _too_long(T_past, T, block_size):
+    return T_past + T > block_size
+
+
+def _llama(attention=ref.GroupedQueryAttention, tie=None, base=None, eps=None, norm=RMSNorm,
+           d_ff_rule=_ceil64, kv_default=True, past=_past, too_long=_too_long):  # fmt: skip
     """A Llama written by a student, with one choice replaced: `tie` forces the tying, `base`
-    and `eps` the values passed on."""
+    and `eps` the values passed on, `d_ff_rule` the default d_ff, `kv_default` whether None
+    means n_heads, `past` how T_past is read from the cache, `too_long` the block_size test."""
 
     class Block(nn.Module):
         def __init__(self, d_model, n_heads, n_kv_heads, d_ff, rope_base, norm_eps):
@@ -156,8 +285,9 @@ def _llama(attention=ref.GroupedQueryAttention, tie=None, base=None, eps=None, n
                      d_ff=None, tie_embeddings=True, rope_base=10000.0, norm_eps=1e-6):  # fmt: skip
             nn.Module.__init__(self)
             self.block_size = block_size
-            n_kv_heads = n_kv_heads or n_heads
-            d_ff = d_ff or 64 * math.ceil(8 * d_model / 192)
+            if kv_default:
+                n_kv_heads = n_kv_heads or n_heads
+            d_ff = d_ff or d_ff_rule(d_model)
             self.tok_emb = nn.Embedding(vocab_size, d_model)
             self.blocks = nn.ModuleList(
                 Block(d_model, n_heads, n_kv_heads, d_ff, rope_base, norm_eps)
@@ -168,6 +298,16 @@ def _llama(attention=ref.GroupedQueryAttention, tie=None, base=None, eps=None, n
             if (tie_embeddings if tie is None else tie) is True:
                 self.lm_head.weight = self.tok_emb.weight
 
+        def forward(self, idx, cache=None):
+            T_past, T = past(cache), idx.shape[1]
+            if too_long(T_past, T, self.block_size):
+                raise ValueError(f"{T_past} + {T} positions: more than {self.block_size}")
+            x, caches = self.tok_emb(idx), []
+            for i, block in enumerate(self.blocks):
+                x, c = block(x, None if cache is None else cache[i])
+                caches.append(c)
+            return self.lm_head(self.norm(x)), caches
+
     return Llama
 
 
@@ -176,6 +316,13 @@ LlamaNeverTied = _llama(tie=False)
 LlamaBaseNotPassed = _llama(base=10000.0)
 LlamaEpsIgnored = _llama(eps=1e-6)
 LlamaRepeatNotInterleave = _llama(attention=GQARepeatNotInterleave)
+LlamaDffFloor = _llama(d_ff_rule=lambda d: int(8 * d / 3))  # 07's 8/3 not rounded up to 64
+LlamaDffNearest = _llama(d_ff_rule=lambda d: 64 * round(8 * d / (3 * 64)))
+LlamaDffGPT = _llama(d_ff_rule=lambda d: 4 * d)
+LlamaKVNone = _llama(kv_default=False)  # n_kv_heads=None passed on to the attention
+LlamaPastHeadAxis = _llama(past=lambda c: 0 if c is None else c[0][0].shape[1])
+LlamaBlockNewOnly = _llama(too_long=lambda T_past, T, block_size: T > block_size)
+LlamaBlockFullRefused = _llama(too_long=lambda T_past, T, block_size: T_past + T >= block_size)
 LlamaTorchRMSNorm = _llama(norm=nn.RMSNorm)  # right: PyTorch's own RMSNorm module
 LlamaEinsum = _llama(attention=GQAEinsumExpand)  # right
 
@@ -203,8 +350,11 @@ def _by_index(w, n_heads):
     return w[order]
 
 
-def _loader(permute_q=_by_index, permute_k=_by_index, swap_gate=False, check=True, name_key=True):
-    """A load_hf_llama written as a renaming, then load_state_dict; one step replaceable."""
+def _loader(permute_q=_by_index, permute_k=_by_index, swap_gate=False, check=True, name_key=True,
+            k_heads="kv", write_back=None):  # fmt: skip
+    """A load_hf_llama written as a renaming, then load_state_dict; one step replaceable:
+    `k_heads` "q" reorders k_proj as n_heads heads; `write_back` "dict" puts the reordered
+    rows back into the caller's dict, "tensor" into the caller's tensor."""
 
     @torch.no_grad()
     def load_hf_llama(model, state_dict):
@@ -226,13 +376,17 @@ def _loader(permute_q=_by_index, permute_k=_by_index, swap_gate=False, check=Tru
             for key, t in state_dict.items():
                 if t.shape != params[mine[key]].shape:
                     raise ValueError(f"{key}: shape {tuple(t.shape)}" if name_key else "bad shape")
-        for key, t in state_dict.items():
+        for key, t in list(state_dict.items()):
             if key not in mine:
                 continue
             if key.endswith("q_proj.weight"):
                 t = permute_q(t, n_heads)
             elif key.endswith("k_proj.weight"):
-                t = permute_k(t, n_kv)
+                t = permute_k(t, n_heads if k_heads == "q" else n_kv)
+            if write_back == "dict":
+                state_dict[key] = t
+            elif write_back == "tensor":
+                state_dict[key].copy_(t.clone())
             params[mine[key]].copy_(t)
         return model
 
@@ -249,6 +403,9 @@ load_only_queries = _loader(permute_k=_none)
 load_gate_up_swapped = _loader(swap_gate=True)
 load_unchecked = _loader(check=False)
 load_error_unnamed = _loader(name_key=False)
+load_k_query_heads = _loader(k_heads="q")
+load_writes_back = _loader(write_back="dict")
+load_permutes_in_place = _loader(write_back="tensor")
 
 
 def _meta(w, n_heads):  # interleaved -> half-split: the direction of Meta's conversion script
@@ -281,6 +438,15 @@ def kv_fixed_two_bytes(n_layers, n_kv_heads, d_head, seq_len, batch=1, bytes_per
     return 2 * n_layers * n_kv_heads * d_head * seq_len * batch * 2
 
 
+def kv_numpy_prod(n_layers, n_kv_heads, d_head, seq_len, batch=1, bytes_per_value=2):
+    """Right: numpy's product, a numpy.int64 of the exact value."""
+    return np.prod([2, n_layers, n_kv_heads, d_head, seq_len, batch, bytes_per_value])
+
+
+def kv_numpy_float(n_layers, n_kv_heads, d_head, seq_len, batch=1, bytes_per_value=2):
+    return np.prod([2.0, n_layers, n_kv_heads, d_head, seq_len, batch, bytes_per_value])
+
+
 def kv_float(n_layers, n_kv_heads, d_head, seq_len, batch=1, bytes_per_value=2):
     return 2.0 * n_layers * n_kv_heads * d_head * seq_len * batch * bytes_per_value
 
@@ -289,23 +455,46 @@ WRONG = [
     ("gqa-repeat", "GroupedQueryAttention", GQARepeatNotInterleave, "kv-head-interleaved", None),
     ("gqa-cache-after-repeat", "GroupedQueryAttention", GQACacheAfterRepeat, "cache-after-repeat", None),
     ("gqa-base-ignored", "GroupedQueryAttention", GQABaseIgnored, "rope-base-ignored", None),
-    ("gqa-no-head-check", "GroupedQueryAttention", GQANoHeadCheck, None, "should raise ValueError"),
+    ("gqa-no-head-check", "GroupedQueryAttention", GQANoHeadCheck, None, "returned normally, building a module"),
+    ("gqa-kv-full-width", "GroupedQueryAttention", GQAKVFullWidth, None, "shape (16, 16): wk and wv give one key and one value per key/value head, n_kv_heads * d_head = 8"),
+    ("gqa-positions-restart", "GroupedQueryAttention", GQAPositionsRestart, "cache-positions-restart", None),
+    ("gqa-mask-not-offset", "GroupedQueryAttention", GQAMaskNotOffset, "cache-mask-not-offset", None),
+    ("gqa-fused-is-causal", "GroupedQueryAttention", GQAFusedIsCausal, "cache-mask-not-offset", None),
+    ("gqa-no-mask-with-cache", "GroupedQueryAttention", GQANoMaskWithCache, "no-causal-mask", None),
+    ("gqa-no-scale", "GroupedQueryAttention", GQANoScale, "missing-scale", None),
+    ("gqa-scale-d-model", "GroupedQueryAttention", GQAScaleDModel, "attention-scale-d-model", None),
+    ("gqa-split-no-transpose", "GroupedQueryAttention", GQASplitNoTranspose, "heads-reshape-without-transpose", None),
+    ("gqa-merge-no-transpose", "GroupedQueryAttention", GQAMergeNoTranspose, "heads-reshape-without-transpose", None),
+    ("gqa-softmax-over-queries", "GroupedQueryAttention", GQASoftmaxOverQueries, "softmax-over-queries", None),
+    ("gqa-no-output-projection", "GroupedQueryAttention", GQANoOutputProjection, "missing-output-projection", None),
+    ("gqa-rope-queries-only", "GroupedQueryAttention", GQARopeQueriesOnly, "rope-queries-only", None),
     ("llama-always-tied", "Llama", LlamaAlwaysTied, "head-tied-when-untied", None),
     ("llama-never-tied", "Llama", LlamaNeverTied, "head-not-tied", None),
     ("llama-base-not-passed", "Llama", LlamaBaseNotPassed, "rope-base-ignored", None),
     ("llama-eps-ignored", "Llama", LlamaEpsIgnored, "norm-eps-ignored", None),
     ("llama-repeat", "Llama", LlamaRepeatNotInterleave, "kv-head-interleaved", None),
+    ("llama-d-ff-floor", "Llama", LlamaDffFloor, "llama-d-ff-default", None),
+    ("llama-d-ff-nearest", "Llama", LlamaDffNearest, "llama-d-ff-default", None),
+    ("llama-d-ff-gpt", "Llama", LlamaDffGPT, "llama-d-ff-default", None),
+    ("llama-kv-none", "Llama", LlamaKVNone, None, "n_kv_heads left out (None)"),
+    ("llama-past-head-axis", "Llama", LlamaPastHeadAxis, None, "cached and new together"),
+    ("llama-block-new-only", "Llama", LlamaBlockNewOnly, None, "cached and new together"),
+    ("llama-block-full-refused", "Llama", LlamaBlockFullRefused, None, "only more than block_size are refused"),
     ("load-not-permuted", "load_hf_llama", load_not_permuted, "rope-layout-not-permuted", None),
     ("load-only-queries", "load_hf_llama", load_only_queries, "rope-only-queries-permuted", None),
     ("load-inverted", "load_hf_llama", load_inverted, "rope-permutation-inverted", None),
     ("load-gate-up-swapped", "load_hf_llama", load_gate_up_swapped, "gate-up-swapped", None),
-    ("load-unchecked", "load_hf_llama", load_unchecked, None, "should raise ValueError naming"),
+    ("load-unchecked", "load_hf_llama", load_unchecked, None, "returned normally, without raising"),
     ("load-error-unnamed", "load_hf_llama", load_error_unnamed, None, "does not name"),
+    ("load-k-query-heads", "load_hf_llama", load_k_query_heads, "rope-keys-permuted-with-query-heads", None),
+    ("load-writes-back", "load_hf_llama", load_writes_back, None, "changed the state dict it was given"),
+    ("load-permutes-in-place", "load_hf_llama", load_permutes_in_place, None, "changed the state dict it was given"),
     ("kv-keys-only", "kv_cache_bytes", kv_keys_only, "kv-bytes-missing-factor-2", None),
     ("kv-no-batch", "kv_cache_bytes", kv_no_batch, "kv-bytes-ignores-batch", None),
     ("kv-bits", "kv_cache_bytes", kv_bits, "kv-bytes-in-bits", None),
     ("kv-fixed-two-bytes", "kv_cache_bytes", kv_fixed_two_bytes, "kv-bytes-per-value-ignored", None),
     ("kv-float", "kv_cache_bytes", kv_float, None, "a float"),
+    ("kv-numpy-float", "kv_cache_bytes", kv_numpy_float, None, "a float"),
 ]  # fmt: skip
 
 RIGHT = [
@@ -315,6 +504,7 @@ RIGHT = [
     ("Llama", LlamaEinsum),
     ("load_hf_llama", load_right_by_index),
     ("kv_cache_bytes", kv_right_prod),
+    ("kv_cache_bytes", kv_numpy_prod),
 ]
 
 # what each graded name needs beside itself in the notebook's namespace

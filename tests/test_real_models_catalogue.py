@@ -68,3 +68,24 @@ def test_right_answers_written_other_ways_keep_full_marks(name, obj):
     for seed in (VISIBLE_SEED, *HIDDEN):
         results = _run(name, obj, seed)
         assert not _lost(results), _show(results)
+
+
+def _entry(key):
+    return next(e for e in mutants.WRONG if e[0] == key)
+
+
+@pytest.mark.parametrize("key", ["llama-d-ff-gpt", "gqa-kv-full-width"])
+def test_a_layer_of_the_wrong_width_is_told_its_width_not_to_rename_it(key):
+    _, name, obj, _, _ = _entry(key)
+    results = _run(name, obj, VISIBLE_SEED)
+    failed = [r.output for r in results if r.status == "failed"]
+    assert failed, _show(results)
+    for output in failed:
+        assert "attribute names" not in output and "returned None" not in output, output
+
+
+def test_a_llama_with_another_d_ff_still_passes_the_block_size_check_it_gets_right():
+    _, name, obj, _, _ = _entry("llama-d-ff-gpt")
+    results = _run(name, obj, VISIBLE_SEED)
+    raises = [r for r in results if "raise ValueError" in r.name]
+    assert len(raises) == 1 and raises[0].status == "passed", _show(results)

@@ -329,6 +329,9 @@ _REAL_MODEL_ENTRIES = [
     ("rope-only-queries-permuted", "reordering the rows of q_proj but not those of k_proj (or the reverse)",
      "queries and keys are both rotated, so both projections need their rows reordered, each "
      "with its own number of heads."),
+    ("rope-keys-permuted-with-query-heads", "reordering k_proj's rows as if it had n_heads heads",
+     "with grouped-query attention k_proj holds n_kv_heads heads of d_head rows, fewer than "
+     "q_proj's n_heads: reorder the rows within each of k_proj's own heads."),
     ("rope-permutation-inverted", "reordering the rows the other way (interleaved to half-split)",
      "row 2i of a head in your layout is row i of Hugging Face's, and row 2i + 1 is row "
      "i + d_head/2: check the direction on one head of width 4 by hand."),

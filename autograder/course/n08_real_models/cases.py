@@ -8,7 +8,7 @@ q/k rows) drawn here; the expected logits are the reference's after loading it, 
 tests/test_real_models.py shows the reference's equal transformers' LlamaForCausalLM's, so
 grading never imports transformers. kv_cache_bytes is asked for several configurations.
 
-Every model is tiny (widths 16-24, two layers): the hidden tests cost well under a CPU-second.
+Every model is tiny (widths 16-56, two layers): the hidden tests cost well under a CPU-second.
 """
 
 import torch
@@ -142,11 +142,11 @@ def gqa_cases(rng):
             "head counts that do not divide raise ValueError",
             0.5,
             [
-                {"op": "module", "init": {"d_model": d_ok, "n_heads": 4, "n_kv_heads": bad_kv}},
-                {"op": "module", "init": {"d_model": d_bad, "n_heads": 4, "n_kv_heads": 2}},
+                {"op": "object", "init": {"d_model": d_ok, "n_heads": 4, "n_kv_heads": bad_kv}},
+                {"op": "object", "init": {"d_model": d_bad, "n_heads": 4, "n_kv_heads": 2}},
             ],
             Judgement(
-                RAISES,
+                J + "constructor_raises",
                 {
                     "what": f"GroupedQueryAttention({d_ok}, 4, {bad_kv}) or ({d_bad}, 4, 2)",
                     "because": "each key/value head serves a whole group of query heads, and "
@@ -163,17 +163,23 @@ def gqa_cases(rng):
 LLAMA = {
     "vocab_size": 13,
     "block_size": 10,
-    "d_model": 24,
+    "d_model": 56,
     "n_heads": 4,
     "n_layers": 2,
     "n_kv_heads": 2,
 }
-LLAMA_D_FF = 64  # the default for d_model 24: 8 * 24 / 3 = 64
+# the default for d_model 56: 8 * 56 / 3 = 149.3, rounded UP to a multiple of 64: 192; not
+# 149 (no rounding), 128 (the nearest multiple) nor 224 (GPT's 4 * d_model)
+LLAMA_D_FF = 192
+
+
+def _kv_heads(init):
+    return init.get("n_kv_heads") or init["n_heads"]
 
 
 def llama_state(rng, init, emb_scale=1.0):
     V, d, L = init["vocab_size"], init["d_model"], init["n_layers"]
-    d_kv = init["n_kv_heads"] * d // init["n_heads"]
+    d_kv = _kv_heads(init) * d // init["n_heads"]
     state = {"tok_emb.weight": tensor(rng, V, d, scale=emb_scale)}
     for i in range(L):
         p = f"blocks.{i}."
@@ -219,8 +225,46 @@ def _llama_values(name, points, init, state, idx, rng):
                 "d_ff": LLAMA_D_FF,
                 "tied": init.get("tie_embeddings", True),
                 "n_heads": init["n_heads"],
-                "n_kv_heads": init["n_kv_heads"],
+                "n_kv_heads": _kv_heads(init),
                 "n_blocks": init["n_layers"],
+                "d_kv": _kv_heads(init) * init["d_model"] // init["n_heads"],
+                "kv_left_out": init.get("n_kv_heads") is None,
+            },
+        ),
+    )
+
+
+def _llama_cache_case(name, points, state, idx, T_past, expected):
+    """idx[:, T_past:] fed to Llama(**LLAMA) with the reference's cache of idx[:, :T_past]."""
+    model = mv.reference_llama(LLAMA, state)
+    with torch.no_grad():
+        _, cache = model(idx[:, :T_past])
+    cache_arg = [tuple(c) for c in cache]
+    new = idx[:, T_past:]
+    return Case(
+        "Llama",
+        name,
+        points,
+        [
+            {
+                "op": "module",
+                "init": LLAMA,
+                "state": state,
+                "args": [new],
+                "kwargs": {"cache": cache_arg},
+            }
+        ],
+        Judgement(
+            J + "llama_cache",
+            {
+                "what": f"{_llama_call(LLAMA)}(idx {tuple(new.shape)}, cache of {T_past} "
+                "positions)",
+                "expected": expected,
+                "variants": mv.llama_variants(LLAMA, state, new, cache_arg),
+                "n_blocks": LLAMA["n_layers"],
+                "T_total": idx.shape[1],
+                "d_ff": LLAMA_D_FF,
+                "d_kv": LLAMA["n_kv_heads"] * LLAMA["d_model"] // LLAMA["n_heads"],
             },
         ),
     )
@@ -234,18 +278,19 @@ def llama_cases(rng):
     cases = [
         _llama_values(
             "logits: grouped-query attention, the head tied to the embedding",
-            2.0,
+            1.5,
             LLAMA,
             state,
             idx,
             rng,
         )
     ]
-    # small embeddings: the norms' eps then changes the logits
-    untied = {**LLAMA, "tie_embeddings": False, "rope_base": 100.0, "norm_eps": 0.01}
+    # small embeddings: the norms' eps then changes the logits; n_kv_heads left out (= n_heads)
+    untied = {k: v for k, v in LLAMA.items() if k != "n_kv_heads"}
+    untied.update(tie_embeddings=False, rope_base=100.0, norm_eps=0.01)
     cases.append(
         _llama_values(
-            "an untied head, rope_base and norm_eps",
+            "an untied head, n_kv_heads left out, rope_base and norm_eps",
             1.5,
             untied,
             llama_state(rng, untied, emb_scale=0.05),
@@ -255,47 +300,57 @@ def llama_cases(rng):
     )
     model = mv.reference_llama(LLAMA, state)
     with torch.no_grad():
-        _, cache = model(idx[:, :4])
-        rest, _ = model(idx[:, 4:], cache)
+        whole, _ = model(idx)
+    cases.append(
+        _llama_cache_case(
+            "3 new tokens through the cache of the 4 before: the same logits as fed whole",
+            1.0,
+            state,
+            idx,
+            4,
+            np_(whole[:, 4:]),
+        )
+    )
+    # a prompt, then pieces through the cache until the window is exactly full
+    full = torch.from_numpy(rng.integers(0, V, size=(1, T_max))).long()
+    with torch.no_grad():
+        whole, _ = model(full)
+    T_past = T_max - 3
+    cases.append(
+        _llama_cache_case(
+            f"cached and new positions filling block_size = {T_max} exactly",
+            0.5,
+            state,
+            full,
+            T_past,
+            np_(whole[:, T_past:]),
+        )
+    )
+    too_long = torch.from_numpy(rng.integers(0, V, size=(1, T_max + 1))).long()
+    with torch.no_grad():
+        _, cache = model(too_long[:, :T_past])
     cache_arg = [tuple(c) for c in cache]
     cases.append(
         Case(
             "Llama",
-            "3 new tokens through the cache of the 4 before: the same logits as fed whole",
-            1.0,
+            "more than block_size positions raise ValueError, cached ones counted",
+            0.5,
             [
+                {"op": "module", "init": LLAMA, "args": [too_long]},
                 {
                     "op": "module",
                     "init": LLAMA,
-                    "state": state,
-                    "args": [idx[:, 4:]],
+                    "args": [too_long[:, T_past:]],
                     "kwargs": {"cache": cache_arg},
-                }
-            ],
-            Judgement(
-                J + "llama_cache",
-                {
-                    "what": f"{_llama_call(LLAMA)}(idx (2, 3), cache of 4 positions)",
-                    "expected": np_(rest),
-                    "variants": mv.llama_variants(LLAMA, state, idx[:, 4:], cache_arg),
-                    "n_blocks": LLAMA["n_layers"],
-                    "T_total": 7,
                 },
-            ),
-        )
-    )
-    too_long = torch.from_numpy(rng.integers(0, V, size=(1, T_max + 1))).long()
-    cases.append(
-        Case(
-            "Llama",
-            "more than block_size positions raise ValueError",
-            0.5,
-            [{"op": "module", "init": LLAMA, "state": state, "args": [too_long]}],
+            ],
             Judgement(
                 RAISES,
                 {
-                    "what": f"{_llama_call(LLAMA)} given {T_max + 1} positions",
-                    "because": f"the model only knows block_size = {T_max} positions",
+                    "what": f"{_llama_call(LLAMA)} given {T_max + 1 - T_past} new positions "
+                    f"after {T_past} cached (or {T_max + 1} without a cache)",
+                    "because": f"the model only knows block_size = {T_max} positions, cached "
+                    "and new together",
                 },
             ),
         )

@@ -57,10 +57,49 @@ def _cache_heads(k, n_heads, n_kv_heads, what):
         )
 
 
+def _layout(r, cls_name, what, *, d_kv, d_ff=None):
+    """module_answer, with the widths the notebook gives said first when a shape is off."""
+    wrong = (r.raw.get("state_mismatch") or {}).get("wrong_shape", [])
+    ffn = [n for n in wrong if ".ffn." in n]
+    if d_ff is not None and ffn:
+        raise Fail(
+            f"your {cls_name}'s {ffn[0]} does not fit d_ff = {d_ff}, the default for this "
+            "d_model. " + explain(["llama-d-ff-default"]),
+            ["llama-d-ff-default"],
+        )
+    kv = [n for n in wrong if n.split(".")[-2:-1] in (["wk"], ["wv"])]
+    if kv:
+        own = r.decode(r.raw.get("state_names")) or {}
+        raise Fail(
+            f"your {cls_name}'s {kv[0]} has shape {compare.shape_str(own.get(kv[0], []))}: "
+            "wk and wv give one key and one "
+            f"value per key/value head, n_kv_heads * d_head = {d_kv} features, not d_model."
+        )
+    return module_answer(r, cls_name, what)
+
+
+@judge
+def constructor_raises(responses, *, what, because):
+    """Building the module with head counts that do not divide raises ValueError."""
+    for r in responses:
+        err = r.error or {}
+        if not err:
+            raise Fail(
+                f"{what} returned normally, building a module; it should raise ValueError: "
+                f"{because}."
+            )
+        if err.get("type") != "ValueError":
+            raise Fail(
+                f"{what} raised {err['type']}: {compare.plain_error_text(err['message'])}; "
+                f"it should raise ValueError ({because})."
+            )
+
+
 @judge
 def gqa_values(responses, *, what, expected, variants, n_heads, n_kv_heads):
     """GroupedQueryAttention.forward(x[, cache]): (y, (k, v)) against the expected ones."""
-    r = module_answer(responses[0], "GroupedQueryAttention", what)
+    d_kv = n_kv_heads * np.shape(expected[0])[-1] // n_heads
+    r = _layout(responses[0], "GroupedQueryAttention", what, d_kv=d_kv)
     _no_biases(r, "GroupedQueryAttention")
     y, k, v = _pair(r.value(what), what)
     _cache_heads(k, n_heads, n_kv_heads, what)
@@ -91,19 +130,18 @@ def _head(r, tied, what):
 
 
 @judge
-def llama_values(responses, *, what, expected, variants, d_ff, tied, n_heads, n_kv_heads, n_blocks):
+def llama_values(
+    responses, *, what, expected, variants, d_ff, tied, n_heads, n_kv_heads, n_blocks, d_kv,
+    kv_left_out
+):  # fmt: skip
     """Llama(idx): logits against the expected ones; the head tied or not as asked; the cache
     holding n_kv_heads heads."""
-    r = responses[0]
-    mismatch = r.raw.get("state_mismatch") or {}
-    ffn = [n for n in mismatch.get("wrong_shape", []) if ".ffn." in n]
-    if ffn:
+    if kv_left_out and responses[0].error:
         raise Fail(
-            f"your Llama's {ffn[0]} does not fit d_ff = {d_ff}, the default for this d_model. "
-            + explain(["llama-d-ff-default"]),
-            ["llama-d-ff-default"],
+            compare.error_message(responses[0], what) + ". With n_kv_heads left out (None), "
+            "every query head has a key/value head of its own: n_kv_heads = n_heads."
         )
-    r = module_answer(r, "Llama", what)
+    r = _layout(responses[0], "Llama", what, d_kv=d_kv, d_ff=d_ff)
     _no_biases(r, "Llama")
     _head(r, tied, what)
     logits, caches = _pair(r.value(what), what, n_blocks=n_blocks)
@@ -113,8 +151,15 @@ def llama_values(responses, *, what, expected, variants, d_ff, tied, n_heads, n_
 
 
 @judge
-def llama_cache(responses, *, what, expected, variants, n_blocks, T_total):
-    r = module_answer(responses[0], "Llama", what)
+def llama_cache(responses, *, what, expected, variants, n_blocks, T_total, d_ff, d_kv):
+    r = responses[0]
+    if (r.error or {}).get("type") == "ValueError":
+        raise Fail(
+            compare.error_message(r, what) + f". {T_total} positions, cached and new together, "
+            "fit a model whose block_size is at least that: only more than block_size are "
+            "refused."
+        )
+    r = _layout(r, "Llama", what, d_kv=d_kv, d_ff=d_ff)
     logits, caches = _pair(r.value(what), what, n_blocks=n_blocks)
     close_or_diagnose(logits, expected, variants, f"the logits of {what}")
     lengths = {np.shape(k)[2] if np.ndim(k) == 4 else None for k, _ in caches}
@@ -148,6 +193,13 @@ def hf_logits(responses, *, what, expected, variants):
                 "the model; check the names you expect and the shapes you compare."
             )
         raise Fail(compare.error_message(r, what) + ". " + LLAMA_FIRST)
+    changed = r.raw.get("inputs_modified") or []
+    if changed:
+        raise Fail(
+            f"{what} changed the state dict it was given ({changed[0]}): copy from it, and "
+            "reorder rows into new tensors, leaving the caller's dict and tensors as they were "
+            "(loading the same dict twice must give the same model)."
+        )
     if not r.raw.get("returned_model"):
         raise Fail(
             f"{what} should return the model it was given, after copying the weights into it "
@@ -174,8 +226,11 @@ def hf_rejects(responses, *, what, key, because):
     """A state dict with one key missing, unexpected or misshapen: ValueError naming the key."""
     r = responses[0]
     err = r.error or {}
-    if not err:
-        raise Fail(f"{what} accepted it; it should raise ValueError naming {key}: {because}.")
+    if not err or "returned_model" in r.raw:  # the error, if any, is the model's forward()'s
+        raise Fail(
+            f"{what} returned normally, without raising; it should raise ValueError naming "
+            f"{key}: {because}."
+        )
     if err.get("type") != "ValueError":
         raise Fail(
             f"{what} raised {err['type']}: {compare.plain_error_text(err['message'])}; it "

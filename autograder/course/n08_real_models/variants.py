@@ -7,6 +7,7 @@ to the right ones; the judges name the id whose output a student's answer matche
 
 import math
 
+import numpy as np
 import torch
 
 from autograder.course.n08_real_models import reference as ref
@@ -25,27 +26,43 @@ class _WrongGQA(ref.GroupedQueryAttention):
         B, T, d = x.shape
         H, H_kv = self.n_heads, self.n_kv_heads
         d_head = d // H
-        base = 10000.0 if self.mistake == "rope-base-ignored" else self.rope_base
+        m = self.mistake
+        base = 10000.0 if m == "rope-base-ignored" else self.rope_base
 
         def heads(t, n):
+            if m in ("heads-split-without-transpose", "heads-without-transpose"):
+                return t.reshape(B, n, T, d_head)
             return t.view(B, T, n, d_head).transpose(1, 2)
 
         q, k, v = heads(self.wq(x), H), heads(self.wk(x), H_kv), heads(self.wv(x), H_kv)
         T_past = 0 if cache is None else cache[0].shape[2]
-        positions = torch.arange(T_past, T_past + T)
-        q, k = apply_rope(q, positions, base), apply_rope(k, positions, base)
+        start = 0 if m == "cache-positions-restart" else T_past
+        positions = torch.arange(start, start + T)
+        q = apply_rope(q, positions, base)
+        k = k if m == "rope-queries-only" else apply_rope(k, positions, base)
         if cache is not None:
             k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
         group = H // H_kv
-        if self.mistake == "kv-head-interleaved":  # query head h reads kv head h % H_kv
+        if m == "kv-head-interleaved":  # query head h reads kv head h % H_kv
             k_all, v_all = k.repeat(1, group, 1, 1), v.repeat(1, group, 1, 1)
         else:
             k_all, v_all = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
-        scores = q @ k_all.transpose(-2, -1) / math.sqrt(d_head)
-        mask = torch.ones(T, T_past + T, dtype=torch.bool).tril(diagonal=T_past)
-        weights = scores.masked_fill(~mask, float("-inf")).softmax(dim=-1)
-        y = (weights @ v_all).transpose(1, 2).reshape(B, T, d)
-        return self.wo(y), (k, v)
+        scores = q @ k_all.transpose(-2, -1)
+        if m == "attention-scale-d-model":
+            scores = scores / math.sqrt(d)
+        elif m != "missing-scale":
+            scores = scores / math.sqrt(d_head)
+        if m != "no-causal-mask":
+            offset = 0 if m == "cache-mask-not-offset" else T_past
+            mask = torch.ones(T, T_past + T, dtype=torch.bool).tril(diagonal=offset)
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = scores.softmax(dim=-2 if m == "softmax-over-queries" else -1)
+        y = weights @ v_all
+        if m in ("heads-merged-without-transpose", "heads-without-transpose"):
+            y = y.reshape(B, T, d)
+        else:
+            y = y.transpose(1, 2).reshape(B, T, d)
+        return (y if m == "missing-output-projection" else self.wo(y)), (k, v)
 
 
 def _with_mistake(model, mistake):
@@ -57,17 +74,51 @@ def _with_mistake(model, mistake):
     return model
 
 
-ATTENTION_MISTAKES = ("kv-head-interleaved", "rope-base-ignored")
+ATTENTION_MISTAKES = (
+    "kv-head-interleaved",
+    "rope-base-ignored",
+    # the mistakes of 07's CausalSelfAttention, named by 07's ids
+    "cache-positions-restart",
+    "cache-mask-not-offset",
+    "no-causal-mask",
+    "missing-scale",
+    "attention-scale-d-model",
+    "heads-split-without-transpose",
+    "heads-merged-without-transpose",
+    "heads-without-transpose",
+    "rope-queries-only",
+    "softmax-over-queries",
+    "missing-output-projection",
+)
+ATTENTION_IDS = {
+    "heads-split-without-transpose": "heads-reshape-without-transpose",
+    "heads-merged-without-transpose": "heads-reshape-without-transpose",
+    "heads-without-transpose": "heads-reshape-without-transpose",
+}
+
+
+def _differs(got, right):
+    return any(
+        g.shape != r.shape or not np.allclose(g, r, 1e-6, 1e-8)
+        for g, r in zip(got, right, strict=True)
+    )
 
 
 def attention_variants(init, state, x, cache=None):
-    """[(id, (y, k, v))] of GroupedQueryAttention(**init) with `state` on x (and a cache)."""
+    """[(id, (y, k, v))] of GroupedQueryAttention(**init) with `state` on x (and a cache),
+    those that change nothing on these inputs left out."""
+    module = load(ref.GroupedQueryAttention(**init), state)
+    with torch.no_grad():
+        y, (k, v) = module(x, cache)
+    right = (np_(y), np_(k), np_(v))
     out = []
     for mistake in ATTENTION_MISTAKES:
         module = _with_mistake(load(ref.GroupedQueryAttention(**init), state), mistake)
         with torch.no_grad():
             y, (k, v) = module(x, cache)
-        out.append((mistake, (np_(y), np_(k), np_(v))))
+        got = (np_(y), np_(k), np_(v))
+        if _differs(got, right):
+            out.append((ATTENTION_IDS.get(mistake, mistake), got))
     return out
 
 
@@ -121,6 +172,7 @@ LOAD_MISTAKES = (
     "rope-only-queries-permuted",
     "rope-permutation-inverted",
     "gate-up-swapped",
+    "rope-keys-permuted-with-query-heads",
 )
 
 
@@ -138,6 +190,9 @@ def _wrong_load(model, state_dict, mistake, n_heads, n_kv_heads):
             hf[key] = _permute_meta(hf[key], heads)
         elif mistake == "rope-permutation-inverted":  # undo the loader's, then Meta's direction
             hf[key] = _permute_meta(_permute_meta(hf[key], heads), heads)
+        elif mistake == "rope-keys-permuted-with-query-heads" and ".k_proj." in key:
+            # k_proj's rows reordered as n_heads heads; the loader's own reordering undone first
+            hf[key] = _permute_meta(ref.half_split_to_interleaved(hf[key], n_heads), heads)
     if mistake == "gate-up-swapped":
         for key in list(hf):
             if ".mlp.gate_proj." in key:
@@ -152,6 +207,8 @@ def load_variants(init, state_dict, idx):
     n_kv_heads = init.get("n_kv_heads") or n_heads
     out = []
     for mistake in LOAD_MISTAKES:
+        if mistake == "rope-keys-permuted-with-query-heads" and n_kv_heads == n_heads:
+            continue  # the same heads: the same reordering
         model = _wrong_load(ref.Llama(**init).eval(), state_dict, mistake, n_heads, n_kv_heads)
         with torch.no_grad():
             out.append((mistake, np_(model(idx)[0])))
