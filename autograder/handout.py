@@ -47,7 +47,6 @@ SHIPPED = (
     "results.py",
     "escaping.py",  # safe_files prints through it
     "safe_files.py",  # how answers are read: never through a link, never past a size cap
-    "escaping.py",  # safe_files shows names through its terminal escaping
     "harness/*.py",
     "judging/*.py",
     "misconceptions/__init__.py",  # the catalogue's text; the *_variants.py modules stay here

@@ -130,6 +130,9 @@ def run_autograder(root, **extra_env):
     return json.loads((root / "results" / "results.json").read_text())
 
 
+LATEST = ("07_modern_lm", "08_real_models")  # the course's last notebook and the one it reads
+
+
 def per_notebook(results):
     scores = {}
     for test in results["tests"]:
@@ -331,6 +334,9 @@ def graded(tmp_path_factory, autograder_zip):
         "mistakes": ([CLASS / "no_scale" / BY_STEM["02_dot_product_softmax"].filename], {}),
         "trap": ([trap], {}),
         "trap-run-all": ([trap], {"AUTOGRADER_SKIP_DEMOS": "0"}),  # the trap's control
+        # notebook 08 reads notebook 07's definitions: a submission of both, and 08's stub alone
+        "solutions-08": ([REPO / "solutions" / BY_STEM[s].filename for s in LATEST], {}),
+        "stubs-08": ([REPO / "notebooks" / BY_STEM[LATEST[-1]].filename], {}),
     }
     results = {}
     for name, (notebooks, env) in subs.items():
@@ -359,6 +365,14 @@ def test_solutions_full_marks_stubs_zero(graded):
         t for t in graded["stubs"]["tests"] if t["extra_data"]["notebook"] == "01_soft_lookup"
     ]
     assert stub_tests and all(t["status"] == "failed" for t in stub_tests)
+
+
+def test_the_latest_notebook_full_marks_and_its_stub_zero(graded):
+    """Notebook 08 (transformers' layout, a checkpoint loaded in the student's kernel) grades on
+    Gradescope as standalone does: its solutions at full marks beside 07's, its stub at 0."""
+    latest = LATEST[-1]
+    assert per_notebook(graded["solutions-08"])[latest] == max_points(latest) > 0
+    assert per_notebook(graded["stubs-08"])[latest] == 0
 
 
 def test_mistakes_score_as_the_standalone_grader_does(graded, tmp_path):
