@@ -18,7 +18,7 @@ import numpy as np
 
 from autograder.judging import judge
 from autograder.judging.base import Fail
-from autograder.judging.compare import error_message, fmt
+from autograder.judging.compare import describe_encoded, error_message, fmt
 from autograder.judging.torch_checks import explain
 from autograder.results import NOT_IMPLEMENTED
 
@@ -69,7 +69,8 @@ def lr_schedule(responses, *, what, calls, expected, variants):
             value = float(value)
         if not _number(value):
             raise Fail(
-                f"lr_at(step {args[0]}, ...) returned {type(value).__name__}; it should return "
+                f"lr_at(step {args[0]}, ...) returned {describe_encoded(answer.get('value'))}; "
+                "it should return "
                 "a float (a number an optimizer's param_groups take as their lr)."
             )
         got.append(float(value))
