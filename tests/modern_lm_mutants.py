@@ -131,6 +131,24 @@ class BPEDecodeIndexError(ref.BPETokenizer):
         return b"".join(self.vocab[i] for i in ids).decode("utf-8", errors="replace")
 
 
+class BPEDecodeEachId(ref.BPETokenizer):
+    """Decodes id by id: a character whose bytes sit in two ids becomes two U+FFFD."""
+
+    def decode(self, ids):
+        if any(not 0 <= i < self.vocab_size for i in ids):
+            raise ValueError(f"unknown ids {ids}")
+        return "".join(self.vocab[i].decode("utf-8", errors="replace") for i in ids)
+
+
+class BPEDecodeNegativeIds(ref.BPETokenizer):
+    """Checks only the upper end: decode([-1]) wraps to the last token."""
+
+    def decode(self, ids):
+        if any(i >= self.vocab_size for i in ids):
+            raise ValueError(f"unknown ids {ids}")
+        return b"".join(self.vocab[i] for i in ids).decode("utf-8", errors="replace")
+
+
 class BPEMinbpeStyle:
     """minbpe's own layout: merges kept as a dict {pair: new id}, encode by the lowest id among
     the pairs present (written independently of the reference), merges exposed as a list."""
@@ -582,6 +600,8 @@ WRONG = [
     ("bpe-encode-scan", "BPETokenizer", BPEEncodeLeftToRight, "bpe-encode-order", None),
     ("bpe-decode-strict", "BPETokenizer", BPEDecodeStrict, None, "errors='replace'"),
     ("bpe-decode-indexerror", "BPETokenizer", BPEDecodeIndexError, None, "ValueError"),
+    ("bpe-decode-each-id", "BPETokenizer", BPEDecodeEachId, None, "Join the bytes"),
+    ("bpe-decode-negative", "BPETokenizer", BPEDecodeNegativeIds, None, "from 0 to vocab_size"),
     ("rms-layer-norm", "rms_norm", rms_layer_norm, "rmsnorm-mean-subtracted", None),
     ("rms-eps-outside", "rms_norm", rms_eps_outside, "rmsnorm-eps-outside-sqrt", None),
     ("rms-no-gain", "rms_norm", rms_no_gain, "rmsnorm-no-gain", None),

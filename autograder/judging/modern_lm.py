@@ -161,8 +161,9 @@ def bpe_encode(
 
 
 @judge
-def bpe_decode(responses, *, text, partial, partial_decoded):
-    """decode(encode(text)) == text; decode of half a UTF-8 character replaces it."""
+def bpe_decode(responses, *, text, partial, partial_decoded, split=None, split_text=None):
+    """decode(encode(text)) == text; decode of half a UTF-8 character replaces it; the bytes
+    of one character spread over two ids (`split`) decode back to it (`split_text`)."""
     r = responses[0]
     got = _step(r, 0, "decode(encode(s))")
     if not isinstance(got, str):
@@ -182,23 +183,39 @@ def bpe_decode(responses, *, text, partial, partial_decoded):
             f"decode({partial}) gave {got!r:.60}: these bytes are not whole UTF-8 characters; "
             "decode them with errors='replace' (each broken character becomes '\\ufffd')."
         )
+    if split is not None:
+        got = _step(r, 2, f"decode({split})")
+        if got != split_text:
+            raise Fail(
+                f"decode({split}) gave {got!r:.60}, not {split_text!r}: these ids are the two "
+                "UTF-8 bytes of one character. Join the bytes of all the ids first, then decode "
+                "them once."
+            )
 
 
 @judge
-def bpe_unknown(responses, *, ids, bad, name="BPETokenizer"):
+def bpe_unknown(responses, *, ids, bad, name="BPETokenizer", negative=None):
+    """decode(ids) with one id past the vocabulary raises ValueError naming it; so does a
+    negative id (`negative`: the ids of a second call), which Python's indexing would wrap."""
     r = responses[0]
     if r.error:
         raise Fail(compare.error_message(r, f"{name}(text, vocab_size)"))
-    step = r.raw["steps"][0]
+    _unknown_step(r.raw["steps"][0], ids, bad, name)
+    if negative is not None:
+        _unknown_step(r.raw["steps"][1], negative, negative[-1], name)
+
+
+def _unknown_step(step, ids, bad, name):
     if (step.get("error") or {}).get("type") == "NotImplementedError":
         raise Fail(
             f"{name} is not implemented yet (decode raises NotImplementedError).",
             reason=NOT_IMPLEMENTED,
         )
     if not step.get("error"):
+        where = "ids run from 0 to vocab_size - 1" if bad < 0 else f"{bad} is not in it"
         raise Fail(
             f"decode({ids}) returned {describe_encoded(step.get('value'))} although {bad} is "
-            "not in the vocabulary: raise ValueError naming it."
+            f"not in the vocabulary ({where}): raise ValueError naming it."
         )
     err = step["error"]
     if err["type"] != "ValueError":
@@ -235,7 +252,16 @@ def regex_specials(responses, *, what, expected, variants, merges, specials):
         if missing
         else "the text around the special tokens is encoded otherwise"
     )
-    if not ids and any(256 + len(merges) > i >= 256 for i in got) and missing:
+    # ids of its own for the special tokens: the same ids, but where a special id belongs, one
+    # below 256 + len(merges) (a merged text would give other ids around it too)
+    if (
+        not ids
+        and missing
+        and len(got) == len(expected)
+        and all(g != e for g, e in zip(got, expected, strict=True) if e in wanted)
+        and all(g == e for g, e in zip(got, expected, strict=True) if e not in wanted)
+        and all(g < 256 + len(merges) for g, e in zip(got, expected, strict=True) if e in wanted)
+    ):
         ids = ["regex-bpe-special-ids-low"]
     raise Fail(
         f"{what}: {seen}. "
@@ -250,7 +276,9 @@ def regex_specials(responses, *, what, expected, variants, merges, specials):
 
 
 @judge
-def regex_special_decode(responses, *, what, texts, calls, merges, special):
+def regex_special_decode(
+    responses, *, what, texts, calls, merges, special, at=(0, 1), one_by_one=None
+):
     """decode of ids holding special ids: their strings back, the other ids as bytes. Judged
     once the merges are right and encode gives a special token its own id (their own tests
     say how otherwise)."""
@@ -268,7 +296,8 @@ def regex_special_decode(responses, *, what, texts, calls, merges, special):
             f"{what}: encode({token!r}) is not [{id_}], the id special_tokens gives it, so "
             "decode cannot give it back (the test of the special tokens says how): fix that first."
         )
-    for i, (text, ids) in enumerate(zip(texts, calls, strict=True)):
+    apart = one_by_one or [None] * len(texts)
+    for i, text, ids, each in zip(at, texts, calls, apart, strict=True):
         step = r.raw["steps"][i] if not r.error else {}
         err = step.get("error") or {}
         if err and err.get("type") not in ("NotImplementedError",):
@@ -279,6 +308,12 @@ def regex_special_decode(responses, *, what, texts, calls, merges, special):
                 ["regex-bpe-special-decode"],
             )
         got = _step(r, i, f"decode({ids})", name)
+        if got != text and got == each:
+            raise Fail(
+                f"{what}.decode({ids}) gave {str(got)[:60]!r}, not {text[:60]!r}: the UTF-8 "
+                "bytes of one character can sit in two ids. Join the bytes of each run of "
+                "ordinary ids, then decode them together."
+            )
         if got != text:
             ids_ = ["regex-bpe-special-decode"] if isinstance(got, str) else []
             raise Fail(

@@ -145,25 +145,34 @@ def bpe_cases(rng):
                     [
                         {"method": "decode", "args": [encoded]},
                         {"method": "decode", "args": [partial]},
+                        {"method": "decode", "args": [list(multibyte)]},
                     ],
                 )
             ],
             Judgement(
                 "modern_lm.bpe_decode",
-                {"text": sample, "partial": partial, "partial_decoded": tok.decode(partial)},
+                {
+                    "text": sample,
+                    "partial": partial,
+                    "partial_decoded": tok.decode(partial),
+                    "split": list(multibyte),
+                    "split_text": "é",
+                },
             ),
         )
     )
 
     bad = tok.vocab_size + int(rng.integers(0, 5))
     ids = [*encoded[:3], bad]
+    negative = [*encoded[:2], -int(rng.integers(1, 4))]
+    decodes = [{"method": "decode", "args": [ids]}, {"method": "decode", "args": [negative]}]
     cases.append(
         Case(
             "BPETokenizer",
             "an id outside the vocabulary raises ValueError naming it",
             0.5,
-            [_obj(text, vocab_size, [{"method": "decode", "args": [ids]}])],
-            Judgement("modern_lm.bpe_unknown", {"ids": ids, "bad": bad}),
+            [_obj(text, vocab_size, decodes)],
+            Judgement("modern_lm.bpe_unknown", {"ids": ids, "bad": bad, "negative": negative}),
         )
     )
     return cases
