@@ -461,11 +461,11 @@ class LlamaPostNorm(ref.TinyLlama):
 
 
 class _TorchNormBlock(nn.Module):
-    def __init__(self, d_model, n_heads, d_ff):
+    def __init__(self, d_model, n_heads, d_ff, eps=1e-6):
         super().__init__()
-        self.norm1 = nn.RMSNorm(d_model, eps=1e-6)
+        self.norm1 = nn.RMSNorm(d_model, eps=eps)
         self.attn = AttnSDPA(d_model, n_heads)
-        self.norm2 = nn.RMSNorm(d_model, eps=1e-6)
+        self.norm2 = nn.RMSNorm(d_model, eps=eps)
         self.ffn = ref.SwiGLU(d_model, d_ff)
 
     def forward(self, x, cache=None):
@@ -477,15 +477,17 @@ class _TorchNormBlock(nn.Module):
 class LlamaTorchNorms(nn.Module):
     """nn.RMSNorm everywhere, torch's fused attention, d_ff by integer arithmetic."""
 
+    eps = 1e-6
+
     def __init__(self, vocab_size, block_size, d_model=128, n_heads=4, n_layers=4, d_ff=None):
         super().__init__()
         self.block_size = block_size
         d_ff = d_ff or -(-8 * d_model // (3 * 64)) * 64
         self.tok_emb = nn.Embedding(vocab_size, d_model)
         self.blocks = nn.ModuleList(
-            _TorchNormBlock(d_model, n_heads, d_ff) for _ in range(n_layers)
+            _TorchNormBlock(d_model, n_heads, d_ff, self.eps) for _ in range(n_layers)
         )
-        self.norm = nn.RMSNorm(d_model, eps=1e-6)
+        self.norm = nn.RMSNorm(d_model, eps=self.eps)
         self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
         self.lm_head.weight = self.tok_emb.weight
 
@@ -498,6 +500,20 @@ class LlamaTorchNorms(nn.Module):
             x, c = block(x, c)
             caches.append(c)
         return self.lm_head(self.norm(x)), caches
+
+
+class LlamaDefaultEps(LlamaTorchNorms):
+    """nn.RMSNorm(d_model) with its default eps (float32's machine epsilon, not 1e-6)."""
+
+    eps = None
+
+
+class LlamaCacheNotUpdated(ref.TinyLlama):
+    """Returns the cache it was given (the blocks' new caches dropped)."""
+
+    def forward(self, idx, cache=None):
+        logits, new_cache = super().forward(idx, cache)
+        return logits, cache if cache is not None else new_cache
 
 
 # ================================================================ generate_cached
@@ -643,6 +659,8 @@ WRONG = [
     ("llama-4x-width", "TinyLlama", LlamaFourTimesWidth, "llama-d-ff-default", None),
     ("llama-no-length-check", "TinyLlama", LlamaNoLengthCheck, None, "ValueError"),
     ("llama-post-norm", "TinyLlama", LlamaPostNorm, "norm-order-swapped", None),
+    ("llama-default-eps", "TinyLlama", LlamaDefaultEps, None, "eps 1e-6"),
+    ("llama-cache-not-updated", "TinyLlama", LlamaCacheNotUpdated, None, "it was given"),
     ("gen-no-cache", "generate_cached", gen_no_cache_after_prompt, "cache-positions-restart", None),
     ("gen-prompt-cache", "generate_cached", gen_prompt_cache_kept, "cache-not-updated", None),
     ("gen-multiplied", "generate_cached", _sampler("multiplied"), "temperature-multiplied", None),

@@ -434,7 +434,7 @@ def attention_cache(responses, *, what, expected, variants, T_past):
 
 
 @judge
-def llama_values(responses, *, what, expected, variants, d_ff):
+def llama_values(responses, *, what, expected, variants, d_ff, hint=""):
     """TinyLlama(idx): logits against the reference's; the head tied to the embedding (a tied
     weight is one parameter: named_parameters lists it once, as tok_emb.weight)."""
     r = responses[0]
@@ -455,7 +455,7 @@ def llama_values(responses, *, what, expected, variants, d_ff):
             ["head-not-tied"],
         )
     logits, _ = _model_out(r, what)
-    close_or_diagnose(logits, expected, variants, f"the logits of {what}")
+    close_or_diagnose(logits, expected, variants, f"the logits of {what}", hint=hint)
 
 
 def _model_out(r, what):
@@ -468,11 +468,17 @@ def _model_out(r, what):
 
 
 @judge
-def llama_cache(responses, *, what, expected, variants, n_blocks, T_total):
+def llama_cache(responses, *, what, expected, variants, n_blocks, T_total, T_past=None):
     r = module_answer(responses[0], "TinyLlama", what)
     logits, caches = _unpack_attention(r, what, n_blocks=n_blocks)
     close_or_diagnose(logits, expected, variants, f"the logits of {what}")
     lengths = {np.shape(k)[2] if np.ndim(k) == 4 else None for k, _ in caches}
+    if T_past is not None and lengths == {T_past}:
+        raise Fail(
+            f"{what}: the cache returned holds the {T_past} positions it was given, without "
+            f"the {T_total - T_past} new ones: return the caches the blocks give back, which "
+            f"hold all {T_total}."
+        )
     if lengths != {T_total}:
         raise Fail(
             f"{what}: the cache returned should hold {T_total} positions in every block, the "

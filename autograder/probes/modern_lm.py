@@ -503,11 +503,20 @@ def llama_cases(rng):
         _, cache = model(idx[:, :4])
         rest, _ = model(idx[:, 4:], cache)
     what = "TinyLlama(vocab_size=13, block_size=10, d_model=28, n_heads=2, n_layers=2)"
+    # tokens whose embeddings are tiny (mean square about 1e-6, eps's size): the norms' eps
+    # changes what the first norm makes of them; the other rows keep the logits of order 1
+    quiet = rng.choice(V, size=3, replace=False)
+    quiet_state = dict(state)
+    quiet_state["tok_emb.weight"] = state["tok_emb.weight"].clone()
+    quiet_state["tok_emb.weight"][quiet] = tensor(rng, 3, LLAMA["d_model"], scale=1e-3)
+    quiet_idx = torch.from_numpy(rng.choice(quiet, size=(1, 5))).long()
+    with torch.no_grad():
+        quiet_logits, _ = _reference_llama(quiet_state)(quiet_idx)
     cases = [
         Case(
             "TinyLlama",
             "logits, with the head tied to the token embedding",
-            2.0,
+            1.75,
             [
                 {
                     "op": "module",
@@ -529,6 +538,25 @@ def llama_cases(rng):
             ),
         )
     ]
+    cases.append(
+        Case(
+            "TinyLlama",
+            "tokens with tiny embeddings: every norm's eps is 1e-6",
+            0.25,
+            [{"op": "module", "init": LLAMA, "state": quiet_state, "args": [quiet_idx]}],
+            Judgement(
+                "modern_lm.llama_values",
+                {
+                    "what": f"{what}(idx (1, 5) of tokens whose embeddings are near 0)",
+                    "expected": np_(quiet_logits),
+                    "variants": [],
+                    "d_ff": LLAMA_D_FF,
+                    "hint": "Every RMSNorm of the model (in the blocks and the final one) "
+                    "computes rms_norm with eps 1e-6; near 0, eps decides the result.",
+                },
+            ),
+        )
+    )
     cache_arg = [tuple(c) for c in cache]
     cases.append(
         Case(
@@ -552,6 +580,7 @@ def llama_cases(rng):
                     "variants": mv.llama_variants(state, idx[:, 4:], H, L, cache_arg),
                     "n_blocks": L,
                     "T_total": 7,
+                    "T_past": 4,
                 },
             ),
         )
