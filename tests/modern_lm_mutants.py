@@ -552,6 +552,39 @@ def gen_prompt_cache_kept(
     return idx
 
 
+@torch.no_grad()
+def gen_samples_before_loop(
+    model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None
+):
+    """Samples the first token right after the prompt, before the loop: max_new_tokens=0
+    still adds one."""
+    _checked(model, idx, max_new_tokens)
+    logits, cache = model(idx)
+    idx = torch.cat(
+        [idx, ref.sample_next_token(logits[:, -1], temperature, top_k, top_p, generator)], 1
+    )
+    for _ in range(1, max_new_tokens):
+        logits, cache = model(idx[:, -1:], cache)
+        nxt = ref.sample_next_token(logits[:, -1], temperature, top_k, top_p, generator)
+        idx = torch.cat([idx, nxt], 1)
+    return idx
+
+
+@torch.no_grad()
+def gen_whole_sequence_with_cache(
+    model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None
+):
+    """Feeds the whole sequence with the cache at every step."""
+    _checked(model, idx, max_new_tokens)
+    logits, cache = model(idx)
+    for step in range(max_new_tokens):
+        if step:
+            logits, cache = model(idx, cache)
+        nxt = ref.sample_next_token(logits[:, -1], temperature, top_k, top_p, generator)
+        idx = torch.cat([idx, nxt], 1)
+    return idx
+
+
 def _sampler(mistake):
     def sample(logits, temperature, top_k, top_p, generator):
         logits = logits * temperature if mistake == "multiplied" else logits / temperature
@@ -667,6 +700,14 @@ WRONG = [
     ("gen-boundary", "generate_cached", _sampler("boundary"), "top-p-excludes-boundary", None),
     ("gen-no-top-p", "generate_cached", _sampler("no-top-p"), "top-p-ignored", None),
     ("gen-no-top-k", "generate_cached", _sampler("no-top-k"), "top-k-ignored", None),
+    ("gen-samples-before-loop", "generate_cached", gen_samples_before_loop, None, ", 0, generator"),
+    (
+        "gen-whole-sequence-cached",
+        "generate_cached",
+        gen_whole_sequence_with_cache,
+        None,
+        "fed again",
+    ),
 ]
 
 RIGHT = [

@@ -6,6 +6,8 @@ with the reference's outputs and the known-wrong variants' outputs stored as pla
 differentiable and unchanged" judge. No judge here runs a model answer.
 """
 
+import re
+
 import numpy as np
 
 from autograder.judging import compare, judge
@@ -508,18 +510,27 @@ def _generated(r, what, shape, V, prompt):
 
 
 @judge
-def cached_tokens(responses, *, what, shape, vocab_size, prompt, fills_block=None):
+def cached_tokens(
+    responses, *, what, shape, vocab_size, prompt, fills_block=None, also=(), also_shape=None
+):
     """Shape (B, T0 + max_new_tokens), valid ids, the prompt kept and idx itself unchanged.
     With `fills_block` (block_size), T0 + max_new_tokens == block_size: a request that fits
-    exactly must not be refused, nor feed the model a position past block_size."""
+    exactly must not be refused, nor feed the model a position past block_size. `also`
+    describes further calls on the same prompt, each to give `also_shape`."""
     r = responses[0]
     if fills_block is not None and r.error and r.error.get("type") == "ValueError":
         message = r.error.get("message", "")
-        id_ = (
-            "cache-feeds-last-token"
-            if message.startswith("the toy model holds")  # the model's own refusal
-            else "generate-full-block-refused"
+        fed = (
+            re.search(r"not (\d+)$", message) if message.startswith("the toy model holds") else None
         )
+        if fed and int(fed.group(1)) > fills_block + 1:  # the model's own refusal, far past
+            raise Fail(
+                f"{what}: {shape[1]} positions fill block_size = {fills_block} exactly, but "
+                f"the model was fed {fed.group(1)} positions in all, through its cache: the "
+                "tokens already in the cache were fed again. Feed the prompt once, then only "
+                "the newest token with the cache."
+            )
+        id_ = "cache-feeds-last-token" if fed else "generate-full-block-refused"
         raise Fail(
             f"{what}: {shape[1]} positions fill block_size = {fills_block} exactly, which "
             f"fits, but it raised ValueError: {compare.plain_error_text(message)}. "
@@ -529,6 +540,8 @@ def cached_tokens(responses, *, what, shape, vocab_size, prompt, fills_block=Non
     _generated(r, what, tuple(shape), vocab_size, prompt)
     after = r.decode(r.raw["args_after"][1])
     compare.assert_unchanged(np.asarray(prompt), np.asarray(after), "idx")
+    for more, response in zip(also, responses[1:], strict=True):
+        _generated(response, more, tuple(also_shape), vocab_size, prompt)
 
 
 @judge

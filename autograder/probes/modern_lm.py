@@ -693,7 +693,12 @@ def generate_cached_cases(rng):
                     "op": "call",
                     "args": [_toy_value(table, positions), small, 5],
                     "kwargs": {"generator": {"$generator": seed}},
-                }
+                },
+                {
+                    "op": "call",
+                    "args": [_toy_value(table, positions), small, 0],
+                    "kwargs": {"generator": {"$generator": seed}},
+                },
             ],
             Judgement(
                 "modern_lm.cached_tokens",
@@ -702,6 +707,8 @@ def generate_cached_cases(rng):
                     "shape": [3, 7],
                     "vocab_size": TOY_V,
                     "prompt": small.numpy(),
+                    "also": ["generate_cached(model, idx (3, 2), 0, generator=g)"],
+                    "also_shape": [3, 2],
                 },
             ),
         )
