@@ -555,7 +555,7 @@ WRONG = [
     ("regex-special-ids-256", "RegexBPETokenizer", RegexSpecialIdsFrom256, "regex-bpe-special-ids-low", None),
     ("regex-decode-refuses", "RegexBPETokenizer", RegexDecodeRefusesSpecials, "regex-bpe-special-decode", None),
     ("regex-encode-most-frequent", "RegexBPETokenizer", RegexEncodeMostFrequent, "bpe-encode-order", None),
-    ("regex-encode-no-chunks", "RegexBPETokenizer", RegexEncodeNoChunks, None, "encode each chunk on its own"),
+    ("regex-encode-no-chunks", "RegexBPETokenizer", RegexEncodeNoChunks, "regex-bpe-merges-across-chunks", None),
     ("regex-decode-each-id", "RegexBPETokenizer", RegexDecodeEachId, None, "Join the bytes of each run"),
     ("regex-specials-dropped", "RegexBPETokenizer", RegexSpecialsDropped, None, "Split the text at the special tokens"),
 ]  # fmt: skip

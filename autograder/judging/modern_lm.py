@@ -163,13 +163,21 @@ def bpe_encode(
 
 
 @judge
-def bpe_decode(responses, *, text, partial, partial_decoded, split=None, split_text=None):
+def bpe_decode(
+    responses, *, text, partial, partial_decoded, split=None, split_text=None, apart=None
+):
     """decode(encode(text)) == text; decode of half a UTF-8 character replaces it; the bytes
     of one character spread over two ids (`split`) decode back to it (`split_text`)."""
     r = responses[0]
     got = _step(r, 0, "decode(encode(s))")
     if not isinstance(got, str):
         raise Fail(f"decode returned {describe_encoded(r.raw['steps'][0]['value'])}, not a str.")
+    if got != text and got == apart:  # `apart`: encode(s)'s ids decoded one at a time
+        raise Fail(
+            f"decode(encode(s)) gave {got[:40]!r}, not s = {text[:40]!r}: the UTF-8 bytes of "
+            "one character can sit in two ids. Join the bytes of all the ids first, then "
+            "decode them once."
+        )
     if got != text:
         raise Fail(f"decode(encode(s)) gave {got[:40]!r}, not s = {text[:40]!r}.")
     err = r.raw["steps"][1].get("error") or {}

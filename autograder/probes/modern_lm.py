@@ -157,6 +157,9 @@ def bpe_cases(rng):
                     "partial_decoded": tok.decode(partial),
                     "split": list(multibyte),
                     "split_text": "é",
+                    "apart": "".join(
+                        tok.vocab[i].decode("utf-8", errors="replace") for i in encoded
+                    ),
                 },
             ),
         )

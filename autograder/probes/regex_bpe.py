@@ -82,14 +82,19 @@ def _specials_draw(rng, words, merges, specials):
 
 
 def _edge_draw(rng):
-    """A text whose one merge is two spaces (runs of three spaces between distinct letters:
-    GPT-2's pattern cuts each run into '  ' and ' ' + the next letter), and a text to encode
-    with two spaces before a word: chunked, they are ' ' and ' ' + the word, never merged."""
-    letters = [str(c) for c in rng.choice(list("abcdefghk"), size=6, replace=False)]
-    text = "   ".join(letters[:4])
-    sample = f"{letters[4]}  {letters[5]}"
-    merges = rv.train(text, 257)
+    """A text whose merges are two spaces, then a space and one letter b: runs of three spaces
+    between letters, which GPT-2's pattern cuts into '  ' and ' ' + the next letter. Encoded:
+    two spaces before b, then another word and three spaces before b. Chunked, the first two
+    spaces are ' ' and ' b' and never merge; without chunks they do; a pattern that keeps
+    each run of spaces whole (with no space in front of a word) gives other ids again."""
+    a, b, c, x, y = (str(ch) for ch in rng.choice(list("acdefghkmn"), size=5, replace=False))
+    text = "   ".join([a, b, b, b, c])
+    sample = f"{x}  {b} {y}   {b}"
+    merges = rv.train(text, EDGE_VOCAB)
     return text, merges, sample, rv.encode(merges, {}, sample)
+
+
+EDGE_VOCAB = 258
 
 
 def _obj(text, vocab_size, steps, specials=None):
@@ -150,11 +155,18 @@ def regex_bpe_cases(rng):
             "RegexBPETokenizer",
             "encode never merges a pair across two chunks",
             0.25,
-            [_obj(edge_text, 257, [{"attr": "merges"}, {"method": "encode", "args": [edge]}])],
+            [
+                _obj(
+                    edge_text,
+                    EDGE_VOCAB,
+                    [{"attr": "merges"}, {"method": "encode", "args": [edge]}],
+                )
+            ],
             Judgement(
                 "modern_lm.bpe_encode",
                 {
-                    "what": f"RegexBPETokenizer({edge_text!r}, vocab_size=257).encode({edge!r})",
+                    "what": f"RegexBPETokenizer({edge_text!r}, vocab_size={EDGE_VOCAB})"
+                    f".encode({edge!r})",
                     "expected": edge_ids,
                     "variants": rv.encode_variants(edge_merges, {}, edge),
                     "merges": edge_merges,
