@@ -255,6 +255,16 @@ def rope_rotate_half(x, positions, base=10000.0):
     return x * cos + rotated * sin
 
 
+def rope_pairs_concatenated(x, positions, base=10000.0):
+    """Pairs (2i, 2i + 1) rotated right, but put back as all the evens, then all the odds."""
+    d = x.shape[-1]
+    if d % 2:
+        raise ValueError("odd d_head")
+    ang = _angles(positions, d, base, x.dtype)
+    even, odd = x[..., 0::2], x[..., 1::2]
+    return torch.cat([even * ang.cos() - odd * ang.sin(), even * ang.sin() + odd * ang.cos()], -1)
+
+
 def rope_frequency_i_over_d(x, positions, base=10000.0):
     d = x.shape[-1]
     if d % 2:
@@ -656,6 +666,7 @@ WRONG = [
     ("rms-no-gain", "rms_norm", rms_no_gain, "rmsnorm-no-gain", None),
     ("rms-l2", "rms_norm", rms_l2_norm, "rmsnorm-no-mean", None),
     ("rms-fixed-eps", "rms_norm", rms_fixed_eps, "rmsnorm-eps-ignored", None),
+    ("rope-pairs-concatenated", "apply_rope", rope_pairs_concatenated, None, "2i and 2i + 1"),
     ("rope-rotate-half", "apply_rope", rope_rotate_half, "rope-half-split", None),
     ("rope-i-over-d", "apply_rope", rope_frequency_i_over_d, "rope-wrong-frequency", None),
     ("rope-no-positions", "apply_rope", rope_ignores_positions, "rope-wrong-position", None),
