@@ -102,10 +102,16 @@ def _obj(text, vocab_size, steps, specials=None):
     return {"op": "object", "init_args": [text, vocab_size], "init": kwargs, "steps": steps}
 
 
-def _spelled(merges):
+def _vocab(merges):
+    """The bytes of every id: the 256 bytes, then each merge's two parts joined."""
     vocab = [bytes([i]) for i in range(256)]
     for a, b in merges:
         vocab.append(vocab[a] + vocab[b])
+    return vocab
+
+
+def _spelled(merges):
+    vocab = _vocab(merges)
     return [list(vocab[256 + i]) for i in range(len(merges))]
 
 
@@ -263,17 +269,13 @@ def regex_bpe_cases(rng):
 
 def sample_prefix(merges, ids):
     """The text the ids spell (bytes of the merges), as decode gives it."""
-    vocab = [bytes([i]) for i in range(256)]
-    for a, b in merges:
-        vocab.append(vocab[a] + vocab[b])
+    vocab = _vocab(merges)
     return b"".join(vocab[i] for i in ids).decode("utf-8", errors="replace")
 
 
 def one_by_one(merges, specials, ids):
     """The text the ids give decoded one id at a time (a split character broken)."""
-    vocab = [bytes([i]) for i in range(256)]
-    for a, b in merges:
-        vocab.append(vocab[a] + vocab[b])
+    vocab = _vocab(merges)
     names = {i: s for s, i in specials.items()}
     return "".join(
         names[i] if i in names else vocab[i].decode("utf-8", errors="replace") for i in ids
