@@ -77,6 +77,8 @@ def gen06(
     leave_eval=False,
     pass_generator=True,
     guard=True,
+    clamp_k=True,
+    softmax_dim=-1,
 ):
     @torch.no_grad()
     def generate(
@@ -88,7 +90,7 @@ def gen06(
         def cut_k(logits):
             if top_k is None or not top_k_used:
                 return logits
-            k = max(1, min(top_k, logits.shape[-1]) - top_k_minus)
+            k = max(1, (min(top_k, logits.shape[-1]) if clamp_k else top_k) - top_k_minus)
             kth = torch.topk(logits, k).values[:, [-1]]
             return logits.masked_fill(logits < kth, float("-inf"))
 
@@ -107,7 +109,7 @@ def gen06(
         for _ in range(max_new_tokens):
             logits = model(idx[:, -model.block_size :])[:, -1, :] / temperature
             logits = cut_k(cut_p(logits)) if top_p_first else cut_p(cut_k(logits))
-            probs = logits.softmax(-1)
+            probs = logits.softmax(softmax_dim)
             g = generator if pass_generator else None
             idx = torch.cat([idx, torch.multinomial(probs, 1, generator=g)], 1)
         return idx
@@ -406,6 +408,36 @@ class RegexEncodeMostFrequent(_Regex):
         return ids
 
 
+class RegexEncodeNoChunks(_Regex):
+    """Trained inside the chunks, but encode passes the whole text between special tokens to
+    BPETokenizer.encode: a merge can join bytes of two chunks."""
+
+    def pieces(self, text):
+        return [text] if getattr(self, "merges", None) is not None else super().pieces(text)
+
+
+class RegexDecodeEachId(_Regex):
+    """Special ids as strings, every other id decoded on its own: a character whose bytes sit
+    in two ids comes back as two U+FFFD."""
+
+    def decode(self, ids):
+        if any(not (0 <= i < self.vocab_size or i in self.special_of) for i in ids):
+            raise ValueError(f"unknown ids {ids}")
+        return "".join(
+            self.special_of[i] if i in self.special_of else ref.BPETokenizer.decode(self, [i])
+            for i in ids
+        )
+
+
+class RegexSpecialsDropped(_Regex):
+    """Splits at the special tokens with a pattern without a group: they vanish from the ids."""
+
+    def encode(self, s):
+        specials = sorted(self.special_tokens, key=len, reverse=True)
+        parts = regex.split("|".join(map(regex.escape, specials)), s) if specials else [s]
+        return [i for p in parts for c in self.pieces(p) for i in ref.BPETokenizer.encode(self, c)]
+
+
 class RegexByChunkCounts(ref.BPETokenizer):
     """Right: minbpe's RegexTokenizer layout, pairs counted once per distinct chunk times its
     count (a Counter of chunks, in order of first occurrence), special tokens by str.split."""
@@ -494,6 +526,8 @@ WRONG = [
     ("gen-top-p-ignored-06", "generate", gen06(top_p_used=False), "top-p-ignored", None),
     ("gen-leaves-eval", "generate", gen06(leave_eval=True), "generate-leaves-eval-mode", None),
     ("gen-global-rng", "generate", gen06(pass_generator=False), "generator-not-used", None),
+    ("gen-top-k-beyond-vocab", "generate", gen06(clamp_k=False), None, "top_k="),
+    ("gen-softmax-over-batch", "generate", gen06(softmax_dim=0), None, "spread evenly"),
     ("rms-global-mean", "rms_norm", rms_global_mean, "rmsnorm-global-mean", None),
     ("rms-std", "rms_norm", rms_std, "rmsnorm-std", None),
     ("rms-std-torch", "rms_norm", rms_std_torch, "rmsnorm-std", None),
@@ -521,6 +555,9 @@ WRONG = [
     ("regex-special-ids-256", "RegexBPETokenizer", RegexSpecialIdsFrom256, "regex-bpe-special-ids-low", None),
     ("regex-decode-refuses", "RegexBPETokenizer", RegexDecodeRefusesSpecials, "regex-bpe-special-decode", None),
     ("regex-encode-most-frequent", "RegexBPETokenizer", RegexEncodeMostFrequent, "bpe-encode-order", None),
+    ("regex-encode-no-chunks", "RegexBPETokenizer", RegexEncodeNoChunks, "regex-bpe-merges-across-chunks", None),
+    ("regex-decode-each-id", "RegexBPETokenizer", RegexDecodeEachId, None, "Join the bytes of each run"),
+    ("regex-specials-dropped", "RegexBPETokenizer", RegexSpecialsDropped, None, "Split the text at the special tokens"),
 ]  # fmt: skip
 
 # Not visible from behaviour on any input the checks can afford: without the guard, top_p=1.0

@@ -131,6 +131,24 @@ class BPEDecodeIndexError(ref.BPETokenizer):
         return b"".join(self.vocab[i] for i in ids).decode("utf-8", errors="replace")
 
 
+class BPEDecodeEachId(ref.BPETokenizer):
+    """Decodes id by id: a character whose bytes sit in two ids becomes two U+FFFD."""
+
+    def decode(self, ids):
+        if any(not 0 <= i < self.vocab_size for i in ids):
+            raise ValueError(f"unknown ids {ids}")
+        return "".join(self.vocab[i].decode("utf-8", errors="replace") for i in ids)
+
+
+class BPEDecodeNegativeIds(ref.BPETokenizer):
+    """Checks only the upper end: decode([-1]) wraps to the last token."""
+
+    def decode(self, ids):
+        if any(i >= self.vocab_size for i in ids):
+            raise ValueError(f"unknown ids {ids}")
+        return b"".join(self.vocab[i] for i in ids).decode("utf-8", errors="replace")
+
+
 class BPEMinbpeStyle:
     """minbpe's own layout: merges kept as a dict {pair: new id}, encode by the lowest id among
     the pairs present (written independently of the reference), merges exposed as a list."""
@@ -235,6 +253,16 @@ def rope_rotate_half(x, positions, base=10000.0):
     cos, sin = torch.cat([ang.cos()] * 2, -1), torch.cat([ang.sin()] * 2, -1)
     rotated = torch.cat([-x[..., d // 2 :], x[..., : d // 2]], -1)
     return x * cos + rotated * sin
+
+
+def rope_pairs_concatenated(x, positions, base=10000.0):
+    """Pairs (2i, 2i + 1) rotated right, but put back as all the evens, then all the odds."""
+    d = x.shape[-1]
+    if d % 2:
+        raise ValueError("odd d_head")
+    ang = _angles(positions, d, base, x.dtype)
+    even, odd = x[..., 0::2], x[..., 1::2]
+    return torch.cat([even * ang.cos() - odd * ang.sin(), even * ang.sin() + odd * ang.cos()], -1)
 
 
 def rope_frequency_i_over_d(x, positions, base=10000.0):
@@ -443,11 +471,11 @@ class LlamaPostNorm(ref.TinyLlama):
 
 
 class _TorchNormBlock(nn.Module):
-    def __init__(self, d_model, n_heads, d_ff):
+    def __init__(self, d_model, n_heads, d_ff, eps=1e-6):
         super().__init__()
-        self.norm1 = nn.RMSNorm(d_model, eps=1e-6)
+        self.norm1 = nn.RMSNorm(d_model, eps=eps)
         self.attn = AttnSDPA(d_model, n_heads)
-        self.norm2 = nn.RMSNorm(d_model, eps=1e-6)
+        self.norm2 = nn.RMSNorm(d_model, eps=eps)
         self.ffn = ref.SwiGLU(d_model, d_ff)
 
     def forward(self, x, cache=None):
@@ -459,15 +487,17 @@ class _TorchNormBlock(nn.Module):
 class LlamaTorchNorms(nn.Module):
     """nn.RMSNorm everywhere, torch's fused attention, d_ff by integer arithmetic."""
 
+    eps = 1e-6
+
     def __init__(self, vocab_size, block_size, d_model=128, n_heads=4, n_layers=4, d_ff=None):
         super().__init__()
         self.block_size = block_size
         d_ff = d_ff or -(-8 * d_model // (3 * 64)) * 64
         self.tok_emb = nn.Embedding(vocab_size, d_model)
         self.blocks = nn.ModuleList(
-            _TorchNormBlock(d_model, n_heads, d_ff) for _ in range(n_layers)
+            _TorchNormBlock(d_model, n_heads, d_ff, self.eps) for _ in range(n_layers)
         )
-        self.norm = nn.RMSNorm(d_model, eps=1e-6)
+        self.norm = nn.RMSNorm(d_model, eps=self.eps)
         self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
         self.lm_head.weight = self.tok_emb.weight
 
@@ -480,6 +510,20 @@ class LlamaTorchNorms(nn.Module):
             x, c = block(x, c)
             caches.append(c)
         return self.lm_head(self.norm(x)), caches
+
+
+class LlamaDefaultEps(LlamaTorchNorms):
+    """nn.RMSNorm(d_model) with its default eps (float32's machine epsilon, not 1e-6)."""
+
+    eps = None
+
+
+class LlamaCacheNotUpdated(ref.TinyLlama):
+    """Returns the cache it was given (the blocks' new caches dropped)."""
+
+    def forward(self, idx, cache=None):
+        logits, new_cache = super().forward(idx, cache)
+        return logits, cache if cache is not None else new_cache
 
 
 # ================================================================ generate_cached
@@ -515,6 +559,39 @@ def gen_prompt_cache_kept(
         nxt = ref.sample_next_token(logits[:, -1], temperature, top_k, top_p, generator)
         idx = torch.cat([idx, nxt], 1)
         logits, _ = model(nxt, cache)
+    return idx
+
+
+@torch.no_grad()
+def gen_samples_before_loop(
+    model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None
+):
+    """Samples the first token right after the prompt, before the loop: max_new_tokens=0
+    still adds one."""
+    _checked(model, idx, max_new_tokens)
+    logits, cache = model(idx)
+    idx = torch.cat(
+        [idx, ref.sample_next_token(logits[:, -1], temperature, top_k, top_p, generator)], 1
+    )
+    for _ in range(1, max_new_tokens):
+        logits, cache = model(idx[:, -1:], cache)
+        nxt = ref.sample_next_token(logits[:, -1], temperature, top_k, top_p, generator)
+        idx = torch.cat([idx, nxt], 1)
+    return idx
+
+
+@torch.no_grad()
+def gen_whole_sequence_with_cache(
+    model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None
+):
+    """Feeds the whole sequence with the cache at every step."""
+    _checked(model, idx, max_new_tokens)
+    logits, cache = model(idx)
+    for step in range(max_new_tokens):
+        if step:
+            logits, cache = model(idx, cache)
+        nxt = ref.sample_next_token(logits[:, -1], temperature, top_k, top_p, generator)
+        idx = torch.cat([idx, nxt], 1)
     return idx
 
 
@@ -582,11 +659,14 @@ WRONG = [
     ("bpe-encode-scan", "BPETokenizer", BPEEncodeLeftToRight, "bpe-encode-order", None),
     ("bpe-decode-strict", "BPETokenizer", BPEDecodeStrict, None, "errors='replace'"),
     ("bpe-decode-indexerror", "BPETokenizer", BPEDecodeIndexError, None, "ValueError"),
+    ("bpe-decode-each-id", "BPETokenizer", BPEDecodeEachId, None, "Join the bytes"),
+    ("bpe-decode-negative", "BPETokenizer", BPEDecodeNegativeIds, None, "from 0 to vocab_size"),
     ("rms-layer-norm", "rms_norm", rms_layer_norm, "rmsnorm-mean-subtracted", None),
     ("rms-eps-outside", "rms_norm", rms_eps_outside, "rmsnorm-eps-outside-sqrt", None),
     ("rms-no-gain", "rms_norm", rms_no_gain, "rmsnorm-no-gain", None),
     ("rms-l2", "rms_norm", rms_l2_norm, "rmsnorm-no-mean", None),
     ("rms-fixed-eps", "rms_norm", rms_fixed_eps, "rmsnorm-eps-ignored", None),
+    ("rope-pairs-concatenated", "apply_rope", rope_pairs_concatenated, None, "2i and 2i + 1"),
     ("rope-rotate-half", "apply_rope", rope_rotate_half, "rope-half-split", None),
     ("rope-i-over-d", "apply_rope", rope_frequency_i_over_d, "rope-wrong-frequency", None),
     ("rope-no-positions", "apply_rope", rope_ignores_positions, "rope-wrong-position", None),
@@ -623,12 +703,22 @@ WRONG = [
     ("llama-4x-width", "TinyLlama", LlamaFourTimesWidth, "llama-d-ff-default", None),
     ("llama-no-length-check", "TinyLlama", LlamaNoLengthCheck, None, "ValueError"),
     ("llama-post-norm", "TinyLlama", LlamaPostNorm, "norm-order-swapped", None),
+    ("llama-default-eps", "TinyLlama", LlamaDefaultEps, None, "eps 1e-6"),
+    ("llama-cache-not-updated", "TinyLlama", LlamaCacheNotUpdated, None, "it was given"),
     ("gen-no-cache", "generate_cached", gen_no_cache_after_prompt, "cache-positions-restart", None),
     ("gen-prompt-cache", "generate_cached", gen_prompt_cache_kept, "cache-not-updated", None),
     ("gen-multiplied", "generate_cached", _sampler("multiplied"), "temperature-multiplied", None),
     ("gen-boundary", "generate_cached", _sampler("boundary"), "top-p-excludes-boundary", None),
     ("gen-no-top-p", "generate_cached", _sampler("no-top-p"), "top-p-ignored", None),
     ("gen-no-top-k", "generate_cached", _sampler("no-top-k"), "top-k-ignored", None),
+    ("gen-samples-before-loop", "generate_cached", gen_samples_before_loop, None, ", 0, generator"),
+    (
+        "gen-whole-sequence-cached",
+        "generate_cached",
+        gen_whole_sequence_with_cache,
+        None,
+        "fed again",
+    ),
 ]
 
 RIGHT = [

@@ -18,7 +18,9 @@ from autograder.reference import autoregressive_lm as R
 # ================================================================ lr_at
 
 
-def lr_knobs(warm="right", span="right", low="min", clamp=True, shape="cosine", kind=float):
+def lr_knobs(
+    warm="right", span="right", low="min", clamp=True, shape="cosine", kind=float, guard=True
+):
     def lr_at(step, max_lr, warmup_steps, total_steps, min_lr=0.0):
         if warm == "from-zero" and step < warmup_steps:
             return kind(max_lr * step / warmup_steps)
@@ -29,7 +31,7 @@ def lr_knobs(warm="right", span="right", low="min", clamp=True, shape="cosine", 
         denominator = (
             total_steps - warmup_steps if span == "one-short" else total_steps - 1 - warmup_steps
         )
-        p = (step - warmup_steps) / max(1, denominator)
+        p = (step - warmup_steps) / (max(1, denominator) if guard else denominator)
         if clamp:
             p = min(max(p, 0.0), 1.0)
         floor = min_lr if low == "min" else 0.0
@@ -344,14 +346,15 @@ MUTANTS = [
     ("lr-min-ignored", "lr_at", lr_knobs(low="zero"), "cosine-not-reaching-min", "ends at 0 instead of min_lr"),
     ("lr-not-clamped", "lr_at", lr_knobs(clamp=False), None, "climbs back up"),
     ("lr-linear", "lr_at", lr_knobs(shape="linear"), None, "straight line"),
-    ("lr-tensor", "lr_at", lr_tensor, None, "should return a float"),
+    ("lr-tensor", "lr_at", lr_tensor, None, "returned a torch tensor"),
+    ("lr-no-guard", "lr_at", lr_knobs(guard=False), None, "ZeroDivisionError"),
     ("opt-all-decay", "configure_optimizer", opt_all_decay, "decay-on-biases", None),
     ("opt-by-name", "configure_optimizer", opt_by_name, "decay-on-biases", None),
-    ("opt-by-module", "configure_optimizer", opt_by_module, None, "embedding tables"),
+    ("opt-by-module", "configure_optimizer", opt_by_module, "decay-skips-embeddings", "embedding tables"),
     ("opt-modules-loop", "configure_optimizer", opt_modules_loop, "tied-parameter-twice", None),
     ("opt-no-dedup", "configure_optimizer", opt_no_dedup, "tied-parameter-twice", None),
     ("opt-betas-ignored", "configure_optimizer", opt_betas_ignored, None, "betas"),
-    ("opt-adam", "configure_optimizer", opt_adam, None, "torch.optim.AdamW"),
+    ("opt-adam", "configure_optimizer", opt_adam, "adam-not-adamw", "torch.optim.AdamW"),
     ("opt-no-biases", "configure_optimizer", opt_no_biases, None, "never be trained"),
     ("step-no-zero", "train_step", step_knobs(zero="never"), "no-zero-grad", None),
     ("step-zero-after", "train_step", step_knobs(zero="after"), "no-zero-grad", None),

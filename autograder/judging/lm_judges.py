@@ -657,9 +657,12 @@ def _generated(r, what, shape, V, prefix=None):
 
 
 @judge
-def generated_tokens(responses, *, what, shape, vocab_size, prompt, check_unchanged=False):
-    """Shape, valid ids, the prompt kept (and, with check_unchanged, the prompt tensor intact)."""
+def generated_tokens(responses, *, what, shape, vocab_size, prompt, check_unchanged=False, also=()):
+    """Shape, valid ids, the prompt kept (and, with check_unchanged, the prompt tensor intact);
+    `also` describes further calls on the same prompt, judged the same way."""
     _generated(responses[0], what, tuple(shape), vocab_size, prompt)
+    for r, more in zip(responses[1:], also, strict=True):
+        _generated(r, more, tuple(shape), vocab_size, prompt)
     if check_unchanged:
         after = responses[0].decode(responses[0].raw["args_after"][1])
         compare.assert_unchanged(np.asarray(prompt), np.asarray(after), "idx")
@@ -767,6 +770,13 @@ def generate_distribution(
                 "the top_p set. " + explain(["top-p-ignored"]),
                 ["top-p-ignored"],
             )
+    even = np.full(V, 1.0 / V)
+    if sample_fit(counts, even)[1] and not sample_fit(counts, p_mul)[1]:
+        raise Fail(
+            f"{what}: {seen}. The samples spread evenly over all {V} tokens, as if every "
+            "token were equally likely: the probabilities of one row come from a softmax over "
+            "its logits, the last axis (the vocabulary)."
+        )
     if temperature != 1.0:
         if fits(p_mul):
             raise Fail(

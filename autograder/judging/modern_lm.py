@@ -6,6 +6,8 @@ with the reference's outputs and the known-wrong variants' outputs stored as pla
 differentiable and unchanged" judge. No judge here runs a model answer.
 """
 
+import re
+
 import numpy as np
 
 from autograder.judging import compare, judge
@@ -161,12 +163,21 @@ def bpe_encode(
 
 
 @judge
-def bpe_decode(responses, *, text, partial, partial_decoded):
-    """decode(encode(text)) == text; decode of half a UTF-8 character replaces it."""
+def bpe_decode(
+    responses, *, text, partial, partial_decoded, split=None, split_text=None, apart=None
+):
+    """decode(encode(text)) == text; decode of half a UTF-8 character replaces it; the bytes
+    of one character spread over two ids (`split`) decode back to it (`split_text`)."""
     r = responses[0]
     got = _step(r, 0, "decode(encode(s))")
     if not isinstance(got, str):
         raise Fail(f"decode returned {describe_encoded(r.raw['steps'][0]['value'])}, not a str.")
+    if got != text and got == apart:  # `apart`: encode(s)'s ids decoded one at a time
+        raise Fail(
+            f"decode(encode(s)) gave {got[:40]!r}, not s = {text[:40]!r}: the UTF-8 bytes of "
+            "one character can sit in two ids. Join the bytes of all the ids first, then "
+            "decode them once."
+        )
     if got != text:
         raise Fail(f"decode(encode(s)) gave {got[:40]!r}, not s = {text[:40]!r}.")
     err = r.raw["steps"][1].get("error") or {}
@@ -182,23 +193,39 @@ def bpe_decode(responses, *, text, partial, partial_decoded):
             f"decode({partial}) gave {got!r:.60}: these bytes are not whole UTF-8 characters; "
             "decode them with errors='replace' (each broken character becomes '\\ufffd')."
         )
+    if split is not None:
+        got = _step(r, 2, f"decode({split})")
+        if got != split_text:
+            raise Fail(
+                f"decode({split}) gave {got!r:.60}, not {split_text!r}: these ids are the two "
+                "UTF-8 bytes of one character. Join the bytes of all the ids first, then decode "
+                "them once."
+            )
 
 
 @judge
-def bpe_unknown(responses, *, ids, bad, name="BPETokenizer"):
+def bpe_unknown(responses, *, ids, bad, name="BPETokenizer", negative=None):
+    """decode(ids) with one id past the vocabulary raises ValueError naming it; so does a
+    negative id (`negative`: the ids of a second call), which Python's indexing would wrap."""
     r = responses[0]
     if r.error:
         raise Fail(compare.error_message(r, f"{name}(text, vocab_size)"))
-    step = r.raw["steps"][0]
+    _unknown_step(r.raw["steps"][0], ids, bad, name)
+    if negative is not None:
+        _unknown_step(r.raw["steps"][1], negative, negative[-1], name)
+
+
+def _unknown_step(step, ids, bad, name):
     if (step.get("error") or {}).get("type") == "NotImplementedError":
         raise Fail(
             f"{name} is not implemented yet (decode raises NotImplementedError).",
             reason=NOT_IMPLEMENTED,
         )
     if not step.get("error"):
+        where = "ids run from 0 to vocab_size - 1" if bad < 0 else f"{bad} is not in it"
         raise Fail(
             f"decode({ids}) returned {describe_encoded(step.get('value'))} although {bad} is "
-            "not in the vocabulary: raise ValueError naming it."
+            f"not in the vocabulary ({where}): raise ValueError naming it."
         )
     err = step["error"]
     if err["type"] != "ValueError":
@@ -235,7 +262,16 @@ def regex_specials(responses, *, what, expected, variants, merges, specials):
         if missing
         else "the text around the special tokens is encoded otherwise"
     )
-    if not ids and any(256 + len(merges) > i >= 256 for i in got) and missing:
+    # ids of its own for the special tokens: the same ids, but where a special id belongs, one
+    # below 256 + len(merges) (a merged text would give other ids around it too)
+    if (
+        not ids
+        and missing
+        and len(got) == len(expected)
+        and all(g != e for g, e in zip(got, expected, strict=True) if e in wanted)
+        and all(g == e for g, e in zip(got, expected, strict=True) if e not in wanted)
+        and all(g < 256 + len(merges) for g, e in zip(got, expected, strict=True) if e in wanted)
+    ):
         ids = ["regex-bpe-special-ids-low"]
     raise Fail(
         f"{what}: {seen}. "
@@ -250,7 +286,9 @@ def regex_specials(responses, *, what, expected, variants, merges, specials):
 
 
 @judge
-def regex_special_decode(responses, *, what, texts, calls, merges, special):
+def regex_special_decode(
+    responses, *, what, texts, calls, merges, special, at=(0, 1), one_by_one=None
+):
     """decode of ids holding special ids: their strings back, the other ids as bytes. Judged
     once the merges are right and encode gives a special token its own id (their own tests
     say how otherwise)."""
@@ -268,7 +306,8 @@ def regex_special_decode(responses, *, what, texts, calls, merges, special):
             f"{what}: encode({token!r}) is not [{id_}], the id special_tokens gives it, so "
             "decode cannot give it back (the test of the special tokens says how): fix that first."
         )
-    for i, (text, ids) in enumerate(zip(texts, calls, strict=True)):
+    apart = one_by_one or [None] * len(texts)
+    for i, text, ids, each in zip(at, texts, calls, apart, strict=True):
         step = r.raw["steps"][i] if not r.error else {}
         err = step.get("error") or {}
         if err and err.get("type") not in ("NotImplementedError",):
@@ -279,6 +318,12 @@ def regex_special_decode(responses, *, what, texts, calls, merges, special):
                 ["regex-bpe-special-decode"],
             )
         got = _step(r, i, f"decode({ids})", name)
+        if got != text and got == each:
+            raise Fail(
+                f"{what}.decode({ids}) gave {str(got)[:60]!r}, not {text[:60]!r}: the UTF-8 "
+                "bytes of one character can sit in two ids. Join the bytes of each run of "
+                "ordinary ids, then decode them together."
+            )
         if got != text:
             ids_ = ["regex-bpe-special-decode"] if isinstance(got, str) else []
             raise Fail(
@@ -399,7 +444,7 @@ def attention_cache(responses, *, what, expected, variants, T_past):
 
 
 @judge
-def llama_values(responses, *, what, expected, variants, d_ff):
+def llama_values(responses, *, what, expected, variants, d_ff, hint=""):
     """TinyLlama(idx): logits against the reference's; the head tied to the embedding (a tied
     weight is one parameter: named_parameters lists it once, as tok_emb.weight)."""
     r = responses[0]
@@ -420,7 +465,7 @@ def llama_values(responses, *, what, expected, variants, d_ff):
             ["head-not-tied"],
         )
     logits, _ = _model_out(r, what)
-    close_or_diagnose(logits, expected, variants, f"the logits of {what}")
+    close_or_diagnose(logits, expected, variants, f"the logits of {what}", hint=hint)
 
 
 def _model_out(r, what):
@@ -433,11 +478,17 @@ def _model_out(r, what):
 
 
 @judge
-def llama_cache(responses, *, what, expected, variants, n_blocks, T_total):
+def llama_cache(responses, *, what, expected, variants, n_blocks, T_total, T_past=None):
     r = module_answer(responses[0], "TinyLlama", what)
     logits, caches = _unpack_attention(r, what, n_blocks=n_blocks)
     close_or_diagnose(logits, expected, variants, f"the logits of {what}")
     lengths = {np.shape(k)[2] if np.ndim(k) == 4 else None for k, _ in caches}
+    if T_past is not None and lengths == {T_past}:
+        raise Fail(
+            f"{what}: the cache returned holds the {T_past} positions it was given, without "
+            f"the {T_total - T_past} new ones: return the caches the blocks give back, which "
+            f"hold all {T_total}."
+        )
     if lengths != {T_total}:
         raise Fail(
             f"{what}: the cache returned should hold {T_total} positions in every block, the "
@@ -467,18 +518,27 @@ def _generated(r, what, shape, V, prompt):
 
 
 @judge
-def cached_tokens(responses, *, what, shape, vocab_size, prompt, fills_block=None):
+def cached_tokens(
+    responses, *, what, shape, vocab_size, prompt, fills_block=None, also=(), also_shape=None
+):
     """Shape (B, T0 + max_new_tokens), valid ids, the prompt kept and idx itself unchanged.
     With `fills_block` (block_size), T0 + max_new_tokens == block_size: a request that fits
-    exactly must not be refused, nor feed the model a position past block_size."""
+    exactly must not be refused, nor feed the model a position past block_size. `also`
+    describes further calls on the same prompt, each to give `also_shape`."""
     r = responses[0]
     if fills_block is not None and r.error and r.error.get("type") == "ValueError":
         message = r.error.get("message", "")
-        id_ = (
-            "cache-feeds-last-token"
-            if message.startswith("the toy model holds")  # the model's own refusal
-            else "generate-full-block-refused"
+        fed = (
+            re.search(r"not (\d+)$", message) if message.startswith("the toy model holds") else None
         )
+        if fed and int(fed.group(1)) > fills_block + 1:  # the model's own refusal, far past
+            raise Fail(
+                f"{what}: {shape[1]} positions fill block_size = {fills_block} exactly, but "
+                f"the model was fed {fed.group(1)} positions in all, through its cache: the "
+                "tokens already in the cache were fed again. Feed the prompt once, then only "
+                "the newest token with the cache."
+            )
+        id_ = "cache-feeds-last-token" if fed else "generate-full-block-refused"
         raise Fail(
             f"{what}: {shape[1]} positions fill block_size = {fills_block} exactly, which "
             f"fits, but it raised ValueError: {compare.plain_error_text(message)}. "
@@ -488,6 +548,8 @@ def cached_tokens(responses, *, what, shape, vocab_size, prompt, fills_block=Non
     _generated(r, what, tuple(shape), vocab_size, prompt)
     after = r.decode(r.raw["args_after"][1])
     compare.assert_unchanged(np.asarray(prompt), np.asarray(after), "idx")
+    for more, response in zip(also, responses[1:], strict=True):
+        _generated(response, more, tuple(also_shape), vocab_size, prompt)
 
 
 @judge

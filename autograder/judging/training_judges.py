@@ -18,7 +18,7 @@ import numpy as np
 
 from autograder.judging import judge
 from autograder.judging.base import Fail
-from autograder.judging.compare import error_message, fmt
+from autograder.judging.compare import describe_encoded, error_message, fmt
 from autograder.judging.torch_checks import explain
 from autograder.results import NOT_IMPLEMENTED
 
@@ -69,7 +69,8 @@ def lr_schedule(responses, *, what, calls, expected, variants):
             value = float(value)
         if not _number(value):
             raise Fail(
-                f"lr_at(step {args[0]}, ...) returned {type(value).__name__}; it should return "
+                f"lr_at(step {args[0]}, ...) returned {describe_encoded(answer.get('value'))}; "
+                "it should return "
                 "a float (a number an optimizer's param_groups take as their lr)."
             )
         got.append(float(value))
@@ -110,10 +111,14 @@ def optimizer_groups(responses, *, what, dims, tied, lr, weight_decay, betas):
     weight_decay if its ndim >= 2 and not at all otherwise; lr and betas as asked; an AdamW."""
     got = _described(responses[0], what)
     if not got.get("is_adamw"):
-        raise Fail(
-            f"{what} returned a {got.get('type')}; it should return torch.optim.AdamW (its "
+        kind = str(got.get("type"))
+        said = (
+            f"{what} returned {kind}; it should return torch.optim.AdamW (its "
             "weight decay shrinks the weights directly, whatever their gradients' history)."
         )
+        if kind.rsplit(".", 1)[-1] == "Adam":  # Adam itself: its decay goes through the moments
+            raise Fail(_message("adam-not-adamw", said.removesuffix(".")), ["adam-not-adamw"])
+        raise Fail(said)
     seen = {}
     for group in got["groups"]:
         if not isinstance(group, dict) or not isinstance(group.get("names"), list):
@@ -170,12 +175,16 @@ def optimizer_groups(responses, *, what, dims, tied, lr, weight_decay, betas):
     )
     if undecayed:
         tables = [n for n in undecayed if "emb" in n]
-        kind = "the embedding tables" if tables and len(tables) == len(undecayed) else "matrices"
-        raise Fail(
+        only_tables = bool(tables) and len(tables) == len(undecayed)
+        kind = "the embedding tables" if only_tables else "matrices"
+        said = (
             f"{what}: {', '.join(undecayed)} ({kind}, with dim >= 2) decay by "
             f"{fmt(_wd(seen[undecayed[0]][0]))}; every parameter with dim >= 2, embeddings "
-            f"included, decays by weight_decay = {fmt(weight_decay)}."
+            f"included, decays by weight_decay = {fmt(weight_decay)}"
         )
+        if only_tables and _wd(seen[undecayed[0]][0]) == 0.0:
+            raise Fail(_message("decay-skips-embeddings", said), ["decay-skips-embeddings"])
+        raise Fail(said + ".")
     for group in got["groups"]:
         if group["names"] and not _close(group.get("lr"), lr):
             raise Fail(f"{what}: a group's learning rate is {group.get('lr')}; expected {fmt(lr)}.")

@@ -189,6 +189,12 @@ _TRAINING_ENTRIES = [
     ("decay-on-biases", "weight decay on the biases and the norms' gains",
      "weight decay pulls a weight towards 0; a bias or a layer norm's gain set near 0 does "
      "not make the model simpler, it breaks it. Which parameters are matrices?"),
+    ("decay-skips-embeddings", "the embedding tables left out of weight decay",
+     "the notebook's rule goes by shape: every parameter with dim >= 2 decays, the embedding "
+     "tables as well as the linear layers' weights; only biases and gains do not."),
+    ("adam-not-adamw", "torch.optim.Adam instead of torch.optim.AdamW",
+     "Adam's weight_decay is added to the gradient, so it passes through the moment estimates "
+     "and shrinks each weight by a different amount; AdamW shrinks the weights themselves."),
     ("tied-parameter-twice", "a tied weight listed twice in the optimizer",
      "a weight shared by two modules is one parameter: collect the parameters so that each "
      "comes once (model.parameters() already does)."),

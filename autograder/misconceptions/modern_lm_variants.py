@@ -218,6 +218,8 @@ def rope(x, positions, base=10000.0, variant=None):
         z = torch.complex(x[..., : d // 2], x[..., d // 2 :]) * turn
         return torch.cat([z.real, z.imag], dim=-1)
     z = torch.view_as_complex(x.reshape(*x.shape[:-1], d // 2, 2).contiguous()) * turn
+    if variant == "rope-pairs-concatenated":  # rotated right, put back evens then odds
+        return torch.cat([z.real, z.imag], dim=-1)
     return torch.view_as_real(z).flatten(-2)
 
 
@@ -230,6 +232,7 @@ ROPE_VARIANTS = (
     ("rope-frequency-sign", "rope-frequency-sign"),
     ("rope-position-off-by-one", "rope-position-plus-one"),
     ("rope-position-off-by-one", "rope-position-minus-one"),
+    ("rope-pairs-concatenated", "rope-pairs-concatenated"),  # not in the catalogue: a hint
 )
 
 

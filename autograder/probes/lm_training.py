@@ -59,6 +59,9 @@ def lr_at_cases(rng):
     ]
     w0_total = int(rng.integers(10, 20))
     no_warm = [[[s, max_lr, 0, w0_total], {"min_lr": min_lr}] for s in range(w0_total)]
+    # a warm-up that ends one step before the last: the cosine has no steps left to fall over
+    short = int(rng.integers(3, 6))
+    edge = [[[s, max_lr, short - 1, short], {"min_lr": min_lr}] for s in range(short + 1)]
     sig = f"max_lr={max_lr:g}, warmup_steps={w}, total_steps={total}"
     return [
         _lr_case(
@@ -80,11 +83,12 @@ def lr_at_cases(rng):
             f"lr_at(step, {sig}) for steps {w} to {total + 5}",
         ),
         _lr_case(
-            "no warm-up (warmup_steps=0): the cosine starts at step 0",
+            "no warm-up (warmup_steps=0), or one that lasts to the step before the last",
             0.25,
-            no_warm,
+            no_warm + edge,
             f"lr_at(step, max_lr={max_lr:g}, warmup_steps=0, total_steps={w0_total}, "
-            f"min_lr={min_lr:g})",
+            f"min_lr={min_lr:g}) and lr_at(step, max_lr={max_lr:g}, warmup_steps={short - 1}, "
+            f"total_steps={short}, min_lr={min_lr:g})",
         ),
     ]
 

@@ -145,25 +145,37 @@ def bpe_cases(rng):
                     [
                         {"method": "decode", "args": [encoded]},
                         {"method": "decode", "args": [partial]},
+                        {"method": "decode", "args": [list(multibyte)]},
                     ],
                 )
             ],
             Judgement(
                 "modern_lm.bpe_decode",
-                {"text": sample, "partial": partial, "partial_decoded": tok.decode(partial)},
+                {
+                    "text": sample,
+                    "partial": partial,
+                    "partial_decoded": tok.decode(partial),
+                    "split": list(multibyte),
+                    "split_text": "é",
+                    "apart": "".join(
+                        tok.vocab[i].decode("utf-8", errors="replace") for i in encoded
+                    ),
+                },
             ),
         )
     )
 
     bad = tok.vocab_size + int(rng.integers(0, 5))
     ids = [*encoded[:3], bad]
+    negative = [*encoded[:2], -int(rng.integers(1, 4))]
+    decodes = [{"method": "decode", "args": [ids]}, {"method": "decode", "args": [negative]}]
     cases.append(
         Case(
             "BPETokenizer",
             "an id outside the vocabulary raises ValueError naming it",
             0.5,
-            [_obj(text, vocab_size, [{"method": "decode", "args": [ids]}])],
-            Judgement("modern_lm.bpe_unknown", {"ids": ids, "bad": bad}),
+            [_obj(text, vocab_size, decodes)],
+            Judgement("modern_lm.bpe_unknown", {"ids": ids, "bad": bad, "negative": negative}),
         )
     )
     return cases
@@ -494,11 +506,20 @@ def llama_cases(rng):
         _, cache = model(idx[:, :4])
         rest, _ = model(idx[:, 4:], cache)
     what = "TinyLlama(vocab_size=13, block_size=10, d_model=28, n_heads=2, n_layers=2)"
+    # tokens whose embeddings are tiny (mean square about 1e-6, eps's size): the norms' eps
+    # changes what the first norm makes of them; the other rows keep the logits of order 1
+    quiet = rng.choice(V, size=3, replace=False)
+    quiet_state = dict(state)
+    quiet_state["tok_emb.weight"] = state["tok_emb.weight"].clone()
+    quiet_state["tok_emb.weight"][quiet] = tensor(rng, 3, LLAMA["d_model"], scale=1e-3)
+    quiet_idx = torch.from_numpy(rng.choice(quiet, size=(1, 5))).long()
+    with torch.no_grad():
+        quiet_logits, _ = _reference_llama(quiet_state)(quiet_idx)
     cases = [
         Case(
             "TinyLlama",
             "logits, with the head tied to the token embedding",
-            2.0,
+            1.75,
             [
                 {
                     "op": "module",
@@ -520,6 +541,25 @@ def llama_cases(rng):
             ),
         )
     ]
+    cases.append(
+        Case(
+            "TinyLlama",
+            "tokens with tiny embeddings: every norm's eps is 1e-6",
+            0.25,
+            [{"op": "module", "init": LLAMA, "state": quiet_state, "args": [quiet_idx]}],
+            Judgement(
+                "modern_lm.llama_values",
+                {
+                    "what": f"{what}(idx (1, 5) of tokens whose embeddings are near 0)",
+                    "expected": np_(quiet_logits),
+                    "variants": [],
+                    "d_ff": LLAMA_D_FF,
+                    "hint": "Every RMSNorm of the model (in the blocks and the final one) "
+                    "computes rms_norm with eps 1e-6; near 0, eps decides the result.",
+                },
+            ),
+        )
+    )
     cache_arg = [tuple(c) for c in cache]
     cases.append(
         Case(
@@ -543,6 +583,7 @@ def llama_cases(rng):
                     "variants": mv.llama_variants(state, idx[:, 4:], H, L, cache_arg),
                     "n_blocks": L,
                     "T_total": 7,
+                    "T_past": 4,
                 },
             ),
         )
@@ -655,7 +696,12 @@ def generate_cached_cases(rng):
                     "op": "call",
                     "args": [_toy_value(table, positions), small, 5],
                     "kwargs": {"generator": {"$generator": seed}},
-                }
+                },
+                {
+                    "op": "call",
+                    "args": [_toy_value(table, positions), small, 0],
+                    "kwargs": {"generator": {"$generator": seed}},
+                },
             ],
             Judgement(
                 "modern_lm.cached_tokens",
@@ -664,6 +710,8 @@ def generate_cached_cases(rng):
                     "shape": [3, 7],
                     "vocab_size": TOY_V,
                     "prompt": small.numpy(),
+                    "also": ["generate_cached(model, idx (3, 2), 0, generator=g)"],
+                    "also_shape": [3, 2],
                 },
             ),
         )

@@ -81,15 +81,37 @@ def _specials_draw(rng, words, merges, specials):
     raise RuntimeError("no discriminating special-token text drawn")
 
 
+def _edge_draw(rng):
+    """A text whose merges are two spaces, then a space and one letter b: runs of three spaces
+    between letters, which GPT-2's pattern cuts into '  ' and ' ' + the next letter. Encoded:
+    two spaces before b, then another word and three spaces before b. Chunked, the first two
+    spaces are ' ' and ' b' and never merge; without chunks they do; a pattern that keeps
+    each run of spaces whole (with no space in front of a word) gives other ids again."""
+    a, b, c, x, y = (str(ch) for ch in rng.choice(list("acdefghkmn"), size=5, replace=False))
+    text = "   ".join([a, b, b, b, c])
+    sample = f"{x}  {b} {y}   {b}"
+    merges = rv.train(text, EDGE_VOCAB)
+    return text, merges, sample, rv.encode(merges, {}, sample)
+
+
+EDGE_VOCAB = 258
+
+
 def _obj(text, vocab_size, steps, specials=None):
     kwargs = {} if specials is None else {"special_tokens": specials}
     return {"op": "object", "init_args": [text, vocab_size], "init": kwargs, "steps": steps}
 
 
-def _spelled(merges):
+def _vocab(merges):
+    """The bytes of every id: the 256 bytes, then each merge's two parts joined."""
     vocab = [bytes([i]) for i in range(256)]
     for a, b in merges:
         vocab.append(vocab[a] + vocab[b])
+    return vocab
+
+
+def _spelled(merges):
+    vocab = _vocab(merges)
     return [list(vocab[256 + i]) for i in range(len(merges))]
 
 
@@ -99,7 +121,9 @@ def regex_bpe_cases(rng):
     first = vocab_size + int(rng.integers(100, 1000))  # well above 256 + len(merges)
     specials = {SPECIALS[0]: first, SPECIALS[1]: first + 1}
     special_sample, special_ids, special_variants = _specials_draw(rng, words, merges, specials)
+    split = [*"ü".encode(), first]  # one character's two bytes, each its own id
     what = f"RegexBPETokenizer(text of {len(text)} characters, vocab_size={vocab_size})"
+    edge_text, edge_merges, edge, edge_ids = _edge_draw(rng)
     with_specials = f"{what[:-1]}, special_tokens={specials})"
     cases = [
         Case(
@@ -115,7 +139,7 @@ def regex_bpe_cases(rng):
         Case(
             "RegexBPETokenizer",
             "encode: chunk by chunk, the merges in the order learned",
-            1.5,
+            1.25,
             [_obj(text, vocab_size, [{"attr": "merges"}, {"method": "encode", "args": [sample]}])],
             Judgement(
                 "modern_lm.bpe_encode",
@@ -129,6 +153,34 @@ def regex_bpe_cases(rng):
                     "hint": "Split the text with GPT-2's pattern, then encode each chunk from "
                     "its UTF-8 bytes, the earliest-learned merge present first, until none "
                     "applies.",
+                    "name": "RegexBPETokenizer",
+                },
+            ),
+        ),
+        Case(
+            "RegexBPETokenizer",
+            "encode never merges a pair across two chunks",
+            0.25,
+            [
+                _obj(
+                    edge_text,
+                    EDGE_VOCAB,
+                    [{"attr": "merges"}, {"method": "encode", "args": [edge]}],
+                )
+            ],
+            Judgement(
+                "modern_lm.bpe_encode",
+                {
+                    "what": f"RegexBPETokenizer({edge_text!r}, vocab_size={EDGE_VOCAB})"
+                    f".encode({edge!r})",
+                    "expected": edge_ids,
+                    "variants": rv.encode_variants(edge_merges, {}, edge),
+                    "merges": edge_merges,
+                    "spelled": _spelled(edge_merges),
+                    "text": edge,
+                    "hint": "GPT-2's pattern cuts two spaces before a word into ' ' and ' ' + "
+                    "the word: encode each chunk on its own, so that a merge never joins bytes "
+                    "of two chunks.",
                     "name": "RegexBPETokenizer",
                 },
             ),
@@ -169,6 +221,7 @@ def regex_bpe_cases(rng):
                         {"method": "decode", "args": [[first + 1, *ids[:3], first]]},
                         {"attr": "merges"},
                         {"method": "encode", "args": [SPECIALS[0]]},
+                        {"method": "decode", "args": [split]},
                     ],
                     specials,
                 )
@@ -180,8 +233,15 @@ def regex_bpe_cases(rng):
                     "texts": [
                         special_sample,
                         SPECIALS[1] + sample_prefix(merges, ids[:3]) + SPECIALS[0],
+                        "ü" + SPECIALS[0],
                     ],
-                    "calls": [special_ids, [first + 1, *ids[:3], first]],
+                    "calls": [special_ids, [first + 1, *ids[:3], first], split],
+                    "at": [0, 1, 4],
+                    "one_by_one": [
+                        one_by_one(merges, specials, special_ids),
+                        one_by_one(merges, specials, [first + 1, *ids[:3], first]),
+                        one_by_one(merges, specials, split),
+                    ],
                     "merges": merges,
                     "special": [SPECIALS[0], first],
                 },
@@ -190,14 +250,17 @@ def regex_bpe_cases(rng):
     ]
     bad = first + 2 + int(rng.integers(0, 5))
     unknown = [*ids[:3], bad]
+    negative = [*ids[:2], -int(rng.integers(1, 4))]
+    decodes = [{"method": "decode", "args": [unknown]}, {"method": "decode", "args": [negative]}]
     cases.append(
         Case(
             "RegexBPETokenizer",
             "an id neither in the vocabulary nor special raises ValueError naming it",
             0.5,
-            [_obj(text, vocab_size, [{"method": "decode", "args": [unknown]}], specials)],
+            [_obj(text, vocab_size, decodes, specials)],
             Judgement(
-                "modern_lm.bpe_unknown", {"ids": unknown, "bad": bad, "name": "RegexBPETokenizer"}
+                "modern_lm.bpe_unknown",
+                {"ids": unknown, "bad": bad, "name": "RegexBPETokenizer", "negative": negative},
             ),
         )
     )
@@ -206,7 +269,14 @@ def regex_bpe_cases(rng):
 
 def sample_prefix(merges, ids):
     """The text the ids spell (bytes of the merges), as decode gives it."""
-    vocab = [bytes([i]) for i in range(256)]
-    for a, b in merges:
-        vocab.append(vocab[a] + vocab[b])
+    vocab = _vocab(merges)
     return b"".join(vocab[i] for i in ids).decode("utf-8", errors="replace")
+
+
+def one_by_one(merges, specials, ids):
+    """The text the ids give decoded one id at a time (a split character broken)."""
+    vocab = _vocab(merges)
+    names = {i: s for s, i in specials.items()}
+    return "".join(
+        names[i] if i in names else vocab[i].decode("utf-8", errors="replace") for i in ids
+    )
