@@ -12,9 +12,9 @@ from autograder.curriculum import BY_STEM
 from autograder.deadlines import LatePolicy
 from autograder.grading import course_files as course_files_module
 from autograder.grading import plan, student
-from autograder.grading.classrun import class_results
 from autograder.grading.course_files import course_files
 from autograder.grading.plan import NotebookPlan, plan_notebooks
+from autograder.grading.saved import class_results
 from autograder.grading.settings import Settings
 from autograder.grading.student import StudentResult
 from autograder.report import write_student

@@ -22,7 +22,6 @@ progress line names the notebooks running over their budget (grading/progress.py
 """
 
 import importlib.util
-import json
 import os
 import shutil
 import sys
@@ -39,6 +38,7 @@ from autograder.grading.payload import apply_late, missing_from_record
 from autograder.grading.plan import registered_probes
 from autograder.grading.progress import OverBudget
 from autograder.grading.saved import (
+    class_results,
     kept_verdicts,
     other_configuration,
     read_saved,
@@ -64,9 +64,6 @@ from autograder.grading.workspace import (
     write_unfinished,
 )
 from autograder.report import (
-    SavedResult,
-    collect_results,
-    not_graded,
     write_class,
     write_student,
 )
@@ -389,25 +386,3 @@ def _names(students):
     shown = ", ".join(printable(s) for s in students[:NAMES_SHOWN])
     more = len(students) - NAMES_SHOWN
     return f" ({shown}{f' and {more} more' if more > 0 else ''})"
-
-
-def class_results(out, done, path=None):
-    """Every student of OUT for the class report: this run's from memory (as their results.json
-    reads back), the others (graded into OUT by earlier runs, not seen now) from disk, and the
-    students refused before grading (report/not_graded.py): this run's, and those an earlier
-    run refused that this one (over `path`, the PATH it grades) does not contradict. A refused
-    student's older results.json (bob graded once, now `bob/` and `bob.zip`) is not reported:
-    the refusal is what is true now."""
-    now = [(r.student, r.refused) for r in done if r.refused]
-    refused = not_graded.in_report(out, now, [r.student for r in done], path)
-    mine = {}
-    for result in done:
-        if result.results and not result.refused:
-            folder = output_folder(out, result.student)
-            if (folder / "results.json").is_file():  # written (an internal error's may not be)
-                payload = json.loads(json.dumps(result.results))
-                mine[folder.name] = SavedResult(result.student, payload, folder=folder.name)
-    others = not_graded.without_stale(collect_results(out, skip=set(mine)), refused)
-    graded_now = {student_ids.key(s.student) for s in mine.values()}
-    others = [s for s in others if student_ids.key(s.student) not in graded_now]  # superseded
-    return sorted([*mine.values(), *others, *refused], key=lambda s: s.student)

@@ -5,6 +5,7 @@ of their id, moved aside.
     fresh = up_to_date(digest, OUT/ada/results.json, fingerprint)
     kept = kept_verdicts(saved, ("03_matrix_attention",))
     moved = supersede(out, done)      # [(folder, where it is now, the student now)]
+    students = class_results(out, done, path)  # the class report's: this run's and the rest
 """
 
 import json
@@ -15,7 +16,7 @@ from pathlib import Path
 from autograder import student_ids
 from autograder.curriculum import NOTEBOOKS
 from autograder.grading.student import output_folder
-from autograder.report import collect_results
+from autograder.report import SavedResult, collect_results, not_graded
 from autograder.safe_files import MB, UnsafeFile, printable, read_bytes
 
 
@@ -114,3 +115,25 @@ def _free_name(path):
     while path.with_name(f"{path.name}-{number}").exists():
         number += 1
     return path.with_name(f"{path.name}-{number}")
+
+
+def class_results(out, done, path=None):
+    """Every student of OUT for the class report: this run's from memory (as their results.json
+    reads back), the others (graded into OUT by earlier runs, not seen now) from disk, and the
+    students refused before grading (report/not_graded.py): this run's, and those an earlier
+    run refused that this one (over `path`, the PATH it grades) does not contradict. A refused
+    student's older results.json (bob graded once, now `bob/` and `bob.zip`) is not reported:
+    the refusal is what is true now."""
+    now = [(r.student, r.refused) for r in done if r.refused]
+    refused = not_graded.in_report(out, now, [r.student for r in done], path)
+    mine = {}
+    for result in done:
+        if result.results and not result.refused:
+            folder = output_folder(out, result.student)
+            if (folder / "results.json").is_file():  # written (an internal error's may not be)
+                payload = json.loads(json.dumps(result.results))
+                mine[folder.name] = SavedResult(result.student, payload, folder=folder.name)
+    others = not_graded.without_stale(collect_results(out, skip=set(mine)), refused)
+    graded_now = {student_ids.key(s.student) for s in mine.values()}
+    others = [s for s in others if student_ids.key(s.student) not in graded_now]  # superseded
+    return sorted([*mine.values(), *others, *refused], key=lambda s: s.student)
