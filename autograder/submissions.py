@@ -482,7 +482,7 @@ def _choose(stem, items, sub):
     best = min(_rank(item) for item in readable)
     top = [item for item in readable if _rank(item) == best]
     if len({digests[id(item)] for item in top}) > 1:
-        shown = ", ".join(item.shown for item in top)
+        shown = _listed([item.shown for item in top])
         if best[1]:  # near names only
             said = f"{len(top)} different files could each be it ({shown})"
         else:
@@ -494,7 +494,7 @@ def _choose(stem, items, sub):
         )
         others = [item.shown for item in items if item not in top]
         if others:
-            sub.add(stem, f"Also found and not graded: {', '.join(others)}.")
+            sub.add(stem, f"Also found and not graded: {_listed(others)}.")
         _ambiguous(stem, top, sub)
         return None
     chosen = min(top, key=lambda i: i.shown)
@@ -527,6 +527,15 @@ def _taken(stem, item, sub):
         if isinstance(sub.messages, Placement):
             sub.messages.graded_as[stem] = item.shown
     return item
+
+
+COPIES_NAMED = 10  # copies a message names; the others are counted
+
+
+def _listed(names):
+    """The first COPIES_NAMED names, then how many more: a message stays short whatever a zip holds."""
+    more = len(names) - COPIES_NAMED
+    return ", ".join(names[:COPIES_NAMED]) + (f" and {more} more" if more > 0 else "")
 
 
 def _ambiguous(stem, items, sub):

@@ -293,15 +293,17 @@ def test_monkeypatching_numpy_does_not_change_verdicts(graded):
 
 def test_a_rerun_skips_up_to_date_students_and_force_regrades(graded, capsys):
     out, submissions = graded["out"], graded["root"] / "submissions"
+    # the options the class was graded with: other limits are another configuration, regraded
+    same = ("--out", out, "--workers", 2, "--timeout", TIMEOUT, "--memory", 2)
     before = {s: (out / s / "results.json").stat().st_mtime_ns for s in STUDENTS}
     capsys.readouterr()
-    assert grade(submissions, "--out", out, "--workers", 2, "--timeout", TIMEOUT) == 0
+    assert grade(submissions, *same) == 0
     assert f"skipped {len(STUDENTS)} up to date" in capsys.readouterr().out
     assert before == {s: (out / s / "results.json").stat().st_mtime_ns for s in STUDENTS}
 
     later = time.time() + 5  # a newer file time alone is no new work
     os.utime(submissions / "stub" / FILE, (later, later))
-    assert grade(submissions, "--out", out, "--workers", 2, "--timeout", TIMEOUT) == 0
+    assert grade(submissions, *same) == 0
     assert "graded 0 student(s)" in capsys.readouterr().out
     # new content is, whatever its file time says (a commit dated a year back)
     nb = nbformat.read(submissions / "stub" / FILE, as_version=4)
@@ -309,12 +311,12 @@ def test_a_rerun_skips_up_to_date_students_and_force_regrades(graded, capsys):
     nbformat.write(nb, submissions / "stub" / FILE)
     earlier = time.time() - 365 * 86400
     os.utime(submissions / "stub" / FILE, (earlier, earlier))
-    assert grade(submissions, "--out", out, "--workers", 2, "--timeout", TIMEOUT) == 0
+    assert grade(submissions, *same) == 0
     assert "graded 1 student(s)" in capsys.readouterr().out
     after = {s: (out / s / "results.json").stat().st_mtime_ns for s in STUDENTS}
     assert [s for s in STUDENTS if after[s] != before[s]] == ["stub"]
 
     # one student's folder as PATH; --force regrades although it is up to date
-    assert grade(submissions / "full", "--out", out, "--timeout", TIMEOUT, "--force") == 0
+    assert grade(submissions / "full", *same, "--force") == 0
     assert "graded 1 student(s)" in capsys.readouterr().out
     assert (out / "full" / "results.json").stat().st_mtime_ns != before["full"]
