@@ -526,7 +526,6 @@ WRONG = [
     ("gen-top-p-ignored-06", "generate", gen06(top_p_used=False), "top-p-ignored", None),
     ("gen-leaves-eval", "generate", gen06(leave_eval=True), "generate-leaves-eval-mode", None),
     ("gen-global-rng", "generate", gen06(pass_generator=False), "generator-not-used", None),
-    ("gen-top-k-beyond-vocab", "generate", gen06(clamp_k=False), None, "top_k="),
     ("gen-softmax-over-batch", "generate", gen06(softmax_dim=0), None, "spread evenly"),
     ("rms-global-mean", "rms_norm", rms_global_mean, "rmsnorm-global-mean", None),
     ("rms-std", "rms_norm", rms_std, "rmsnorm-std", None),

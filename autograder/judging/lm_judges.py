@@ -657,12 +657,9 @@ def _generated(r, what, shape, V, prefix=None):
 
 
 @judge
-def generated_tokens(responses, *, what, shape, vocab_size, prompt, check_unchanged=False, also=()):
-    """Shape, valid ids, the prompt kept (and, with check_unchanged, the prompt tensor intact);
-    `also` describes further calls on the same prompt, judged the same way."""
+def generated_tokens(responses, *, what, shape, vocab_size, prompt, check_unchanged=False):
+    """Shape, valid ids, the prompt kept (and, with check_unchanged, the prompt tensor intact)."""
     _generated(responses[0], what, tuple(shape), vocab_size, prompt)
-    for r, more in zip(responses[1:], also, strict=True):
-        _generated(r, more, tuple(shape), vocab_size, prompt)
     if check_unchanged:
         after = responses[0].decode(responses[0].raw["args_after"][1])
         compare.assert_unchanged(np.asarray(prompt), np.asarray(after), "idx")
