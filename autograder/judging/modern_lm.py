@@ -17,6 +17,7 @@ from autograder.judging.torch_checks import (
     close_or_diagnose,
     explain,
     module_answer,
+    no_biases,
     sample_fit,
 )
 from autograder.results import NOT_IMPLEMENTED
@@ -377,22 +378,11 @@ def raises_value_error(responses, *, what, because):
 # ================================================================ modules
 
 
-def _no_biases(r, cls_name):
-    names = r.decode(r.raw.get("state_names")) or {}
-    biased = sorted(k for k in names if k.endswith("bias"))
-    if biased:
-        raise Fail(
-            f"your {cls_name} has {biased[0]}: its layers are nn.Linear(..., bias=False), "
-            "as in LLaMA.",
-            ["llama-bias"],
-        )
-
-
 @judge
 def swiglu(responses, *, what, expected, variants):
     r = responses[0]
     if "state_mismatch" not in r.raw:
-        _no_biases(r, "SwiGLU")
+        no_biases(r, "SwiGLU")
     r = module_answer(r, "SwiGLU", what)
     got = compare.returned(r, what, framework="torch")
     close_or_diagnose(got, expected, variants, what)
@@ -424,7 +414,7 @@ def _kv(cache, what):
 def attention_cache(responses, *, what, expected, variants, T_past):
     """CausalSelfAttention.forward(x, cache): (y, (k, v)) against the reference's."""
     r = module_answer(responses[0], "CausalSelfAttention", what)
-    _no_biases(r, "CausalSelfAttention")
+    no_biases(r, "CausalSelfAttention")
     y, k, v = _unpack_attention(r, what)
     n = np.shape(expected[1])[2]
     if np.shape(k) != np.shape(expected[1]) and np.ndim(k) == 4 and np.shape(k)[2] == n - T_past:
@@ -457,7 +447,7 @@ def llama_values(responses, *, what, expected, variants, d_ff, hint=""):
             ["llama-d-ff-default"],
         )
     r = module_answer(r, "TinyLlama", what)
-    _no_biases(r, "TinyLlama")
+    no_biases(r, "TinyLlama")
     params = r.raw.get("params") or []
     if "lm_head.weight" in params:
         raise Fail(

@@ -517,3 +517,15 @@ IN_EVAL_MODE = (
     "dropout acts only in train mode: nn.Dropout switches itself off after model.eval(); "
     "F.dropout needs training=self.training"
 )
+
+
+def no_biases(r, cls_name):
+    """Fail (llama-bias) when a LLaMA-style module's state holds a bias (notebooks 07 and 08)."""
+    names = r.decode(r.raw.get("state_names")) or {}
+    biased = sorted(k for k in names if k.endswith("bias"))
+    if biased:
+        raise Fail(
+            f"your {cls_name} has {biased[0]}: its layers are nn.Linear(..., bias=False), "
+            "as in LLaMA.",
+            ["llama-bias"],
+        )

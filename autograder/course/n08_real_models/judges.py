@@ -10,19 +10,8 @@ import numpy as np
 
 from autograder.judging import compare, judge
 from autograder.judging.base import Fail
-from autograder.judging.torch_checks import close_or_diagnose, explain, module_answer
+from autograder.judging.torch_checks import close_or_diagnose, explain, module_answer, no_biases
 from autograder.results import NOT_IMPLEMENTED
-
-
-def _no_biases(r, cls_name):
-    names = r.decode(r.raw.get("state_names")) or {}
-    biased = sorted(k for k in names if k.endswith("bias"))
-    if biased:
-        raise Fail(
-            f"your {cls_name} has {biased[0]}: its layers are nn.Linear(..., bias=False), "
-            "as in LLaMA.",
-            ["llama-bias"],
-        )
 
 
 def _pair(value, what, n_blocks=None):
@@ -100,7 +89,7 @@ def gqa_values(responses, *, what, expected, variants, n_heads, n_kv_heads):
     """GroupedQueryAttention.forward(x[, cache]): (y, (k, v)) against the expected ones."""
     d_kv = n_kv_heads * np.shape(expected[0])[-1] // n_heads
     r = _layout(responses[0], "GroupedQueryAttention", what, d_kv=d_kv)
-    _no_biases(r, "GroupedQueryAttention")
+    no_biases(r, "GroupedQueryAttention")
     y, k, v = _pair(r.value(what), what)
     _cache_heads(k, n_heads, n_kv_heads, what)
     close_or_diagnose(
@@ -142,7 +131,7 @@ def llama_values(
             "every query head has a key/value head of its own: n_kv_heads = n_heads."
         )
     r = _layout(responses[0], "Llama", what, d_kv=d_kv, d_ff=d_ff)
-    _no_biases(r, "Llama")
+    no_biases(r, "Llama")
     _head(r, tied, what)
     logits, caches = _pair(r.value(what), what, n_blocks=n_blocks)
     for k, _ in caches:
