@@ -18,46 +18,62 @@ run the same judge on the same kind of data.
 
 import importlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-# The modules whose judges a Judgement may name (a stored case names one by "module.function").
-JUDGE_MODULES = ("numpy_judges", "block_judges", "lm_judges", "training_judges", "modern_lm")
-# A notebook in its own folder (autograder/course/<folder>/, curriculum's Notebook.package) has its
-# judges in <folder>/judges.py, registered as "<folder>.<name>", e.g. "n08_real_models.gqa_values".
+# A notebook's judges live in its folder, autograder/course/<folder>/judges*.py (curriculum's
+# Notebook.package), registered as "<folder>.<name>", e.g. "n08_real_models.gqa_values". Judges
+# written before that layout keep the names that stored cases (the handout's, results.json's)
+# carry: a module listed here registers its judges under the older prefix, and a name with that
+# prefix imports every module listed for it.
+LEGACY_PREFIXES: dict[str, tuple[str, ...]] = {
+    "numpy_judges": ("autograder.judging.numpy_judges",),
+    "block_judges": ("autograder.judging.block_judges",),
+    "lm_judges": ("autograder.judging.lm_judges",),
+    "training_judges": ("autograder.judging.training_judges",),
+    "modern_lm": ("autograder.judging.modern_lm",),
+}
+_PREFIX_OF_MODULE = {m: prefix for prefix, ms in LEGACY_PREFIXES.items() for m in ms}
 COURSE_PACKAGE = "autograder.course."
 COURSE_FOLDER = re.compile(r"n[0-9]{2}_[a-z0-9_]+")  # a folder's name: n08_real_models
 
-JUDGES = {}
+JUDGES: dict[str, Callable[..., None]] = {}
 
 
-def _registered_module(module):
-    """ "numpy_judges" for autograder.judging.numpy_judges; "n08_real_models" for
-    autograder.course.n08_real_models.judges."""
-    if module.startswith(COURSE_PACKAGE) and module.endswith(".judges"):
-        return module[len(COURSE_PACKAGE) : -len(".judges")]
-    return module.rsplit(".", 1)[-1]
+def _registered_module(module: str) -> str:
+    """The prefix of the judges defined in `module`: its older name when LEGACY_PREFIXES lists
+    it, else its course folder ("n08_real_models" for autograder.course.n08_real_models.judges)."""
+    if module in _PREFIX_OF_MODULE:
+        return _PREFIX_OF_MODULE[module]
+    if module.startswith(COURSE_PACKAGE):
+        folder, _, leaf = module[len(COURSE_PACKAGE) :].partition(".")
+        if COURSE_FOLDER.fullmatch(folder) and leaf.startswith("judges"):
+            return folder
+    return module.rsplit(".", 1)[-1]  # a judge written elsewhere (a test's own)
 
 
 def judge(function):
-    """Register a judge under "<module>.<name>", e.g. "numpy_judges.value"."""
+    """Register a judge under "<prefix>.<name>", e.g. "numpy_judges.value"."""
     JUDGES[f"{_registered_module(function.__module__)}.{function.__name__}"] = function
     return function
 
 
-def resolve(name):
-    """The judge registered as `name`, importing its module (one of JUDGE_MODULES, or a course
-    folder's judges.py) on first use."""
+def resolve(name: str) -> Callable[..., None]:
+    """The judge registered as `name`, importing its module(s) on first use."""
     if name not in JUDGES:
-        module = name.split(".", 1)[0]
-        if module in JUDGE_MODULES:
-            importlib.import_module(f"autograder.judging.{module}")
-        elif COURSE_FOLDER.fullmatch(module):
+        prefix = name.split(".", 1)[0]
+        if prefix in LEGACY_PREFIXES:
+            for module in LEGACY_PREFIXES[prefix]:
+                importlib.import_module(module)
+        elif COURSE_FOLDER.fullmatch(prefix):
             try:
-                importlib.import_module(f"{COURSE_PACKAGE}{module}.judges")
+                importlib.import_module(f"{COURSE_PACKAGE}{prefix}.judges")
             except ModuleNotFoundError as exc:
-                raise KeyError(f"no judge module {module!r}") from exc
+                raise KeyError(f"no judge module {prefix!r}") from exc
         else:
-            raise KeyError(f"no judge module {module!r}")
+            raise KeyError(f"no judge module {prefix!r}")
+    if name not in JUDGES:
+        raise KeyError(f"no judge {name!r}")
     return JUDGES[name]
 
 

@@ -33,30 +33,12 @@ from autograder.reference.multihead_attention import (
 from autograder.reference.soft_lookup import lookup, percentages, similarity, soft_lookup
 
 _TORCH_MODULE_OF = {
-    "layer_norm": "transformer_block",
-    "sinusoidal_positional_encoding": "transformer_block",
-    "LayerNorm": "transformer_block",
-    "MultiHeadAttention": "transformer_block",
-    "FeedForward": "transformer_block",
-    "TransformerBlock": "transformer_block",
-    "make_examples": "autoregressive_lm",
-    "CharTokenizer": "autoregressive_lm",
-    "get_batch": "autoregressive_lm",
-    "GPT": "autoregressive_lm",
-    "lm_loss": "autoregressive_lm",
-    "lr_at": "autoregressive_lm",
-    "configure_optimizer": "autoregressive_lm",
-    "train_step": "autoregressive_lm",
-    "generate": "autoregressive_lm",
-    "BPETokenizer": "modern_lm",
-    "RegexBPETokenizer": "modern_lm",
-    "rms_norm": "modern_lm",
-    "apply_rope": "modern_lm",
-    "SwiGLU": "modern_lm",
-    "CausalSelfAttention": "modern_lm",
-    "TinyLlama": "modern_lm",
-    "generate_cached": "modern_lm",
+    name: f"autograder.reference.{nb.reference_module}"
+    for nb in NOTEBOOKS
+    if nb.framework == "torch" and not nb.package
+    for name in nb.graded
 }
+_TORCH_MODULE_OF |= {"LayerNorm": "autograder.reference.transformer_block"}
 
 
 # graded name -> the module of its notebook's folder (autograder/course/), for those moved there
@@ -67,7 +49,7 @@ _COURSE_MODULE_OF = {
 
 def __getattr__(name):
     if name in _TORCH_MODULE_OF:
-        module = importlib.import_module(f"{__name__}.{_TORCH_MODULE_OF[name]}")
+        module = importlib.import_module(_TORCH_MODULE_OF[name])
     elif name in _COURSE_MODULE_OF:
         module = importlib.import_module(_COURSE_MODULE_OF[name])
     else:
