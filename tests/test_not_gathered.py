@@ -142,12 +142,19 @@ def test_the_file_is_read_as_untrusted_data(tmp_path, monkeypatch, capsys):
     (into / "ada" / NB1).write_text(_notebook("x = 1"))
     hostile = "<img src=x onerror=alert(1)>\x1b[2J\u202e=1+2"
     entries = [{"student": "eve", "reason": hostile}, {"student": 5, "reason": "x"},
-               {"student": "fay"}, "text", {"student": "", "reason": "x"}]  # fmt: skip
+               {"student": "fay"}, "text", {"student": "", "reason": "x"},
+               {"student": "mal\x1b[2J", "reason": "x"}]  # fmt: skip
     (into / gather_refusals.FILE).write_text(json.dumps({"students": entries}))
     stand_in_grading(monkeypatch, _payload)
     status, said = _grade(into, tmp_path / "out", capsys)
     assert status == 1
-    assert _totals(tmp_path / "out") == {"ada": "1", "eve": "NOT GRADED"}
+    assert _totals(tmp_path / "out") == {
+        "ada": "1",
+        "eve": "NOT GRADED",
+        "mal\\x1b[2J": "NOT GRADED",  # the id shown escaped, refused for its character
+    }
+    assert "skipped entry" not in said.err  # the gather's own file is not a stray entry
+    assert "U+001B" in said.err
     page = (tmp_path / "out" / "class.html").read_text(encoding="utf-8")
     assert "<img src=x" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
     for text in (page, said.err, said.out, (tmp_path / "out" / "grades.csv").read_text()):

@@ -155,7 +155,8 @@ def _grade_class_locked(path, settings, progress, layout, graded_groups, stop):
         )
         found = with_not_gathered(path, found)
         done, summary = _grade_class(found, settings, progress, stop, os.path.abspath(path))
-        summary["skipped_entries"] = notices  # this run's, not written to summary.json
+        mine = f"{gather_refusals.FILE}:"  # the gather's own file: read above, not a student's
+        summary["skipped_entries"] = [n for n in notices if not n.startswith(mine)]
         return done, summary
     finally:
         with stop.deferred():  # every way out: the work folders go (their sandboxes are done)
@@ -176,6 +177,8 @@ def with_not_gathered(path, found):
     found = [s for s in found if Path(os.path.abspath(s.source)) != root]
     have = {student_ids.key(s.student) for s in found}
     for student, reason in entries:
+        why = student_ids.problem(student)  # an id no student folder could have had
+        reason = f"not graded: {why}." if why else reason
         if student_ids.key(student) in have:
             print(
                 f"warning: {printable(student)} is graded from an earlier gather's folder; the "
