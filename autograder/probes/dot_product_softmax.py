@@ -18,7 +18,7 @@ import numpy as np
 
 from autograder.judging import Judgement
 from autograder.probes.base import Case, probe
-from autograder.probes.numpy_common import (
+from autograder.course.numpy_shared.cases import (
     call,
     call_data,
     loud,

@@ -20,7 +20,7 @@ import numpy as np
 from autograder import reference as ref
 from autograder.judging import Judgement
 from autograder.probes.base import Case, probe
-from autograder.probes.numpy_common import (
+from autograder.course.numpy_shared.cases import (
     call,
     causal_mask_of,
     loud,

@@ -12,7 +12,7 @@ import numpy as np
 
 from autograder.judging import Judgement
 from autograder.probes.base import Case, probe
-from autograder.probes.numpy_common import call, overflowing, unmodified_case, value_case
+from autograder.course.numpy_shared.cases import call, overflowing, unmodified_case, value_case
 
 FRUIT = ["apple", "banana", "lemon", "cherry", "grape", "melon", "peach", "plum"]
 FRENCH = ["pomme", "banane", "citron", "cerise", "raisin", "melon", "pêche", "prune"]

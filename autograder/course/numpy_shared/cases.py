@@ -13,8 +13,8 @@ import numpy as np
 
 from autograder import reference as ref
 from autograder.judging import Judgement, compare
-from autograder.judging.numpy_judges import SCORES, WEIGHTS
-from autograder.misconceptions.numpy_variants import variant_outputs
+from autograder.course.numpy_shared.judges import SCORES, WEIGHTS
+from autograder.course.numpy_shared.variants import variant_outputs
 from autograder.probes.base import Case
 
 PARAMS = {

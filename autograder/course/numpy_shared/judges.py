@@ -22,7 +22,7 @@ from autograder.harness.wire import Opaque
 from autograder.judging import compare, judge
 from autograder.judging.base import Fail
 from autograder.judging.compare import is_close
-from autograder.judging.numpy_signatures import (
+from autograder.course.numpy_shared.signatures import (
     MATCH,
     diagnose_from,
     error_signature,
