@@ -49,6 +49,7 @@ NOTEBOOKS = (
         "numpy",
         "soft_lookup",
         ("lookup", "similarity", "percentages", "soft_lookup"),
+        package="n01_soft_lookup",
     ),
     Notebook(
         "02_dot_product_softmax",

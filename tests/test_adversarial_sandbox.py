@@ -52,7 +52,7 @@ LIMITS = Limits(
 KEY_CALLS = {"x86_64": (248, 249, 250), "aarch64": (217, 218, 219)}
 
 load_all()
-reference = importlib.import_module(f"autograder.reference.{BY_STEM[NB1].reference_module}")
+reference = importlib.import_module(BY_STEM[NB1].reference_path)
 
 
 def source(fn):

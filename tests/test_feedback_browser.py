@@ -366,7 +366,7 @@ def test_the_page_screenshots_at_a_readable_size(tmp_module):
 
 # -- a student graded for real --------------------------------------------------------------------
 def test_a_graded_student_page_shows_the_judges_messages_and_no_model_answer(tmp_module):
-    reference = importlib.import_module("autograder.reference.soft_lookup")
+    reference = importlib.import_module("autograder.course.n01_soft_lookup.reference")
     cells = ["import numpy as np"]
     cells += [inspect.getsource(getattr(reference, f)) for f in ("lookup", "similarity")]
     cells += [

@@ -16,8 +16,6 @@ number of keys differs from d_k.
 
 import numpy as np
 
-from autograder.judging import Judgement
-from autograder.probes.base import Case, probe
 from autograder.course.numpy_shared.cases import (
     call,
     call_data,
@@ -26,6 +24,8 @@ from autograder.course.numpy_shared.cases import (
     unmodified_case,
     value_case,
 )
+from autograder.judging import Judgement
+from autograder.probes.base import Case, probe
 
 
 @probe("softmax")

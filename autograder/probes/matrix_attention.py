@@ -21,8 +21,6 @@ weights underflow to 0/0; that is why the large-score case has no mask.)
 
 import numpy as np
 
-from autograder.judging import Judgement
-from autograder.probes.base import Case, probe
 from autograder.course.numpy_shared.cases import (
     call,
     call_data,
@@ -33,6 +31,8 @@ from autograder.course.numpy_shared.cases import (
     unmodified_case,
     value_case,
 )
+from autograder.judging import Judgement
+from autograder.probes.base import Case, probe
 
 
 @probe("attention_scores")

@@ -18,8 +18,6 @@ the notebook's table cell compares them with tuples.
 import numpy as np
 
 from autograder import reference as ref
-from autograder.judging import Judgement
-from autograder.probes.base import Case, probe
 from autograder.course.numpy_shared.cases import (
     call,
     causal_mask_of,
@@ -28,6 +26,8 @@ from autograder.course.numpy_shared.cases import (
     unmodified_case,
     value_case,
 )
+from autograder.judging import Judgement
+from autograder.probes.base import Case, probe
 
 
 def _shapes_case(name, points, n, d, d_k, H):

@@ -30,7 +30,6 @@ from autograder.reference.multihead_attention import (
     multi_head_attention,
     split_heads,
 )
-from autograder.reference.soft_lookup import lookup, percentages, similarity, soft_lookup
 
 _TORCH_MODULE_OF = {
     name: f"autograder.reference.{nb.reference_module}"
@@ -58,7 +57,6 @@ def __getattr__(name):
 
 
 __all__ = [
-    "lookup", "similarity", "percentages", "soft_lookup",
     "softmax", "scaled_scores", "attend", "attention_for_token",
     "attention_scores", "causal_mask", "scaled_dot_product_attention", "self_attention",
     "mha_shapes", "split_heads", "merge_heads", "multi_head_attention",

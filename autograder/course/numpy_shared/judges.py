@@ -18,10 +18,6 @@ import numbers
 
 import numpy as np
 
-from autograder.harness.wire import Opaque
-from autograder.judging import compare, judge
-from autograder.judging.base import Fail
-from autograder.judging.compare import is_close
 from autograder.course.numpy_shared.signatures import (
     MATCH,
     diagnose_from,
@@ -33,6 +29,10 @@ from autograder.course.numpy_shared.signatures import (
     scale_signature,
     weights_signature,
 )
+from autograder.harness.wire import Opaque
+from autograder.judging import compare, judge
+from autograder.judging.base import Fail
+from autograder.judging.compare import is_close
 
 # What each pair-returning function returns, in order, as the messages name it.
 OUTPUTS = {
@@ -220,6 +220,12 @@ def same_outputs(a, b, what, tol=1e-9):
     summary = compare.difference_summary(a, b, rtol=1e-7, atol=tol)
     if summary:
         raise Fail(f"{what}: {summary.replace('the expected values', 'each other')}.")
+
+
+def short(value):
+    """repr(value), cut to 60 characters, for messages."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 # ---------------------------------------------------------------- value and input cases
@@ -423,78 +429,6 @@ def unmodified(responses, *, function, call, inputs, values=False):
             f"{function} left its inputs as they were, good. This test's points also need the "
             "right result, which the tests above check: fix those first."
         ) from None
-
-
-# ---------------------------------------------------------------- notebook 01: lookup
-
-
-def _short(value):
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-@judge
-def lookup_present(responses, *, lookups):
-    """Each lookup returns the value stored under its key and leaves the table's keys alone.
-
-    lookups: one {"key", "want", "keys"} per response (keys: the table's keys).
-    """
-    for response, lookup in zip(responses, lookups, strict=True):
-        key, want = lookup["key"], lookup["want"]
-        if response.error:
-            e = response.error
-            raise Fail(f"lookup(table, {key!r}) raised {e['type']}: {e['message']}")
-        got = response.decode(response.raw.get("value"))
-        same = (
-            isinstance(got, np.ndarray)
-            and got.shape == want.shape
-            and bool(((got == want) | ((got != got) & (want != want))).all())
-            if isinstance(want, np.ndarray)
-            else isinstance(got, str) and got == want
-        )
-        if not same:
-            raise Fail(
-                f"lookup(table, {key!r}) returned {_short(got)}, not the value stored under "
-                f"{key!r}."
-            )
-        after = response.decode(response.raw["args_after"][0])
-        if not isinstance(after, dict) or set(after) != set(lookup["keys"]):
-            raise Fail(f"lookup(table, {key!r}) changed the table's keys: it must only read it.")
-
-
-@judge
-def lookup_absent(responses, *, absent, present=None):
-    """Looking up a key the table does not hold raises KeyError naming it; and (present: one
-    lookup_present entry, answered by the second response) a key it holds returns its value, so
-    that an answer raising KeyError for every key earns nothing here."""
-    response = responses[0]
-    if present is not None:
-        lookup_present(responses[1:2], lookups=[present])
-    error = response.error
-    if not error:
-        got = response.decode(response.raw.get("value"))
-        ids = ["unknown-key-answered"]
-        raise Fail(
-            f"lookup(table, {absent!r}) returned {_short(got)} for a key the table does not "
-            "hold." + explain(ids),
-            ids,
-        )
-    if error["type"] != "KeyError":
-        ids = ["unknown-key-wrong-error"]
-        raise Fail(
-            f"lookup(table, {absent!r}) raised {error['type']}." + explain(ids),
-            ids,
-        )
-    if absent not in error["message"]:
-        ids = ["unknown-key-unnamed"]
-        raise Fail(
-            f"lookup(table, {absent!r}) raised KeyError, but its message "
-            f"({error['message'][:80]!r}) does not name the key {absent!r}." + explain(ids),
-            ids,
-        )
-    after = response.decode(response.raw["args_after"][0])
-    if not isinstance(after, dict) or absent in after:
-        raise Fail(f"lookup(table, {absent!r}) added the unknown key to the table.")
 
 
 # ---------------------------------------------------------------- notebook 02: later tokens
@@ -739,7 +673,7 @@ def mha_shapes(responses, *, n, d, d_k, H, expected):
         want = tuple(expected[key])
         if shape is None:
             wrong.append(key)
-            notes.append(f"{key!r} is {_short(got[key])}, not a tuple of integers")
+            notes.append(f"{key!r} is {short(got[key])}, not a tuple of integers")
             continue
         if isinstance(got[key], list):
             lists.append(key)

@@ -11,23 +11,26 @@ whose output the student's reproduces (and the reference's doesn't). This module
 instructor's side only: it is not shipped to students.
 """
 
+import importlib
+
 import numpy as np
 
 from autograder import reference as ref
+from autograder.curriculum import NOTEBOOK_OF
 
 # ---------------------------------------------------------------- building blocks
 
 
-def _softmax_unstable(x, axis=-1):
+def softmax_unstable(x, axis=-1):
     e = np.exp(np.asarray(x, dtype=float))
     return e / e.sum(axis=axis, keepdims=True)
 
 
-def _softmax_axis(x, axis):
+def softmax_axis(x, axis):
     return ref.softmax(x, axis=axis)
 
 
-def _softmax_global_max(x, axis=-1):
+def softmax_global_max(x, axis=-1):
     """Subtracts the maximum of the whole array, not each row's: right until a row lies ~745
     below the array's maximum, where every exp of that row underflows to 0 (0/0)."""
     x = np.asarray(x, dtype=float)
@@ -37,16 +40,16 @@ def _softmax_global_max(x, axis=-1):
 
 _SOFTMAXES = {
     "stable": ref.softmax,
-    "unstable": _softmax_unstable,
-    "global-max": _softmax_global_max,
+    "unstable": softmax_unstable,
+    "global-max": softmax_global_max,
 }
 
 
-def _swap(K):
+def swap(K):
     return np.swapaxes(K, -1, -2)
 
 
-def _sdpa(
+def sdpa(
     Q,
     K,
     V,
@@ -60,7 +63,7 @@ def _sdpa(
     """Scaled dot-product attention with one knob per mistake."""
     d_k = Q.shape[-1]
     scale = np.sqrt(d_k) if scale is None else scale
-    S = (K @ _swap(Q) if transpose else Q @ _swap(K)) / scale
+    S = (K @ swap(Q) if transpose else Q @ swap(K)) / scale
     if mask is not None and mask_mode == "inverted":
         S = np.where(mask, -np.inf, S)
     elif mask is not None and mask_mode == "before":
@@ -71,43 +74,6 @@ def _sdpa(
     if mask is not None and mask_mode == "after":
         A = A * mask
     return A @ V, A
-
-
-# ---------------------------------------------------------------- notebook 01
-
-
-def _similarity_variants():
-    return [
-        (
-            "cosine-instead-of-dot",
-            lambda q, K: K @ q / (np.linalg.norm(K, axis=-1) * np.linalg.norm(q)),
-        ),
-        ("similarity-scaled", lambda q, K: K @ q / np.sqrt(q.shape[-1])),
-        ("products-not-summed", lambda q, K: K * q),
-    ]
-
-
-def _percentages_variants():
-    return [
-        ("normalised-without-exp", lambda s: s / s.sum()),
-        ("normalised-without-exp", lambda s: np.abs(s) / np.abs(s).sum()),
-        ("percent-not-fraction", lambda s: 100 * ref.percentages(s)),
-        ("softmax-unstable", lambda s: _softmax_unstable(s)),
-        ("log-softmax", lambda s: np.log(ref.percentages(s))),
-    ]
-
-
-def _soft_lookup_variants():
-    def from_weights(weights_fn):
-        return lambda q, K, V: (lambda w: (w, w @ V))(weights_fn(q, K))
-
-    out = []
-    for id_, f in _percentages_variants():
-        if id_ != "log-softmax":  # log weights make no merged value worth comparing
-            out.append((id_, from_weights(lambda q, K, f=f: f(K @ q))))
-    for id_, f in _similarity_variants():
-        out.append((id_, from_weights(lambda q, K, f=f: ref.percentages(f(q, K)))))
-    return out
 
 
 # ---------------------------------------------------------------- notebook 02
@@ -139,13 +105,13 @@ def _softmax_variants():
         return ref.softmax(np.where(np.isinf(x), 0.0, x), axis=axis)
 
     return [
-        ("softmax-unstable", _softmax_unstable),
-        ("softmax-global-max", _softmax_global_max),
+        ("softmax-unstable", softmax_unstable),
+        ("softmax-global-max", softmax_global_max),
         ("log-softmax", log_softmax),
         ("softmax-neginf-weight", neginf_to_zero),
-        ("softmax-wrong-axis", lambda x, axis=-1: _softmax_axis(x, 0)),
-        ("softmax-wrong-axis", lambda x, axis=-1: _softmax_axis(x, -1)),
-        ("softmax-wrong-axis", lambda x, axis=-1: _softmax_axis(x, 1 if np.ndim(x) > 1 else 0)),
+        ("softmax-wrong-axis", lambda x, axis=-1: softmax_axis(x, 0)),
+        ("softmax-wrong-axis", lambda x, axis=-1: softmax_axis(x, -1)),
+        ("softmax-wrong-axis", lambda x, axis=-1: softmax_axis(x, 1 if np.ndim(x) > 1 else 0)),
         ("softmax-wrong-axis", whole_array),
         ("softmax-missing-keepdims", no_keepdims_sum),
         ("softmax-missing-keepdims", no_keepdims_max),
@@ -177,7 +143,7 @@ def _attend_variants():
         return w, w @ V
 
     out.append(("wrong-scale", scaled_by_d_v))
-    out.append(("softmax-unstable", with_scores(ref.scaled_scores, _softmax_unstable)))
+    out.append(("softmax-unstable", with_scores(ref.scaled_scores, softmax_unstable)))
     return out
 
 
@@ -206,7 +172,7 @@ def _token_variants():
         ("causal-flag-ignored", recipe(lambda X, i, c: X[: i + 1])),
         ("token-range-reversed", recipe(lambda X, i, c: X[i:] if c else X)),
         ("token-range-reversed", recipe(lambda X, i, c: X[i + 1 :] if c else X)),
-        ("softmax-unstable", recipe(correct, softmax=_softmax_unstable)),
+        ("softmax-unstable", recipe(correct, softmax=softmax_unstable)),
     ]
 
 
@@ -215,12 +181,12 @@ def _token_variants():
 
 def _attention_scores_variants():
     return [
-        ("missing-scale", lambda Q, K: Q @ _swap(K)),
-        ("wrong-scale", lambda Q, K: Q @ _swap(K) / Q.shape[-1]),
-        ("wrong-scale", lambda Q, K: Q @ _swap(K) / np.sqrt(K.shape[-2])),
-        ("wrong-scale", lambda Q, K: Q @ _swap(K) / np.sqrt(Q.shape[-2])),
-        ("transposed-scores", lambda Q, K: K @ _swap(Q) / np.sqrt(Q.shape[-1])),
-        ("transposed-scores", lambda Q, K: K @ _swap(Q)),
+        ("missing-scale", lambda Q, K: Q @ swap(K)),
+        ("wrong-scale", lambda Q, K: Q @ swap(K) / Q.shape[-1]),
+        ("wrong-scale", lambda Q, K: Q @ swap(K) / np.sqrt(K.shape[-2])),
+        ("wrong-scale", lambda Q, K: Q @ swap(K) / np.sqrt(Q.shape[-2])),
+        ("transposed-scores", lambda Q, K: K @ swap(Q) / np.sqrt(Q.shape[-1])),
+        ("transposed-scores", lambda Q, K: K @ swap(Q)),
     ]
 
 
@@ -236,27 +202,27 @@ def _causal_mask_variants():
 def _sdpa_variants():
     d = lambda Q: Q.shape[-1]  # noqa: E731
     return [
-        ("missing-scale", lambda Q, K, V, mask=None: _sdpa(Q, K, V, mask, scale=1.0)),
-        ("wrong-scale", lambda Q, K, V, mask=None: _sdpa(Q, K, V, mask, scale=d(Q))),
+        ("missing-scale", lambda Q, K, V, mask=None: sdpa(Q, K, V, mask, scale=1.0)),
+        ("wrong-scale", lambda Q, K, V, mask=None: sdpa(Q, K, V, mask, scale=d(Q))),
         (
             "wrong-scale",
-            lambda Q, K, V, mask=None: _sdpa(Q, K, V, mask, scale=np.sqrt(V.shape[-1])),
+            lambda Q, K, V, mask=None: sdpa(Q, K, V, mask, scale=np.sqrt(V.shape[-1])),
         ),
         (
             "wrong-scale",
-            lambda Q, K, V, mask=None: _sdpa(Q, K, V, mask, scale=np.sqrt(K.shape[-2])),
+            lambda Q, K, V, mask=None: sdpa(Q, K, V, mask, scale=np.sqrt(K.shape[-2])),
         ),
-        ("transposed-scores", lambda Q, K, V, mask=None: _sdpa(Q, K, V, mask, transpose=True)),
-        ("softmax-over-queries", lambda Q, K, V, mask=None: _sdpa(Q, K, V, mask, softmax_axis=-2)),
-        ("softmax-wrong-axis", lambda Q, K, V, mask=None: _sdpa(Q, K, V, mask, softmax_axis=0)),
-        ("mask-inverted", lambda Q, K, V, mask=None: _sdpa(Q, K, V, mask, mask_mode="inverted")),
-        ("mask-after-softmax", lambda Q, K, V, mask=None: _sdpa(Q, K, V, mask, mask_mode="after")),
-        ("mask-fills-zero", lambda Q, K, V, mask=None: _sdpa(Q, K, V, mask, mask_mode="zero")),
-        ("mask-ignored", lambda Q, K, V, mask=None: _sdpa(Q, K, V, None)),
-        ("softmax-unstable", lambda Q, K, V, mask=None: _sdpa(Q, K, V, mask, softmax="unstable")),
+        ("transposed-scores", lambda Q, K, V, mask=None: sdpa(Q, K, V, mask, transpose=True)),
+        ("softmax-over-queries", lambda Q, K, V, mask=None: sdpa(Q, K, V, mask, softmax_axis=-2)),
+        ("softmax-wrong-axis", lambda Q, K, V, mask=None: sdpa(Q, K, V, mask, softmax_axis=0)),
+        ("mask-inverted", lambda Q, K, V, mask=None: sdpa(Q, K, V, mask, mask_mode="inverted")),
+        ("mask-after-softmax", lambda Q, K, V, mask=None: sdpa(Q, K, V, mask, mask_mode="after")),
+        ("mask-fills-zero", lambda Q, K, V, mask=None: sdpa(Q, K, V, mask, mask_mode="zero")),
+        ("mask-ignored", lambda Q, K, V, mask=None: sdpa(Q, K, V, None)),
+        ("softmax-unstable", lambda Q, K, V, mask=None: sdpa(Q, K, V, mask, softmax="unstable")),
         (
             "softmax-global-max",
-            lambda Q, K, V, mask=None: _sdpa(Q, K, V, mask, softmax="global-max"),
+            lambda Q, K, V, mask=None: sdpa(Q, K, V, mask, softmax="global-max"),
         ),
     ]
 
@@ -270,7 +236,7 @@ def _self_attention_variants():
     out.append(
         (
             "wrong-scale",
-            lambda X, W_q, W_k, W_v, mask=None: _sdpa(
+            lambda X, W_q, W_k, W_v, mask=None: sdpa(
                 X @ W_q, X @ W_k, X @ W_v, mask, scale=np.sqrt(X.shape[-1])
             ),
         )
@@ -316,9 +282,9 @@ def _merge_variants():
     ]
 
 
-def _mha(X, W_q, W_k, W_v, W_o, mask=None, merge=ref.merge_heads, project=True, **sdpa):
+def _mha(X, W_q, W_k, W_v, W_o, mask=None, merge=ref.merge_heads, project=True, **knobs):
     Xh = X[..., None, :, :]
-    Z, A = _sdpa(Xh @ W_q, Xh @ W_k, Xh @ W_v, mask, **sdpa)
+    Z, A = sdpa(Xh @ W_q, Xh @ W_k, Xh @ W_v, mask, **knobs)
     concat = merge(Z)
     return (concat @ W_o if project else concat), A
 
@@ -336,13 +302,13 @@ def _mha_variants():
 
     def averaged_Z(X, W_q, W_k, W_v, W_o, mask=None):
         Xh = X[..., None, :, :]
-        Z, A = _sdpa(Xh @ W_q, Xh @ W_k, Xh @ W_v, mask)
+        Z, A = sdpa(Xh @ W_q, Xh @ W_k, Xh @ W_v, mask)
         d_k = Z.shape[-1]
         return Z.mean(axis=-3) @ W_o[:d_k], A
 
     def averaged_Z_tiled(X, W_q, W_k, W_v, W_o, mask=None):
         Xh = X[..., None, :, :]
-        Z, A = _sdpa(Xh @ W_q, Xh @ W_k, Xh @ W_v, mask)
+        Z, A = sdpa(Xh @ W_q, Xh @ W_k, Xh @ W_v, mask)
         mean = Z.mean(axis=-3)
         return np.concatenate([mean] * H_of(W_q), axis=-1) @ W_o, A
 
@@ -385,9 +351,6 @@ def _mha_variants():
 
 
 VARIANTS = {
-    "similarity": _similarity_variants(),
-    "percentages": _percentages_variants(),
-    "soft_lookup": _soft_lookup_variants(),
     "softmax": _softmax_variants(),
     "scaled_scores": _scaled_scores_variants(),
     "attend": _attend_variants(),
@@ -405,6 +368,16 @@ VARIANTS = {
 # ---------------------------------------------------------------- what each variant returns
 
 
+def variants_of(function):
+    """[(id, wrong implementation), ...] of `function`: its notebook's folder's VARIANTS
+    (curriculum's Notebook.package), [] for a function without known mistakes."""
+    notebook = NOTEBOOK_OF.get(function)
+    if notebook is None or not notebook.package:
+        return VARIANTS.get(function, [])
+    module = importlib.import_module(f"autograder.course.{notebook.package}.variants")
+    return module.VARIANTS.get(function, [])
+
+
 def variant_outputs(function, args, kwargs=None):
     """[[id, output], ...]: every variant of `function`, in order, on these inputs.
 
@@ -414,7 +387,7 @@ def variant_outputs(function, args, kwargs=None):
     student's answer behaves like one variant on all the calls of a case. Stored in a case,
     this is what autograder.judging.numpy_signatures compares a student's answer with.
     """
-    return [[id_, _run(fn, args, kwargs)] for id_, fn in VARIANTS.get(function, [])]
+    return [[id_, _run(fn, args, kwargs)] for id_, fn in variants_of(function)]
 
 
 def _run(fn, args, kwargs):
