@@ -57,6 +57,7 @@ NOTEBOOKS = (
         "numpy",
         "dot_product_softmax",
         ("softmax", "scaled_scores", "attend", "attention_for_token"),
+        package="n02_dot_product_softmax",
     ),
     Notebook(
         "03_matrix_attention",

@@ -30,6 +30,7 @@ LEGACY_PREFIXES: dict[str, tuple[str, ...]] = {
     "numpy_judges": (
         "autograder.course.numpy_shared.judges",
         "autograder.course.n01_soft_lookup.judges",
+        "autograder.course.n02_dot_product_softmax.judges",
     ),
     "block_judges": ("autograder.judging.block_judges",),
     "lm_judges": ("autograder.judging.lm_judges",),

@@ -12,12 +12,6 @@ from autograder.curriculum import NOTEBOOKS
 
 # The NumPy notebooks' answers are imported now (cheap). The PyTorch ones are imported on first
 # use (PEP 562), so that the checks of notebooks 01-04 never pay for importing torch.
-from autograder.reference.dot_product_softmax import (
-    attend,
-    attention_for_token,
-    scaled_scores,
-    softmax,
-)
 from autograder.reference.matrix_attention import (
     attention_scores,
     causal_mask,
@@ -57,7 +51,6 @@ def __getattr__(name):
 
 
 __all__ = [
-    "softmax", "scaled_scores", "attend", "attention_for_token",
     "attention_scores", "causal_mask", "scaled_dot_product_attention", "self_attention",
     "mha_shapes", "split_heads", "merge_heads", "multi_head_attention",
     *_TORCH_MODULE_OF, *_COURSE_MODULE_OF,
