@@ -65,6 +65,7 @@ NOTEBOOKS = (
         "numpy",
         "matrix_attention",
         ("attention_scores", "causal_mask", "scaled_dot_product_attention", "self_attention"),
+        package="n03_matrix_attention",
     ),
     Notebook(
         "04_multihead_attention",

@@ -12,12 +12,6 @@ from autograder.curriculum import NOTEBOOKS
 
 # The NumPy notebooks' answers are imported now (cheap). The PyTorch ones are imported on first
 # use (PEP 562), so that the checks of notebooks 01-04 never pay for importing torch.
-from autograder.reference.matrix_attention import (
-    attention_scores,
-    causal_mask,
-    scaled_dot_product_attention,
-    self_attention,
-)
 from autograder.reference.multihead_attention import (
     merge_heads,
     mha_shapes,
@@ -51,7 +45,6 @@ def __getattr__(name):
 
 
 __all__ = [
-    "attention_scores", "causal_mask", "scaled_dot_product_attention", "self_attention",
     "mha_shapes", "split_heads", "merge_heads", "multi_head_attention",
     *_TORCH_MODULE_OF, *_COURSE_MODULE_OF,
 ]  # fmt: skip
