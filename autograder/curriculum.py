@@ -73,6 +73,7 @@ NOTEBOOKS = (
         "numpy",
         "multihead_attention",
         ("mha_shapes", "split_heads", "merge_heads", "multi_head_attention"),
+        package="n04_multihead_attention",
     ),
     Notebook(
         "05_transformer_block",

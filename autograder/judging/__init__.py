@@ -32,6 +32,7 @@ LEGACY_PREFIXES: dict[str, tuple[str, ...]] = {
         "autograder.course.n01_soft_lookup.judges",
         "autograder.course.n02_dot_product_softmax.judges",
         "autograder.course.n03_matrix_attention.judges",
+        "autograder.course.n04_multihead_attention.judges",
     ),
     "block_judges": ("autograder.judging.block_judges",),
     "lm_judges": ("autograder.judging.lm_judges",),

@@ -2,8 +2,8 @@
 
 A value case calls the student's function once; when it builds the case, the probe computes
 with the reference what the call must return and with the misconception variants
-(autograder.misconceptions.numpy_variants) what each known mistake returns on the same inputs,
-and stores both in the case's Judgement. The judge (autograder.judging.numpy_judges.value)
+(numpy_shared.variants) what each known mistake returns on the same inputs,
+and stores both in the case's Judgement. The judge (numpy_judges.value, numpy_shared/judges.py)
 compares the student's outputs with that data and names the mistake an output reproduces.
 Property cases (causality, equivariance, inputs unmodified) compare the student's outputs with
 each other; they only need the expected shapes and dtypes.

@@ -1,7 +1,7 @@
 """Reading a NumPy answer's mistake from plain data: stored variant outputs and properties.
 
 A probe computes, when it builds a case, what each known-wrong variant
-(autograder.misconceptions.numpy_variants) returns on the case's inputs; a judge then names the
+(each notebook's variants.py) returns on the case's inputs; a judge then names the
 misconception whose outputs the student's answer reproduces:
 
     ids = diagnose_from(got, expected, variants)         # variants: [[id, output], ...]

@@ -17,7 +17,7 @@ the notebook's table cell compares them with tuples.
 
 import numpy as np
 
-from autograder import reference as ref
+from autograder.course.n04_multihead_attention import reference as ref
 from autograder.course.numpy_shared.cases import (
     call,
     causal_mask_of,
