@@ -496,11 +496,11 @@ def _results(function, obj, stored, **namespace):
 
 
 def _wrong_answers():
-    from autograder.misconceptions.numpy_variants import VARIANTS
+    from autograder.course.numpy_shared.variants import variants_of
 
     answers = []
-    for name, variants in VARIANTS.items():
-        answers += [(name, id_, fn) for id_, fn in variants[:2]]
+    for name in GRADED_NAMES:
+        answers += [(name, id_, fn) for id_, fn in variants_of(name)[:2]]
 
     def unbiased_layer_norm(x, weight, bias, eps=1e-5):
         return (x - x.mean(-1, keepdim=True)) / torch.sqrt(
@@ -680,7 +680,8 @@ def test_the_installed_handout_has_no_course_package(installed):
     for module in (
         "autograder.reference",
         "autograder.probes",
-        "autograder.misconceptions.numpy_variants",
+        "autograder.course.numpy_shared.variants",
+        "autograder.course.n03_matrix_attention.reference",
     ):
         done = _python(venv, f"import {module}")
         assert done.returncode != 0 and "ModuleNotFoundError" in done.stderr, module

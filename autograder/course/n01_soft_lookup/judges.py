@@ -7,7 +7,7 @@ numpy_shared/judges.py. Shipped in the student handout: imports no reference, ca
 
 import numpy as np
 
-from autograder.course.numpy_shared.judges import short
+from autograder.course.numpy_shared.judges_calls import short
 from autograder.course.numpy_shared.signatures import explain
 from autograder.judging import judge
 from autograder.judging.base import Fail

@@ -5,7 +5,7 @@ the value and input cases of its functions are judged by numpy_shared/judges.py.
 student handout: imports no reference, cases or variants.
 """
 
-from autograder.course.numpy_shared.judges import got_of, same_outputs, well_formed
+from autograder.course.numpy_shared.judges_calls import got_of, same_outputs, well_formed
 from autograder.judging import compare, judge
 from autograder.judging.base import Fail
 

@@ -8,7 +8,7 @@ student handout: imports no reference, cases or variants.
 
 import numpy as np
 
-from autograder.course.numpy_shared.judges import (
+from autograder.course.numpy_shared.judges_calls import (
     Mismatch,
     got_of,
     same_outputs,

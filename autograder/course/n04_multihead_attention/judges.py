@@ -9,7 +9,7 @@ import numbers
 
 import numpy as np
 
-from autograder.course.numpy_shared.judges import short
+from autograder.course.numpy_shared.judges_calls import short
 from autograder.course.numpy_shared.signatures import explain, one_id
 from autograder.harness.wire import Opaque
 from autograder.judging import compare, judge

@@ -12,7 +12,7 @@ each other; they only need the expected shapes and dtypes.
 import numpy as np
 
 from autograder import reference as ref
-from autograder.course.numpy_shared.judges import SCORES, WEIGHTS
+from autograder.course.numpy_shared.judges_calls import SCORES, WEIGHTS
 from autograder.course.numpy_shared.variants import variant_outputs
 from autograder.judging import Judgement, compare
 from autograder.probes.base import Case

@@ -82,10 +82,10 @@ def sdpa(
 
 
 def variants_of(function):
-    """[(id, wrong implementation), ...] of `function`: its notebook's folder's VARIANTS
-    (curriculum's Notebook.package), [] for a function without known mistakes."""
+    """[(id, wrong implementation), ...] of a NumPy notebook's `function`: its notebook's folder's
+    VARIANTS (curriculum's Notebook.package), [] for a function without known mistakes."""
     notebook = NOTEBOOK_OF.get(function)
-    if notebook is None:
+    if notebook is None or notebook.framework != "numpy":
         return []
     module = importlib.import_module(f"autograder.course.{notebook.package}.variants")
     return module.VARIANTS.get(function, [])
