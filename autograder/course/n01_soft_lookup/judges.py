@@ -5,16 +5,18 @@ the value and input cases of similarity, percentages and soft_lookup are judged 
 numpy_shared/judges.py. Shipped in the student handout: imports no reference, cases or variants.
 """
 
+from typing import Any
+
 import numpy as np
 
 from autograder.course.numpy_shared.judges_calls import short
 from autograder.course.numpy_shared.signatures import explain
 from autograder.judging import judge
-from autograder.judging.base import Fail
+from autograder.judging.base import Fail, Response
 
 
 @judge
-def lookup_present(responses, *, lookups):
+def lookup_present(responses: list[Response], *, lookups: list[dict[str, Any]]) -> None:
     """Each lookup returns the value stored under its key and leaves the table's keys alone.
 
     lookups: one {"key", "want", "keys"} per response (keys: the table's keys).
@@ -42,7 +44,9 @@ def lookup_present(responses, *, lookups):
 
 
 @judge
-def lookup_absent(responses, *, absent, present=None):
+def lookup_absent(
+    responses: list[Response], *, absent: str, present: dict[str, Any] | None = None
+) -> None:
     """Looking up a key the table does not hold raises KeyError naming it; and (present: one
     lookup_present entry, answered by the second response) a key it holds returns its value, so
     that an answer raising KeyError for every key earns nothing here."""

@@ -8,10 +8,10 @@ built (variant_outputs). Instructor side only: never shipped to students.
 import numpy as np
 
 from autograder.course.n01_soft_lookup import reference as ref
-from autograder.course.numpy_shared.variants import softmax_unstable
+from autograder.course.numpy_shared.variants import Variant, softmax_unstable
 
 
-def _similarity_variants():
+def _similarity_variants() -> list[Variant]:
     return [
         (
             "cosine-instead-of-dot",
@@ -22,7 +22,7 @@ def _similarity_variants():
     ]
 
 
-def _percentages_variants():
+def _percentages_variants() -> list[Variant]:
     return [
         ("normalised-without-exp", lambda s: s / s.sum()),
         ("normalised-without-exp", lambda s: np.abs(s) / np.abs(s).sum()),
@@ -32,7 +32,7 @@ def _percentages_variants():
     ]
 
 
-def _soft_lookup_variants():
+def _soft_lookup_variants() -> list[Variant]:
     def from_weights(weights_fn):
         return lambda q, K, V: (lambda w: (w, w @ V))(weights_fn(q, K))
 
@@ -45,7 +45,7 @@ def _soft_lookup_variants():
     return out
 
 
-VARIANTS = {
+VARIANTS: dict[str, list[Variant]] = {
     "similarity": _similarity_variants(),
     "percentages": _percentages_variants(),
     "soft_lookup": _soft_lookup_variants(),

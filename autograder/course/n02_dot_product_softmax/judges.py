@@ -5,13 +5,17 @@ the value and input cases of its functions are judged by numpy_shared/judges.py.
 student handout: imports no reference, cases or variants.
 """
 
+from typing import Any
+
 from autograder.course.numpy_shared.judges_calls import got_of, same_outputs, well_formed
 from autograder.judging import compare, judge
-from autograder.judging.base import Fail
+from autograder.judging.base import Fail, Response
 
 
 @judge
-def token_ignores_the_future(responses, *, j, calls):
+def token_ignores_the_future(
+    responses: list[Response], *, j: int, calls: list[dict[str, Any]]
+) -> None:
     """attention_for_token(X, j) on X, on X with later tokens changed, on X with tokens 0..j
     changed, and (when given) on X with only tokens 0..j-1 changed: the first change must not
     matter (the default looks at tokens 0..j), the others must (an answer that returns token j's

@@ -9,13 +9,14 @@ import numpy as np
 
 from autograder.course.n02_dot_product_softmax import reference as ref
 from autograder.course.numpy_shared.variants import (
+    Variant,
     softmax_global_max,
     softmax_on_axis,
     softmax_unstable,
 )
 
 
-def _softmax_variants():
+def _softmax_variants() -> list[Variant]:
     def no_keepdims_sum(x, axis=-1):
         x = np.asarray(x, dtype=float)
         e = np.exp(x - np.max(x, axis=axis, keepdims=True))
@@ -55,7 +56,7 @@ def _softmax_variants():
     ]
 
 
-def _scaled_scores_variants():
+def _scaled_scores_variants() -> list[Variant]:
     return [
         ("missing-scale", lambda q, K: K @ q),
         ("wrong-scale", lambda q, K: K @ q / q.shape[-1]),
@@ -64,7 +65,7 @@ def _scaled_scores_variants():
     ]
 
 
-def _attend_variants():
+def _attend_variants() -> list[Variant]:
     def with_scores(scores_fn, softmax=ref.softmax):
         def attend(q, K, V):
             w = softmax(scores_fn(q, K))
@@ -83,7 +84,7 @@ def _attend_variants():
     return out
 
 
-def _token_variants():
+def _token_variants() -> list[Variant]:
     def recipe(visible_of, scale_of=None, softmax=ref.softmax):
         def attention_for_token(X, i, W_q, W_k, W_v, causal=True):
             visible = visible_of(X, i, causal)
@@ -112,7 +113,7 @@ def _token_variants():
     ]
 
 
-VARIANTS = {
+VARIANTS: dict[str, list[Variant]] = {
     "softmax": _softmax_variants(),
     "scaled_scores": _scaled_scores_variants(),
     "attend": _attend_variants(),

@@ -6,6 +6,8 @@ the value and input cases of its functions are judged by numpy_shared/judges.py.
 student handout: imports no reference, cases or variants.
 """
 
+from typing import Any
+
 import numpy as np
 
 from autograder.course.numpy_shared.judges_calls import (
@@ -16,11 +18,11 @@ from autograder.course.numpy_shared.judges_calls import (
 )
 from autograder.course.numpy_shared.signatures import diagnose_from, explain, weights_signature
 from autograder.judging import compare, judge
-from autograder.judging.base import Fail
+from autograder.judging.base import Fail, Response
 from autograder.judging.compare import is_close
 
 
-def mask_values(response, mask):
+def mask_values(response: Response, mask: dict[str, Any]) -> np.ndarray:
     """The student's causal_mask(n) as booleans (0/1 numbers accepted; dtype is its own case).
 
     mask: {"n", "where", "expected", "variants"}.
@@ -52,7 +54,7 @@ def mask_values(response, mask):
 
 
 @judge
-def causal_masks(responses, *, masks):
+def causal_masks(responses: list[Response], *, masks: list[dict[str, Any]]) -> None:
     """Each response is the right causal mask (one mask dict per response, see mask_values).
 
     A failure names a mistake only when every wrong mask of the case shows the same one (for
@@ -73,7 +75,7 @@ def causal_masks(responses, *, masks):
 
 
 @judge
-def boolean_mask(responses, *, mask):
+def boolean_mask(responses: list[Response], *, mask: dict[str, Any]) -> None:
     """The causal mask has dtype bool, and is right."""
     got = got_of(responses[0], "causal_mask", mask["where"])
     if got.dtype != bool:
@@ -86,7 +88,7 @@ def boolean_mask(responses, *, mask):
     mask_values(responses[0], mask)
 
 
-def attends_to_every_allowed_key(A, mask, what):
+def attends_to_every_allowed_key(A: Any, mask: np.ndarray | None, what: str) -> None:
     """Fail when A gives weight exactly 0 to a key the mask allows. Softmax of finite scores
     never does, while degenerate answers (A = the identity: every token "attends" only to
     itself, Z = V) have the properties the property cases check without any attention."""
@@ -101,7 +103,9 @@ def attends_to_every_allowed_key(A, mask, what):
         )
 
 
-def real_attention(Z, A, call, mask, what):
+def real_attention(
+    Z: Any, A: Any, call: dict[str, Any], mask: np.ndarray | None, what: str
+) -> None:
     """Fail unless (Z, A) is a real answer: right for this call, or at least depending on the
     inputs (the weights of a query are not the same for every key it may attend to, and the rows
     of Z differ). Zeros, uniform weights or no computation at all have the properties the
@@ -132,7 +136,14 @@ def real_attention(Z, A, call, mask, what):
 
 
 @judge
-def permutation_equivariant(responses, *, function, call, permuted_where, perm):
+def permutation_equivariant(
+    responses: list[Response],
+    *,
+    function: str,
+    call: dict[str, Any],
+    permuted_where: str,
+    perm: np.ndarray,
+) -> None:
     """Permuting the tokens permutes the rows of Z and the rows and columns of A the same way."""
     Z, A = got_of(responses[0], function, call["where"])
     Zp, Ap = got_of(responses[1], function, permuted_where)
@@ -149,7 +160,15 @@ def permutation_equivariant(responses, *, function, call, permuted_where, perm):
 
 
 @judge
-def causal_prefix(responses, *, function, call, t, mask, changed_expected=None):
+def causal_prefix(
+    responses: list[Response],
+    *,
+    function: str,
+    call: dict[str, Any],
+    t: int,
+    mask: np.ndarray | None,
+    changed_expected: tuple[np.ndarray, np.ndarray] | None = None,
+) -> None:
     """With a causal mask, changing tokens t+1.. leaves the outputs of tokens 0..t unchanged.
 
     The changed tokens must change their own outputs, or a function that ignores its input would

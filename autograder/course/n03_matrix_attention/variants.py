@@ -7,10 +7,10 @@ built (variant_outputs). Instructor side only: never shipped to students.
 
 import numpy as np
 
-from autograder.course.numpy_shared.variants import sdpa, swap
+from autograder.course.numpy_shared.variants import Variant, sdpa, swap
 
 
-def _attention_scores_variants():
+def _attention_scores_variants() -> list[Variant]:
     return [
         ("missing-scale", lambda Q, K: Q @ swap(K)),
         ("wrong-scale", lambda Q, K: Q @ swap(K) / Q.shape[-1]),
@@ -21,7 +21,7 @@ def _attention_scores_variants():
     ]
 
 
-def _causal_mask_variants():
+def _causal_mask_variants() -> list[Variant]:
     return [
         ("mask-inverted", lambda n: np.triu(np.ones((n, n), dtype=bool), k=1)),
         ("mask-inverted", lambda n: np.triu(np.ones((n, n), dtype=bool))),
@@ -30,7 +30,7 @@ def _causal_mask_variants():
     ]
 
 
-def _sdpa_variants():
+def _sdpa_variants() -> list[Variant]:
     d = lambda Q: Q.shape[-1]  # noqa: E731
     return [
         ("missing-scale", lambda Q, K, V, mask=None: sdpa(Q, K, V, mask, scale=1.0)),
@@ -58,8 +58,8 @@ def _sdpa_variants():
     ]
 
 
-def _self_attention_variants():
-    out = []
+def _self_attention_variants() -> list[Variant]:
+    out: list[Variant] = []
     for id_, f in _sdpa_variants():
         out.append(
             (id_, lambda X, W_q, W_k, W_v, mask=None, f=f: f(X @ W_q, X @ W_k, X @ W_v, mask))
@@ -75,7 +75,7 @@ def _self_attention_variants():
     return out
 
 
-VARIANTS = {
+VARIANTS: dict[str, list[Variant]] = {
     "attention_scores": _attention_scores_variants(),
     "causal_mask": _causal_mask_variants(),
     "scaled_dot_product_attention": _sdpa_variants(),

@@ -6,6 +6,7 @@ in the student handout: imports no reference, cases or variants.
 """
 
 import numbers
+from typing import Any
 
 import numpy as np
 
@@ -13,12 +14,12 @@ from autograder.course.numpy_shared.judges_calls import short
 from autograder.course.numpy_shared.signatures import explain, one_id
 from autograder.harness.wire import Opaque
 from autograder.judging import compare, judge
-from autograder.judging.base import Fail
+from autograder.judging.base import Fail, Response
 
 SHAPE_KEYS = ("W_q", "W_k", "W_v", "W_o", "input", "q", "k", "v", "A", "z", "concat", "output")
 
 
-def _as_shape(value):
+def _as_shape(value: Any) -> tuple[int, ...] | None:
     """A tuple of ints from a tuple or list of integers, else None."""
     if not isinstance(value, tuple | list):
         return None
@@ -31,7 +32,15 @@ def _as_shape(value):
 
 
 @judge
-def mha_shapes(responses, *, n, d, d_k, H, expected):
+def mha_shapes(
+    responses: list[Response],
+    *,
+    n: int,
+    d: int,
+    d_k: int,
+    H: int,
+    expected: dict[str, tuple[int, ...]],
+) -> None:
     """mha_shapes(n, d, d_k, H) names every shape right. expected: {key: shape tuple}."""
     response = responses[0]
     where = f"mha_shapes(n={n}, d={d}, d_k={d_k}, H={H})"

@@ -5,13 +5,16 @@ student would write them; numpy_shared/variants.py runs them on a case's inputs 
 built (variant_outputs). Instructor side only: never shipped to students.
 """
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from autograder.course.n04_multihead_attention.reference import merge_heads
-from autograder.course.numpy_shared.variants import sdpa
+from autograder.course.numpy_shared.variants import Variant, sdpa
 
 
-def _split_variants():
+def _split_variants() -> list[Variant]:
     def without_transpose(X, n_heads):
         *lead, n, w = X.shape
         return X.reshape(*lead, n_heads, n, w // n_heads)
@@ -31,7 +34,7 @@ def _split_variants():
     ]
 
 
-def _merge_variants():
+def _merge_variants() -> list[Variant]:
     def without_transpose(X):
         *lead, H, n, d_k = X.shape
         return X.reshape(*lead, n, H * d_k)
@@ -46,22 +49,33 @@ def _merge_variants():
     ]
 
 
-def _mha(X, W_q, W_k, W_v, W_o, mask=None, merge=merge_heads, project=True, **knobs):
+def _mha(
+    X: np.ndarray,
+    W_q: np.ndarray,
+    W_k: np.ndarray,
+    W_v: np.ndarray,
+    W_o: np.ndarray,
+    *,
+    mask: np.ndarray | None = None,
+    merge: Callable[[np.ndarray], np.ndarray] = merge_heads,
+    project: bool = True,
+    **knobs: Any,
+) -> tuple[np.ndarray, np.ndarray]:
     Xh = X[..., None, :, :]
     Z, A = sdpa(Xh @ W_q, Xh @ W_k, Xh @ W_v, mask, **knobs)
     concat = merge(Z)
     return (concat @ W_o if project else concat), A
 
 
-def _mha_variants():
+def _mha_variants() -> list[Variant]:
     H_of = lambda W_q: W_q.shape[0]  # noqa: E731
 
     def averaged(X, W_q, W_k, W_v, W_o, mask=None):
-        Y, A = _mha(X, W_q, W_k, W_v, W_o, mask)
+        Y, A = _mha(X, W_q, W_k, W_v, W_o, mask=mask)
         return Y / H_of(W_q), A
 
     def averaged_A(X, W_q, W_k, W_v, W_o, mask=None):
-        Y, A = _mha(X, W_q, W_k, W_v, W_o, mask)
+        Y, A = _mha(X, W_q, W_k, W_v, W_o, mask=mask)
         return Y, A.mean(axis=-3)
 
     def averaged_Z(X, W_q, W_k, W_v, W_o, mask=None):
@@ -76,20 +90,21 @@ def _mha_variants():
         mean = Z.mean(axis=-3)
         return np.concatenate([mean] * H_of(W_q), axis=-1) @ W_o, A
 
+    def weights_of_head(h):
+        def one_head(*a, mask=None):
+            Y, A = _mha(*a, mask=mask)
+            return Y, A[..., h, :, :]
+
+        return one_head
+
     merge_flat, merge_strided = (f for _, f in _merge_variants())
     d = lambda X: X.shape[-1]  # noqa: E731
     return [
         ("missing-output-projection", lambda *a, mask=None: _mha(*a, mask=mask, project=False)),
         ("heads-averaged", averaged),
         ("weights-averaged-over-heads", averaged_A),
-        (
-            "weights-of-one-head",
-            lambda *a, mask=None: (lambda Y, A: (Y, A[..., -1, :, :]))(*_mha(*a, mask=mask)),
-        ),
-        (
-            "weights-of-one-head",
-            lambda *a, mask=None: (lambda Y, A: (Y, A[..., 0, :, :]))(*_mha(*a, mask=mask)),
-        ),
+        ("weights-of-one-head", weights_of_head(-1)),
+        ("weights-of-one-head", weights_of_head(0)),
         ("heads-averaged", averaged_Z),
         ("heads-averaged", averaged_Z_tiled),
         (
@@ -114,7 +129,7 @@ def _mha_variants():
     ]
 
 
-VARIANTS = {
+VARIANTS: dict[str, list[Variant]] = {
     "split_heads": _split_variants(),
     "merge_heads": _merge_variants(),
     "multi_head_attention": _mha_variants(),

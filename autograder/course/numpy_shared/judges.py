@@ -11,6 +11,9 @@ Registered under their stored names, "numpy_judges.<name>" (autograder.judging.L
 Shipped in the student handout: imports no reference, cases or variants.
 """
 
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
 import numpy as np
 
 from autograder.course.numpy_shared.judges_calls import (
@@ -21,11 +24,11 @@ from autograder.course.numpy_shared.judges_calls import (
 )
 from autograder.course.numpy_shared.signatures import MATCH, explain, one_id
 from autograder.judging import compare, judge
-from autograder.judging.base import Fail
+from autograder.judging.base import Fail, Response
 from autograder.judging.compare import is_close
 
 
-def _behaves_like(response, function, call, index):
+def _behaves_like(response: Response, function: str, call: dict[str, Any], index: int) -> bool:
     """True when the answer to one call is consistent with variant `index`: where the answer is
     wrong, its wrong outputs are that variant's; where it is entirely right, so is the variant
     (its mistake would have shown)."""
@@ -47,7 +50,13 @@ def _behaves_like(response, function, call, index):
     return all(is_close(got[k], variant[k], **MATCH) for k in wrong)
 
 
-def _confirmed(mismatch, responses, calls, function, large):
+def _confirmed(
+    mismatch: Mismatch,
+    responses: list[Response],
+    calls: list[dict[str, Any]],
+    function: str,
+    large: bool,
+) -> Mismatch:
     """The mismatch's id if every call of the case bears it out, else the mismatch without it.
 
     An id resting on variants stands only if one of those variants is consistent with the
@@ -79,8 +88,16 @@ def _confirmed(mismatch, responses, calls, function, large):
 
 @judge
 def value(
-    responses, *, function, calls, large=False, single=None, helpers=(), optional=(), lists=()
-):
+    responses: list[Response],
+    *,
+    function: str,
+    calls: list[dict[str, Any]],
+    large: bool = False,
+    single: dict[str, Any] | None = None,
+    helpers: Sequence[dict[str, Any]] = (),
+    optional: Sequence[int] = (),
+    lists: Sequence[Sequence[int]] = (),
+) -> None:
     """Every call's outputs match the expected ones.
 
     A failure names at most one misconception, and only one that every call of the case bears
@@ -95,7 +112,7 @@ def value(
         try:
             check_call(response, function, call, large=large)
         except Mismatch as mismatch:
-            failure = _confirmed(mismatch, responses, calls, function, large)
+            failure: Fail = _confirmed(mismatch, responses, calls, function, large)
         except Fail as error:
             failure = error
         else:
@@ -106,24 +123,22 @@ def value(
             if k == as_list and _right(responses[as_array], function, calls[as_array], large):
                 _named(failure, "list-input-unsupported", "The same kind of call with a NumPy "
                        "array is right, so the Python list is the trouble.")  # fmt: skip
-        alone = responses[len(calls)] if single is not None else None
-        if (
-            single is None
-            or failure.misconceptions
-            or not _batch_is_the_trouble(response, alone, function, call, single, large)
-        ):
+        if single is None or failure.misconceptions:
+            raise failure
+        alone = responses[len(calls)]  # the call on the first element of the batch alone
+        if not _batch_is_the_trouble(response, alone, function, call, single, large):
             raise failure
         _named(failure, "batch-dims-unsupported", "The same call on one element of the batch is "
                "right, so the leading batch dimensions are the trouble.")  # fmt: skip
 
 
-def _named(failure, id_, because):
+def _named(failure: Fail, id_: str, because: str) -> NoReturn:
     """Raise the failure again, named id_ for the reason `because` (what was observed)."""
     observed = failure.observed if isinstance(failure, Mismatch) else failure.message
     raise Fail(f"{observed} {because}" + explain([id_]), [id_], failure.fraction) from None
 
 
-def _right(response, function, call, large):
+def _right(response: Response, function: str, call: dict[str, Any], large: bool) -> bool:
     try:
         check_call(response, function, call, large=large)
     except Fail:
@@ -131,7 +146,13 @@ def _right(response, function, call, large):
     return True
 
 
-def blame(failure, responses, function, call, helpers):
+def blame(
+    failure: Fail,
+    responses: list[Response],
+    function: str,
+    call: dict[str, Any],
+    helpers: Sequence[dict[str, Any]],
+) -> None:
     """Raise a Fail naming the student's earlier function when it explains the failure.
 
     Evidence specific to it: the earlier function (asked on exactly what a right answer hands
@@ -182,7 +203,9 @@ def blame(failure, responses, function, call, helpers):
         ) from None
 
 
-def _explains(main, answer, function, call, helper):
+def _explains(
+    main: Response, answer: Response, function: str, call: dict[str, Any], helper: dict[str, Any]
+) -> bool:
     """True when the student's answer is what the wrong earlier function makes of this call."""
     if main.error:
         return bool(answer.error) and (
@@ -204,7 +227,14 @@ def _explains(main, answer, function, call, helper):
     return True
 
 
-def _batch_is_the_trouble(batched, alone, function, call, single, large):
+def _batch_is_the_trouble(
+    batched: Response,
+    alone: Response,
+    function: str,
+    call: dict[str, Any],
+    single: dict[str, Any],
+    large: bool,
+) -> bool:
     """True when the answer for one element of the batch is right alone and is not what the
     batched call gives for that element (it raised, has another shape, or another value).
 
@@ -238,7 +268,14 @@ _INPUTS_UNSEEN = (
 
 
 @judge
-def unmodified(responses, *, function, call, inputs, values=False):
+def unmodified(
+    responses: list[Response],
+    *,
+    function: str,
+    call: dict[str, Any],
+    inputs: list[list[Any]],
+    values: bool = False,
+) -> None:
     """Every array input comes back unchanged, and the call returns a result of the right
     kind and shape (a function that raises or returns nothing has not shown it leaves its
     inputs alone). A wrong value fails it too, but its message then says that the inputs were

@@ -15,6 +15,8 @@ the one mistake they show (a Mismatch), well_formed checks shapes, dtypes and fi
 Shipped in the student handout with the judges: imports no reference, cases or variants.
 """
 
+from typing import Any
+
 import numpy as np
 
 from autograder.course.numpy_shared.signatures import (
@@ -27,7 +29,7 @@ from autograder.course.numpy_shared.signatures import (
     weights_signature,
 )
 from autograder.judging import compare
-from autograder.judging.base import Fail
+from autograder.judging.base import Fail, Response
 
 # What each pair-returning function returns, in order, as the messages name it.
 OUTPUTS = {
@@ -51,7 +53,7 @@ SCORES = {"scaled_scores", "attention_scores"}  # outputs that are scores: scale
 # ---------------------------------------------------------------- reading and checking one call
 
 
-def got_of(response, function, where):
+def got_of(response: Response, function: str, where: str) -> Any:
     """The student's outputs as plain arrays (a tuple for pair-returning functions)."""
     if response.error:
         ids, sentence = error_signature(response.error, function=function)
@@ -75,23 +77,32 @@ class Mismatch(Fail):
     basis: the variant indices the id rests on (None when a property signature gave it).
     """
 
-    def __init__(self, observed, sentence, ids, fraction, basis=None):
+    def __init__(
+        self,
+        observed: str,
+        sentence: str,
+        ids: list[str],
+        fraction: float,
+        basis: list[int] | None = None,
+    ) -> None:
         self.observed, self.sentence, self.basis = observed, sentence, basis
         text = observed + (f" {sentence[0].upper()}{sentence[1:]}" if sentence else "")
         super().__init__(text + explain(ids), ids, fraction)
 
-    def without_id(self):
+    def without_id(self) -> "Mismatch":
         return Mismatch(self.observed, self.sentence, [], self.fraction)
 
 
-def check_output(function, got, call, output=None, large=False):
+def check_output(
+    function: str, got: Any, call: dict[str, Any], output: int | None = None, large: bool = False
+) -> None:
     """Compare one output with the expected one; on failure name the one mistake it shows."""
     expected = call["expected"]
     if output is not None:
         expected = expected[output]
     names = OUTPUTS.get(function)
     where = call["where"]
-    what = where if output is None else f"{names[output]} returned by {where}"
+    what = where if output is None or names is None else f"{names[output]} returned by {where}"
     try:
         compare.assert_close(got, expected, what=what)
     except Fail as failure:
@@ -102,7 +113,9 @@ def check_output(function, got, call, output=None, large=False):
         raise Mismatch(failure.message, sentence, ids, failure.fraction, basis) from None
 
 
-def _diagnosis(function, got, expected, call, output, large):
+def _diagnosis(
+    function: str, got: Any, expected: Any, call: dict[str, Any], output: int | None, large: bool
+) -> tuple[list[str], str, list[int] | None]:
     """(ids, sentence, basis) explaining a mismatch: at most one id, and only on evidence
     specific to it (a stored variant reproduced, and no variant of another id; else a property
     signature); the sentence says what was observed. basis: the matching variants' indices."""
@@ -111,7 +124,7 @@ def _diagnosis(function, got, expected, call, output, large):
     basis = [index for index, _ in matched] if ids else None
     sentence = ""
     same_shape = np.shape(got) == np.shape(expected)
-    signature_ids = []
+    signature_ids: list[str] = []
     if function in SCORES:
         signature_ids, sentence = scale_signature(got, expected, call["d_k"])
     is_weights = WEIGHTS.get(function, -1) == output
@@ -129,7 +142,7 @@ def _diagnosis(function, got, expected, call, output, large):
     return ids, sentence, basis
 
 
-def check_call(response, function, call, large=False):
+def check_call(response: Response, function: str, call: dict[str, Any], large: bool = False) -> Any:
     """The student's outputs for one call, each checked against the expected ones."""
     got = got_of(response, function, call["where"])
     if isinstance(got, tuple):
@@ -142,7 +155,9 @@ def check_call(response, function, call, large=False):
     return got
 
 
-def well_formed(got, function, call, output=None, rows=True):
+def well_formed(
+    got: Any, function: str, call: dict[str, Any], output: int | None = None, rows: bool = True
+) -> None:
     """Fail unless got has the expected shape, a real dtype and no NaN/inf (values unchecked);
     with rows=True, attention weights must also be non-negative rows that sum to 1."""
     expected = call["expected"]
@@ -158,7 +173,7 @@ def well_formed(got, function, call, output=None, rows=True):
         compare.assert_rows_sum_to_one(got, what)
 
 
-def same_outputs(a, b, what, tol=1e-9):
+def same_outputs(a: Any, b: Any, what: str, tol: float = 1e-9) -> None:
     """Fail unless two outputs of the student's (already type-checked) agree closely."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if a.shape != b.shape:
@@ -168,7 +183,7 @@ def same_outputs(a, b, what, tol=1e-9):
         raise Fail(f"{what}: {summary.replace('the expected values', 'each other')}.")
 
 
-def short(value):
+def short(value: Any) -> str:
     """repr(value), cut to 60 characters, for messages."""
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."

@@ -14,25 +14,30 @@ students.
 """
 
 import importlib
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from autograder.course.n02_dot_product_softmax.reference import softmax
 from autograder.curriculum import NOTEBOOK_OF
 
+# A known-wrong variant: (misconception id, the wrong implementation).
+Variant = tuple[str, Callable[..., Any]]
+
 # ---------------------------------------------------------------- building blocks
 
 
-def softmax_unstable(x, axis=-1):
+def softmax_unstable(x: Any, axis: int = -1) -> np.ndarray:
     e = np.exp(np.asarray(x, dtype=float))
     return e / e.sum(axis=axis, keepdims=True)
 
 
-def softmax_on_axis(x, axis):
+def softmax_on_axis(x: Any, axis: int) -> np.ndarray:
     return softmax(x, axis=axis)
 
 
-def softmax_global_max(x, axis=-1):
+def softmax_global_max(x: Any, axis: int = -1) -> np.ndarray:
     """Subtracts the maximum of the whole array, not each row's: right until a row lies ~745
     below the array's maximum, where every exp of that row underflows to 0 (0/0)."""
     x = np.asarray(x, dtype=float)
@@ -40,28 +45,28 @@ def softmax_global_max(x, axis=-1):
     return e / e.sum(axis=axis, keepdims=True)
 
 
-_SOFTMAXES = {
+_SOFTMAXES: dict[str, Callable[..., np.ndarray]] = {
     "stable": softmax,
     "unstable": softmax_unstable,
     "global-max": softmax_global_max,
 }
 
 
-def swap(K):
+def swap(K: np.ndarray) -> np.ndarray:
     return np.swapaxes(K, -1, -2)
 
 
 def sdpa(
-    Q,
-    K,
-    V,
-    mask=None,
-    scale=None,
-    softmax_axis=-1,
-    mask_mode="before",
-    transpose=False,
-    softmax="stable",
-):
+    Q: np.ndarray,
+    K: np.ndarray,
+    V: np.ndarray,
+    mask: np.ndarray | None = None,
+    scale: float | None = None,
+    softmax_axis: int = -1,
+    mask_mode: str = "before",
+    transpose: bool = False,
+    softmax: str = "stable",
+) -> tuple[np.ndarray, np.ndarray]:
     """Scaled dot-product attention with one knob per mistake."""
     d_k = Q.shape[-1]
     scale = np.sqrt(d_k) if scale is None else scale
@@ -81,17 +86,20 @@ def sdpa(
 # ---------------------------------------------------------------- what each variant returns
 
 
-def variants_of(function):
+def variants_of(function: str) -> list[Variant]:
     """[(id, wrong implementation), ...] of a NumPy notebook's `function`: its notebook's folder's
     VARIANTS (curriculum's Notebook.package), [] for a function without known mistakes."""
     notebook = NOTEBOOK_OF.get(function)
     if notebook is None or notebook.framework != "numpy":
         return []
     module = importlib.import_module(f"autograder.course.{notebook.package}.variants")
-    return module.VARIANTS.get(function, [])
+    variants: dict[str, list[Variant]] = module.VARIANTS
+    return variants.get(function, [])
 
 
-def variant_outputs(function, args, kwargs=None):
+def variant_outputs(
+    function: str, args: Sequence[Any], kwargs: dict[str, Any] | None = None
+) -> list[list[Any]]:
     """[[id, output], ...]: every variant of `function`, in order, on these inputs.
 
     Each output is the variant's whole return value (a pair for pair-returning functions),
@@ -103,11 +111,11 @@ def variant_outputs(function, args, kwargs=None):
     return [[id_, _run(fn, args, kwargs)] for id_, fn in variants_of(function)]
 
 
-def _run(fn, args, kwargs):
+def _run(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any] | None) -> Any:
     """fn's output on copies of the inputs, or None if it fails."""
-    args = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
+    copies = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
     try:
         with np.errstate(all="ignore"):
-            return fn(*args, **(kwargs or {}))
+            return fn(*copies, **(kwargs or {}))
     except Exception:  # noqa: BLE001 - a variant that does not apply to these inputs
         return None
