@@ -428,8 +428,8 @@ def test_the_detector_finds_a_reference_function_pasted_verbatim(handout, secret
     found = _found(planted, secrets)
     assert any(
         f.startswith(
-            "checker/autograder/judging/extra.py: code of autograder/reference/"
-            "matrix_attention.py: scaled_dot_product_attention"
+            "checker/autograder/judging/extra.py: code of autograder/course/"
+            "n03_matrix_attention/reference.py: scaled_dot_product_attention"
         )
         for f in found
     ), found
@@ -470,7 +470,7 @@ def test_the_detector_finds_a_solution_region_pasted_into_a_notebook(handout, se
 
 @pytest.mark.slow  # builds the whole handout
 def test_the_detector_finds_a_probe_line_in_a_text_file(handout, secrets, tmp_path):
-    probe = (REPO / "autograder" / "probes" / "dot_product_softmax.py").read_text()
+    probe = (REPO / "autograder" / "course" / "n02_dot_product_softmax" / "cases.py").read_text()
     line = max(leaks.secret_lines(probe, ast.parse(probe)), key=len)
     planted = _plant(handout, tmp_path, "README.md", f"\nA note:\n\n    {line}\n")
     found = _found(planted, secrets)
