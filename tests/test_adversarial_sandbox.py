@@ -228,7 +228,7 @@ def snoop_cells(host_paths, secret):
         "raise RuntimeError(f'snoop leaks={leaks} fds={fds} procs={len(procs)} '\n"
         "                   f'sys={os.path.exists(\"/sys/fs\")} cwd={os.getcwd()}')",
         f"open({str(REPO / 'solutions' / (NB1 + '.ipynb'))!r}).read()",
-        f"open({str(REPO / 'autograder' / 'reference' / 'soft_lookup.py')!r}).read()",
+        f"open({str(REPO / 'autograder' / 'course' / 'n01_soft_lookup' / 'reference.py')!r}).read()",
     ]
 
 

@@ -8,6 +8,7 @@ The folders are listed here by hand, the oracle the curriculum and the files are
 
 import ast
 import importlib
+import shutil
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from autograder import reference as answers
 from autograder.checks import VISIBLE_SEED
 from autograder.course.numpy_shared.variants import variants_of
 from autograder.curriculum import BY_STEM, NOTEBOOK_OF, NOTEBOOKS
+from autograder.grading import fingerprint
 from autograder.judging import COURSE_FOLDER, JUDGES, LEGACY_PREFIXES, resolve
 from autograder.misconceptions import CATALOGUE
 from autograder.probes import load
@@ -262,3 +264,22 @@ def test_the_handout_ships_exactly_the_judges_and_what_they_import(tmp_path):
         *(f"autograder.course.{f}.judges" for f in FOLDERS),
     } <= course
     handout.check_self_contained(tmp_path)  # and the shipped modules import one another only
+
+
+# -- what decides a verdict ------------------------------------------------------------------------
+
+
+def test_the_regrade_fingerprint_reads_every_file_of_the_numpy_folders(tmp_path):
+    """A changed answer, case, judge or variant of 01-04 must change the course digest, so that a
+    rerun regrades instead of keeping verdicts the old code gave."""
+    roots = [PACKAGE / part for part in fingerprint.VERDICT_PARTS]
+    for folder in [SHARED, *FOLDERS]:
+        for path in sorted((COURSE / folder).glob("*.py")):
+            assert any(path.is_relative_to(root) for root in roots), path
+    # and the digest does read a folder's bytes: a copy with one judge changed hashes otherwise
+    copy = tmp_path / "course"
+    shutil.copytree(COURSE / "n03_matrix_attention", copy / "n03_matrix_attention")
+    first = fingerprint.course_digest([copy])
+    judges = copy / "n03_matrix_attention" / "judges.py"
+    judges.write_text(judges.read_text().replace("exactly 0", "exactly zero"))
+    assert fingerprint.course_digest([copy]) != first

@@ -230,7 +230,9 @@ def full_marks_student():
 def reference_lines():
     """The code lines of the model answers' bodies (docstrings and short lines left out)."""
     lines = set()
-    for path in sorted(REFERENCE.glob("*.py")):
+    for path in sorted(REFERENCE.glob("*.py")) + sorted(
+        REFERENCE.parent.glob("course/*/reference.py")
+    ):
         tree = ast.parse(path.read_text())
         text = path.read_text().splitlines()
         for node in ast.walk(tree):
