@@ -2,8 +2,8 @@
 
 Each id is recognised by behaviour, never by reading source: variants.py modules hold known-wrong
 implementations computed in the trusted parent; a student's output that matches one (and not the
-reference) names that misconception. See numpy_variants.py (notebooks 01-04) and
-torch_variants.py (05-06).
+reference) names that misconception. See course/n01_soft_lookup/variants.py .. n04's (notebooks
+01-04) and torch_variants.py (05-06).
 """
 
 from dataclasses import dataclass
