@@ -83,6 +83,7 @@ NOTEBOOKS = (
             "FeedForward",
             "TransformerBlock",
         ),
+        package="n05_transformer_block",
     ),
     Notebook(
         "06_autoregressive_lm",

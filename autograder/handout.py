@@ -53,7 +53,8 @@ SHIPPED = (
     # a notebook in its own folder ships its judges only: reference, cases, variants stay here
     "course/__init__.py",
     "course/*/__init__.py",
-    "course/*/judges.py",
+    "course/*/judges*.py",
+    "course/torch_shared/checks*.py",  # what the PyTorch judges share (no model answer)
 )
 SHIPPED_DATA = ("*.py", "*.json")  # of coursedata (data/)
 

@@ -260,7 +260,7 @@ folder, responses = sys.argv[1], sys.argv[2]
 serve({"layer_norm": layer_norm}, request_dir(folder, "layer_norm"), responses + "/layer_norm")
 results = judge_cases(load_cases(folder, "layer_norm"), responses)
 assert not [m for m in sys.modules if m.startswith(FORBIDDEN)]
-assert "autograder.judging.block_judges" in sys.modules
+assert "autograder.course.n05_transformer_block.judges" in sys.modules
 print(json.dumps([[r.name, r.score, r.output, r.misconceptions] for r in results]))
 """
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 # prefix imports every module listed for it.
 LEGACY_PREFIXES: dict[str, tuple[str, ...]] = {
     "numpy_judges": ("autograder.judging.numpy_judges",),
-    "block_judges": ("autograder.judging.block_judges",),
+    "block_judges": ("autograder.course.n05_transformer_block.judges",),
     "lm_judges": ("autograder.judging.lm_judges",),
     "training_judges": ("autograder.judging.training_judges",),
     "modern_lm": ("autograder.judging.modern_lm",),

@@ -16,21 +16,22 @@ import math
 
 import numpy as np
 
+from autograder.course.torch_shared.checks import (
+    close_or_diagnose,
+    explain,
+    hint_for,
+    one_diagnosis,
+)
+from autograder.course.torch_shared.checks_modules import (
+    IN_EVAL_MODE,
+    differentiable_and_unchanged,
+    gpt_error,
+    gpt_logits,
+)
+from autograder.course.torch_shared.checks_sampling import cross_entropy, sample_fit
 from autograder.judging import compare, judge
 from autograder.judging.base import Fail, Response
 from autograder.judging.compare import FLOAT32, describe_encoded, fmt
-from autograder.judging.torch_checks import (
-    IN_EVAL_MODE,
-    close_or_diagnose,
-    cross_entropy,
-    differentiable_and_unchanged,
-    explain,
-    gpt_error,
-    gpt_logits,
-    hint_for,
-    one_diagnosis,
-    sample_fit,
-)
 from autograder.misconceptions import CATALOGUE
 from autograder.results import NOT_IMPLEMENTED
 

@@ -10,16 +10,12 @@ import re
 
 import numpy as np
 
+from autograder.course.torch_shared.checks import close_or_diagnose, explain
+from autograder.course.torch_shared.checks_modules import module_answer, no_biases
+from autograder.course.torch_shared.checks_sampling import sample_fit
 from autograder.judging import compare, judge
 from autograder.judging.base import Fail
 from autograder.judging.compare import describe_encoded, fmt
-from autograder.judging.torch_checks import (
-    close_or_diagnose,
-    explain,
-    module_answer,
-    no_biases,
-    sample_fit,
-)
 from autograder.results import NOT_IMPLEMENTED
 
 # ================================================================ BPETokenizer

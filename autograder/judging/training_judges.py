@@ -16,10 +16,10 @@ import numbers
 
 import numpy as np
 
+from autograder.course.torch_shared.checks import explain
 from autograder.judging import judge
 from autograder.judging.base import Fail
 from autograder.judging.compare import describe_encoded, error_message, fmt
-from autograder.judging.torch_checks import explain
 from autograder.results import NOT_IMPLEMENTED
 
 LR_TOL = {"rel": 1e-9, "abs": 1e-12}  # a formula of Python floats

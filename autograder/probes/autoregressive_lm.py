@@ -19,11 +19,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from autograder.judging import Judgement
-from autograder.misconceptions import torch_variants as tv
-from autograder.misconceptions import training_variants as trv
-from autograder.probes.base import Case
-from autograder.probes.torch_tools import (
+from autograder.course.n05_transformer_block import variants as tv
+from autograder.course.n05_transformer_block.cases_block import _zeroed, block_state
+from autograder.course.n06_autoregressive_lm import variants as lmv
+from autograder.course.torch_shared.tools import (
     load,
     norm_state,
     np_,
@@ -31,7 +30,9 @@ from autograder.probes.torch_tools import (
     tensor,
     torch_probe,
 )
-from autograder.probes.transformer_block import _zeroed, block_state
+from autograder.judging import Judgement
+from autograder.misconceptions import training_variants as trv
+from autograder.probes.base import Case
 from autograder.reference import autoregressive_lm as ref
 
 # ---------------------------------------------------------------- make_examples
@@ -575,7 +576,7 @@ def bigram_entropy(pattern):
 
 def _loss_case(name, points, logits, targets, grad_check=False):
     expected = float(F.cross_entropy(logits.detach().double().flatten(0, 1), targets.flatten()))
-    variants = tv.lm_loss_variants(logits, targets)
+    variants = lmv.lm_loss_variants(logits, targets)
     B, T, V = logits.shape
     params = {
         "what": f"lm_loss(logits of shape ({B}, {T}, {V}), targets)",
@@ -793,9 +794,9 @@ def _named_top_k(row, temperature, top_k):
     from the right distribution and from each other (else none is named)."""
     if top_k is None:
         return []
-    right = tv.sampling_distribution(row, temperature, top_k)
+    right = lmv.sampling_distribution(row, temperature, top_k)
     named = [
-        ["top-k-ignored", tv.sampling_distribution(row, temperature, None).tolist()],
+        ["top-k-ignored", lmv.sampling_distribution(row, temperature, None).tolist()],
         [
             "top-k-off-by-one",
             trv.top_p_distribution(row, temperature, top_k, None, "top-k-off-by-one").tolist(),
@@ -835,9 +836,9 @@ def _distribution_case(rng, V, temperature, top_k, points, seed):
             "what": what,
             "samples": B,
             "vocab_size": V,
-            "p": tv.sampling_distribution(row, temperature, top_k),
-            "p_multiplied": tv.temperature_multiplied_distribution(row, temperature, top_k),
-            "p_plain": tv.sampling_distribution(row, 1.0, top_k),  # the temperature ignored
+            "p": lmv.sampling_distribution(row, temperature, top_k),
+            "p_multiplied": lmv.temperature_multiplied_distribution(row, temperature, top_k),
+            "p_plain": lmv.sampling_distribution(row, 1.0, top_k),  # the temperature ignored
             "temperature": temperature,
             "top_k": top_k,
             "named": _named_top_k(row, temperature, top_k),
@@ -1099,7 +1100,7 @@ def gpt_values_case(rng):
             "what": f"GPT({V}, {T}, d_model={d}, n_heads={H}, n_layers={L})(idx)",
             "expected": expected,
             "expected_tied": expected_tied,
-            "variants": tv.gpt_variants(roles, idx, H),
+            "variants": lmv.gpt_variants(roles, idx, H),
             "blocks": blocks,
             "final_norm": final_norm,
             "sizes": {"vocab_size": V, "block_size": T, "d_model": d, "d_ff": 4 * d},
@@ -1167,12 +1168,12 @@ def _top_p_row(rng, V, temperature, top_k, differ_from_untempered):
     most one is named (top_k with top_p: _top_k_top_p_case)."""
     for _ in range(20000):
         row = rng.permutation(np.linspace(-1.5, 1.5, V)) + rng.normal(0.0, 0.1, V)
-        p = tv.sampling_distribution(row, temperature, top_k)
+        p = lmv.sampling_distribution(row, temperature, top_k)
         boundary = 3  # the set without its crossing token still holds two: never an argmax's
         top_p = _nucleus_top_p(rng, p, boundary)
         if top_p is None or np.sort(p)[::-1][boundary - 1] < 0.08:
             continue
-        plain = tv.sampling_distribution(row, 1.0, top_k)
+        plain = lmv.sampling_distribution(row, 1.0, top_k)
         untempered = trv.top_p_distribution(row, 1.0, top_k, top_p)
         if differ_from_untempered and (
             min(abs(np.cumsum(np.sort(plain)[::-1]) - top_p)) < NUCLEUS_MARGIN
@@ -1205,7 +1206,7 @@ def _tied_row(rng):
             [np.sort(rng.uniform(2.0, 3.0, 3))[::-1], np.full(5, 1.2), rng.uniform(-3, -1, 24)]
         )
         row = rng.permutation(values)
-        p = tv.sampling_distribution(row, 1.0, None)
+        p = lmv.sampling_distribution(row, 1.0, None)
         tied = sorted(int(i) for i in np.flatnonzero(row == 1.2))
         top3 = np.sort(p)[::-1][:3].sum()
         top_p = float(np.round(top3 + p[tied[0]] * rng.uniform(0.3, 0.7), 4))
@@ -1254,7 +1255,7 @@ def _top_p_case(rng, V, name, points, seed, temperature=1.0, top_k=None, ties=Fa
             "vocab_size": V,
             "p": right,
             "p_multiplied": trv.top_p_distribution(row * temperature**2, temperature, top_k, top_p),
-            "p_plain": tv.sampling_distribution(row, temperature, top_k),
+            "p_plain": lmv.sampling_distribution(row, temperature, top_k),
             "temperature": temperature,
             "top_k": top_k,
             "top_p": top_p,
@@ -1284,8 +1285,8 @@ def _shaped_row(rng, V, top_k, shape, top_p=None):
         spread = rng.uniform(0.3, 1.5)
         row = rng.permutation(np.linspace(-spread, spread, V)) + rng.normal(0.0, 0.2, V)
         chosen = top_p if top_p is not None else float(np.round(rng.uniform(0.3, 0.95), 4))
-        whole = tv.sampling_distribution(row, 1.0, None)
-        kept = tv.sampling_distribution(row, 1.0, top_k)
+        whole = lmv.sampling_distribution(row, 1.0, None)
+        kept = lmv.sampling_distribution(row, 1.0, top_k)
         sums = np.concatenate([np.cumsum(np.sort(whole)[::-1]), np.cumsum(np.sort(kept)[::-1])])
         if np.abs(sums - chosen).min() < NUCLEUS_MARGIN:
             continue
@@ -1299,7 +1300,7 @@ def _parts_named(row, top_k, top_p):
     right, named = _named_top_p(row, 1.0, top_k, top_p)
     for id_, q in (
         ("top-k-ignored", trv.top_p_distribution(row, 1.0, None, top_p)),
-        ("top-p-ignored", tv.sampling_distribution(row, 1.0, top_k)),
+        ("top-p-ignored", lmv.sampling_distribution(row, 1.0, top_k)),
     ):
         if not np.allclose(q, right, atol=0.02):
             named.append([id_, q.tolist()])

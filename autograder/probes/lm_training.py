@@ -13,11 +13,11 @@ were zeroed and clipped before the step. The judges are in autograder.judging.tr
 import numpy as np
 import torch
 
+from autograder.course.torch_shared.tools import np_, torch_probe
 from autograder.harness.toy import TinyLM
 from autograder.judging import Judgement
 from autograder.misconceptions import training_variants as trv
 from autograder.probes.base import Case
-from autograder.probes.torch_tools import np_, torch_probe
 
 # ---------------------------------------------------------------- lr_at
 

@@ -16,11 +16,7 @@ CPU-second in the sandbox.
 import numpy as np
 import torch
 
-from autograder.judging import Judgement
-from autograder.misconceptions import modern_lm_variants as mv
-from autograder.misconceptions import training_variants as trv
-from autograder.probes.base import Case
-from autograder.probes.torch_tools import (
+from autograder.course.torch_shared.tools import (
     load,
     np_,
     reference_grads,
@@ -28,6 +24,10 @@ from autograder.probes.torch_tools import (
     tensor,
     torch_probe,
 )
+from autograder.judging import Judgement
+from autograder.misconceptions import modern_lm_variants as mv
+from autograder.misconceptions import training_variants as trv
+from autograder.probes.base import Case
 from autograder.reference import modern_lm as ref
 
 # ---------------------------------------------------------------- BPETokenizer

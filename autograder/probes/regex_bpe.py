@@ -10,10 +10,10 @@ modern_lm.bpe_merges / bpe_encode / bpe_unknown (shared with BPETokenizer) and
 modern_lm.regex_specials / regex_special_decode.
 """
 
+from autograder.course.torch_shared.tools import torch_probe
 from autograder.judging import Judgement
 from autograder.misconceptions import regex_bpe_variants as rv
 from autograder.probes.base import Case
-from autograder.probes.torch_tools import torch_probe
 
 LETTERS = ("ab", "ba", "aa", "ca", "é", "ée", "a", "b", "ü", "aab")
 TAILS = ("", "", "'s", "'t", "'ve", "12", "1", "!!", ",", "?")

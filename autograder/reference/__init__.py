@@ -38,13 +38,13 @@ _TORCH_MODULE_OF = {
     if nb.framework == "torch" and not nb.package
     for name in nb.graded
 }
-_TORCH_MODULE_OF |= {"LayerNorm": "autograder.reference.transformer_block"}
 
 
 # graded name -> the module of its notebook's folder (autograder/course/), for those moved there
 _COURSE_MODULE_OF = {
     name: nb.reference_path for nb in NOTEBOOKS if nb.package for name in nb.graded
 }
+_COURSE_MODULE_OF |= {"LayerNorm": "autograder.course.n05_transformer_block.reference"}
 
 
 def __getattr__(name):

@@ -15,9 +15,9 @@ import torch
 
 from autograder.course.n08_real_models import reference as ref
 from autograder.course.n08_real_models import variants as mv
+from autograder.course.torch_shared.tools import load, np_, tensor, torch_probe
 from autograder.judging import Judgement
 from autograder.probes.base import Case
-from autograder.probes.torch_tools import load, np_, tensor, torch_probe
 from autograder.reference.modern_lm import CausalSelfAttention
 
 J = "n08_real_models."
