@@ -101,6 +101,7 @@ NOTEBOOKS = (
             "train_step",
             "generate",
         ),
+        package="n06_autoregressive_lm",
     ),
     Notebook(
         "07_modern_lm",

@@ -25,9 +25,9 @@ import pytest
 import torch
 from nbclient import NotebookClient
 
+from autograder.course.n06_autoregressive_lm import cases_gpt as lm_probes
 from autograder.curriculum import NOTEBOOKS
 from autograder.harness.wire import Reader, Writer
-from autograder.probes import autoregressive_lm as lm_probes
 from autograder.probes.base import Case
 from autograder.sandbox import NotebookJob
 

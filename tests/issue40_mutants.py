@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from autograder.reference import autoregressive_lm as R06
+from autograder.course.n06_autoregressive_lm import reference as R06
 from autograder.reference import modern_lm as ref
 from autograder.reference.modern_lm import apply_rope
 

@@ -29,8 +29,13 @@ from dataclasses import dataclass, field
 LEGACY_PREFIXES: dict[str, tuple[str, ...]] = {
     "numpy_judges": ("autograder.judging.numpy_judges",),
     "block_judges": ("autograder.course.n05_transformer_block.judges",),
-    "lm_judges": ("autograder.judging.lm_judges",),
-    "training_judges": ("autograder.judging.training_judges",),
+    "lm_judges": (
+        "autograder.course.n06_autoregressive_lm.judges",
+        "autograder.course.n06_autoregressive_lm.judges_gpt",
+        "autograder.course.n06_autoregressive_lm.judges_values",
+        "autograder.course.n06_autoregressive_lm.judges_generate",
+    ),
+    "training_judges": ("autograder.course.n06_autoregressive_lm.judges_training",),
     "modern_lm": ("autograder.judging.modern_lm",),
 }
 _PREFIX_OF_MODULE = {m: prefix for prefix, ms in LEGACY_PREFIXES.items() for m in ms}

@@ -16,6 +16,7 @@ CPU-second in the sandbox.
 import numpy as np
 import torch
 
+from autograder.course.n06_autoregressive_lm import variants_training as trv
 from autograder.course.torch_shared.tools import (
     load,
     np_,
@@ -26,7 +27,6 @@ from autograder.course.torch_shared.tools import (
 )
 from autograder.judging import Judgement
 from autograder.misconceptions import modern_lm_variants as mv
-from autograder.misconceptions import training_variants as trv
 from autograder.probes.base import Case
 from autograder.reference import modern_lm as ref
 
@@ -791,7 +791,7 @@ def _tie_case(rng, seed):
     """top_p with five tokens tied at the edge of the set, on 32 tokens: the lowest id of them
     is kept. torch's sort without stable=True reorders ties beyond 16 entries (the row is drawn
     until it does, as notebook 06's tie case is)."""
-    from autograder.probes.autoregressive_lm import TIE_B, TIE_V, _tied_row
+    from autograder.course.n06_autoregressive_lm.cases_top_p import TIE_B, TIE_V, _tied_row
 
     row, top_p, tied = _tied_row(rng)
     start = int(rng.integers(0, TIE_V))

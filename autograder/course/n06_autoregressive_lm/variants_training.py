@@ -1,5 +1,5 @@
 """Known-wrong versions of notebook 06's training pieces and of top-p sampling, computed in the
-trusted parent when the probes build their cases (autograder/probes/lm_training.py).
+trusted parent when the probes build their cases (cases_training.py).
 
 Each variant is (misconception id or None, what it does in the course's words, its output on
 the case's inputs). A student's answer that matches a variant, and not the right answer, is

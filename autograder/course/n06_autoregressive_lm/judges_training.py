@@ -1,7 +1,7 @@
 """The judges of notebook 06's training pieces: lr_at, configure_optimizer, train_step.
 
 Registered as "training_judges.<name>" and named by the Judgements of
-autograder/probes/lm_training.py. lr_at's values are compared with the formula's, worked out
+cases_training.py. lr_at's values are compared with the formula's, worked out
 when the case was built, and with the known-wrong schedules'. configure_optimizer's answer is
 its parameter groups, described by the harness (harness/toy.py: the names of the parameters in
 each group and the group's settings). train_step's is what one call did to the harness's toy
