@@ -118,6 +118,7 @@ NOTEBOOKS = (
             "TinyLlama",
             "generate_cached",
         ),
+        package="n07_modern_lm",
     ),
     Notebook(
         "08_real_models",

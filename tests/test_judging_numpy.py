@@ -42,7 +42,7 @@ FORBIDDEN = (
     "autograder.reference",
     "autograder.probes",
     "autograder.misconceptions.numpy_variants",
-    "autograder.misconceptions.torch_variants",
+    "autograder.course.n05_transformer_block.variants",
 )
 # The one import of a forbidden module allowed in judging/: save_cases writes the requests with
 # the probes' writer, on the instructor's side (it is never called where cases are loaded).

@@ -12,7 +12,7 @@ import pytest
 import torch
 from torch import nn
 
-from autograder.reference.modern_lm import (
+from autograder.course.n07_modern_lm.reference import (
     BPETokenizer,
     CausalSelfAttention,
     SwiGLU,

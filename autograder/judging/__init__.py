@@ -36,7 +36,12 @@ LEGACY_PREFIXES: dict[str, tuple[str, ...]] = {
         "autograder.course.n06_autoregressive_lm.judges_generate",
     ),
     "training_judges": ("autograder.course.n06_autoregressive_lm.judges_training",),
-    "modern_lm": ("autograder.judging.modern_lm",),
+    "modern_lm": (
+        "autograder.course.n07_modern_lm.judges",
+        "autograder.course.n07_modern_lm.judges_regex_bpe",
+        "autograder.course.n07_modern_lm.judges_model",
+        "autograder.course.n07_modern_lm.judges_generate",
+    ),
 }
 _PREFIX_OF_MODULE = {m: prefix for prefix, ms in LEGACY_PREFIXES.items() for m in ms}
 COURSE_PACKAGE = "autograder.course."

@@ -29,9 +29,7 @@ from autograder.course.n06_autoregressive_lm import (  # noqa: F401 (their probe
     cases_training,
     cases_values,
 )
-from autograder.course.torch_shared.tools import (
-    torch_probe,
-)
+from autograder.course.torch_shared.tools import torch_probe
 from autograder.judging import Judgement
 from autograder.probes.base import Case
 

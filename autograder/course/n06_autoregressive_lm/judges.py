@@ -18,9 +18,7 @@ the reference's (lm_loss, the GPT's logits); judges_generate.py generate.
 
 import numpy as np
 
-from autograder.course.torch_shared.checks import (
-    explain,
-)
+from autograder.course.torch_shared.checks import explain
 from autograder.judging import compare, judge
 from autograder.judging.base import Fail
 from autograder.judging.compare import describe_encoded

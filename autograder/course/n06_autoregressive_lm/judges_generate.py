@@ -5,9 +5,7 @@ the toy model's (a chi-square test), top_p's parts, the mode, reproducibility. P
 
 import numpy as np
 
-from autograder.course.torch_shared.checks import (
-    explain,
-)
+from autograder.course.torch_shared.checks import explain
 from autograder.course.torch_shared.checks_sampling import sample_fit
 from autograder.judging import compare, judge
 from autograder.judging.base import Fail

@@ -8,13 +8,8 @@ import math
 import numpy as np
 
 from autograder.course.n06_autoregressive_lm.judges import _plain
-from autograder.course.torch_shared.checks import (
-    explain,
-)
-from autograder.course.torch_shared.checks_modules import (
-    IN_EVAL_MODE,
-    gpt_logits,
-)
+from autograder.course.torch_shared.checks import explain
+from autograder.course.torch_shared.checks_modules import IN_EVAL_MODE, gpt_logits
 from autograder.course.torch_shared.checks_sampling import cross_entropy
 from autograder.judging import compare, judge
 from autograder.judging.base import Fail, Response

@@ -6,11 +6,7 @@ pieces contribute to a wrong answer. Plain data only.
 
 import numpy as np
 
-from autograder.course.torch_shared.checks import (
-    close_or_diagnose,
-    hint_for,
-    one_diagnosis,
-)
+from autograder.course.torch_shared.checks import close_or_diagnose, hint_for, one_diagnosis
 from autograder.course.torch_shared.checks_modules import (
     differentiable_and_unchanged,
     gpt_error,

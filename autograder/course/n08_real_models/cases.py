@@ -13,12 +13,12 @@ Every model is tiny (widths 16-56, two layers): the hidden tests cost well under
 
 import torch
 
+from autograder.course.n07_modern_lm.reference import CausalSelfAttention
 from autograder.course.n08_real_models import reference as ref
 from autograder.course.n08_real_models import variants as mv
 from autograder.course.torch_shared.tools import load, np_, tensor, torch_probe
 from autograder.judging import Judgement
 from autograder.probes.base import Case
-from autograder.reference.modern_lm import CausalSelfAttention
 
 J = "n08_real_models."
 RAISES = "modern_lm.raises_value_error"

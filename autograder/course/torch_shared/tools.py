@@ -1,9 +1,9 @@
-"""What the PyTorch probes (notebooks 05 and 06) share when they BUILD their cases.
+"""What the PyTorch probes (notebooks 05-08) share when they BUILD their cases.
 
 Drawing float32 tensors and weights, loading them into a reference module, and working out the
-reference's gradients, all as plain data for a Judgement. The judges themselves (and the
-checks they share: module answers, gradients, misconception diagnosis) live in
-autograder.judging (block_judges, lm_judges, training_judges, and torch_checks, which they share), which run no model answer.
+reference's gradients, all as plain data for a Judgement. The judges themselves live in each
+notebook's judges*.py, and the checks they share (module answers, gradients, misconception
+diagnosis) in checks*.py beside this file: none of them runs a model answer.
 """
 
 import hashlib
@@ -124,7 +124,7 @@ def load(module, state):
 
 
 def reference_grads(module, args, y_index, cotangent):
-    """The reference's output and gradients for (y * cotangent).sum(), as judging.torch_checks.
+    """The reference's output and gradients for (y * cotangent).sum(), as checks_modules.py's
     grads_match reads them: {"output", "y_index", "input_grads", "param_grads"}."""
     args = [
         a.detach().clone().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a
@@ -151,7 +151,7 @@ def reference_grads(module, args, y_index, cotangent):
 
 def reference_input_grads(fn, args, cotangent):
     """The gradients of (fn(*args) * cotangent).sum() that reach the args requiring grad, as
-    float64 arrays (None for the others): what judging.torch_checks.input_grads_match expects."""
+    float64 arrays (None for the others): what checks_modules.input_grads_match expects."""
     args = [a.detach().clone().requires_grad_(a.requires_grad) for a in args]
     (fn(*args) * cotangent).sum().backward()
     return [a.grad.double().numpy() if a.grad is not None else None for a in args]

@@ -1,5 +1,5 @@
 """Known-wrong versions of notebook 07's RegexBPETokenizer, run when the probe BUILDS its cases
-(autograder/probes/regex_bpe.py); the judges see only their outputs, as plain data.
+(cases_regex_bpe.py); the judges see only their outputs, as plain data.
 
 The right mode (variant None) is written here again, independently of autograder.reference:
 chunks by GPT-2's pattern, pairs counted over every chunk in text order, merges inside chunks.
@@ -7,7 +7,7 @@ chunks by GPT-2's pattern, pairs counted over every chunk in text order, merges 
 
 import regex
 
-from autograder.misconceptions.modern_lm_variants import _pairs, _replace, bpe_encode
+from autograder.course.n07_modern_lm.variants import _pairs, _replace, bpe_encode
 
 GPT2 = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 
