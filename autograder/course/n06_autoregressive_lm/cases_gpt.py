@@ -4,6 +4,7 @@ harness, and what later cells rely on (dropout in the right places, positions th
 """
 
 import math
+from typing import Any
 
 import numpy as np
 import torch
@@ -186,7 +187,15 @@ def _initial_spread(idx):
         return float(ref.GPT(**GPT_INIT).eval()(idx).std())
 
 
-TRAIN = {"V": 8, "period": 24, "block": 16, "steps": 400, "batch": 16, "lr": 3e-3, "threshold": 0.5}
+TRAIN: dict[str, Any] = {
+    "V": 8,
+    "period": 24,
+    "block": 16,
+    "steps": 400,
+    "batch": 16,
+    "lr": 3e-3,
+    "threshold": 0.5,
+}
 # The harness stops training once the mean loss of the last 10 batches is below half the
 # threshold. Measured on 12 seeds for the reference GPT, a GPT with tied weights and a
 # nn.TransformerEncoder one with PyTorch's initialisation: they stopped after 36-120 steps, with

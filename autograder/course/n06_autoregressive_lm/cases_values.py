@@ -34,7 +34,7 @@ def _loss_case(name, points, logits, targets, grad_check=False):
     expected = float(F.cross_entropy(logits.detach().double().flatten(0, 1), targets.flatten()))
     variants = lmv.lm_loss_variants(logits, targets)
     B, T, V = logits.shape
-    params = {
+    params: dict[str, object] = {
         "what": f"lm_loss(logits of shape ({B}, {T}, {V}), targets)",
         "expected": np.float64(expected),
         "variants": [(i, np.float64(v)) for i, v in variants],
@@ -46,7 +46,7 @@ def _loss_case(name, points, logits, targets, grad_check=False):
             ["targets", targets.numpy()],
         ]
         params["input_grads"] = reference_input_grads(ref.lm_loss, [logits, targets], LOSS_COT)
-    request = {"op": "call", "args": [logits, targets]}
+    request: dict[str, object] = {"op": "call", "args": [logits, targets]}
     if grad_check:
         request["backward"] = LOSS_COT
     return Case("lm_loss", name, points, [request], Judgement("lm_judges.lm_loss", params))

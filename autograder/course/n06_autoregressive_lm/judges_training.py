@@ -119,7 +119,7 @@ def optimizer_groups(responses, *, what, dims, tied, lr, weight_decay, betas):
         if kind.rsplit(".", 1)[-1] == "Adam":  # Adam itself: its decay goes through the moments
             raise Fail(_message("adam-not-adamw", said.removesuffix(".")), ["adam-not-adamw"])
         raise Fail(said)
-    seen = {}
+    seen: dict[str, list[dict]] = {}
     for group in got["groups"]:
         if not isinstance(group, dict) or not isinstance(group.get("names"), list):
             raise Fail(f"{what}: a parameter group could not be read.")
@@ -248,7 +248,15 @@ def _used(value, before, lr, what):
 
 
 def _grads_close(got, want):
-    return all(np.allclose(got[n], np.asarray(want[n], dtype=np.float64), **GRAD_TOL) for n in want)
+    return all(
+        np.allclose(
+            got[n],
+            np.asarray(want[n], dtype=np.float64),
+            rtol=GRAD_TOL["rtol"],
+            atol=GRAD_TOL["atol"],
+        )
+        for n in want
+    )
 
 
 def _left(value, want):

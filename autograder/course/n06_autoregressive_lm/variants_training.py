@@ -84,7 +84,7 @@ def lr_variants(calls):
     """[(id, message, values)] of every known-wrong schedule on the same calls ([args, kwargs])."""
     out = []
     for key, id_, message in LR_VARIANTS:
-        out.append((id_, message, [schedule(*a, **k, variant=key) for a, k in calls]))
+        out.append((id_, message, [schedule(*a, **(k | {"variant": key})) for a, k in calls]))
     return out
 
 

@@ -20,7 +20,8 @@ import torch
 def _pairs(ids, overlapping=True):
     """{pair: count} in order of first occurrence; without `overlapping`, a run "aaa" holds
     (a, a) once (a pair is not counted again on the position it just used)."""
-    counts, i = {}, 0
+    counts: dict[tuple[int, int], int] = {}
+    i = 0
     while i + 1 < len(ids):
         pair = (ids[i], ids[i + 1])
         counts[pair] = counts.get(pair, 0) + 1
@@ -46,7 +47,7 @@ def bpe_train(text, vocab_size, variant=None):
     latest first occurrence), bpe-overlapping-count (a run counted without overlap),
     bpe-merges-singletons (a pair that occurs once still merged)."""
     ids = list(text.encode("utf-8"))
-    merges = []
+    merges: list[tuple[int, int]] = []
     while 256 + len(merges) < vocab_size:
         counts = _pairs(ids, overlapping=variant != "bpe-overlapping-count")
         if not counts:
@@ -108,12 +109,12 @@ def bpe_encode(merges, s, variant=None):
         if not present:
             break
         if variant == "reverse":
-            pair = max(present, key=rank.get)
+            pair = max(present, key=lambda p: rank[p])
         elif variant == "most-frequent":
             counts = _pairs(ids)
             pair = max(present, key=lambda p: counts[p])
         else:
-            pair = min(present, key=rank.get)
+            pair = min(present, key=lambda p: rank[p])
         ids = _replace(ids, pair, 256 + rank[pair])
     return ids
 

@@ -286,7 +286,7 @@ def llama_cases(rng):
         )
     ]
     # small embeddings: the norms' eps then changes the logits; n_kv_heads left out (= n_heads)
-    untied = {k: v for k, v in LLAMA.items() if k != "n_kv_heads"}
+    untied: dict[str, object] = {k: v for k, v in LLAMA.items() if k != "n_kv_heads"}
     untied.update(tie_embeddings=False, rope_base=100.0, norm_eps=0.01)
     cases.append(
         _llama_values(

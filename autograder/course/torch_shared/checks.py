@@ -12,12 +12,18 @@ checks_modules.py, checks_sampling.py) runs a model answer or a variant.
     chi_square(counts, p), chi_square_limit(dof)       # sampling tests: checks_sampling
 """
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
 from autograder.judging import compare
 from autograder.judging.base import Fail
 from autograder.judging.compare import FLOAT32
 from autograder.misconceptions import CATALOGUE
+
+# the known-wrong outputs a case stores: (misconception id or other label, output) pairs
+Variants = Sequence[tuple[str, Any]]
 
 # ---------------------------------------------------------------- diagnosis
 
@@ -37,7 +43,7 @@ def _close(got, expected, rtol, atol):
     return bool(np.all(ok))
 
 
-def diagnose(got, variants, rtol=1e-4, atol=1e-5):
+def diagnose(got: Any, variants: Variants, rtol: float = 1e-4, atol: float = 1e-5) -> list[str]:
     """The misconception ids whose variant output matches `got` (first match per id, in order).
 
     `variants` is a list of (id, expected) pairs computed when the case was built; expected may
@@ -60,7 +66,7 @@ def diagnose(got, variants, rtol=1e-4, atol=1e-5):
     return found
 
 
-def explain(ids, lead="This is what happens with"):
+def explain(ids: Sequence[str], lead: str = "This is what happens with") -> str:
     """'This is what happens with <mistake>: <hint>' for the first id (ids in SPEC's catalogue)."""
     known = [i for i in ids if i in CATALOGUE]
     if not known:
@@ -158,7 +164,9 @@ NON_CATALOGUE_HINTS = {
 }
 
 
-def one_diagnosis(got, variants, rtol=1e-4, atol=1e-5):
+def one_diagnosis(
+    got: Any, variants: Variants, rtol: float = 1e-4, atol: float = 1e-5
+) -> str | None:
     """The one label whose stored output `got` matches, or None.
 
     A diagnosis is only specific when exactly one known mistake (catalogue id or not) gives
@@ -169,7 +177,7 @@ def one_diagnosis(got, variants, rtol=1e-4, atol=1e-5):
     return labels[0] if len(labels) == 1 else None
 
 
-def hint_for(label, fallback=""):
+def hint_for(label: str | None, fallback: str = "") -> str:
     """What to tell a student whose answer matched `label`: the catalogue's explanation, the
     NON_CATALOGUE_HINTS sentence, or the fallback."""
     if label is None:
@@ -177,7 +185,15 @@ def hint_for(label, fallback=""):
     return explain([label]) or NON_CATALOGUE_HINTS.get(label, "") or fallback
 
 
-def close_or_diagnose(got, expected, variants, what, tol=FLOAT32, hint="", fraction=0.0):
+def close_or_diagnose(
+    got: Any,
+    expected: Any,
+    variants: Variants,
+    what: Any,
+    tol: dict[str, float] = FLOAT32,
+    hint: str = "",
+    fraction: float = 0.0,
+) -> None:
     """Pass when got matches expected; otherwise Fail naming the misconception it matches.
 
     `variants` is a list of (id, expected). At most one id goes into the Fail, and only when

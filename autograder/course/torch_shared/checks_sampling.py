@@ -4,11 +4,12 @@ in the parent, and the chi-square test of sampled counts. Plain data only, like 
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 # ---------------------------------------------------------------- losses and sampling
 
 
-def cross_entropy(logits, targets):
+def cross_entropy(logits: ArrayLike, targets: ArrayLike) -> float:
     """Mean cross-entropy of logits (..., V) against integer targets (...), in float64 NumPy.
 
     Computed here, in the parent, from the logits a model returned: never a loss the student's
@@ -22,7 +23,7 @@ def cross_entropy(logits, targets):
         return float(np.mean(lse - z[np.arange(len(t)), t]))
 
 
-def chi_square(counts, p, min_expected=5.0):
+def chi_square(counts: ArrayLike, p: ArrayLike, min_expected: float = 5.0) -> tuple[float, int]:
     """Pearson's statistic of counts against probabilities p (rare cells pooled) and its dof."""
     counts = np.asarray(counts, dtype=float)
     expected = counts.sum() * np.asarray(p, dtype=float)
@@ -46,14 +47,14 @@ def chi_square(counts, p, min_expected=5.0):
     return float(((c - e) ** 2 / e).sum()), max(len(c) - 1, 1)
 
 
-def chi_square_limit(dof):
+def chi_square_limit(dof: int) -> float:
     """A generous acceptance bound (about p = 1e-6) for Pearson's statistic with dof degrees."""
     # Wilson-Hilferty: chi2 quantile ~ dof * (1 - 2/(9 dof) + z sqrt(2/(9 dof)))^3, z(1e-6) = 4.75
     a = 2.0 / (9.0 * dof)
     return dof * (1 - a + 4.75 * math.sqrt(a)) ** 3
 
 
-def sample_fit(counts, p):
+def sample_fit(counts: ArrayLike, p: ArrayLike) -> tuple[float, bool]:
     """The sampling check of notebooks 06 and 07: Pearson's statistic of the tokens' `counts`
     against the distribution p, and whether chance explains it (chi_square_limit)."""
     stat, dof = chi_square(counts, np.asarray(p))
