@@ -235,7 +235,7 @@ import importlib.abc, json, re, sys
 
 FORBIDDEN = ("autograder.reference", "autograder.probes", "autograder.misconceptions.")
 # a notebook folder's answers, cases and variants, and what builds the torch cases
-COURSE = re.compile(r"autograder\.course\.\w+\.(reference|cases|variants|tools)")
+COURSE = re.compile(r"autograder[.]course[.][a-z0-9_]+[.](reference|cases|variants|tools)")
 
 
 class Block(importlib.abc.MetaPathFinder):

@@ -2,11 +2,14 @@
 and ran (module_answer), its gradients (grads_match, input_grads_*), what the model hands on
 (gpt_error, gpt_logits), its parameters (no_biases). Plain data only, like checks.py."""
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
 from autograder.course.torch_shared.checks import explain
 from autograder.judging import compare
-from autograder.judging.base import Fail
+from autograder.judging.base import Fail, Response
 from autograder.judging.compare import FLOAT32, shape_str
 from autograder.results import NOT_IMPLEMENTED
 
@@ -39,7 +42,7 @@ def _spec_order(name):
     ]
 
 
-def module_answer(response, cls_name, what):
+def module_answer(response: Response, cls_name: str, what: str) -> Response:
     """Check a module answer: built, weights loaded under SPEC's names, forward ran."""
     raw = response.raw
     if "state_mismatch" in raw:
@@ -75,7 +78,9 @@ def module_answer(response, cls_name, what):
     return response
 
 
-def grads_match(response, reference, cls_name, tol=None):
+def grads_match(
+    response: Response, reference: dict, cls_name: str, tol: dict[str, float] | None = None
+) -> None:
     """Check the gradients a module answer carries against the reference's, stored as
     {"output", "y_index", "input_grads", "param_grads"} when the case was built."""
     ref_output, y_index = reference["output"], reference["y_index"]
@@ -120,7 +125,7 @@ def grads_match(response, reference, cls_name, tol=None):
         compare.assert_close(np.asarray(params[name]), want, f"the gradient of {name}", **tol)
 
 
-def assert_differentiable(response, what):
+def assert_differentiable(response: Response, what: str) -> None:
     """The value came back as a tensor attached to the autograd graph."""
     data = response.raw.get("value")
     if isinstance(data, dict) and "$tensor" in data and not data.get("has_grad_fn"):
@@ -132,7 +137,9 @@ def assert_differentiable(response, what):
         )
 
 
-def input_grads_match(response, what, names, want):
+def input_grads_match(
+    response: Response, what: str, names: Sequence[str], want: Sequence[Any]
+) -> None:
     """The gradients the harness backpropagated to a function's inputs (op "call" with a
     cotangent) against the reference's, `want[i]` for input names[i] (None: no gradient
     expected). The `has_grad_fn` flag (assert_differentiable) says how an answer went wrong;
@@ -160,7 +167,9 @@ def input_grads_match(response, what, names, want):
         )
 
 
-def input_grads_flow(response, what, names, want):
+def input_grads_flow(
+    response: Response, what: str, names: Sequence[str], want: Sequence[Any]
+) -> None:
     """Gradients reached each input that should get one, finite and not all zero (for an
     answer whose values are already wrong, so its gradients cannot match the reference's)."""
     raw = response.raw
@@ -178,7 +187,7 @@ def input_grads_flow(response, what, names, want):
             )
 
 
-def args_after(response):
+def args_after(response: Response) -> list[Any]:
     """The call's arguments as they were after the call (harness op "call"), decoded. The
     harness always answers them; an answer without them was edited in the student's process."""
     after = response.raw.get("args_after")
@@ -193,7 +202,7 @@ def args_after(response):
 NOTEBOOK_05 = ("TransformerBlock", "MultiHeadAttention", "FeedForward", "LayerNorm", "layer_norm")
 
 
-def gpt_error(r, what):
+def gpt_error(r: Response, what: str) -> Fail:
     """The error a GPT raised. Raised inside notebook 05's classes or functions (the innermost
     of the student's own frames says where), it is said as such, without blaming notebook 05:
     what GPT hands them may be at fault (a mask that is not boolean is named), and 05's own
@@ -218,7 +227,7 @@ def gpt_error(r, what):
     return Fail(message)
 
 
-def gpt_logits(r, what, shape):
+def gpt_logits(r: Response, what: str, shape: Sequence[int]) -> np.ndarray:
     """A GPT's logits of the given shape as float64, or a Fail that says what is wrong with them."""
     if r.error:
         raise gpt_error(r, what)
@@ -270,7 +279,7 @@ IN_EVAL_MODE = (
 )
 
 
-def no_biases(r, cls_name):
+def no_biases(r: Response, cls_name: str) -> None:
     """Fail (llama-bias) when a LLaMA-style module's state holds a bias (notebooks 07 and 08)."""
     names = r.decode(r.raw.get("state_names")) or {}
     biased = sorted(k for k in names if k.endswith("bias"))
