@@ -87,6 +87,7 @@ NOTEBOOKS = (
             "FeedForward",
             "TransformerBlock",
         ),
+        package="n05_transformer_block",
     ),
     Notebook(
         "06_autoregressive_lm",
@@ -104,6 +105,7 @@ NOTEBOOKS = (
             "train_step",
             "generate",
         ),
+        package="n06_autoregressive_lm",
     ),
     Notebook(
         "07_modern_lm",
@@ -120,6 +122,7 @@ NOTEBOOKS = (
             "TinyLlama",
             "generate_cached",
         ),
+        package="n07_modern_lm",
     ),
     Notebook(
         "08_real_models",

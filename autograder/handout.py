@@ -55,6 +55,7 @@ SHIPPED = (
     "course/*/__init__.py",
     "course/*/judges*.py",
     "course/numpy_shared/signatures.py",  # how the NumPy judges read a mistake from plain data
+    "course/torch_shared/checks*.py",  # what the PyTorch judges share (no model answer)
 )
 SHIPPED_DATA = ("*.py", "*.json")  # of coursedata (data/)
 

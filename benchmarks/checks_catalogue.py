@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from autograder.checks import VISIBLE_SEED, run_in_process  # noqa: E402
+from autograder.course.n06_autoregressive_lm import reference as R06  # noqa: E402
 from autograder.probes.base import derive_seed  # noqa: E402
-from autograder.reference import autoregressive_lm as R06  # noqa: E402
 
 NOTEBOOK_06 = {"lr_at", "configure_optimizer", "train_step", "generate"}
 

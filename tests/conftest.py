@@ -7,8 +7,8 @@ import pytest
 import torch
 from fixtures import cheap_training
 
+from autograder.course.n06_autoregressive_lm import cases_gpt as lm_probes
 from autograder.format_checkers import skip_format_checkers
-from autograder.probes import autoregressive_lm as lm_probes
 
 # The grader's self-test (autograder/grading/selftest.py) guards real runs, once per environment; every
 # small run of the tests, with limits of its own, would be an environment of its own (two

@@ -25,9 +25,9 @@ import pytest
 import torch
 from nbclient import NotebookClient
 
+from autograder.course.n06_autoregressive_lm import cases_gpt as lm_probes
 from autograder.curriculum import NOTEBOOKS
 from autograder.harness.wire import Reader, Writer
-from autograder.probes import autoregressive_lm as lm_probes
 from autograder.probes.base import Case
 from autograder.sandbox import NotebookJob
 
@@ -309,7 +309,7 @@ def cheap_training(rng):
     """GPT's training case (10-20 s of training in the student's code) swapped for a free one
     worth the same points, for GPTs judged on their other cases."""
     points = TRAIN_CASE(np.random.default_rng(0)).points  # building it costs ~1 ms
-    # drawn: a hidden request never equals a visible one (probes.torch_tools redraws them)
+    # drawn: a hidden request never equals a visible one (course/torch_shared/tools.py redraws them)
     idx = torch.from_numpy(rng.integers(0, lm_probes.GPT_INIT["vocab_size"], size=(1, 4))).long()
     request = {"op": "module", "init": lm_probes.GPT_INIT, "args": [idx]}
     return Case("GPT", "training (skipped in this test)", points, [request], lambda rs: None)

@@ -15,9 +15,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from autograder.reference import autoregressive_lm as R06
-from autograder.reference import modern_lm as ref
-from autograder.reference.modern_lm import apply_rope
+from autograder.course.n06_autoregressive_lm import reference as R06
+from autograder.course.n07_modern_lm import reference as ref
+from autograder.course.n07_modern_lm.reference import apply_rope
 
 # ================================================================ notebook 06: lr_at
 

@@ -2,8 +2,9 @@
 
 What counts as an answer (the SECRETS):
 - the body of every function and class of autograder/reference/ (the model answers);
-- every probe (autograder/probes/*.py) and variant (autograder/misconceptions/*_variants.py)
-  source: each function and class body, and the module's top-level code;
+- every probe (autograder/probes/*.py, autograder/course/*/cases*.py and tools.py) and variant
+  (autograder/misconceptions/*_variants.py, course/*/variants*.py) source: each function and
+  class body, and the module's top-level code;
 - every solution region (### BEGIN SOLUTION ... ### END SOLUTION) of every exercise of solutions/.
 
 How a folder is searched: every .py file, every code cell of every .ipynb, and every text file
@@ -290,7 +291,8 @@ def collect_secrets():
                     definition_blocks(node, MIN_ANSWER) - allowed_blocks,
                     secret_lines(segment, parse(segment)) - allowed_lines,
                 )
-    course = sorted(COURSE.glob("*/cases.py")) + sorted(COURSE.glob("*/variants.py"))
+    course = sorted(COURSE.glob("*/cases*.py")) + sorted(COURSE.glob("*/variants*.py"))
+    course += sorted(COURSE.glob("*/tools.py"))  # what builds the cases a folder shares
     for path in sorted(PROBES.glob("*.py")) + sorted(MISCONCEPTIONS.glob("*_variants.py")) + course:
         source = path.read_text()
         tree = ast.parse(source)

@@ -13,8 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from autograder.reference import modern_lm as ref
-from autograder.reference.modern_lm import apply_rope, rms_norm
+from autograder.course.n07_modern_lm import reference as ref
+from autograder.course.n07_modern_lm.reference import apply_rope, rms_norm
 
 # ================================================================ BPETokenizer
 

@@ -15,8 +15,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from autograder.course.n07_modern_lm.reference import RMSNorm, SwiGLU, apply_rope
 from autograder.course.n08_real_models import reference as ref
-from autograder.reference.modern_lm import RMSNorm, SwiGLU, apply_rope
 
 # ================================================================ GroupedQueryAttention
 

@@ -576,7 +576,7 @@ def test_the_demo_cells_of_a_regular_notebook_are_still_found(tmp_path):
 def test_a_torch_answer_without_the_inputs_after_the_call_fails_the_unchanged_case(monkeypatch):
     import importlib
 
-    from autograder.reference.transformer_block import layer_norm
+    from autograder.course.n05_transformer_block.reference import layer_norm
 
     serve_module = importlib.import_module("autograder.harness.serve")
     original = serve_module.Session.op_call

@@ -171,7 +171,7 @@ def test_each_attention_form_the_benchmark_times_computes_what_the_reference_doe
     every parameter's gradient agree, under a causal mask and without a mask."""
     import torch
 
-    from autograder.reference.transformer_block import MultiHeadAttention
+    from autograder.course.n05_transformer_block.reference import MultiHeadAttention
 
     forms = load_attention_forms()
     torch.manual_seed(0)

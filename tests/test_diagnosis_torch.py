@@ -18,7 +18,7 @@ from torch_probe_mutants import (
 )
 
 from autograder.checks import run_in_process
-from autograder.probes import autoregressive_lm as lm_probes
+from autograder.course.n06_autoregressive_lm import cases_gpt as lm_probes
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

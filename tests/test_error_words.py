@@ -7,8 +7,8 @@ import torch
 from torch import nn
 
 from autograder.checks import report, run_in_process
+from autograder.course.n05_transformer_block import reference as ref
 from autograder.judging.compare import plain_error_text
-from autograder.reference import transformer_block as ref
 
 
 def raised(fn):

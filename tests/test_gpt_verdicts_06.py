@@ -13,10 +13,10 @@ from fixtures import cheap_training
 from torch import nn
 
 from autograder.checks import VISIBLE_SEED, run_in_process
-from autograder.probes import autoregressive_lm as lm_probes
+from autograder.course.n05_transformer_block.reference import LayerNorm, TransformerBlock
+from autograder.course.n06_autoregressive_lm import cases_gpt as lm_probes
+from autograder.course.n06_autoregressive_lm import reference as R
 from autograder.probes.base import derive_seed
-from autograder.reference import autoregressive_lm as R
-from autograder.reference.transformer_block import LayerNorm, TransformerBlock
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

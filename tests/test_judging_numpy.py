@@ -42,7 +42,7 @@ JUDGING = ROOT / "autograder" / "judging"
 FORBIDDEN = (
     "autograder.reference",
     "autograder.probes",
-    "autograder.misconceptions.torch_variants",
+    "autograder.course.n05_transformer_block.variants",
     *(
         f"autograder.course.{folder}.{kind}"
         for folder in ("numpy_shared", *(nb.package for nb in NOTEBOOKS if nb.framework == "numpy"))
@@ -179,7 +179,7 @@ def test_judging_modules_import_no_model_answer_probe_or_variant():
 def test_a_course_folders_judges_import_no_model_answer_case_or_variant():
     """autograder/course/<folder>/judges.py is the one file of its folder the handout ships: it
     imports neither its folder's reference, cases or variants, nor what judging/ may not."""
-    paths = sorted((ROOT / "autograder" / "course").glob("*/judges.py"))
+    paths = sorted((ROOT / "autograder" / "course").glob("*/judges*.py"))
     assert paths, "no notebook folder with judges"
     for path in paths:
         own = tuple(f"autograder.course.{path.parent.name}.{m}" for m in ("reference", "cases", "variants"))  # fmt: skip

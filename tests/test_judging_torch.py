@@ -231,14 +231,16 @@ def test_stored_cases_judge_exactly_as_live_ones(name, subject, stored, tmp_path
 # A student's machine: importing a model answer, a probe or a variant fails; the stored cases of
 # one graded name judge a mutant, and the torch judges are found by their stored names.
 STUDENT_SIDE = """
-import importlib.abc, json, sys
+import importlib.abc, json, re, sys
 
 FORBIDDEN = ("autograder.reference", "autograder.probes", "autograder.misconceptions.")
+# a notebook folder's answers, cases and variants, and what builds the torch cases
+COURSE = re.compile(r"autograder[.]course[.][a-z0-9_]+[.](reference|cases|variants|tools)")
 
 
 class Block(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
-        if name.startswith(FORBIDDEN):
+        if name.startswith(FORBIDDEN) or COURSE.match(name):
             raise ImportError(f"{name} is not in the handout")
         return None
 
@@ -259,8 +261,8 @@ def layer_norm(x, weight, bias, eps=1e-5):  # torch.var's default: the unbiased 
 folder, responses = sys.argv[1], sys.argv[2]
 serve({"layer_norm": layer_norm}, request_dir(folder, "layer_norm"), responses + "/layer_norm")
 results = judge_cases(load_cases(folder, "layer_norm"), responses)
-assert not [m for m in sys.modules if m.startswith(FORBIDDEN)]
-assert "autograder.judging.block_judges" in sys.modules
+assert not [m for m in sys.modules if m.startswith(FORBIDDEN) or COURSE.match(m)]
+assert "autograder.course.n05_transformer_block.judges" in sys.modules
 print(json.dumps([[r.name, r.score, r.output, r.misconceptions] for r in results]))
 """
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from autograder.reference.modern_lm import BPETokenizer
+from autograder.course.n07_modern_lm.reference import BPETokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fixtures import executed_solution, stdout  # noqa: E402

@@ -12,8 +12,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from autograder.course.n07_modern_lm.reference import CausalSelfAttention, apply_rope
 from autograder.course.n08_real_models import reference as ref
-from autograder.reference.modern_lm import CausalSelfAttention, apply_rope
 
 transformers = pytest.importorskip("transformers")  # a course dependency: present in CI
 
@@ -247,7 +247,7 @@ def test_08s_answers_and_probes_are_found_through_its_folder():
 
     nb = BY_STEM["08_real_models"]
     assert nb.reference_path == "autograder.course.n08_real_models.reference"
-    assert BY_STEM["07_modern_lm"].reference_path == "autograder.reference.modern_lm"
+    assert BY_STEM["07_modern_lm"].reference_path == "autograder.course.n07_modern_lm.reference"
     assert reference.load_hf_llama is ref.load_hf_llama
     cases = build_cases("08_real_models", 1234, functions={"kv_cache_bytes"})
     assert {c.function for c in cases} == {"kv_cache_bytes"} and "load_hf_llama" in PROBES

@@ -12,7 +12,7 @@ import pytest
 import torch
 from torch import nn
 
-from autograder.reference.modern_lm import (
+from autograder.course.n07_modern_lm.reference import (
     BPETokenizer,
     CausalSelfAttention,
     SwiGLU,
@@ -304,7 +304,7 @@ class _LogitsOnly(nn.Module):
     "sampling", [{}, {"temperature": 0.7, "top_k": 5, "top_p": 0.8}, {"top_p": 0.5}]
 )
 def test_generate_cached_gives_notebook_06s_generate_token_for_token(sampling):
-    from autograder.reference.autoregressive_lm import generate
+    from autograder.course.n06_autoregressive_lm.reference import generate
 
     torch.manual_seed(8)
     model = TinyLlama(20, 16, d_model=32, n_heads=2, n_layers=2).eval()

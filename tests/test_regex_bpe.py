@@ -1,5 +1,5 @@
 """RegexBPETokenizer (notebook 07): the reference against hand-worked cases and an independent
-implementation (misconceptions/regex_bpe_variants.py, right mode), and its hidden tests under
+implementation (course/n07_modern_lm/variants_regex_bpe.py, right mode), and its hidden tests under
 the visible seed and two hidden ones."""
 
 import numpy as np
@@ -7,9 +7,9 @@ import pytest
 import regex
 
 from autograder.checks import VISIBLE_SEED, run_in_process
-from autograder.misconceptions import regex_bpe_variants as rv
+from autograder.course.n07_modern_lm import variants_regex_bpe as rv
+from autograder.course.n07_modern_lm.reference import GPT2_PATTERN, BPETokenizer, RegexBPETokenizer
 from autograder.probes.base import derive_seed
-from autograder.reference.modern_lm import GPT2_PATTERN, BPETokenizer, RegexBPETokenizer
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

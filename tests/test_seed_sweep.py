@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from autograder import seed_sweep
+from autograder.course.n06_autoregressive_lm.judges import _window_check
 from autograder.judging.base import Fail
-from autograder.judging.lm_judges import _window_check
 from autograder.probes.base import derive_seed
 
 SEEDS = 200

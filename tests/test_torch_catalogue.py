@@ -21,7 +21,7 @@ from torch_diagnosis_mutants import CATALOGUE
 from torch_probe_mutants import NAMES_05, NAMES_06, show
 
 from autograder.checks import VISIBLE_SEED, run_in_process
-from autograder.probes import autoregressive_lm as lm_probes
+from autograder.course.n06_autoregressive_lm import cases_gpt as lm_probes
 from autograder.probes.base import derive_seed
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from autograder.reference import autoregressive_lm as R
+from autograder.course.n06_autoregressive_lm import reference as R
 
 # ================================================================ lr_at
 

@@ -34,10 +34,20 @@ LEGACY_PREFIXES: dict[str, tuple[str, ...]] = {
         "autograder.course.n03_matrix_attention.judges",
         "autograder.course.n04_multihead_attention.judges",
     ),
-    "block_judges": ("autograder.judging.block_judges",),
-    "lm_judges": ("autograder.judging.lm_judges",),
-    "training_judges": ("autograder.judging.training_judges",),
-    "modern_lm": ("autograder.judging.modern_lm",),
+    "block_judges": ("autograder.course.n05_transformer_block.judges",),
+    "lm_judges": (
+        "autograder.course.n06_autoregressive_lm.judges",
+        "autograder.course.n06_autoregressive_lm.judges_gpt",
+        "autograder.course.n06_autoregressive_lm.judges_values",
+        "autograder.course.n06_autoregressive_lm.judges_generate",
+    ),
+    "training_judges": ("autograder.course.n06_autoregressive_lm.judges_training",),
+    "modern_lm": (
+        "autograder.course.n07_modern_lm.judges",
+        "autograder.course.n07_modern_lm.judges_regex_bpe",
+        "autograder.course.n07_modern_lm.judges_model",
+        "autograder.course.n07_modern_lm.judges_generate",
+    ),
 }
 _PREFIX_OF_MODULE = {m: prefix for prefix, ms in LEGACY_PREFIXES.items() for m in ms}
 COURSE_PACKAGE = "autograder.course."

@@ -2,8 +2,8 @@
 
 Each id is recognised by behaviour, never by reading source: variants.py modules hold known-wrong
 implementations computed in the trusted parent; a student's output that matches one (and not the
-reference) names that misconception. See course/n01_soft_lookup/variants.py .. n04's (notebooks
-01-04) and torch_variants.py (05-06).
+reference) names that misconception. See autograder/course/<folder>/variants*.py (one folder a
+notebook) and numpy_shared/variants.py.
 """
 
 from dataclasses import dataclass
@@ -232,7 +232,7 @@ _TRAINING_ENTRIES = [
 CATALOGUE.update({i: Misconception(i, mistake, hint) for i, mistake, hint in _TRAINING_ENTRIES})
 
 
-# Ids recognised by notebook 07's probes (modern_lm_variants.py).
+# Ids recognised by notebook 07's probes (course/n07_modern_lm/variants*.py).
 _MODERN_ENTRIES = [
     ("bpe-tie-order", "breaking a tie between equally frequent pairs by something other than first occurrence",
      "when several pairs are the most frequent, the one whose first occurrence comes earliest in "
@@ -386,7 +386,7 @@ _REAL_MODEL_ENTRIES = [
 
 CATALOGUE.update({i: Misconception(i, mistake, hint) for i, mistake, hint in _REAL_MODEL_ENTRIES})
 # Ids added by issue 40 (checks on 06's training pieces and 07 as good as on the old names) and
-# by RegexBPETokenizer (issue 36): misconceptions/training_variants.py, modern_lm_variants.py.
+# by RegexBPETokenizer (issue 36): course/n06_autoregressive_lm/variants_training.py, n07's variants*.py.
 _CHECKS_ENTRIES = [
     ("clip-by-value", "clipping every gradient entry on its own (clip_grad_value_)",
      "clipping by value changes the gradient's direction; clipping the global norm scales "

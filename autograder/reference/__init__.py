@@ -2,7 +2,7 @@
 
 NumPy for notebooks 01-04, PyTorch for 05-07. The solution notebooks carry these same
 definitions, character for character in the AST (tests/test_single_source.py). Notebooks moved to
-the one-folder-per-notebook layout (curriculum's Notebook.package: 01-04, 08) keep their answers in
+the one-folder-per-notebook layout (curriculum's Notebook.package: every graded one) keep their answers in
 autograder/course/<package>/reference.py; their names are found here too, on first use.
 """
 
@@ -19,13 +19,13 @@ _TORCH_MODULE_OF = {
     if nb.framework == "torch" and not nb.package
     for name in nb.graded
 }
-_TORCH_MODULE_OF |= {"LayerNorm": "autograder.reference.transformer_block"}
 
 
 # graded name -> the module of its notebook's folder (autograder/course/), for those moved there
 _COURSE_MODULE_OF = {
     name: nb.reference_path for nb in NOTEBOOKS if nb.package for name in nb.graded
 }
+_COURSE_MODULE_OF |= {"LayerNorm": "autograder.course.n05_transformer_block.reference"}
 
 
 def __getattr__(name):

@@ -13,12 +13,12 @@ Every model is tiny (widths 16-56, two layers): the hidden tests cost well under
 
 import torch
 
+from autograder.course.n07_modern_lm.reference import CausalSelfAttention
 from autograder.course.n08_real_models import reference as ref
 from autograder.course.n08_real_models import variants as mv
+from autograder.course.torch_shared.tools import load, np_, tensor, torch_probe
 from autograder.judging import Judgement
 from autograder.probes.base import Case
-from autograder.probes.torch_tools import load, np_, tensor, torch_probe
-from autograder.reference.modern_lm import CausalSelfAttention
 
 J = "n08_real_models."
 
@@ -286,7 +286,7 @@ def llama_cases(rng):
         )
     ]
     # small embeddings: the norms' eps then changes the logits; n_kv_heads left out (= n_heads)
-    untied = {k: v for k, v in LLAMA.items() if k != "n_kv_heads"}
+    untied: dict[str, object] = {k: v for k, v in LLAMA.items() if k != "n_kv_heads"}
     untied.update(tie_embeddings=False, rope_base=100.0, norm_eps=0.01)
     cases.append(
         _llama_values(

@@ -8,9 +8,10 @@ the student handout ships: it imports none of reference.py, cases.py or variants
 
 import numpy as np
 
+from autograder.course.torch_shared.checks import close_or_diagnose, explain
+from autograder.course.torch_shared.checks_modules import module_answer, no_biases
 from autograder.judging import compare, judge
 from autograder.judging.base import Fail
-from autograder.judging.torch_checks import close_or_diagnose, explain, module_answer, no_biases
 from autograder.results import NOT_IMPLEMENTED
 
 

@@ -12,7 +12,7 @@ import math
 import torch
 from torch import nn
 
-from autograder.reference.modern_lm import RMSNorm, SwiGLU, apply_rope
+from autograder.course.n07_modern_lm.reference import RMSNorm, SwiGLU, apply_rope
 
 
 class GroupedQueryAttention(nn.Module):

@@ -10,9 +10,9 @@ import math
 import numpy as np
 import torch
 
+from autograder.course.n07_modern_lm.reference import apply_rope
 from autograder.course.n08_real_models import reference as ref
-from autograder.probes.torch_tools import load, np_
-from autograder.reference.modern_lm import apply_rope
+from autograder.course.torch_shared.tools import load, np_
 
 # ---------------------------------------------------------------- attention
 

@@ -1,7 +1,7 @@
 """The judges of notebook 06's training pieces: lr_at, configure_optimizer, train_step.
 
 Registered as "training_judges.<name>" and named by the Judgements of
-autograder/probes/lm_training.py. lr_at's values are compared with the formula's, worked out
+cases_training.py. lr_at's values are compared with the formula's, worked out
 when the case was built, and with the known-wrong schedules'. configure_optimizer's answer is
 its parameter groups, described by the harness (harness/toy.py: the names of the parameters in
 each group and the group's settings). train_step's is what one call did to the harness's toy
@@ -16,10 +16,10 @@ import numbers
 
 import numpy as np
 
+from autograder.course.torch_shared.checks import explain
 from autograder.judging import judge
 from autograder.judging.base import Fail
 from autograder.judging.compare import describe_encoded, error_message, fmt
-from autograder.judging.torch_checks import explain
 from autograder.results import NOT_IMPLEMENTED
 
 LR_TOL = {"rel": 1e-9, "abs": 1e-12}  # a formula of Python floats
@@ -119,7 +119,7 @@ def optimizer_groups(responses, *, what, dims, tied, lr, weight_decay, betas):
         if kind.rsplit(".", 1)[-1] == "Adam":  # Adam itself: its decay goes through the moments
             raise Fail(_message("adam-not-adamw", said.removesuffix(".")), ["adam-not-adamw"])
         raise Fail(said)
-    seen = {}
+    seen: dict[str, list[dict]] = {}
     for group in got["groups"]:
         if not isinstance(group, dict) or not isinstance(group.get("names"), list):
             raise Fail(f"{what}: a parameter group could not be read.")
@@ -248,7 +248,15 @@ def _used(value, before, lr, what):
 
 
 def _grads_close(got, want):
-    return all(np.allclose(got[n], np.asarray(want[n], dtype=np.float64), **GRAD_TOL) for n in want)
+    return all(
+        np.allclose(
+            got[n],
+            np.asarray(want[n], dtype=np.float64),
+            rtol=GRAD_TOL["rtol"],
+            atol=GRAD_TOL["atol"],
+        )
+        for n in want
+    )
 
 
 def _left(value, want):

@@ -1,22 +1,28 @@
-"""What the PyTorch probes (notebooks 05 and 06) share when they BUILD their cases.
+"""What the PyTorch probes (notebooks 05-08) share when they BUILD their cases.
 
 Drawing float32 tensors and weights, loading them into a reference module, and working out the
-reference's gradients, all as plain data for a Judgement. The judges themselves (and the
-checks they share: module answers, gradients, misconception diagnosis) live in
-autograder.judging (block_judges, lm_judges, training_judges, and torch_checks, which they share), which run no model answer.
+reference's gradients, all as plain data for a Judgement. The judges themselves live in each
+notebook's judges*.py, and the checks they share (module answers, gradients, misconception
+diagnosis) in checks*.py beside this file: none of them runs a model answer.
 """
 
+import functools
 import hashlib
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 import numpy as np
 import torch
 
-from autograder.probes.base import derive_seed, probe
+from autograder.probes.base import Case, derive_seed, probe
+
+Builder = Callable[[np.random.Generator], list[Case]]  # a probe: rng -> its cases
+M = TypeVar("M", bound=torch.nn.Module)
 
 REDRAWS = 50  # a probe whose requests repeat a visible one this often has a fixed request
 
 
-def torch_probe(function):
+def torch_probe(function: str) -> Callable[[Builder], Builder]:
     """probe(function), with the cases built on one torch thread (restored afterwards): the
     reference runs on tiny tensors, and on a loaded machine torch's thread pool made building
     the cases 10-15 times slower.
@@ -28,6 +34,7 @@ def torch_probe(function):
     first one seeds, until none is."""
 
     def register(build):
+        @functools.wraps(build)  # PROBES[function] names its builder and the module it is in
         def built(rng):
             threads = torch.get_num_threads()
             torch.set_num_threads(1)
@@ -56,7 +63,7 @@ def _visible_rng(function):
     return np.random.default_rng(derive_seed(VISIBLE_SEED, function))
 
 
-_VISIBLE = {}
+_VISIBLE: dict[str, set[str]] = {}  # graded name -> the visible seed's request fingerprints
 
 
 def _visible_requests(function, build):
@@ -66,7 +73,7 @@ def _visible_requests(function, build):
     return _VISIBLE[function]
 
 
-def fingerprints(cases):
+def fingerprints(cases: Iterable[Case]) -> set[str]:
     """One digest per request of `cases`: equal digests, equal requests (tensors by value)."""
     out = set()
     for case in cases:
@@ -96,13 +103,21 @@ def _feed(digest, value):
         digest.update(repr(value).encode())
 
 
-def tensor(rng, *shape, scale=1.0, shift=0.0, grad=False):
+def tensor(
+    rng: np.random.Generator,
+    *shape: int,
+    scale: float = 1.0,
+    shift: float = 0.0,
+    grad: bool = False,
+) -> torch.Tensor:
     """A float32 tensor of N(shift, scale^2) draws from the numpy generator rng."""
     t = torch.from_numpy((shift + scale * rng.standard_normal(shape)).astype(np.float32))
     return t.requires_grad_(grad)
 
 
-def linear_state(rng, prefix, d_in, d_out, bias=True):
+def linear_state(
+    rng: np.random.Generator, prefix: str, d_in: int, d_out: int, bias: bool = True
+) -> dict[str, torch.Tensor]:
     """Weights like a trained layer's: (d_out, d_in) with N(0, 1/d_in), small biases."""
     state = {f"{prefix}.weight": tensor(rng, d_out, d_in, scale=d_in**-0.5)}
     if bias:
@@ -110,21 +125,21 @@ def linear_state(rng, prefix, d_in, d_out, bias=True):
     return state
 
 
-def norm_state(rng, prefix, d):
+def norm_state(rng: np.random.Generator, prefix: str, d: int) -> dict[str, torch.Tensor]:
     return {
         f"{prefix}.weight": tensor(rng, d, scale=0.3, shift=1.0),
         f"{prefix}.bias": tensor(rng, d, scale=0.3),
     }
 
 
-def load(module, state):
+def load(module: M, state: dict[str, torch.Tensor]) -> M:
     """A reference module with `state` loaded (strict: every SPEC name present)."""
     module.load_state_dict({k: v.detach().clone() for k, v in state.items()}, strict=True)
     return module.eval()
 
 
 def reference_grads(module, args, y_index, cotangent):
-    """The reference's output and gradients for (y * cotangent).sum(), as judging.torch_checks.
+    """The reference's output and gradients for (y * cotangent).sum(), as checks_modules.py's
     grads_match reads them: {"output", "y_index", "input_grads", "param_grads"}."""
     args = [
         a.detach().clone().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a
@@ -151,13 +166,13 @@ def reference_grads(module, args, y_index, cotangent):
 
 def reference_input_grads(fn, args, cotangent):
     """The gradients of (fn(*args) * cotangent).sum() that reach the args requiring grad, as
-    float64 arrays (None for the others): what judging.torch_checks.input_grads_match expects."""
+    float64 arrays (None for the others): what checks_modules.input_grads_match expects."""
     args = [a.detach().clone().requires_grad_(a.requires_grad) for a in args]
     (fn(*args) * cotangent).sum().backward()
     return [a.grad.double().numpy() if a.grad is not None else None for a in args]
 
 
-def np_(t):
+def np_(t: torch.Tensor) -> np.ndarray:
     return t.detach().to(torch.float64).numpy()
 
 

@@ -3,17 +3,17 @@ with special tokens.
 
 The training text is drawn from a few words with contractions, digits, symbols, accented
 letters and runs of spaces, until every known mistake (merges across chunks, another tie order,
-another pattern: misconceptions/regex_bpe_variants.py) learns other merges; the texts to encode
+another pattern: variants_regex_bpe.py) learns other merges; the texts to encode
 are drawn until every encoding mistake gives other ids. Special tokens get ids well above
 256 + len(merges), so ids numbered from 256 collide with merges and show. The judges are
 modern_lm.bpe_merges / bpe_encode / bpe_unknown (shared with BPETokenizer) and
 modern_lm.regex_specials / regex_special_decode.
 """
 
+from autograder.course.n07_modern_lm import variants_regex_bpe as rv
+from autograder.course.torch_shared.tools import torch_probe
 from autograder.judging import Judgement
-from autograder.misconceptions import regex_bpe_variants as rv
 from autograder.probes.base import Case
-from autograder.probes.torch_tools import torch_probe
 
 LETTERS = ("ab", "ba", "aa", "ca", "é", "ée", "a", "b", "ü", "aab")
 TAILS = ("", "", "'s", "'t", "'ve", "12", "1", "!!", ",", "?")

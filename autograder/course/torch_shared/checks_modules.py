@@ -1,208 +1,17 @@
-"""What the PyTorch judges (notebooks 05-06) share, on plain data only.
+"""What the PyTorch judges share about a module the student built: it was built, loaded
+and ran (module_answer), its gradients (grads_match, input_grads_*), what the model hands on
+(gpt_error, gpt_logits), its parameters (no_biases). Plain data only, like checks.py."""
 
-Everything here works in the parent on what the harness answered (decoded to NumPy) and on the
-plain data a probe stored at build time: the reference's outputs and gradients, and the outputs
-of the known-wrong variants as a list of (misconception id, output) pairs. Nothing here runs a
-model answer or a variant.
-
-    diagnose(got, variants, rtol, atol)     # the ids whose stored output `got` matches
-    close_or_diagnose(got, expected, variants, what)   # Fail naming the mistake, or pass
-    module_answer(response, "FeedForward", what)       # built, loaded, ran (or a Fail)
-    grads_match(response, reference, "FeedForward")    # gradients against stored ones
-    chi_square(counts, p), chi_square_limit(dof)       # sampling tests
-"""
-
-import math
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
+from autograder.course.torch_shared.checks import explain
 from autograder.judging import compare
-from autograder.judging.base import Fail
+from autograder.judging.base import Fail, Response
 from autograder.judging.compare import FLOAT32, shape_str
-from autograder.misconceptions import CATALOGUE
 from autograder.results import NOT_IMPLEMENTED
-
-# ---------------------------------------------------------------- diagnosis
-
-
-def _close(got, expected, rtol, atol):
-    """got matches a variant's output; the variant's NaN entries (e.g. a row the mistake masks
-    entirely) match anything, since students' code differs there (-inf gives NaN, -1e9 not)."""
-    try:
-        got = np.asarray(got, dtype=float)
-    except (TypeError, ValueError):
-        return False
-    expected = np.asarray(expected, dtype=float)
-    if got.shape != expected.shape or np.isnan(expected).all():
-        return False
-    with np.errstate(invalid="ignore"):
-        ok = np.isclose(got, expected, rtol=rtol, atol=atol, equal_nan=True) | np.isnan(expected)
-    return bool(np.all(ok))
-
-
-def diagnose(got, variants, rtol=1e-4, atol=1e-5):
-    """The misconception ids whose variant output matches `got` (first match per id, in order).
-
-    `variants` is a list of (id, expected) pairs computed when the case was built; expected may
-    be a tuple of arrays compared item by item with the items of `got` (a tuple too). Several
-    variants may share one id.
-    """
-    found = []
-    for id_, expected in variants:
-        if id_ in found or expected is None:
-            continue
-        if isinstance(expected, tuple | list):
-            if not isinstance(got, tuple | list) or len(got) != len(expected):
-                continue
-            if all(
-                e is None or _close(g, e, rtol, atol) for g, e in zip(got, expected, strict=True)
-            ):
-                found.append(id_)
-        elif _close(got, expected, rtol, atol):
-            found.append(id_)
-    return found
-
-
-def explain(ids, lead="This is what happens with"):
-    """'This is what happens with <mistake>: <hint>' for the first id (ids in SPEC's catalogue)."""
-    known = [i for i in ids if i in CATALOGUE]
-    if not known:
-        return ""
-    m = CATALOGUE[known[0]]
-    return f"{lead} {m.mistake}: {m.hint}"
-
-
-NON_CATALOGUE_HINTS = {
-    "rope-pairs-concatenated": (
-        "Each pair is turned by the right angle, but the results come back as every pair's "
-        "first feature, then every pair's second one: put each rotated pair back in its own "
-        "two places, 2i and 2i + 1."
-    ),
-    "other-activation": "This is what the other activation gives: check which one `activation` selects.",
-    "gelu-tanh": (
-        "This is GELU's tanh approximation; the notebook's gelu is the exact one (F.gelu's "
-        "default, as in nn.TransformerEncoderLayer)."
-    ),
-    "ln-swapped": "This is what happens when ln1 and ln2 are used the wrong way round: ln1 goes with attention, ln2 with the feed-forward network.",
-    "ln1-twice": (
-        "This is what happens when ln1 normalises the input of both sublayers and ln2 is "
-        "never used: the feed-forward sublayer goes with ln2."
-    ),
-    "ln2-twice": (
-        "This is what happens when ln2 normalises the input of both sublayers and ln1 is "
-        "never used: the attention sublayer goes with ln1."
-    ),
-    "mask-not-passed": (
-        "This is what your block gives when its attention ignores the mask: pass mask on to "
-        "self.attn(..., mask)."
-    ),
-    "norm-inside-residual": (
-        "This is what happens when the layer norm is applied to the sublayer's output before "
-        "the residual addition, x + ln1(attn(x)): post-norm normalises the sum, "
-        "ln1(x + attn(x)), and pre-norm the sublayer's input, x + attn(ln1(x))."
-    ),
-    "layernorm-no-eps": (
-        "This is layer norm without eps: dividing by the plain standard deviation, which "
-        "divides by zero for a token whose features are all equal. eps goes inside the square "
-        "root: sqrt(var + eps)."
-    ),
-    "layernorm-eps-ignored": (
-        "This is what eps=1e-5 gives, whatever eps was passed: use the eps argument."
-    ),
-    "pe-base-ignored": (
-        "This is what base=10000 gives, whatever base was passed: use the base argument."
-    ),
-    "query-from-k_proj": (
-        "This is what happens when the queries are computed with k_proj: q = q_proj(x)."
-    ),
-    "key-from-q_proj": (
-        "This is what happens when the keys are computed with q_proj: k = k_proj(context)."
-    ),
-    "value-from-k_proj": (
-        "This is what happens when the values are computed with k_proj: v = v_proj(context)."
-    ),
-    "probabilities-not-log": (
-        "This is the loss of probabilities instead of log-probabilities: F.nll_loss expects "
-        "log_softmax(logits), and F.cross_entropy takes the raw logits."
-    ),
-    "layernorm-sqrt-of-std": (
-        "This is the lecture's misprint, dividing by the square root of the standard "
-        "deviation: that leaves a standard deviation of sqrt(sigma). Divide by "
-        "sqrt(var + eps), the standard deviation itself."
-    ),
-    "layernorm-affine-missing": (
-        "This is the normalised x without the gain and the shift: multiply by weight, then "
-        "add bias."
-    ),
-    "softmax-over-heads": (
-        "This is a softmax over the heads axis (dim=1): each query's weights over the keys, "
-        "the last axis, sum to 1."
-    ),
-    "activation-after-output": (
-        "This is the activation applied after fc2: it goes between the two layers, "
-        "fc2(act(fc1(x)))."
-    ),
-    "gpt-final-norm-unused": (
-        "This is what the notebook's GPT gives without its final layer norm: apply ln_f to the "
-        "last block's output, then the head."
-    ),
-    "gpt-positions-unused": (
-        "This is what the notebook's GPT gives without the position embeddings: add "
-        "pos_emb(positions) to the token embeddings before the blocks."
-    ),
-    "gpt-embeddings-scaled": (
-        "This is what the notebook's GPT gives with the embeddings multiplied by "
-        "sqrt(d_model): the notebook's GPT adds them as they are."
-    ),
-    "shifted-again": (
-        "This is the loss with the targets shifted once more inside lm_loss: get_batch already "
-        "paired position t with the token at t + 1, so compare logits[:, t] with targets[:, t]."
-    ),
-}
-
-
-def one_diagnosis(got, variants, rtol=1e-4, atol=1e-5):
-    """The one label whose stored output `got` matches, or None.
-
-    A diagnosis is only specific when exactly one known mistake (catalogue id or not) gives
-    this output: when two different mistakes give the same numbers on these inputs, naming
-    either could send the student after the wrong bug, so neither is named.
-    """
-    labels = diagnose(got, variants, rtol, atol)
-    return labels[0] if len(labels) == 1 else None
-
-
-def hint_for(label, fallback=""):
-    """What to tell a student whose answer matched `label`: the catalogue's explanation, the
-    NON_CATALOGUE_HINTS sentence, or the fallback."""
-    if label is None:
-        return fallback
-    return explain([label]) or NON_CATALOGUE_HINTS.get(label, "") or fallback
-
-
-def close_or_diagnose(got, expected, variants, what, tol=FLOAT32, hint="", fraction=0.0):
-    """Pass when got matches expected; otherwise Fail naming the misconception it matches.
-
-    `variants` is a list of (id, expected). At most one id goes into the Fail, and only when
-    that mistake alone explains the output (one_diagnosis) and it is in the catalogue; others
-    (e.g. "other-activation") just explain themselves through NON_CATALOGUE_HINTS. Without a
-    specific match the message says what was observed, plus `hint`.
-    """
-    try:
-        if isinstance(expected, tuple | list):
-            for g, e, w in zip(got, expected, what, strict=True):
-                compare.assert_close(g, e, w, **tol)
-        else:
-            compare.assert_close(got, expected, what, **tol)
-    except Fail as failure:
-        label = one_diagnosis(got, variants, **tol)
-        message = failure.message
-        extra = hint_for(label, hint)
-        if extra:
-            message = message.rstrip(".") + ". " + extra
-        ids = [label] if label in CATALOGUE else []
-        raise Fail(message, ids, fraction) from None
-
 
 # ---------------------------------------------------------------- module answers
 
@@ -233,7 +42,7 @@ def _spec_order(name):
     ]
 
 
-def module_answer(response, cls_name, what):
+def module_answer(response: Response, cls_name: str, what: str) -> Response:
     """Check a module answer: built, weights loaded under SPEC's names, forward ran."""
     raw = response.raw
     if "state_mismatch" in raw:
@@ -269,7 +78,9 @@ def module_answer(response, cls_name, what):
     return response
 
 
-def grads_match(response, reference, cls_name, tol=None):
+def grads_match(
+    response: Response, reference: dict, cls_name: str, tol: dict[str, float] | None = None
+) -> None:
     """Check the gradients a module answer carries against the reference's, stored as
     {"output", "y_index", "input_grads", "param_grads"} when the case was built."""
     ref_output, y_index = reference["output"], reference["y_index"]
@@ -314,7 +125,7 @@ def grads_match(response, reference, cls_name, tol=None):
         compare.assert_close(np.asarray(params[name]), want, f"the gradient of {name}", **tol)
 
 
-def assert_differentiable(response, what):
+def assert_differentiable(response: Response, what: str) -> None:
     """The value came back as a tensor attached to the autograd graph."""
     data = response.raw.get("value")
     if isinstance(data, dict) and "$tensor" in data and not data.get("has_grad_fn"):
@@ -326,7 +137,9 @@ def assert_differentiable(response, what):
         )
 
 
-def input_grads_match(response, what, names, want):
+def input_grads_match(
+    response: Response, what: str, names: Sequence[str], want: Sequence[Any]
+) -> None:
     """The gradients the harness backpropagated to a function's inputs (op "call" with a
     cotangent) against the reference's, `want[i]` for input names[i] (None: no gradient
     expected). The `has_grad_fn` flag (assert_differentiable) says how an answer went wrong;
@@ -354,7 +167,9 @@ def input_grads_match(response, what, names, want):
         )
 
 
-def input_grads_flow(response, what, names, want):
+def input_grads_flow(
+    response: Response, what: str, names: Sequence[str], want: Sequence[Any]
+) -> None:
     """Gradients reached each input that should get one, finite and not all zero (for an
     answer whose values are already wrong, so its gradients cannot match the reference's)."""
     raw = response.raw
@@ -372,7 +187,7 @@ def input_grads_flow(response, what, names, want):
             )
 
 
-def args_after(response):
+def args_after(response: Response) -> list[Any]:
     """The call's arguments as they were after the call (harness op "call"), decoded. The
     harness always answers them; an answer without them was edited in the student's process."""
     after = response.raw.get("args_after")
@@ -384,65 +199,10 @@ def args_after(response):
     return [response.decode(a) for a in after]
 
 
-# ---------------------------------------------------------------- losses and sampling
-
-
-def cross_entropy(logits, targets):
-    """Mean cross-entropy of logits (..., V) against integer targets (...), in float64 NumPy.
-
-    Computed here, in the parent, from the logits a model returned: never a loss the student's
-    process reports.
-    """
-    z = np.asarray(logits, dtype=np.float64).reshape(-1, np.shape(logits)[-1])
-    t = np.asarray(targets, dtype=np.int64).reshape(-1)
-    with np.errstate(invalid="ignore", over="ignore"):
-        top = z.max(axis=-1, keepdims=True)
-        lse = top[:, 0] + np.log(np.exp(z - top).sum(axis=-1))
-        return float(np.mean(lse - z[np.arange(len(t)), t]))
-
-
-def chi_square(counts, p, min_expected=5.0):
-    """Pearson's statistic of counts against probabilities p (rare cells pooled) and its dof."""
-    counts = np.asarray(counts, dtype=float)
-    expected = counts.sum() * np.asarray(p, dtype=float)
-    if np.any((expected == 0) & (counts > 0)):
-        return math.inf, 1
-    order = np.argsort(expected)
-    pooled_c, pooled_e, cells_c, cells_e = 0.0, 0.0, [], []
-    for i in order:
-        if expected[i] == 0:
-            continue
-        if expected[i] < min_expected:
-            pooled_c += counts[i]
-            pooled_e += expected[i]
-        else:
-            cells_c.append(counts[i])
-            cells_e.append(expected[i])
-    if pooled_e > 0:
-        cells_c.append(pooled_c)
-        cells_e.append(pooled_e)
-    c, e = np.array(cells_c), np.array(cells_e)
-    return float(((c - e) ** 2 / e).sum()), max(len(c) - 1, 1)
-
-
-def chi_square_limit(dof):
-    """A generous acceptance bound (about p = 1e-6) for Pearson's statistic with dof degrees."""
-    # Wilson-Hilferty: chi2 quantile ~ dof * (1 - 2/(9 dof) + z sqrt(2/(9 dof)))^3, z(1e-6) = 4.75
-    a = 2.0 / (9.0 * dof)
-    return dof * (1 - a + 4.75 * math.sqrt(a)) ** 3
-
-
-def sample_fit(counts, p):
-    """The sampling check of notebooks 06 and 07: Pearson's statistic of the tokens' `counts`
-    against the distribution p, and whether chance explains it (chi_square_limit)."""
-    stat, dof = chi_square(counts, np.asarray(p))
-    return stat, stat <= chi_square_limit(dof)
-
-
 NOTEBOOK_05 = ("TransformerBlock", "MultiHeadAttention", "FeedForward", "LayerNorm", "layer_norm")
 
 
-def gpt_error(r, what):
+def gpt_error(r: Response, what: str) -> Fail:
     """The error a GPT raised. Raised inside notebook 05's classes or functions (the innermost
     of the student's own frames says where), it is said as such, without blaming notebook 05:
     what GPT hands them may be at fault (a mask that is not boolean is named), and 05's own
@@ -467,7 +227,7 @@ def gpt_error(r, what):
     return Fail(message)
 
 
-def gpt_logits(r, what, shape):
+def gpt_logits(r: Response, what: str, shape: Sequence[int]) -> np.ndarray:
     """A GPT's logits of the given shape as float64, or a Fail that says what is wrong with them."""
     if r.error:
         raise gpt_error(r, what)
@@ -519,7 +279,7 @@ IN_EVAL_MODE = (
 )
 
 
-def no_biases(r, cls_name):
+def no_biases(r: Response, cls_name: str) -> None:
     """Fail (llama-bias) when a LLaMA-style module's state holds a bias (notebooks 07 and 08)."""
     names = r.decode(r.raw.get("state_names")) or {}
     biased = sorted(k for k in names if k.endswith("bias"))

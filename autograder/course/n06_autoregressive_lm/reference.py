@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from autograder.reference.transformer_block import LayerNorm, TransformerBlock
+from autograder.course.n05_transformer_block.reference import LayerNorm, TransformerBlock
 
 
 def make_examples(tokens, context_size):

@@ -1,5 +1,5 @@
 """Known-wrong versions of notebook 06's training pieces and of top-p sampling, computed in the
-trusted parent when the probes build their cases (autograder/probes/lm_training.py).
+trusted parent when the probes build their cases (cases_training.py).
 
 Each variant is (misconception id or None, what it does in the course's words, its output on
 the case's inputs). A student's answer that matches a variant, and not the right answer, is
@@ -84,7 +84,7 @@ def lr_variants(calls):
     """[(id, message, values)] of every known-wrong schedule on the same calls ([args, kwargs])."""
     out = []
     for key, id_, message in LR_VARIANTS:
-        out.append((id_, message, [schedule(*a, **k, variant=key) for a, k in calls]))
+        out.append((id_, message, [schedule(*a, **(k | {"variant": key})) for a, k in calls]))
     return out
 
 

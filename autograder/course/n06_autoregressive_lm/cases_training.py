@@ -1,23 +1,23 @@
 """Hidden tests of notebook 06's training pieces: lr_at, configure_optimizer, train_step.
 
 lr_at is a plain function of numbers: its values over whole schedules are compared with the
-formula's, and the known-wrong schedules' values (misconceptions/training_variants.py) name a
+formula's, and the known-wrong schedules' values (variants_training.py) name a
 mistake. configure_optimizer and train_step are called on the harness's TinyLM (harness/toy.py),
 a small model with every kind of parameter they tell apart (embeddings, matrices, biases, a
 norm's gain, optionally a head tied to the token table), so that neither depends on the
 student's GPT. train_step gets a plain SGD optimizer from the harness: the change of each
 parameter is then lr times the gradient the update used, which shows whether the gradients
-were zeroed and clipped before the step. The judges are in autograder.judging.training_judges.
+were zeroed and clipped before the step. The judges are in judges_training.py.
 """
 
 import numpy as np
 import torch
 
+from autograder.course.n06_autoregressive_lm import variants_training as trv
+from autograder.course.torch_shared.tools import np_, torch_probe
 from autograder.harness.toy import TinyLM
 from autograder.judging import Judgement
-from autograder.misconceptions import training_variants as trv
 from autograder.probes.base import Case
-from autograder.probes.torch_tools import np_, torch_probe
 
 # ---------------------------------------------------------------- lr_at
 

@@ -1,7 +1,7 @@
 """The judges of notebook 05 (the transformer block, PyTorch): verdicts from plain data.
 
-Registered as "block_judges.<name>" and named by the Judgements of
-autograder/probes/transformer_block.py: layer_norm, the positional encoding, MultiHeadAttention,
+Registered as "block_judges.<name>" (judging.LEGACY_PREFIXES) and named by the Judgements of
+cases*.py: layer_norm, the positional encoding, MultiHeadAttention,
 FeedForward and TransformerBlock by their values against the reference's (computed when the case
 was built) and the known-wrong variants', and what the later cells rely on: a float32 encoding,
 dropout off in eval mode and, in train mode, acting on each sub-layer's output only. No judge
@@ -27,19 +27,21 @@ The seeds are fixed by the case, so a verdict never changes between runs of the 
 
 import numpy as np
 
+from autograder.course.torch_shared.checks import (
+    close_or_diagnose,
+    diagnose,
+    explain,
+    one_diagnosis,
+)
+from autograder.course.torch_shared.checks_modules import (
+    IN_EVAL_MODE,
+    differentiable_and_unchanged,
+    grads_match,
+    module_answer,
+)
 from autograder.judging import compare, judge
 from autograder.judging.base import Fail
 from autograder.judging.compare import FLOAT32, fmt
-from autograder.judging.torch_checks import (
-    IN_EVAL_MODE,
-    close_or_diagnose,
-    diagnose,
-    differentiable_and_unchanged,
-    explain,
-    grads_match,
-    module_answer,
-    one_diagnosis,
-)
 
 PE_TOL = {"rtol": 1e-4, "atol": 5e-5}  # sin of angles up to ~30 rad computed in float32
 

@@ -1,13 +1,13 @@
 """Known-wrong versions of notebook 07's RegexBPETokenizer, run when the probe BUILDS its cases
-(autograder/probes/regex_bpe.py); the judges see only their outputs, as plain data.
+(cases_regex_bpe.py); the judges see only their outputs, as plain data.
 
 The right mode (variant None) is written here again, independently of autograder.reference:
 chunks by GPT-2's pattern, pairs counted over every chunk in text order, merges inside chunks.
 """
 
-import regex
+import regex  # type: ignore[import-untyped]  # no stubs in the course's pins (types-regex)
 
-from autograder.misconceptions.modern_lm_variants import _pairs, _replace, bpe_encode
+from autograder.course.n07_modern_lm.variants import _pairs, _replace, bpe_encode
 
 GPT2 = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 
@@ -35,15 +35,15 @@ def train(text, vocab_size, variant=None):
     else:
         pieces = chunks(text, OTHER_PATTERNS.get(variant, GPT2))
     if variant == "tie-by-chunk-count":
-        frequency = {}
+        frequency: dict[str, int] = {}
         for piece in pieces:
             frequency[piece] = frequency.get(piece, 0) + 1
         order = sorted(frequency, key=lambda c: -frequency[c])
         pieces = [c for c in order for _ in range(frequency[c])]
     seqs = [list(p.encode("utf-8")) for p in pieces]
-    merges = []
+    merges: list[tuple[int, int]] = []
     while 256 + len(merges) < vocab_size:
-        counts = {}
+        counts: dict[tuple[int, int], int] = {}
         for ids in seqs:
             for pair, n in _pairs(ids).items():
                 counts[pair] = counts.get(pair, 0) + n
