@@ -200,6 +200,7 @@ def test_the_handout_ships_the_judges_and_nothing_that_computes_an_answer(tmp_pa
     assert not [
         p
         for p in shipped
-        if p.parts[0] == "course" and not p.name.startswith(("judges", "checks", "__init__"))
+        if p.parts[0] == "course"
+        and not p.name.startswith(("judges", "checks", "signatures", "__init__"))
     ]
     handout.check_self_contained(tmp_path)  # what ships imports only what ships
