@@ -14,9 +14,10 @@ import sys
 import time
 from pathlib import Path
 
-from .bubblewrap import OPTIONS, REPLACEABLE, BubblewrapUnsupported, probe
-from .cgroups import find_tree
+from .bubblewrap import OPTIONS, REPLACEABLE, BubblewrapUnsupported, Features, probe
+from .cgroups import Tree, find_tree
 from .copying import tree_bytes
+from .limits import Limits
 from .notices import warn_once
 from .seccomp import build_filter
 from .userns import UID_BASE, make_userns
@@ -66,9 +67,31 @@ def _within(path, root):
 
 
 class Isolation:
-    """The isolation half of Sandbox: which defences are in force, and the bwrap arguments."""
+    """The isolation half of Sandbox: which defences are in force, and the bwrap arguments.
 
-    def _isolate(self):
+    What it reads, the subclass sets before it calls _isolate (the first block below); what
+    _isolate decides is the second."""
+
+    # -- set by the subclass (Sandbox.__init__) before _isolate
+    limits: Limits
+    mode: str  # "bwrap" or "none"
+    bwrap: str | None  # the bwrap executable, if there is one
+    lib: Path  # the read-only files the sandbox sees (driver, zygote, the harness's package)
+    mplconfig: Path  # matplotlib's config and font cache, shown read-only
+    extra_data: list[Path]  # files shown at their own paths (CourseFiles.data)
+    # -- decided by _isolate
+    identity: str
+    pull: bool
+    seccomp: bytes | None
+    features: Features | None
+    size_by_driver: bool
+    cgroups: Tree | None
+
+    def close(self) -> None:
+        """Release what the subclass holds (Sandbox.close); called when bubblewrap is refused."""
+        raise NotImplementedError
+
+    def _isolate(self) -> None:
         """Decide once which defences are in force; warn once about each missing one."""
         self.identity = "none"  # "userns" (own namespace, unprivileged uid) / "user" / "root"
         # answers and status in tmpfs mounts the grader copies out (pull.py); else host folders
