@@ -41,7 +41,7 @@ class BulkFile:
     late: bool = False  # Canvas marked the submission late
 
 
-def canvas_file(filename):
+def canvas_file(filename) -> BulkFile | None:
     """The BulkFile of a Canvas bulk download's file name, or None when it is not one."""
     found = _CANVAS.match(filename)
     if found is None or not found["name"].lower().endswith(NOTEBOOK_SUFFIXES):
@@ -51,7 +51,7 @@ def canvas_file(filename):
     )
 
 
-def moodle_file(filename):
+def moodle_file(filename) -> BulkFile | None:
     """The BulkFile of a flat Moodle download's file name, or None when it is not one."""
     found = _MOODLE.match(filename)
     if found is None or found["plugin"] != "file" or not found["name"]:
@@ -72,6 +72,6 @@ def moodle_folder(name):
     return found["student"], ""
 
 
-def bulk_file(filename):
+def bulk_file(filename) -> BulkFile | None:
     """A Canvas or a flat Moodle download's BulkFile for this file name, or None."""
     return moodle_file(filename) or canvas_file(filename)

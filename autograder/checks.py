@@ -30,7 +30,12 @@ from autograder.harness import serve
 from autograder.judging.answers import judge_cases
 from autograder.judging.base import VISIBLE_SEED, write_requests
 from autograder.judging.dependencies import kernel_unavailable
-from autograder.results import DEPENDENCY_MISSING, DEPENDENCY_NOT_IMPLEMENTED, UNFINISHED
+from autograder.results import (
+    DEPENDENCY_MISSING,
+    DEPENDENCY_NOT_IMPLEMENTED,
+    UNFINISHED,
+    TestResult,
+)
 
 # The visible seed's cases as stored data: present in the student handout only.
 STORED = Path(__file__).resolve().parent / "visible"
@@ -42,7 +47,7 @@ class ChecksFailed(AssertionError):
     """A visible check failed under `nbgrader validate` (its message: the report)."""
 
 
-def validating():
+def validating() -> bool:
     """True while `nbgrader validate` runs this kernel's notebook."""
     return os.environ.get("NBGRADER_EXECUTION", "") == "validate"
 
@@ -58,7 +63,7 @@ def _stored(function, seed):
     )
 
 
-def cases_and_requests(function, seed, scratch):
+def cases_and_requests(function, seed, scratch: Path):
     """(cases, folder of their requests) for one graded name: stored data, else the probes."""
     if _stored(function, seed):
         from autograder.judging.store import load_cases, request_dir
@@ -76,7 +81,9 @@ def cases_and_requests(function, seed, scratch):
     return cases, Path(scratch) / function
 
 
-def run_in_process(function, obj, seed=VISIBLE_SEED, namespace=None, unavailable=None):
+def run_in_process(
+    function, obj, seed=VISIBLE_SEED, namespace=None, unavailable=None
+) -> list[TestResult]:
     """The TestResults of one graded name's cases, calling `obj` in this process.
     `unavailable`: the earlier notebooks' names that could not be imported (earlier_notebooks)."""
     namespace = dict(namespace or {})
@@ -101,7 +108,7 @@ def earlier_notebooks(function, frame_globals):
     )
 
 
-def report(function, results):
+def report(function, results: list[TestResult]) -> str:
     failed = [r for r in results if r.status == "failed"]
     if not failed:
         return f"✓ {function} passes all {len(results)} checks."
@@ -126,7 +133,7 @@ def _graded_names_of(frame_globals):
     return {name: frame_globals[name] for name in names if name in frame_globals}
 
 
-def check(function, obj, **namespace):
+def check(function, obj, **namespace) -> None:
     """Run the visible checks of one graded name on your `obj` and print what they found.
     Under nbgrader (Validate), a check that does not pass also raises ChecksFailed."""
     __tracebackhide__ = True  # IPython shows the report, not this module's frames
@@ -146,7 +153,7 @@ def check(function, obj, **namespace):
     return None  # the cell shows only the report
 
 
-def assert_passes(function, obj, seed="nbgrader-hidden", **namespace):
+def assert_passes(function, obj, seed: str = "nbgrader-hidden", **namespace) -> None:
     """Raise AssertionError unless every case passes (nbgrader's hidden test cells)."""
     frame_globals = sys._getframe(1).f_globals
     namespace = _graded_names_of(frame_globals) | namespace

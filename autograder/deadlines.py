@@ -52,8 +52,9 @@ import math
 import os
 import tomllib
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 from pathlib import Path
+from typing import Self
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from autograder import student_ids
@@ -84,7 +85,7 @@ class LatePolicy:
     grace: timedelta = timedelta(0)
     extensions: dict = field(default_factory=dict)  # student_ids.key -> {stem: datetime}
 
-    def for_student(self, student):
+    def for_student(self, student) -> Self:
         """This policy with the student's extended due dates (itself when they have none)."""
         moved = self.extensions.get(student_ids.key(str(student or "")))
         if not moved:
@@ -99,7 +100,7 @@ class LatePolicy:
         late = (handed_in - due).total_seconds()
         return late if late > self.grace.total_seconds() else 0.0
 
-    def penalty(self, score, seconds_late):
+    def penalty(self, score, seconds_late) -> float | None:
         """nbgrader's rule: None when on time; else the method's penalty in [0, score]."""
         if seconds_late <= 0 or self.method == "none":
             return None
@@ -109,7 +110,7 @@ class LatePolicy:
             raw = self.points * math.ceil(seconds_late / self.period.total_seconds())
         return round(min(max(raw, 0.0), max(score, 0.0)), 4)
 
-    def describe(self):
+    def describe(self) -> str:
         if self.method == "zero":
             return "a late notebook scores 0"
         if self.method == "per-period":
@@ -118,7 +119,7 @@ class LatePolicy:
         return "no penalty"
 
 
-def _when(text, zone, where):
+def _when(text, zone: tzinfo, where: str) -> datetime:
     if isinstance(text, datetime):  # TOML's own datetime values
         moment = text
     elif isinstance(text, str):
@@ -138,7 +139,7 @@ def _when(text, zone, where):
     return moment
 
 
-def parse_policy(data, source="the deadlines file"):
+def parse_policy(data, source: str = "the deadlines file") -> LatePolicy:
     """A LatePolicy from the policy's data (a dict, as TOML reads it)."""
     if not isinstance(data, dict):
         raise PolicyError(f"{source}: expected a table")
@@ -184,7 +185,7 @@ def parse_policy(data, source="the deadlines file"):
     )
 
 
-def _zone(name, source):
+def _zone(name, source) -> ZoneInfo:
     """The ZoneInfo of the policy's `timezone`; PolicyError naming the file and the key for any
     name the system's zone database cannot give (ZoneInfo raises OSError for a name longer than
     a file name can be, ValueError for one with a NUL or a path in it, TypeError for a number)."""
@@ -200,11 +201,11 @@ def _zone(name, source):
         ) from None
 
 
-def _finite(value):
+def _finite(value) -> bool:
     return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
 
 
-def _due_dates(table, zone, source, where):
+def _due_dates(table, zone: tzinfo, source, where: str) -> dict[str | None, datetime]:
     """{stem: aware datetime} from a table of notebook = date, with `all` for the rest."""
     if not isinstance(table, dict):
         raise PolicyError(f"{source}: [{where}] must be a table of notebook = date")
@@ -222,7 +223,7 @@ def _due_dates(table, zone, source, where):
     return due
 
 
-def _extensions(table, due, zone, source):
+def _extensions(table, due: dict[str | None, datetime], zone: tzinfo, source):
     """{student_ids.key: {stem: extended due date}} from [extensions]."""
     if not isinstance(table, dict):
         raise PolicyError(f"{source}: [extensions] must be a table of student = hours or dates")
@@ -253,7 +254,7 @@ def _extensions(table, due, zone, source):
     return extensions
 
 
-def load_policy(path):
+def load_policy(path) -> LatePolicy:
     path = Path(path)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -264,7 +265,7 @@ def load_policy(path):
     return parse_policy(data, str(path))
 
 
-def apply_late_policy(payload, policy, handed_in):
+def apply_late_policy(payload, policy, handed_in) -> bool:
     """Set payload["late"] and the penalised scores from the tests' raw scores (idempotent).
     With policy None, a late block of an earlier run is removed and the raw scores restored.
 
@@ -276,7 +277,7 @@ def apply_late_policy(payload, policy, handed_in):
         policy = LatePolicy()  # no due dates: every penalty 0
     course = policy
     policy = policy.for_student(payload.get("student"))
-    raw = {}
+    raw: dict[str, float] = {}
     for test in payload.get("tests", []):
         raw[test["notebook"]] = raw.get(test["notebook"], 0.0) + float(test["score"])
     per_notebook, total = {}, 0.0
@@ -314,7 +315,7 @@ def apply_late_policy(payload, policy, handed_in):
     return after != before
 
 
-def late_line(stem, late):
+def late_line(stem, late) -> str:
     """'handed in 3 h 20 min late: 4 points off' for a notebook's row, '' when on time."""
     entry = (late or {}).get("notebooks", {}).get(stem)
     if not entry or entry.get("seconds_late", 0) <= 0:
@@ -327,7 +328,7 @@ def late_line(stem, late):
     return f"handed in {' '.join(parts[:2])} late{took}"
 
 
-def notebook_of(name):
+def notebook_of(name) -> str | None:
     """The stem for a notebook's stem or file name (None if it is not one of the course's)."""
     if name in BY_STEM:
         return name
@@ -336,7 +337,7 @@ def notebook_of(name):
 
 
 # -- when each notebook was handed in -------------------------------------------------------------
-def handed_in_from_files(files):
+def handed_in_from_files(files) -> dict[str, datetime]:
     """{stem: time} from the files graded: `files` is {stem: the student's own file graded as
     that notebook} (submissions.Placement.sources: a near name, a copy in a folder, or the zip
     a notebook came from), each dated by its own modification time, never followed through a
@@ -373,7 +374,7 @@ class HandedIn(dict):
     """{stem: time} of one student, and `flags`: what gather saw of their repository
     (GATHER_FLAGS tokens), for a human to check; a flag never changes a score."""
 
-    def __init__(self, *args, flags=(), **kwargs):
+    def __init__(self, *args, flags=(), **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.flags = tuple(flags)
 
@@ -387,7 +388,8 @@ def load_handed_in(path):
     import csv
 
     path = Path(path)
-    times, given = {}, set()
+    times: dict[str, HandedIn] = {}
+    given: set[tuple[str, str | None]] = set()
     try:
         with path.open(encoding="utf-8", newline="") as handle:
             rows = list(csv.DictReader(handle))

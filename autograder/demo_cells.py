@@ -22,6 +22,7 @@ import ast
 import functools
 import hashlib
 from pathlib import Path
+from symtable import SymbolTable
 
 TAG = "demo"
 EVERYTHING = "*"  # what a cell binds when it calls globals(), exec, ...: any name at all
@@ -30,7 +31,7 @@ COMPREHENSIONS = {"listcomp", "setcomp", "dictcomp", "genexpr"}
 RELEASED = Path(__file__).resolve().parent.parent / "notebooks"
 
 
-def enabled():
+def enabled() -> bool:
     from autograder.switches import switches
 
     return switches().skip_demos
@@ -40,13 +41,13 @@ def is_demo(cell):
     return cell.get("cell_type") == "code" and TAG in cell.get("metadata", {}).get("tags", [])
 
 
-def normalise(source):
+def normalise(source) -> str:
     """Line endings and trailing blanks do not matter; anything else does."""
     lines = str(source).replace("\r\n", "\n").replace("\r", "\n").split("\n")
     return "\n".join(line.rstrip() for line in lines).strip("\n")
 
 
-def fingerprint(source):
+def fingerprint(source) -> str:
     return hashlib.sha256(normalise(source).encode("utf-8")).hexdigest()
 
 
@@ -63,7 +64,7 @@ def released_demo_fingerprints(stem, released=RELEASED):
     return frozenset(fingerprint(cell.source) for cell in nb.cells if is_demo(cell))
 
 
-def skip_plan(notebook_path, stem, released=RELEASED):
+def skip_plan(notebook_path, stem, released: Path = RELEASED):
     """{str(cell index): sha256 of the exact source} for the cells of the submitted notebook at
     `notebook_path` that are released demo cells. Empty when skipping is off or unreadable."""
     if not enabled():
@@ -87,26 +88,26 @@ def skip_plan(notebook_path, stem, released=RELEASED):
 
 
 # -- the safety analysis (for the tags in solutions/) ------------------------------------------
-def _tree(source):
+def _tree(source) -> ast.Module:
     from IPython.core.inputtransformer2 import TransformerManager
 
     return ast.parse(TransformerManager().transform_cell(source))
 
 
-def _base_name(node):
+def _base_name(node: ast.Attribute | ast.Subscript) -> str | None:
     while isinstance(node, (ast.Attribute, ast.Subscript, ast.Starred)):
         node = node.value
     return node.id if isinstance(node, ast.Name) else None
 
 
-def bound_names(source):
+def bound_names(source: str) -> set[str]:
     """Global names a cell binds or changes: assignments (also of an attribute or an item of a
     name), augmented assignments, deletions, imports, def/class, for/with targets, globals;
     EVERYTHING when it uses globals(), vars(), exec, eval, setattr, ... at all."""
     names = set()
     tree = _tree(source)
 
-    def visit(node, top):
+    def visit(node: ast.AST | ast.expr | ast.stmt, top: bool) -> None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             if top:
                 names.add(node.name)
@@ -144,7 +145,7 @@ def bound_names(source):
     return names
 
 
-def _nested_global_reads(table):
+def _nested_global_reads(table: SymbolTable):
     """Globals that the functions, classes, lambdas and comprehensions of a scope read."""
     found = set()
     for child in table.get_children():
@@ -167,7 +168,7 @@ def free_reads(source):
 
     code = TransformerManager().transform_cell(source)
     needed = _nested_global_reads(symtable.symtable(code, "<cell>", "exec"))
-    bound = set()
+    bound: set[str] = set()
     for stmt in ast.parse(code).body:
         loads = set()
         stack = [stmt]
@@ -207,7 +208,7 @@ def free_reads(source):
     return needed
 
 
-def demo_tag_problems(nb, graded):
+def demo_tag_problems(nb, graded) -> list[str]:
     """Why the `demo` tags of a (solution) notebook are unsafe: [] when every tagged cell binds
     or changes only names that no untagged cell reads and that are no graded name."""
     needed = set(graded)

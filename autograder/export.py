@@ -21,6 +21,7 @@ unless --out says otherwise.
 """
 
 import sys
+import types
 from collections import defaultdict
 from pathlib import Path
 
@@ -37,7 +38,7 @@ DEFAULT_FILES = {"canvas": "canvas_grades.csv", "moodle": "moodle_grades.csv"}
 UNMATCHED_FILE = "export_unmatched.csv"
 
 
-def add_arguments(commands):
+def add_arguments(commands) -> None:
     cmd = commands.add_parser(
         "export", help="write the grades in Canvas's or Moodle's import format, by roster"
     )
@@ -124,7 +125,7 @@ def grades_of(results, columns):
 class ExportRefused(Exception):
     """Rows the LMS would not match: nothing written; the lines say which and what to do."""
 
-    def __init__(self, lines):
+    def __init__(self, lines) -> None:
         super().__init__("\n".join(lines))
         self.lines = lines
 
@@ -143,7 +144,7 @@ def _same_student(students):
     return found
 
 
-def _refuse_conflicts(conflicts, grades_dir):
+def _refuse_conflicts(conflicts, grades_dir: Path) -> None:
     if not conflicts:
         return
     raise ExportRefused(
@@ -158,7 +159,7 @@ def _refuse_conflicts(conflicts, grades_dir):
     )
 
 
-def _lms(fmt):
+def _lms(fmt) -> types.ModuleType:
     return canvas if fmt == "canvas" else moodle
 
 
@@ -167,12 +168,12 @@ def export(
     fmt,
     grades_dir,
     out=None,
-    which="both",
-    identifier="email",
+    which: str = "both",
+    identifier: str = "email",
     lms_users=None,
-    only_matched=False,
-    moodle_max_grade=moodle.GRADEPOINTMAX,
-):
+    only_matched: bool = False,
+    moodle_max_grade: int = moodle.GRADEPOINTMAX,
+) -> tuple[list[str], int]:
     """Write the export and the unmatched list; returns (lines for the terminal, exit status).
 
     Before anything is written, every roster row the LMS would not match (no identity it reads;
@@ -187,7 +188,7 @@ def export(
     lms = _lms(fmt)
     known = lms.read_users(lms_users, identifier) if lms_users else None
     by_name = {s.student: s for s in students}
-    why_refused = {}
+    why_refused: dict[str, str] = {}
     for r in refused:
         why_refused.setdefault(r.student, r.refused)
     _refuse_conflicts(_same_student(students), grades_dir)
@@ -250,7 +251,7 @@ def export(
     return [terminal(line) for line in lines], 0
 
 
-def run(args):
+def run(args) -> int:
     if not 0 < args.moodle_max_grade < 1e9:  # nan fails too
         print("error: --moodle-max-grade must be a number of points > 0", file=sys.stderr)
         return 2

@@ -16,7 +16,7 @@ import sys
 OPTIONAL = ("rfc3987_syntax", "isoduration", "arrow", "fqdn", "uri_template", "webcolors")
 
 
-def skip_format_checkers():
+def skip_format_checkers() -> None:
     """Import jsonschema (if installed) with OPTIONAL blocked, then unblock them."""
     if "jsonschema" in sys.modules:
         return

@@ -22,11 +22,11 @@ BASE_BUDGET = 3 * GB  # the parent's own growth while grading a class: ~0.3-0.5 
 PER_WORKER = GB // 2  # each worker thread: its stack, a malloc arena, one student's answers
 
 
-def default_budget(workers):
+def default_budget(workers) -> int:
     return BASE_BUDGET + max(1, int(workers)) * PER_WORKER
 
 
-def mapped_bytes():
+def mapped_bytes() -> int:
     """The process's address space now (VmSize), or 0 where /proc cannot say."""
     try:
         with open("/proc/self/status", encoding="ascii", errors="replace") as status:
@@ -60,5 +60,5 @@ def memory_ceiling(budget):
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
-def describe(ceiling):
+def describe(ceiling) -> str:
     return f"{ceiling / GB:.1f} GB" if ceiling else "its limit"

@@ -54,7 +54,7 @@ class Match:
     exact: bool  # the name is the notebook's own file name, byte for byte
 
 
-def match_name(name):
+def match_name(name) -> Match | None:
     """The Match of a file name (no folder), or None when it names no course notebook.
 
     Exact: "02_dot_product_softmax.ipynb". Near: any letter case, with at most one `Copy of `
@@ -93,7 +93,9 @@ def locate(folder, filename):
     return near[0] if len(near) == 1 else None
 
 
-def load_notebook(folder, filename, max_bytes=MAX_NOTEBOOK_BYTES, nbgrader_metadata=False):
+def load_notebook(
+    folder, filename, max_bytes: int = MAX_NOTEBOOK_BYTES, nbgrader_metadata: bool = False
+):
     """(NotebookNode or None, message for the student or ""). Never raises.
 
     The notebook returned has no outputs and only the metadata grading uses (with
@@ -180,7 +182,7 @@ def _load_notebook(folder, name, max_bytes, nbgrader_metadata=False):
     return nb, message
 
 
-def _slim(data, nbgrader_metadata=False):
+def _slim(data, nbgrader_metadata=False) -> str:
     """Drop, in place, what grading never reads; "" or why the notebook is refused."""
     metadata = data.get("metadata")
     data["metadata"] = {
@@ -217,7 +219,7 @@ def _slim(data, nbgrader_metadata=False):
     return ""
 
 
-def _tags(value):
+def _tags(value) -> bool:
     return (
         isinstance(value, list)
         and len(value) <= MAX_TAGS
@@ -225,7 +227,7 @@ def _tags(value):
     )
 
 
-def _small_names(value, nested=True):
+def _small_names(value, nested=True) -> bool:
     """kernelspec / language_info as Jupyter writes them: a few short strings and numbers, one
     level of nesting (language_info's codemirror_mode)."""
     if not isinstance(value, dict) or len(value) > 20:
@@ -237,7 +239,7 @@ def _small_names(value, nested=True):
     )
 
 
-def code_sources(folder, filename, max_bytes=MAX_NOTEBOOK_BYTES):
+def code_sources(folder, filename, max_bytes: int = MAX_NOTEBOOK_BYTES):
     """The sources of a notebook's code cells (v4, or the worksheets of v3), read as
     load_notebook reads the file (safe_files: no link followed, bounded bytes and values) but
     without nbformat, for what only reads the code (the similarity report); [] when the file is
@@ -253,7 +255,7 @@ def code_sources(folder, filename, max_bytes=MAX_NOTEBOOK_BYTES):
         return []
     cell_lists = [data.get("cells")]
     cell_lists += [s.get("cells") for s in data.get("worksheets") or () if isinstance(s, dict)]
-    sources = []
+    sources: list[str] = []
     for cells in cell_lists:
         for cell in cells if isinstance(cells, list) else ():
             if len(sources) >= MAX_CELLS:

@@ -26,6 +26,7 @@ needed, in `depends_on` (a notebook's stem; the field is written only when set).
 """
 
 from dataclasses import asdict, dataclass, field, fields
+from typing import Self
 
 PASSED = "passed"
 FAILED = "failed"
@@ -78,12 +79,12 @@ class TestResult:
     reason: str = ""  # one of REASONS; "" (not given): passed or failed by the score
     depends_on: str = ""  # dependency-missing: the earlier notebook's stem it needed
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.reason not in REASONS:
             self.reason = PASSED if self.score >= self.max_score else FAILED
 
     @property
-    def status(self):
+    def status(self) -> str:
         return "passed" if self.score >= self.max_score else "failed"
 
     def to_json(self):
@@ -93,6 +94,6 @@ class TestResult:
         return data
 
     @classmethod
-    def from_json(cls, data):
+    def from_json(cls, data) -> Self:
         """A test of an earlier results.json (written by to_json)."""
         return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})

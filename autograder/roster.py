@@ -64,7 +64,7 @@ class Person:
     row: int  # line of the roster file (the header is line 1)
     fields: dict = field(default_factory=dict)  # column -> value (stripped; "" when absent)
 
-    def get(self, column):
+    def get(self, column: str):
         return self.fields.get(column, "")
 
     @property
@@ -76,7 +76,7 @@ class Person:
         return f"roster line {self.row}"
 
 
-def _column(header):
+def _column(header: str):
     key = header.strip().lower().replace(" ", "_").replace("-", "_")
     return ALIASES.get(key.replace("_", ""), key)
 
@@ -125,7 +125,7 @@ def read_roster(path):
             problems.append(f"line {line} has no {', '.join(IDENTITIES)}")
             continue
         people.append(person)
-    seen = {}
+    seen: dict[tuple[str, str], int] = {}
     for person in people:
         for column in IDENTITIES:
             value = student_ids.key(person.get(column))
@@ -167,9 +167,9 @@ def _candidates(name, people):
     return [p for p in suffixes if len(p.get("github")) == longest]
 
 
-def match_submissions(people, names):
+def match_submissions(people, names) -> Match:
     """Match every submission name to at most one person, and every person to at most one name."""
-    claims = {}  # person row -> [names]
+    claims: dict[int, list[str]] = {}  # person row -> [names]
     unmatched, conflicts = [], []
     for name in names:
         found = _candidates(name, people)

@@ -20,11 +20,13 @@ from autograder.checks import SCRATCH
 from autograder.curriculum import NOTEBOOKS
 from autograder.harness import serve
 from autograder.judging.answers import judge_cases
+from autograder.judging.base import Case
 from autograder.probes import load
 from autograder.probes.base import PROBES, build_cases, derive_seed, write_requests
+from autograder.results import TestResult
 
 
-def seeds(count, secret="sweep-secret"):
+def seeds(count, secret: str = "sweep-secret") -> list[tuple[str, str]]:
     """`count` (secret, student) pairs, each a notebook's seed as grading derives it."""
     return [(f"{secret}-{i % 7}", f"student-{i}") for i in range(count)]
 
@@ -53,12 +55,12 @@ def reference_namespace():
     return namespace
 
 
-def trains(case):
+def trains(case: Case) -> bool:
     """True for a case that trains a model (GPT's short training run): the costly kind."""
     return any(request.get("op") == "train" for request in case.requests)
 
 
-def grade(function, obj, seed, namespace, keep=None):
+def grade(function: str, obj, seed: int, namespace, keep=None) -> list[TestResult]:
     """The TestResults of one graded name's hidden cases under `seed`, `obj` answering in this
     process (checks.run_in_process, with `keep(case)` choosing the cases to run)."""
     from autograder.curriculum import NOTEBOOK_OF
@@ -74,7 +76,7 @@ def grade(function, obj, seed, namespace, keep=None):
         return judge_cases(cases, Path(tmp, "responses"))
 
 
-def sweep(pairs, stems=None, training=True):
+def sweep(pairs, stems=None, training: bool = True):
     """[(secret, student, stem, function, case name, points lost, message)] for every case in
     which the model answers lose points, over the notebooks `stems` (default: all that have
     hidden tests); with training=False, without the cases that train a model."""

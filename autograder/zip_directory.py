@@ -29,7 +29,7 @@ _ENTRY = struct.Struct("<4s6H3L5H2L")  # central directory file header, 46 bytes
 _ENTRY_SIGNATURE = b"PK\x01\x02"
 
 
-def problem(handle, max_members):
+def problem(handle, max_members) -> str | None:
     """None when the zip open on `handle` (a binary file) lists at most max_members members in
     a central directory of sane size; otherwise why not, in words for the student."""
     try:
@@ -38,7 +38,7 @@ def problem(handle, max_members):
         return f"its end record could not be read ({exc})"
 
 
-def _problem(handle, max_members):
+def _problem(handle, max_members) -> str | None:
     handle.seek(0, os.SEEK_END)
     size = handle.tell()
     found = _end_record(handle, size)

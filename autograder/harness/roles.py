@@ -41,23 +41,23 @@ GAIN, SHIFT = {"weight", "gamma", "g", "scale", "gain", "w"}, {"bias", "beta", "
 class RoleMismatch(Exception):
     """The model's parameters do not fit the roles: `facts` says how, as plain data."""
 
-    def __init__(self, **facts):
+    def __init__(self, **facts) -> None:
         super().__init__(facts)
         self.facts = facts
 
 
-def _shape(t):
+def _shape(t) -> list[int]:
     return [int(s) for s in t.shape]
 
 
-def find_blocks(model, n):
+def find_blocks(model, n: int):
     """[(prefix, module)] of the n blocks, in order, or None."""
     for name, m in model.named_modules():
         if isinstance(m, nn.ModuleList | nn.Sequential) and len(m) == n:
             kids = list(m)
             if all(type(k) is type(kids[0]) for k in kids) and _count(kids[0]) >= 8:
                 return [(f"{name}.{i}" if name else str(i), k) for i, k in enumerate(kids)]
-    by_type = {}
+    by_type: dict[type, list[tuple[str, nn.Module]]] = {}
     for name, m in model.named_children():
         if _count(m) >= 8:
             by_type.setdefault(type(m), []).append((name, m))
@@ -65,13 +65,13 @@ def find_blocks(model, n):
     return found[0] if len(found) == 1 else None
 
 
-def _count(module):
+def _count(module: nn.Module) -> int:
     return sum(1 for _ in module.parameters())
 
 
 def _layers(named):
     """{owner path: {leaf name: parameter}} in registration order."""
-    owners = {}
+    owners: dict[str, dict[str, nn.Parameter]] = {}
     for name, p in named:
         path, _, leaf = name.rpartition(".")
         owners.setdefault(path, {})[leaf] = p
@@ -97,7 +97,7 @@ def _gain_shift(leaves):
     return leaves[names[0]], leaves[names[1]]
 
 
-def _hint(path):
+def _hint(path) -> str | None:
     last = path.rpartition(".")[2].lower()
     return next((role for role, names in HINTS.items() if last in names), None)
 
@@ -139,7 +139,7 @@ def block_state(block, ref):
         )
     pairs = []
 
-    def place(wb, prefix):
+    def place(wb, prefix: str) -> None:
         weight, bias = wb
         pairs.append((weight, ref[f"{prefix}.weight"]))
         if bias is not None:
@@ -204,7 +204,7 @@ def load_roles(model, roles):
     rest = [(n, p) for n, p in model.named_parameters() if id(p) not in inside]
     V, d = roles["tok"].shape
     T = roles["pos"].shape[0]
-    holders = {}
+    holders: dict[int, list[nn.Module]] = {}
     for m in model.modules():
         for p in m.parameters(recurse=False):
             holders.setdefault(id(p), []).append(m)

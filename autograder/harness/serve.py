@@ -57,7 +57,7 @@ WALL_FACTOR = 4.0
 # graded name -> the request folder of its first timeout, in this kernel: a function that has
 # run out of time once is not called again with a fresh budget by every later test of it (each
 # of them answers a Timeout at once, "after" that first one)
-TIMED_OUT = {}
+TIMED_OUT: dict[str, str] = {}
 
 
 def _alarm(signum, frame):
@@ -71,7 +71,7 @@ class _Deadline:
     instead of computing (Limits.request_wall_factor, sent by the driver; WALL_FACTOR for the
     visible checks). Either raises RequestTimeout in the call."""
 
-    def __init__(self, seconds, wall_factor=WALL_FACTOR):
+    def __init__(self, seconds, wall_factor=WALL_FACTOR) -> None:
         self.seconds = seconds
         self.armed = seconds and threading.current_thread() is threading.main_thread()
         self.timers = (
@@ -79,14 +79,14 @@ class _Deadline:
             (signal.ITIMER_REAL, signal.SIGALRM, wall_factor),
         )
 
-    def __enter__(self):
+    def __enter__(self) -> None:
         if self.armed:
             self.previous = []
             for timer, signum, factor in self.timers:
                 self.previous.append(signal.signal(signum, _alarm))
                 signal.setitimer(timer, self.seconds * factor)
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc) -> None:
         if self.armed:
             for (timer, signum, _), previous in zip(self.timers, self.previous, strict=True):
                 signal.setitimer(timer, 0)
@@ -97,18 +97,18 @@ class _OneThread:
     """torch on one thread during a request: the tests' tensors are tiny, and on a loaded
     machine (graders in parallel) torch's thread pool made them 10-15 times slower."""
 
-    def __enter__(self):
+    def __enter__(self) -> None:
         self.torch = sys.modules.get("torch")
         if self.torch is not None:
             self.threads = self.torch.get_num_threads()
             self.torch.set_num_threads(1)
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc) -> None:
         if self.torch is not None:
             self.torch.set_num_threads(self.threads)
 
 
-def _error(exc):
+def _error(exc: BaseException | LookupError) -> dict[str, list[str] | str] | dict[str, str]:
     if isinstance(exc, RequestTimeout):
         return {"type": "Timeout", "message": "the call did not finish in time"}
     here = str(Path(__file__).parent)
@@ -136,7 +136,7 @@ def _error(exc):
 
 
 class Session:
-    def __init__(self, namespace, request_dir, response_dir, wall_factor=None):
+    def __init__(self, namespace, request_dir: Path, response_dir: Path, wall_factor=None) -> None:
         self.namespace = namespace
         self.wall_factor = WALL_FACTOR if wall_factor is None else wall_factor
         self.reader = Reader(request_dir, as_tensors=True, packed=True)
@@ -217,7 +217,7 @@ class Session:
         fn = self.lookup(request["target"])
         args = self.value(request.get("args", []))
         kwargs = self.value(request.get("kwargs", {}))
-        kept = []
+        kept: list[object] = []  # what the call returned (its input gradients, if asked)
         answer = self._call(fn, args, kwargs, kept)
         if request.get("backward") is not None and kept:
             answer.update(self._input_grads(kept[0], args, request["backward"]))
@@ -421,7 +421,7 @@ class Session:
         return {"value": self.encode(train_lm(cls, **self.value(request["config"])))}
 
 
-def serve(namespace, request_root, response_root, wall_factor=None):
+def serve(namespace, request_root, response_root, wall_factor=None) -> None:
     """Answer every request under request_root (one sub-directory each, in name order).
     wall_factor: each request's wall backstop as a multiple of its CPU seconds. A request whose
     target has timed out before in this kernel (TIMED_OUT) is not carried out: it answers a

@@ -13,7 +13,7 @@ from torch import nn
 
 
 class ToyCachedLM(nn.Module):
-    def __init__(self, table, positions, block_size):
+    def __init__(self, table, positions, block_size) -> None:
         super().__init__()
         self.table = nn.Parameter(
             torch.as_tensor(np.asarray(table), dtype=torch.float32), requires_grad=False

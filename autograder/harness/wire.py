@@ -10,6 +10,7 @@ import json
 import math
 import os
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 
@@ -28,19 +29,19 @@ MAX_ARRAY_BYTES = 64 * 2**20  # one .npy file
 PACKED = "arrays.npys"
 
 
-def _type_name(obj):
+def _type_name(obj) -> str:
     t = type(obj)
     return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
 
 
 class Writer:
-    def __init__(self, directory, packed=False):
+    def __init__(self, directory, packed: bool = False) -> None:
         self.directory = Path(directory)
         self.arrays = self.directory / "arrays"
         self.count = 0
         self.packed = [] if packed else None  # arrays for PACKED, written by write_json
 
-    def _save_array(self, arr):
+    def _save_array(self, arr: np.ndarray) -> str:
         if self.packed is not None:
             self.packed.append(arr)
             return f"#{len(self.packed) - 1}"
@@ -94,7 +95,7 @@ class Writer:
             shown = "<unprintable>"
         return {"$object": _type_name(obj), "repr": shown}
 
-    def write_json(self, name, payload):
+    def write_json(self, name, payload) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         if self.packed:
             with open(self.directory / PACKED, "wb") as handle:
@@ -105,7 +106,7 @@ class Writer:
         tmp.replace(self.directory / name)
 
 
-def _torch_if_loaded():
+def _torch_if_loaded() -> ModuleType | None:
     import sys
 
     return sys.modules.get("torch")
@@ -120,7 +121,9 @@ class Reader:
     is refused raises safe_files.UnsafeFile (a ValueError) with a message for the student.
     """
 
-    def __init__(self, directory, as_tensors=False, root=None, packed=False):
+    def __init__(
+        self, directory, as_tensors: bool = False, root=None, packed: bool = False
+    ) -> None:
         self.directory = Path(directory)
         self.as_tensors = as_tensors
         self.root = Path(root) if root is not None else self.directory
@@ -128,7 +131,7 @@ class Reader:
         self.packed = packed  # a request (the harness): "#k" names the k-th array of PACKED
         self._unpacked = None
 
-    def _packed_array(self, name):
+    def _packed_array(self, name: str):
         if self._unpacked is None:
             arrays = []
             with open(self.directory / PACKED, "rb") as handle:
@@ -190,9 +193,9 @@ def _hashable(key):
 class Opaque:
     """Stands for a value the student returned that is not plain data: only its type and repr."""
 
-    def __init__(self, type_name, shown):
+    def __init__(self, type_name, shown) -> None:
         self.type_name = type_name
         self.shown = shown
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<{self.type_name}: {self.shown}>"

@@ -84,5 +84,5 @@ class Judgement:
     name: str
     params: dict = field(default_factory=dict)
 
-    def __call__(self, responses):
+    def __call__(self, responses) -> None:
         return resolve(self.name)(responses, **self.params)

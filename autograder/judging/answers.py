@@ -57,7 +57,7 @@ def checked(raw):
     return raw
 
 
-def check_arrays(raw, root, below):
+def check_arrays(raw, root: Path, below: tuple[str, ...]) -> None:
     """UnsafeFile unless every array the answer names is a regular file of its own arrays/
     folder under the size cap (checked with fstat, not read: the judge reads them later), and
     all the arrays it names, each reference counted, add up to at most MAX_ANSWER_ARRAY_BYTES
@@ -89,7 +89,7 @@ def check_arrays(raw, root, below):
                     stack.append(value)
 
 
-def read_answer(folder, trusted_root, lost):
+def read_answer(folder, trusted_root: Path, lost):
     """(raw response dict, Reader) for one request folder; `lost` is the text for no answer."""
     reader = Reader(folder, root=trusted_root)
     try:
@@ -104,11 +104,13 @@ def read_answer(folder, trusted_root, lost):
     return raw, reader
 
 
-def _unreadable(exc):
+def _unreadable(exc: UnsafeFile) -> dict[str, str]:
     return {"lost": f"your answer could not be read by the grader: {exc.message}."}
 
 
-def judge_cases(cases, response_root, notes=None, trusted_root=None, reason=LOST, unavailable=None):
+def judge_cases(
+    cases, response_root, notes=None, trusted_root=None, reason: str = LOST, unavailable=None
+) -> list[TestResult]:
     """TestResults for every case from the answers under response_root (a folder below
     trusted_root; default: response_root itself). response_root None: no answer came back at
     all, and every case scores 0 with the note for its function (or "*") and `reason`
@@ -117,7 +119,7 @@ def judge_cases(cases, response_root, notes=None, trusted_root=None, reason=LOST
     that does not pass because one of them raised is dependency-missing, and says so."""
     notes = notes or {}
     results = []
-    first_timeout = {}  # function -> the name of its first test that timed out
+    first_timeout: dict[str, str] = {}  # function -> the name of its first test that timed out
     for i, case in enumerate(cases):
         depends_on = ""
         if response_root is None:

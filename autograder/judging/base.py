@@ -35,7 +35,7 @@ VISIBLE_SEED = "visible-checks"
 class Fail(Exception):
     """Raised by a judge: the case fails with this message and these misconception ids."""
 
-    def __init__(self, message, misconceptions=(), fraction=0.0, reason=FAILED):
+    def __init__(self, message: str, misconceptions=(), fraction=0.0, reason=FAILED) -> None:
         super().__init__(message)
         self.message = message
         self.misconceptions = list(misconceptions)
@@ -65,7 +65,7 @@ class Response:
     def decode(self, data):
         return self.reader.decode(data)
 
-    def value(self, what="the call"):
+    def value(self, what: str = "the call"):
         """The decoded return value; a raised exception becomes a Fail naming it."""
         if self.error:
             raise Fail(f"{what} raised {self.error['type']}: {self.error['message']}")
@@ -83,7 +83,7 @@ class Case:
     meta: dict = field(default_factory=dict)
 
 
-def request_folder(case_index, request_index):
+def request_folder(case_index: int, request_index: int) -> str:
     """The folder of one request's question and answer: 003_01 for case 3, request 1."""
     return f"{case_index:03d}_{request_index:02d}"
 
@@ -149,7 +149,7 @@ def judgement(case, responses):
     return 1.0, "", [], PASSED
 
 
-def _missing_message(name):
+def _missing_message(name) -> str:
     return (
         f"`{name}` is not defined after running your notebook. Keep the cell that defines it, "
         f"spelled exactly `{name}`, and make sure the cells before it run without errors."
@@ -168,7 +168,7 @@ def write_requests(cases, request_root):
     return sorted({case.function for case in cases})
 
 
-def _encode_request(writer, value):
+def _encode_request(writer: Writer, value):
     if isinstance(value, dict):  # plain dicts and the harness's "$..." forms alike
         return {k: _encode_request(writer, v) for k, v in value.items()}
     if isinstance(value, list):

@@ -62,7 +62,7 @@ class Unavailable:
     in_kernel: bool = False  # the student's own kernel (the visible checks), not the grader
 
 
-def unavailable_names(stem, notebooks, in_kernel=False):
+def unavailable_names(stem, notebooks: dict[str, str], in_kernel=False) -> dict[str, Unavailable]:
     """{name: Unavailable} for notebook `stem`: every name its import cell takes from an earlier
     notebook that is in `notebooks` ({stem: reason}). Only the import cell's own notebooks
     count: import_earlier shares the names of one call between its notebooks (04's call gives
@@ -94,7 +94,7 @@ def _errors(raw):
     return found
 
 
-def _raised_by(error):
+def _raised_by(error) -> str | None:
     """The name an error is about: the innermost frame of a NotImplementedError (a placeholder
     is a function named like what it stands for), the undefined name of a NameError."""
     kind = error.get("type")
@@ -108,7 +108,7 @@ def _raised_by(error):
     return None
 
 
-def culprit(responses, names):
+def culprit(responses, names) -> str | None:
     """The first name of `names` that raised in these responses (judging.base.Response or raw
     dicts), or None."""
     for response in responses:
@@ -120,7 +120,7 @@ def culprit(responses, names):
     return None
 
 
-def dependency_message(function, name, unavailable):
+def dependency_message(function, name, unavailable) -> str:
     """The test's message, in the course's words, for a case of `function` that met `name`
     from an earlier notebook that cannot be used."""
     earlier = BY_STEM[unavailable.notebook]
@@ -156,7 +156,7 @@ def dependency_message(function, name, unavailable):
     )
 
 
-def kernel_unavailable(stem, namespace, exists):
+def kernel_unavailable(stem, namespace, exists) -> dict[str, Unavailable]:
     """{name: Unavailable} in the student's kernel for notebook `stem`: the earlier notebooks
     its import cell could not use, read from the placeholders import_earlier left in
     `namespace` (their `course_unavailable` mark) and, for names not defined at all

@@ -24,7 +24,7 @@ class NotStorable(TypeError):
     """A case whose judge is not a Judgement of plain data."""
 
 
-def _plain(encoded, where):
+def _plain(encoded, where: str) -> None:
     """Raise NotStorable if the wire encoding had to describe some value as an opaque object."""
     if isinstance(encoded, list):
         for item in encoded:
@@ -36,7 +36,7 @@ def _plain(encoded, where):
             _plain(value, where)
 
 
-def save_cases(cases, folder):
+def save_cases(cases, folder) -> None:
     """Write every case's requests and judge data under folder (see the module docstring)."""
     import shutil
 
@@ -54,7 +54,7 @@ def save_cases(cases, folder):
     (folder / "index.json").write_text(json.dumps(functions))
 
 
-def _save_case(case, directory):
+def _save_case(case, directory) -> None:
     where = f"{case.function}: {case.name}"
     if not isinstance(case.judge, Judgement):
         raise NotStorable(f"{where}: its judge is {type(case.judge).__name__}, not a Judgement")
@@ -79,7 +79,7 @@ def stored_functions(folder):
     return json.loads((Path(folder) / "index.json").read_text())
 
 
-def load_cases(folder, function):
+def load_cases(folder, function) -> list[Case]:
     """One graded name's stored cases, in their original order, their judges ready to run."""
     root = Path(folder) / "cases" / function
     cases = []
@@ -99,7 +99,7 @@ def load_cases(folder, function):
     return cases
 
 
-def request_dir(folder, function):
+def request_dir(folder: Path, function):
     return Path(folder) / "requests" / function
 
 

@@ -37,7 +37,7 @@ IDS = ("canvas_id", "sis_user_id", "sis_login_id")
 HEADER_OF = {"canvas_id": "ID", "sis_user_id": "SIS User ID", "sis_login_id": "SIS Login ID"}
 
 
-def import_csv(people, columns, identifier=None):
+def import_csv(people, columns, identifier=None) -> str:
     """columns: [(assignment title, points possible)], in order; people: [(Person, grades)]."""
     lines = [
         csv_row([*IDENTITY_HEADER, *(title for title, _ in columns)]),
@@ -56,7 +56,7 @@ def import_csv(people, columns, identifier=None):
     return "\r\n".join(lines) + "\r\n"
 
 
-def read_users(path, identifier=None):
+def read_users(path, identifier=None) -> list[dict[str, str]]:
     """Canvas's students from its gradebook export: [{header: value}] (test student and the
     Points Possible row left out). RosterError when the file is not such an export."""
     rows = _read_csv(path)
@@ -96,7 +96,7 @@ def identify(person, identifier=None, known=None):
     return None, "not among the students of the --lms-users file"
 
 
-def _as_canvas_has_it(person, user):
+def _as_canvas_has_it(person, user) -> Person:
     fields = dict(person.fields)
     fields["name"] = user["Student"]
     for column, header in HEADER_OF.items():
@@ -104,7 +104,7 @@ def _as_canvas_has_it(person, user):
     return Person(person.row, fields)
 
 
-def import_steps(columns, identifier=None):
+def import_steps(columns, identifier=None) -> list[str]:
     return [
         "In Canvas: Grades > Import, choose the file; a column whose title is no assignment of "
         "the course becomes one, with the Points Possible the file gives "
@@ -113,7 +113,7 @@ def import_steps(columns, identifier=None):
     ]
 
 
-def _read_csv(path):
+def _read_csv(path) -> list[list[str]]:
     try:
         with open(path, "rb") as handle:
             text = handle.read(20 * 2**20).decode("utf-8-sig")

@@ -50,9 +50,9 @@ def count_paths(clone, commit, limit, seconds, env=None):
             reader.kill()
 
 
-def _count(reader, root, raw_length, limit, ends):
+def _count(reader: subprocess.Popen[bytes], root: bytes, raw_length: int, limit, ends):
     entries = {}  # tree id -> (paths that are not trees, [subtree ids, with repeats])
-    counted = {}  # tree id -> paths it expands to
+    counted: dict[str, int] = {}  # tree id -> paths it expands to
     stack = [root]
     while stack:
         if time.monotonic() > ends:

@@ -63,7 +63,7 @@ def _scaled(grade, factor, top):
     return grade if factor == 1.0 else min(round(grade * factor, 4), top)
 
 
-def import_csv(people, columns, identifier="email", max_grade=GRADEPOINTMAX):
+def import_csv(people, columns, identifier: str = "email", max_grade: int = GRADEPOINTMAX) -> str:
     """columns: [(grade item name, points possible)]; people: [(Person, grades or None)] as
     identify returned them. Columns above `max_grade`: scaled (fitted)."""
     source = IDENTIFIERS[identifier]
@@ -79,12 +79,12 @@ def import_csv(people, columns, identifier="email", max_grade=GRADEPOINTMAX):
     return "\n".join(lines) + "\n"
 
 
-def missing_identifier(person, identifier):
+def missing_identifier(person, identifier) -> bool:
     # PHP's empty(): "" and "0" are both blank to Moodle's importer
     return person.get(IDENTIFIERS[identifier]) in ("", "0")
 
 
-def read_users(path, identifier="email"):
+def read_users(path, identifier: str = "email") -> dict[str, str]:
     """The values of Moodle's user field `identifier` in a CSV Moodle exported (its grade
     export, or a participants download): {folded value: Moodle's own spelling}."""
     rows = _read_csv(path)
@@ -98,7 +98,9 @@ def read_users(path, identifier="email"):
     return {fold(value): value for value in values if value}
 
 
-def identify(person, identifier="email", known=None):
+def identify(
+    person, identifier: str = "email", known=None
+) -> tuple[Person, str] | tuple[None, str]:
     """(the Person as Moodle will find it, a note or ""), or (None, why it would not)."""
     source = IDENTIFIERS[identifier]
     value = person.get(source)
@@ -114,7 +116,7 @@ def identify(person, identifier="email", known=None):
     return Person(person.row, {**person.fields, source: value}), ""
 
 
-def import_steps(columns, identifier="email", max_grade=GRADEPOINTMAX):
+def import_steps(columns, identifier: str = "email", max_grade: int = GRADEPOINTMAX) -> list[str]:
     lines = [
         f"In Moodle: Grades > Import > CSV file; Map from `{identifier}` to the user field "
         f"`{identifier}`; a `-` is no grade. Map each column to a grade item. A column mapped to "

@@ -31,7 +31,7 @@ class PointsPerPeriod(BasePlugin):
     points = Float(1.0, help="points off per started period late").tag(config=True)
     period_hours = Float(24.0, help="the period, in hours").tag(config=True)
 
-    def late_submission_penalty(self, student_id, score, total_seconds_late):
+    def late_submission_penalty(self, student_id, score, total_seconds_late) -> float | None:
         policy = LatePolicy(
             method="per-period", points=self.points, period=timedelta(hours=self.period_hours)
         )

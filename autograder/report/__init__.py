@@ -40,7 +40,7 @@ REPORT_FILES = (
 TEMP_PREFIX = ".partial-"  # in the names of files being written (a killed run may leave one)
 
 
-def atomic_write(path, text):
+def atomic_write(path: Path, text: str) -> None:
     """Write `text` to a temporary file beside `path`, flush it to disk, rename it into place:
     a reader (or a rerun after a crash) sees the old file or the new one, never half of one."""
     path = Path(path)
@@ -58,19 +58,19 @@ def atomic_write(path, text):
         raise
 
 
-def render_feedback(payload):
+def render_feedback(payload) -> str:
     template = environment().get_template("feedback.html.j2")
     return template.render(**feedback_context(payload))
 
 
-def write_student(folder, payload):
+def write_student(folder, payload) -> None:
     folder = Path(folder)
     atomic_write(folder / "feedback.html", render_feedback(payload))
     atomic_write(folder / "results.json", json.dumps(payload, indent=1))  # last: marks done
 
 
 # -- the class ----------------------------------------------------------------------------------
-def grades_csv(students):
+def grades_csv(students) -> str:
     """grades.csv: one quoted, formula-free text cell per student id (autograder/escaping.py).
     A student with no grade (why_not_graded) is a row too: blank notebook cells and NOT GRADED
     as the total, never a 0 a spreadsheet would average."""
@@ -148,7 +148,7 @@ def summarise(students):
     }
 
 
-def summary_markdown(summary):
+def summary_markdown(summary) -> str:
     lines = [
         "# Class summary",
         "",
@@ -189,12 +189,12 @@ def summary_markdown(summary):
 
 
 class SavedResult:
-    def __init__(self, student, results, folder=None):
+    def __init__(self, student: str, results, folder=None) -> None:
         self.student, self.results = student, results
         self.folder = folder  # OUT/<folder>/ holds it (None: named like the student)
 
 
-def collect_results(out, skip=()):
+def collect_results(out: Path, skip=()) -> list[SavedResult]:
     """Every OUT/<student>/results.json, including students graded by earlier runs, but those
     of the folders in `skip` (the grading run has them in memory). The student is the one named
     inside (OUT/_grades.csv holds the student whose folder is grades.csv)."""
@@ -220,7 +220,7 @@ def collect_results(out, skip=()):
     return saved
 
 
-def write_similarity(out, students, folders):
+def write_similarity(out: Path, students, folders):
     """OUT/similarity.csv and the class page's section (None when the comparison failed: the
     class report is written without it, with a warning)."""
     try:

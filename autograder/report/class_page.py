@@ -24,9 +24,10 @@ page, hence no link. Totals, means and histograms are over the students graded.
 
 import re
 from collections import Counter, defaultdict
+from typing import Any
 from urllib.parse import quote
 
-from autograder.curriculum import NOTEBOOK_OF, NOTEBOOKS
+from autograder.curriculum import NOTEBOOK_OF, NOTEBOOKS, Notebook
 from autograder.deadlines import GATHER_FLAGS, late_line
 from autograder.escaping import terminal
 from autograder.integrity import INTEGRITY_FACTS
@@ -81,13 +82,13 @@ FLAG_NOTE = (
 )
 
 
-def feedback_href(folder):
+def feedback_href(folder) -> str:
     """The relative link from OUT/class.html to OUT/<folder>/feedback.html, percent-encoded
     (an id such as `javascript:x` or `a/../b` stays one path segment)."""
     return quote(folder, safe="") + "/feedback.html"
 
 
-def _histogram(values, top):
+def _histogram(values: list[float], top: float):
     """BINS equal bins over [0, top]; the last one includes `top` (full marks)."""
     counts = [0] * BINS
     width = top / BINS if top > 0 else 1.0
@@ -132,7 +133,7 @@ def _notebook_state(info, tests):
     return "in-progress" if state == "one-reason" else state
 
 
-def _run_troubles(results, by_notebook):
+def _run_troubles(results, by_notebook) -> list[tuple[str, str]]:
     """[(kind, notebook stem)] for a student not graded, a crashed kernel or a timeout (of a
     notebook's cell, or of a function on a test), from the results' structured fields."""
     troubles = []
@@ -185,7 +186,7 @@ def _untouched(by_notebook, states):
 
 def _integrity(results):
     """[{notebook, what}] of one student: the grader's own words, never the student's text."""
-    seen = {}
+    seen: dict[tuple[str, str], None] = {}
     for stem, info in (results.get("notebooks") or {}).items():
         if not isinstance(info, dict):
             continue
@@ -214,7 +215,7 @@ def _integrity(results):
     return found
 
 
-def _section(function, sections):
+def _section(function: str, sections):
     s = sections.get(function)
     return None if s is None else {"filename": s.filename, "title": s.title, "href": s.href}
 
@@ -225,11 +226,19 @@ def class_data(students, sections=None, roster=None):
     sections = teaching_sections() if sections is None else sections
     n = len(students)
     max_score = max((float(s.results.get("max_score", 0.0) or 0.0) for s in students), default=0)
-    per_notebook = {nb.stem: {"scores": [], "states": Counter()} for nb in NOTEBOOKS}
-    nb_max = defaultdict(float)
-    functions = defaultdict(lambda: {"students": 0, "complete": 0, "score": 0.0, "max": 0.0})
-    tests = {}  # name -> counts, in the order first seen (the notebooks' order)
-    misconceptions = defaultdict(lambda: {"students": [], "functions": set()})
+    per_notebook: dict[str, dict[str, Any]] = {
+        nb.stem: {"scores": [], "states": Counter()} for nb in NOTEBOOKS
+    }
+    nb_max: defaultdict[str, float] = defaultdict(float)
+    functions: defaultdict[str, dict[str, float]] = defaultdict(
+        lambda: {"students": 0, "complete": 0, "score": 0.0, "max": 0.0}
+    )
+    tests: dict[
+        str, dict[str, Any]
+    ] = {}  # name -> counts, in the order first seen (the notebooks' order)
+    misconceptions: defaultdict[str, dict[str, Any]] = defaultdict(
+        lambda: {"students": [], "functions": set()}
+    )
     rows = []
     for s in students:
         if getattr(s, "refused", ""):
@@ -264,7 +273,7 @@ def class_data(students, sections=None, roster=None):
             f["complete"] += all(t.get("status") == "passed" for t in mine)
             f["score"] += sum(float(t.get("score", 0.0)) for t in mine)
             f["max"] += sum(float(t.get("max_score", 0.0)) for t in mine)
-        seen = {}
+        seen: dict[str, set[str]] = {}
         for t in results.get("tests", []):
             for m in t.get("misconceptions", []):
                 seen.setdefault(m, set()).add(t.get("function"))
@@ -399,7 +408,7 @@ def _refused_row(s):
     }
 
 
-def _notebook_view(nb, entry, top):
+def _notebook_view(nb: Notebook, entry, top: float):
     scores, states = entry["scores"], entry["states"]
     return {
         "stem": nb.stem,
@@ -419,11 +428,11 @@ def _numbers(stems):
     return ", ".join(stem[:2] for stem in stems)
 
 
-def _quoted(names):
+def _quoted(names) -> str:
     return ", ".join(f"'{n}'" for n in names)
 
 
-def _file_entry(stem, trouble):
+def _file_entry(stem, trouble) -> str:
     """One notebook whose file could not be graded, named for what it is."""
     number = stem[:2]
     if trouble["state"] == "misnamed":
@@ -440,7 +449,7 @@ def _file_entry(stem, trouble):
     return text + _used_by(trouble["needed_by"])
 
 
-def _used_by(stems):
+def _used_by(stems) -> str:
     """' (03, 04 use it)': the later notebooks whose tests waited for this one."""
     if not stems:
         return ""
@@ -452,7 +461,7 @@ def _help_first(rows):
     urgent first) and `kinds` (their HELP_ORDER kinds); students by their most urgent kind, then
     by total. A missing notebook counts when most of the class handed it in (a notebook not yet
     assigned is missing for everyone, and says nothing about one student)."""
-    handed_in = Counter()
+    handed_in: Counter[str] = Counter()
     graded = [r for r in rows if any(v != "not-graded" for v in r["states"].values())]
     for r in graded:
         handed_in.update(stem for stem, v in r["states"].items() if v != "not-submitted")
@@ -460,7 +469,8 @@ def _help_first(rows):
 
     chosen = {}  # student -> [(kind, text)]
     for r in rows:
-        entries, where = [], {}  # kind -> the notebooks it happened in
+        entries: list[tuple[str, str]] = []
+        where: dict[str, list[str]] = {}  # kind -> the notebooks it happened in
         for kind, stem in r["troubles"]:
             stems = where.setdefault(kind, [])
             if stem and stem not in stems:
@@ -519,7 +529,7 @@ def _help_first(rows):
     ]  # fmt: skip
 
 
-def _misconceptions_view(misconceptions, course_order, sections):
+def _misconceptions_view(misconceptions, course_order: dict[str, int], sections):
     out = []
     for m, entry in misconceptions.items():
         where = sorted(entry["functions"], key=lambda f: course_order.get(f, len(course_order)))
@@ -627,7 +637,7 @@ def _sections_of(students, roster):
     return {name: rows[row].get("section") or NO_SECTION for row, name in match.by_person.items()}
 
 
-def help_first_csv(data):
+def help_first_csv(data) -> str:
     """OUT/help_first.csv: the class page's help list, one row a student, in its order."""
     from autograder.escaping import csv_row
 
@@ -643,5 +653,5 @@ def help_first_csv(data):
     return "\n".join(lines) + "\n"
 
 
-def render_class_page(data):
+def render_class_page(data) -> str:
     return environment().get_template("class.html.j2").render(**data)

@@ -20,7 +20,7 @@ messages. Only the report's own words are written here; the tests' messages come
 import re
 from collections import defaultdict
 
-from autograder.curriculum import BY_STEM, NOTEBOOKS
+from autograder.curriculum import BY_STEM, NOTEBOOKS, Notebook
 from autograder.deadlines import late_line
 from autograder.judging.dependencies import IMPORTS
 from autograder.misconceptions import CATALOGUE
@@ -67,7 +67,7 @@ def _misconception(id_):
     return {"id": id_, "mistake": m.mistake if m else "", "hint": m.hint if m else ""}
 
 
-def _function_view(name, tests, section, explained):
+def _function_view(name: str, tests, section, explained):
     failed = [t for t in tests if t["status"] != "passed"]
     passed = [t for t in tests if t["status"] == "passed"]
     ids = []
@@ -75,7 +75,7 @@ def _function_view(name, tests, section, explained):
         for id_ in t.get("misconceptions", []):
             if id_ not in ids:
                 ids.append(id_)
-    messages = {}  # message -> names of the tests that gave it, in order
+    messages: dict[str, list[str]] = {}  # message -> names of the tests that gave it, in order
     for t in failed:
         message = strip_hints(t["output"], t.get("misconceptions", [])) if t["output"] else ""
         messages.setdefault(message, []).append(_short(t["name"], name))
@@ -127,7 +127,7 @@ def _one_hint(function):
     return function["failures"][0]["message"] if function["failures"] else ""
 
 
-def _earlier_cause(function, notebook, states):
+def _earlier_cause(function, notebook: Notebook, states):
     """Why `function` fails when the cause is an earlier notebook, read from its tests' reasons:
     an earlier notebook it uses is missing, misnamed or unreadable (dependency-missing: its
     message says so), or something it calls is not implemented and an earlier notebook it uses
@@ -170,7 +170,7 @@ def feedback_context(payload, sections=None):
     by_notebook = defaultdict(list)
     for test in payload.get("tests", []):
         by_notebook[test["notebook"]].append(test)
-    explained = {}  # misconception id -> the function whose box explains it
+    explained: dict[str, str] = {}  # misconception id -> the function whose box explains it
     notebooks, fix_first, states = [], [], {}
     for nb in NOTEBOOKS:
         tests = by_notebook.get(nb.stem, [])

@@ -51,7 +51,7 @@ class Refused:
     folder: None = None  # no OUT/<student>/ (a refused id may not be a file name)
 
 
-def record(student, reason, path=""):
+def record(student: str, reason: str, path: str = "") -> Refused:
     return Refused(student, reason, "" if path is None else str(path))
 
 
@@ -103,7 +103,7 @@ def unique(records):
     return list(found.values())
 
 
-def dumps(records):
+def dumps(records) -> str:
     """OUT/not_graded.json's text (JSON escapes what it needs: ids that are not UTF-8 too)."""
     entries = [{"student": r.student, "reason": r.refused, "path": r.path} for r in records]
     return json.dumps({"students": entries}, indent=1) + "\n"

@@ -18,7 +18,7 @@ TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
 @functools.cache
-def environment():
+def environment() -> Environment:
     env = Environment(
         loader=FileSystemLoader(str(TEMPLATES)),
         autoescape=select_autoescape(["html", "j2"]),

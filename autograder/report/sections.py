@@ -28,23 +28,23 @@ class Section:
     anchor: str  # the id Jupyter gives that heading: "4.-Characters-as-tokens"
 
     @property
-    def title(self):
+    def title(self) -> str:
         """The heading without its "(5 min, ★☆☆)": what a link reads."""
         return re.sub(r"\s*\([^()]*★[^()]*\)", "", self.heading).strip()
 
     @property
-    def href(self):
+    def href(self) -> str:
         return f"{self.filename}#{self.anchor}"
 
 
-def heading_text(markdown):
+def heading_text(markdown) -> str:
     """A heading's text as rendered: inline code and emphasis markers dropped."""
     text = re.sub(r"`([^`]*)`", r"\1", markdown)
     text = re.sub(r"(\*\*|__|\*)(.+?)\1", r"\2", text)
     return text.strip()
 
 
-def anchor_of(text):
+def anchor_of(text: str) -> str:
     """The id nbconvert and JupyterLab give a heading: spaces become '-', the rest is
     URL-quoted as nbconvert does (browsers match a percent-encoded fragment either way)."""
     return quote(text.replace(" ", "-"), safe="?/:@!$&'()*+,;=")
@@ -54,7 +54,7 @@ def _grade_id(cell):
     return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
 
 
-def sections_of(path, graded):
+def sections_of(path: Path, graded: tuple[str, ...]):
     """{graded name: Section} for the exercise cells (nbgrader grade_id == name) of one notebook."""
     import nbformat
 
@@ -76,7 +76,7 @@ def sections_of(path, graded):
 
 
 @cache
-def teaching_sections(folders=FOLDERS):
+def teaching_sections(folders: tuple[Path, Path] = FOLDERS):
     """{graded name: Section} over the six notebooks, from the first folder holding each one."""
     sections = {}
     for nb in NOTEBOOKS:

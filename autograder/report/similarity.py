@@ -27,6 +27,7 @@ Similarity is a reason to look, never a verdict: NOTE says so on the page.
 import math
 from collections import defaultdict
 from itertools import combinations
+from typing import Any
 
 from autograder.curriculum import NOTEBOOK_OF, NOTEBOOKS
 from autograder.escaping import csv_row, terminal
@@ -57,13 +58,13 @@ EVIDENCE = {
 }
 
 
-def common_limit(answers):
+def common_limit(answers: int) -> int:
     """How many students may share a fingerprint before it is the class's common answer and
     weighs nothing: a tenth of the answers, at least COMMON_FLOOR."""
     return max(COMMON_FLOOR, math.ceil(answers / 10))
 
 
-def rarity(holders, limit):
+def rarity(holders: int, limit: int) -> float:
     """The weight of a fingerprint `holders` students share: 1 for two, falling as log(1 / the
     number) does (an IDF), to 0 past `limit`."""
     if holders < 2 or holders > limit:
@@ -91,7 +92,7 @@ def _wrong_ways(results):
     }
 
 
-def _evidence(mine, theirs):
+def _evidence(mine, theirs) -> str:
     if not mine or not theirs:
         return ""
     if mine == theirs:
@@ -110,7 +111,9 @@ def score_pairs(answers):
         for value in a.prints:
             holders[value].append(a.student)
     limit = common_limit(count)
-    shared = defaultdict(lambda: [0.0, []])
+    shared: defaultdict[tuple[str, str], list[Any]] = defaultdict(
+        lambda: [0.0, []]
+    )  # weight, values
     for value, who in holders.items():
         weight = rarity(len(who), limit)
         if not weight:
@@ -165,7 +168,7 @@ def class_similarity(students, folders, released=None):
 
 
 # -- what is written --------------------------------------------------------------------------------
-def similarity_csv(report):
+def similarity_csv(report) -> str:
     """OUT/similarity.csv: one row per listed pair and graded name, every cell through
     escaping.csv_row."""
     lines = [csv_row(CSV_COLUMNS)]
@@ -189,7 +192,7 @@ def similarity_csv(report):
     return "\n".join(lines) + "\n"
 
 
-def _marked(one, shared):
+def _marked(one, shared) -> list[dict[str, bool | int | str]]:
     """[{"n", "text", "hit"}] of an answer's lines, `hit` where a shared fingerprint lies; every
     invisible or control character shown as its escape (escaping.terminal), HTML escaping left
     to the template."""
@@ -260,7 +263,7 @@ def _clusters(pairs):
     """[{"function", "students"}] of the groups of three or more students linked by pairs."""
     out = []
     for function in dict.fromkeys(p["function"] for p in pairs):
-        parent = {}
+        parent: dict[str, str] = {}
         for p in pairs:
             if p["function"] == function:
                 parent[_root(parent, p["student_a"])] = _root(parent, p["student_b"])

@@ -83,7 +83,7 @@ class BubblewrapUnsupported(Exception):  # noqa: N818 - not a RuntimeError on pu
     never silently replaced by less isolation."""
 
 
-def version_tuple(text):
+def version_tuple(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
 
 
@@ -94,13 +94,13 @@ class Features:
     missing: frozenset = field(default_factory=frozenset)
     said: str = ""  # what bwrap printed when an option was refused
 
-    def has(self, option):
+    def has(self, option) -> bool:
         return option not in self.missing
 
-    def name(self):
+    def name(self) -> str:
         return f"bubblewrap {self.version}" if self.version else f"bubblewrap ({self.path})"
 
-    def unsupported(self, needed):
+    def unsupported(self, needed) -> str | None:
         """One sentence saying why this bwrap cannot run the sandbox, or None. `needed`: the
         options this sandbox cannot do without (those of OPTIONS minus what it can replace)."""
         lacking = sorted(o for o in needed if o in self.missing)
@@ -116,7 +116,7 @@ class Features:
         )
 
 
-def _run(bwrap, args):
+def _run(bwrap, args) -> tuple[bool, str, str]:
     try:
         done = subprocess.run(
             [bwrap, *args, "--version"],
@@ -131,7 +131,7 @@ def _run(bwrap, args):
 
 
 @functools.cache
-def probe(bwrap):
+def probe(bwrap) -> Features:
     """The Features of the bwrap at `bwrap` (a path). One run when every option is known."""
     ok, out, err = _run(bwrap, [])
     version = ".".join(map(str, version_tuple(out))) if ok else ""

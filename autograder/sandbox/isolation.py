@@ -43,7 +43,7 @@ INSIDE_OPT = "/opt/grader"
 INSIDE_LIB = "/opt/grader/lib"
 
 
-def bwrap_works(bwrap):
+def bwrap_works(bwrap) -> bool:
     try:
         done = subprocess.run(
             [bwrap, "--unshare-net", "--unshare-pid", "--die-with-parent", "--new-session"]
@@ -58,7 +58,7 @@ def bwrap_works(bwrap):
     return done.returncode == 0
 
 
-def _within(path, root):
+def _within(path: Path, root: Path) -> bool:
     try:
         Path(path).resolve().relative_to(Path(root).resolve())
         return True
@@ -127,7 +127,7 @@ class Isolation:
                 "unprivileged uid.",
             )
 
-    def _check_bubblewrap(self):
+    def _check_bubblewrap(self) -> None:
         """Probe this bwrap's options; refuse one that lacks an option the sandbox cannot do
         without (BubblewrapUnsupported, never a silent fall back to less isolation)."""
         self.features = probe(self.bwrap)
@@ -155,7 +155,7 @@ class Isolation:
             sizes[f"{INSIDE_ROOT}/status"] = lim.status_bytes
         return sizes
 
-    def _tmpfs(self, path, sizes):
+    def _tmpfs(self, path: str, sizes):
         return tmpfs(path, None if self.size_by_driver else sizes[path])
 
     def driver_options(self, work):
@@ -165,7 +165,7 @@ class Isolation:
         sizes = self._tmpfs_sizes(work)
         return [arg for path, size in sizes.items() for arg in ("--cap-tmpfs", f"{path}={size}")]
 
-    def _warn_no_cgroups(self):
+    def _warn_no_cgroups(self) -> None:
         limit = (
             f"RLIMIT_NPROC of the sandbox's uid ({self.limits.processes})"
             if self.mode == "bwrap" and (os.geteuid() != 0 or not userns_disabled())
@@ -275,13 +275,13 @@ class Isolation:
         return args[:flags] + with_parent_dirs(args[flags:])
 
     @staticmethod
-    def _python_paths():
+    def _python_paths() -> list[Path]:
         """The Python installation and the venv, read-only; never the project directory."""
         paths = {Path(sys.base_prefix).resolve(), Path(sys.prefix)}
         for entry in site.getsitepackages():
             if Path(entry).is_dir():
                 paths.add(Path(entry))
-        keep = []
+        keep: list[Path] = []
         for path in sorted(paths, key=lambda p: len(p.parts)):
             if str(path).startswith(("/usr/", "/bin", "/lib")) or str(path) == "/usr":
                 continue
@@ -309,7 +309,7 @@ DEST_OPS = {"--ro-bind": 2, "--bind": 2, "--symlink": 2, "--tmpfs": 1, "--proc":
 MODIFIERS = {"--perms", "--size"}  # each takes one value and applies to the next operation
 
 
-def with_parent_dirs(ops):
+def with_parent_dirs(ops: list[str]):
     """`ops` with `--perms 0755 --dir P` put before each operation for every parent P of its
     destination that is not there yet. bwrap would make a missing parent 0700 (unwalkable by
     the sandbox's uid), and a parent made before a later tmpfs over it (a venv under /tmp, the
@@ -348,7 +348,7 @@ def tmpfs(path, size):
     return ["--perms", "1777", *capped, "--tmpfs", path]
 
 
-def child_pid(info_fd):
+def child_pid(info_fd) -> int:
     """The sandbox's pid-1 as bwrap reports it on --info-fd (read to its end, then closed)."""
     try:
         with os.fdopen(info_fd, "rb") as info:
@@ -357,7 +357,7 @@ def child_pid(info_fd):
         return 0
 
 
-def kill_namespace(child):
+def kill_namespace(child) -> None:
     """SIGKILL the sandbox's pid-1 (the kernel then kills its whole pid namespace) and wait."""
     if child <= 0:
         return

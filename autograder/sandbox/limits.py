@@ -81,7 +81,7 @@ class Limits:
     measured_factor: float = 4.0
     measured_floor_seconds: float = 5.0
 
-    def driver_times(self):
+    def driver_times(self) -> dict[str, float]:
         """The budgets the sandbox's driver applies, as job.json carries them."""
         return {
             "request_wall_factor": self.request_wall_factor,
@@ -102,7 +102,7 @@ class Limits:
         """The wall-clock backstop of a budget of `cpu_seconds` (the driver's Run.wall)."""
         return cpu_seconds * (factor or self.wall_factor) + self.idle_seconds
 
-    def notebook_budgets(self, stem, serve_seconds):
+    def notebook_budgets(self, stem, serve_seconds) -> tuple[float, float]:
         """(CPU s of the notebook's cells, CPU s of all its hidden tests together): the measured
         figure of the notebook when there is one and --timeout was not given, else `timeout`;
         the tests never more than the sum of their names' own budgets (serve_seconds)."""
@@ -121,7 +121,7 @@ class Limits:
         if self.timeout_given:
             return {}
 
-        def scaled(cpu):
+        def scaled(cpu) -> float:
             return round(max(self.measured_floor_seconds, self.measured_factor * float(cpu)), 1)
 
         cells_per_notebook = cells_per_notebook or {}
@@ -136,11 +136,11 @@ class Limits:
         return {stem: (self.measured[stem], self.measured_tests[stem]) for stem in self.measured}
 
     @property
-    def cgroup_memory(self):
+    def cgroup_memory(self) -> int:
         return self.sandbox_memory_bytes or self.memory_bytes
 
 
-def preexec(limits, cgroup, cpu_seconds=None):
+def preexec(limits, cgroup, cpu_seconds=None) -> None:
     """In the child between fork and exec (plain syscalls only): cgroup first, then rlimits.
     Without a cgroup (nothing then counts the sandbox's processes together), every process of
     the sandbox is also held to `cpu_seconds`, the whole sandbox's CPU budget (RLIMIT_CPU)."""
@@ -215,7 +215,7 @@ def cpu_clock(cgroup, own_pid_namespace, fd=None):
     return {"kind": "process"}
 
 
-def warn_about_cpu(tree):
+def warn_about_cpu(tree) -> None:
     """Once: where the sandboxes have cgroups but no cpu controller (no CPU cap)."""
     if tree is not None and not tree.cpu_capped:  # no cgroup at all: isolation warns
         warn_once(
@@ -226,7 +226,7 @@ def warn_about_cpu(tree):
         )
 
 
-def available_memory():
+def available_memory() -> int | None:
     """Bytes of memory the machine can give now (MemAvailable), or None."""
     try:
         with open("/proc/meminfo") as handle:

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 
 
-def reap(proc, timeout=10.0):
+def reap(proc, timeout=10.0) -> None:
     """Wait up to `timeout` seconds for `proc` (a Popen) to end, then kill it; it is reaped."""
     try:
         proc.wait(timeout=timeout)
@@ -25,7 +25,7 @@ def reap(proc, timeout=10.0):
         proc.wait()
 
 
-def kill_group(proc):
+def kill_group(proc) -> None:
     """SIGKILL `proc`'s whole process group (it was started in a session of its own); reap it."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -51,7 +51,7 @@ class Launch:
     thread: int = field(default_factory=threading.get_ident)  # the worker that started it
     started: float = field(default_factory=time.monotonic)
 
-    def kill(self):
+    def kill(self) -> None:
         """SIGKILL its process group and everything in its cgroup; never waits (the worker that
         started it reaps it and removes the cgroup)."""
         if self.proc.returncode is None:
@@ -85,16 +85,16 @@ class Running:
     """The sandboxes running now. stop() may be called from a signal handler in the main thread,
     which may hold the lock at that moment: hence a re-entrant lock."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._lock = threading.RLock()
         self._live = []
         self.stopping = False
 
-    def check(self):
+    def check(self) -> None:
         if self.stopping:
             raise SandboxStopped("the grading run is stopping")
 
-    def add(self, proc, cgroup, jobs, status=None):
+    def add(self, proc, cgroup, jobs, status=None) -> Launch:
         launch = Launch(proc, cgroup, list(jobs), status)
         with self._lock:
             self._live.append(launch)
@@ -103,17 +103,17 @@ class Running:
             launch.kill()
         return launch
 
-    def watch(self, launch, status):
+    def watch(self, launch, status) -> None:
         with self._lock:
             launch.status = status
 
-    def discard(self, launch):
+    def discard(self, launch) -> None:
         """Before its folders are closed: begun() never reads a closed (or reused) descriptor."""
         with self._lock:
             if launch in self._live:
                 self._live.remove(launch)
 
-    def stop(self):
+    def stop(self) -> None:
         with self._lock:
             self.stopping = True
             live = list(self._live)

@@ -32,9 +32,9 @@ WAITING = 0.5  # starved: waited for others' CPU at least this part of the time 
 class Sampler:
     """Samples (time, the sandbox's CPU seconds, its threads' seconds waiting for a CPU)."""
 
-    def __init__(self, cgroup):
+    def __init__(self, cgroup) -> None:
         self.cgroup = cgroup
-        self.samples = []
+        self.samples: list[tuple[float, float | None, float | None]] = []
         self.slowed = False  # a thread of the sandbox was seen with its priority lowered
         self.over = ""  # "cpu" or "wall": the parent killed the sandbox at that budget
         self._done = threading.Event()
@@ -42,7 +42,7 @@ class Sampler:
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
-    def _sample(self):
+    def _sample(self) -> None:
         if self.cgroup is None:
             self.samples.append((time.monotonic(), None, None))
             return
@@ -50,11 +50,11 @@ class Sampler:
         self.slowed = self.slowed or slowed
         self.samples.append((time.monotonic(), self.cgroup.cpu_seconds(), wait))
 
-    def _run(self):
+    def _run(self) -> None:
         while not self._done.wait(INTERVAL):
             self._sample()
 
-    def stop(self):
+    def stop(self) -> None:
         self._done.set()
         self._thread.join()
         self._sample()
@@ -64,7 +64,7 @@ class Sampler:
         measured = [s[1] for s in list(self.samples) if s[1] is not None]
         return measured[-1] - measured[0] if measured else None
 
-    def share(self, start, end, cpus=1.0):
+    def share(self, start, end, cpus: float = 1.0):
         """The part of its CPU share (`cpus`) the sandbox got between `start` and `end`, or None
         unmeasured: what a second run's wall must make up for (rerun_wall_factor)."""
         inside = [s for s in self.samples if start <= s[0] <= end and s[1] is not None]
@@ -74,7 +74,7 @@ class Sampler:
             return None
         return max(0.0, inside[-1][1] - inside[0][1]) / (cpus * (inside[-1][0] - inside[0][0]))
 
-    def starved(self, start, end, cpus=1.0):
+    def starved(self, start, end, cpus: float = 1.0):
         """True when the sandbox was starved between `start` and `end` (time.monotonic, as the
         sandbox reported them: clipped to what was measured, so a lie only moves the window)."""
         if self.slowed:
@@ -109,7 +109,7 @@ def rerun_wall_factor(share, least, most):
     return min(most, max(least, 2.0 / share))
 
 
-def others_held(waited, ran, share):
+def others_held(waited: float, ran: float, share) -> float:
     """Of `waited` thread-seconds on the run queue in an interval where the sandbox ran `ran`
     CPU seconds and could have run `share`: the seconds other programs held the CPU it could
     have had. What its threads wait beyond that they wait for each other (more threads than

@@ -35,7 +35,7 @@ def clean_status(status, job):
     if not isinstance(status, dict):
         return None
 
-    def flag(key):
+    def flag(key: str) -> bool:
         return status.get(key) is True
 
     errors = []
@@ -56,7 +56,7 @@ def clean_status(status, job):
     unrun = status.get("tests_out_of_time")
     unrun = sorted(n for n in (unrun if isinstance(unrun, list) else []) if n in lost)
 
-    def number(key, default):
+    def number(key: str, default: float):
         value = status.get(key)
         ok = type(value) in (int, float) and 0 <= value < 1e12
         return float(value) if ok else default
@@ -109,7 +109,7 @@ def window(status, job):
     return (status["started_at"], status["ended_at"]) if status else (0.0, float("inf"))
 
 
-def apply_status(run, status, job):
+def apply_status(run, status, job) -> None:
     status = clean_status(status, job) if status is not None else None
     if status is not None and status["kernel_start_failed"]:
         run.messages.append(

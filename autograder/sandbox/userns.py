@@ -41,13 +41,13 @@ os.read(0, 1)
 """
 
 
-def disabled_by_env(environ=None):
+def disabled_by_env(environ=None) -> bool:
     from autograder.switches import switches
 
     return not switches(environ).userns
 
 
-def make_userns(uid, gid=None):
+def make_userns(uid, gid=None) -> int | None:
     """A new user namespace mapping 0->0 and uid->uid (root only); its fd, or None."""
     if os.geteuid() != 0 or disabled_by_env():
         return None
