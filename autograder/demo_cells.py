@@ -94,7 +94,7 @@ def _tree(source) -> ast.Module:
     return ast.parse(TransformerManager().transform_cell(source))
 
 
-def _base_name(node: ast.Attribute | ast.Subscript) -> str | None:
+def _base_name(node: ast.expr) -> str | None:
     while isinstance(node, (ast.Attribute, ast.Subscript, ast.Starred)):
         node = node.value
     return node.id if isinstance(node, ast.Name) else None
@@ -107,7 +107,7 @@ def bound_names(source: str) -> set[str]:
     names = set()
     tree = _tree(source)
 
-    def visit(node: ast.AST | ast.expr | ast.stmt, top: bool) -> None:
+    def visit(node: ast.AST, top: bool) -> None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             if top:
                 names.add(node.name)
@@ -171,7 +171,7 @@ def free_reads(source):
     bound: set[str] = set()
     for stmt in ast.parse(code).body:
         loads = set()
-        stack = [stmt]
+        stack: list[ast.AST] = [stmt]
         while stack:
             node = stack.pop()
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):

@@ -31,7 +31,7 @@ SEPARATORS = ",;\t|"  # the list separators spreadsheets use (comma, semicolon, 
 _FORMULA = re.compile(rf"(^|[{re.escape(SEPARATORS)}])([ ]*)([{re.escape(FORMULA_STARTS)}])")
 
 
-def terminal(text: str) -> str:
+def terminal(text: object) -> str:
     """`text` with every control or invisible formatting character escaped (\\x1b, \\u202e, ...),
     safe to print on a terminal or to put in a Markdown file: no escape sequence, no raw newline,
     no right-to-left override reaches the reader."""

@@ -93,7 +93,7 @@ class Submission:
     student: str
     folder: Path  # holds the notebooks to grade, by SPEC file name, at its top level
     source: Path  # what the instructor gave us for this student (for "is it up to date?")
-    messages: dict = field(default_factory=Placement)  # notebook stem or GENERAL -> [text]
+    messages: Placement = field(default_factory=Placement)  # notebook stem or GENERAL -> [text]
     refused: str = ""  # why this student is not graded at all (their id, a duplicate)
 
     def add(self, key, text) -> None:
@@ -113,7 +113,8 @@ class _Found:
     origin: Path | None = None  # the student's own file: `path`, or the zip it came from
     order: int = 0  # an LMS's upload order (bulk_downloads: Canvas's attachment id), else 0
 
-    def place(self, target) -> None:
+    def place(self, target: Path) -> None:
+        assert self.path is not None  # placed only once found on disk
         if self.unpacked:
             os.replace(self.path, target)
         else:
@@ -125,7 +126,8 @@ class _Unpacked:
     notebooks are streamed to disk, never held in memory (up to MAX_ZIP_BYTES a zip)."""
 
     def __init__(self, staging, student) -> None:
-        self.staging, self.student, self.folder, self.count = Path(staging), student, None, 0
+        self.staging, self.student, self.count = Path(staging), student, 0
+        self.folder: Path | None = None
 
     def new_file(self):
         if self.folder is None:
@@ -658,7 +660,7 @@ def _listing(folder: Path, limit: int):
     """[(name, st_mode or None)] of the entries of `folder`, each classified by its own lstat
     (never followed: a link, a loop of links, is a link), or None when it holds more than
     `limit` (a listing is never read past the limit), or False when it cannot be read."""
-    entries = []
+    entries: list[tuple[str, int | None]] = []
     try:
         with os.scandir(folder) as scan:
             for entry in scan:
@@ -707,6 +709,7 @@ def _from_zip(path, shown: str, sub, unpacked):
         sub.add(GENERAL, f"{shown} was not read: {refused}; nothing in it was graded.")
         return []
     found, total = [], 0
+    assert archive is not None  # not refused: opened
     with archive:
         for info in archive.infolist():
             name = info.filename
@@ -760,7 +763,9 @@ def _from_zip(path, shown: str, sub, unpacked):
     return found
 
 
-def _unpack_capped(archive: zipfile.ZipFile | None, info, limit: int, target) -> int | None:
+def _unpack_capped(
+    archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int, target
+) -> int | None:
     """Stream the member into `target`; its size, or None past `limit` (counted as read:
     headers can lie), the file then removed."""
     size = 0

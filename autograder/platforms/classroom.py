@@ -191,7 +191,8 @@ def _git_bounded(args, watched, limit, cwd=None, timeout=CLONE_SECONDS) -> None:
             env={**os.environ, **GIT_ENV},
             start_new_session=True,  # its own group: stopped with every child it started
         )
-        started, too_large = time.monotonic(), False
+        started = time.monotonic()
+        too_large: bool | None = False  # None: out of time
         while process.poll() is None:
             if tree_bytes(watched) > limit:
                 too_large = True
@@ -316,19 +317,19 @@ def export_notebooks(clone, commit, target: Path, when):
     for entry in listing:
         if not entry:
             continue
-        meta, _, path = entry.partition(b"\t")
-        mode, kind, blob, size = meta.split()
+        meta, _, name = entry.partition(b"\t")
+        mode, kind, blob, size_text = meta.split()
         if kind != b"blob" or mode not in (b"100644", b"100755"):
             continue  # links, submodules
         try:
-            parts = path.decode("utf-8").split("/")
+            parts = name.decode("utf-8").split("/")
         except UnicodeDecodeError:
             continue
-        if match_name(parts[-1]) is None or int(size) > MAX_NOTEBOOK_BYTES:
+        if match_name(parts[-1]) is None or int(size_text) > MAX_NOTEBOOK_BYTES:
             continue  # other files
         if any(not p or p.startswith(".") for p in parts) or len(parts) > MAX_COPY_DEPTH:
             continue  # ".", "..", hidden folders (checkpoints), or nested past grade's walk
-        copies.append((len(parts), parts, blob, int(size)))
+        copies.append((len(parts), parts, blob, int(size_text)))
     kept: list[tuple[list[str], bytes]] = []
     total = 0  # the shallowest first: a cap never drops the student's own copy
     for _, parts, blob, size in sorted(copies):

@@ -114,7 +114,7 @@ def _as_build(loop: ast.For):
     if not isinstance(loop, ast.For) or loop.orelse:
         return None
     generators: list[tuple[ast.expr, ast.expr, list[ast.expr]]] = []
-    node: ast.stmt = loop
+    node: ast.For | ast.If = loop
     conditions: list[ast.expr] = []
     while True:
         body = _kept(node.body)
@@ -146,7 +146,7 @@ def _is_empty_list(value: ast.expr) -> bool:
     )
 
 
-def _chain(node: ast.Attribute | ast.Subscript):
+def _chain(node: ast.expr):
     """(base Name or None, dotted name such as `self.w`, the subscripts' slices) of an
     attribute or subscript chain."""
     attrs, slices = [], []
@@ -241,7 +241,7 @@ class _Tokens:
     # -- statements ---------------------------------------------------------------------------
     def block(self, body) -> None:
         units = self._units(_kept(body))
-        order = range(len(units))
+        order: range | list[int] = range(len(units))
         if 1 < len(units) <= MAX_BLOCK:
             order = _canonical_order(units, self.facts)
         for i in order:
@@ -356,9 +356,7 @@ class _Tokens:
         return METHOD
 
     # -- expressions ---------------------------------------------------------------------------
-    def expr(
-        self, node: ast.Attribute | ast.Name | ast.Subscript | ast.arguments | ast.expr
-    ) -> None:
+    def expr(self, node: ast.AST) -> None:
         if isinstance(node, ast.expr_context):
             return
         self.line = getattr(node, "lineno", self.line)
@@ -373,7 +371,8 @@ class _Tokens:
             self.expr(node.value)
             owner = node.value
             chosen = isinstance(owner, ast.Name) and owner.id in self.params | {"self"}
-            self.emit("." + (ATTR if chosen and owner.id == "self" else node.attr))
+            is_self = chosen and isinstance(owner, ast.Name) and owner.id == "self"
+            self.emit("." + (ATTR if is_self else node.attr))
         elif isinstance(node, ast.ListComp | ast.GeneratorExp | ast.SetComp):
             generators = [(g.target, g.iter, g.ifs) for g in node.generators]
             self._build(generators, node.elt)

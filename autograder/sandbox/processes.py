@@ -14,6 +14,10 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from .cgroups import Cgroup
 
 
 def reap(proc, timeout=10.0) -> None:
@@ -39,15 +43,22 @@ class SandboxStopped(BaseException):  # noqa: N818 - says what happened, like Ke
     KeyboardInterrupt, so that nothing takes it for a failure of the student or of the grader."""
 
 
+class _Job(Protocol):
+    """What a Launch reads of a NotebookJob (sandbox/__init__.py)."""
+
+    @property
+    def stem(self) -> str: ...
+
+
 @dataclass(eq=False)
 class Launch:
     """One running sandbox: its process (the leader of a session of its own), its cgroup, the
     NotebookJobs it runs in order, and where it writes their status files."""
 
-    proc: object
-    cgroup: object
-    jobs: list
-    status: object = None  # a Path, or an open folder's descriptor (pull.Folder.fd)
+    proc: subprocess.Popen[bytes]
+    cgroup: Cgroup | None
+    jobs: list[_Job]
+    status: Path | int | None = None  # a Path, or an open folder's descriptor (pull.Folder.fd)
     thread: int = field(default_factory=threading.get_ident)  # the worker that started it
     started: float = field(default_factory=time.monotonic)
 
@@ -87,7 +98,7 @@ class Running:
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
-        self._live = []
+        self._live: list[Launch] = []
         self.stopping = False
 
     def check(self) -> None:

@@ -67,9 +67,9 @@ class Sampler:
     def share(self, start, end, cpus: float = 1.0):
         """The part of its CPU share (`cpus`) the sandbox got between `start` and `end`, or None
         unmeasured: what a second run's wall must make up for (rerun_wall_factor)."""
-        inside = [s for s in self.samples if start <= s[0] <= end and s[1] is not None]
+        inside = [(t, cpu) for t, cpu, _ in self.samples if start <= t <= end and cpu is not None]
         if len(inside) < 2:
-            inside = [s for s in self.samples if s[1] is not None]
+            inside = [(t, cpu) for t, cpu, _ in self.samples if cpu is not None]
         if len(inside) < 2 or inside[-1][0] - inside[0][0] <= 0:
             return None
         return max(0.0, inside[-1][1] - inside[0][1]) / (cpus * (inside[-1][0] - inside[0][0]))
@@ -84,7 +84,7 @@ class Sampler:
             inside = self.samples
         used = queued = elapsed = 0.0
         for (t0, cpu0, wait0), (t1, cpu1, wait1) in zip(inside, inside[1:], strict=False):
-            if None in (cpu0, cpu1, wait0, wait1):
+            if cpu0 is None or cpu1 is None or wait0 is None or wait1 is None:
                 continue  # not measured: no evidence either way
             dt = t1 - t0
             ran = max(0.0, cpu1 - cpu0)

@@ -38,8 +38,8 @@ import sys
 
 
 def _drop_to(spec: str) -> None:
-    uid, _, gid = spec.partition(":")
-    uid, gid = int(uid), int(gid or uid)
+    uid_text, _, gid_text = spec.partition(":")
+    uid, gid = int(uid_text), int(gid_text or uid_text)
     os.setgroups([])
     os.setresgid(gid, gid, gid)
     os.setresuid(uid, uid, uid)
@@ -58,8 +58,8 @@ def _cap_tmpfs(specs: list[str]) -> None:
 
     libc = ctypes.CDLL(None, use_errno=True)
     for spec in specs:
-        path, _, size = spec.rpartition("=")
-        size = int(size)
+        path, _, size_text = spec.rpartition("=")
+        size = int(size_text)
         flags = MS_REMOUNT | MS_NOSUID | MS_NODEV
         if libc.mount(b"tmpfs", path.encode(), b"tmpfs", flags, f"size={size}".encode()) != 0:
             error = os.strerror(ctypes.get_errno())
@@ -136,7 +136,7 @@ BLOCKED_IMPORTS = (
     "jsonpointer",
 )
 for _optional in BLOCKED_IMPORTS:
-    sys.modules.setdefault(_optional, None)
+    sys.modules.setdefault(_optional, None)  # type: ignore[arg-type]  # None blocks an import
 
 import nbformat  # noqa: E402
 from jupyter_client.manager import AsyncKernelManager  # noqa: E402
@@ -265,7 +265,7 @@ def _tree_cpu(root: int):
     return total
 
 
-def _stat_fields(pid: str) -> list[bytes] | None:
+def _stat_fields(pid: int | str) -> list[bytes] | None:
     """The fields of /proc/PID/stat after the command name (which may hold spaces), or None."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
@@ -275,8 +275,8 @@ def _stat_fields(pid: str) -> list[bytes] | None:
     return data[data.rfind(b")") + 2 :].split()
 
 
-def _proc_cpu(pid: str) -> float:
-    fields = _stat_fields(pid)
+def _proc_cpu(pid: int | str) -> float:
+    fields = _stat_fields(pid) or []  # none: 0.0, as before
     try:
         return sum(int(x) for x in fields[11:15]) / TICKS  # utime stime cutime cstime
     except (ValueError, TypeError, IndexError):
@@ -323,7 +323,7 @@ class Watchdog:
         self.clock = clock
         self._grace = (grace_cpu, grace_wall)  # None: the class's (job["times"] sends both)
         self.lock = threading.Lock()
-        self.armed = None  # (kernel pid, CPU reading at which it fires)
+        self.armed: tuple[int, float] | None = None  # (kernel pid, CPU reading at which it fires)
         self.fired_at = None
         threading.Thread(target=self._watch, daemon=True).start()
 
@@ -412,7 +412,7 @@ class QuietClient(NotebookClient):
     plain-text results of the cells the driver itself runs are appended to it."""
 
     printed = 0
-    captured = None
+    captured: list[str] | None = None
 
     def output(self, outs, msg, display_id, cell_index) -> nbformat.NotebookNode | None:
         if msg["msg_type"] == "execute_result" and self.captured is not None:
@@ -514,6 +514,7 @@ def _become_zygote(listener_fd: int, read_end: int) -> None:
         import importlib.util
 
         spec = importlib.util.spec_from_file_location("__zygote__", ZYGOTE)
+        assert spec is not None and spec.loader is not None  # a .py file always has both
         zygote = sys.modules["__zygote__"] = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(zygote)
     except BaseException:  # noqa: BLE001 - never return into the driver
@@ -618,7 +619,8 @@ class Run:
         a slow machine is never taken for a kernel that cannot be stopped."""
         if not self.watchdog.fired:
 
-            async def interrupt():
+            async def interrupt() -> None:
+                assert client.km is not None  # the kernel has started: a cell ran
                 await ensure_async(client.km.interrupt_kernel())
 
             try:

@@ -144,17 +144,17 @@ class _LazyFinder:
         import importlib.machinery
 
         spec = importlib.machinery.PathFinder.find_spec(name, path, target)
-        if spec is not None and hasattr(spec.loader, "exec_module"):
+        if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
             spec.loader = _DeferringLoader(spec.loader)
         return spec
 
 
-class _DeferringLoader:
+class _DeferringLoader(Loader):
     """Creates the module as the real loader would and runs its code on first use (like
     importlib.util.LazyLoader, whose modules run as soon as anything, even the import system's
     own look at __spec__ when the module is imported a second time, touches them)."""
 
-    def __init__(self, loader: Loader | None) -> None:
+    def __init__(self, loader: Loader) -> None:
         self.loader = loader
 
     def create_module(self, spec):
@@ -177,6 +177,7 @@ class _Deferred(types.ModuleType):
         loader = spec.loader.loader if isinstance(spec.loader, _DeferringLoader) else spec.loader
         object.__setattr__(self, "__class__", types.ModuleType)
         spec.loader = self.__loader__ = loader
+        assert loader is not None  # _LazyFinder defers only a spec with a loader
         loader.exec_module(self)
 
     def __getattribute__(self, name):
