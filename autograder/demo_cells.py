@@ -111,8 +111,8 @@ def bound_names(source: str) -> set[str]:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             if top:
                 names.add(node.name)
-            for child in node.decorator_list:
-                visit(child, top)
+            for decorator in node.decorator_list:
+                visit(decorator, top)
             if isinstance(node, ast.ClassDef):
                 return  # its body binds class attributes, not globals
             for stmt in node.body:  # a function body binds locals, except declared globals

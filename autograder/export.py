@@ -84,9 +84,9 @@ def add_arguments(commands) -> None:
 
 def grade_columns(students, which):
     """[(title, points possible)]: the notebooks in course order, then the total."""
-    possible = defaultdict(float)
+    possible: defaultdict[str, float] = defaultdict(float)
     for s in students:
-        per = defaultdict(float)
+        per: defaultdict[str, float] = defaultdict(float)
         for t in s.results.get("tests", []):
             per[t.get("notebook")] += float(t.get("max_score", 0.0))
         for stem, points in per.items():
@@ -109,7 +109,7 @@ def grades_of(results, columns):
     tests but no entry there (an older results.json) is the sum of its tests' points."""
     if results.get("internal_error") or not results.get("tests"):
         return None
-    per = defaultdict(float)
+    per: defaultdict[str, float] = defaultdict(float)
     for t in results["tests"]:
         per[t.get("notebook")] += float(t.get("score", 0.0))
     notebooks = results.get("notebooks") if isinstance(results.get("notebooks"), dict) else {}

@@ -22,7 +22,7 @@ def skip_format_checkers() -> None:
         return
     blocked = [name for name in OPTIONAL if name not in sys.modules]
     for name in blocked:
-        sys.modules[name] = None
+        sys.modules[name] = None  # type: ignore[assignment]  # None blocks an import
     try:
         import jsonschema  # noqa: F401 - imported now, its format checkers skipped
     except ImportError:

@@ -173,8 +173,8 @@ def _load_notebook(folder, name, max_bytes, nbgrader_metadata=False):
         if not isinstance(cell, dict):
             return None, f"{name} has a cell that is not a cell object; save it again in Jupyter."
         if cell.get("cell_type") == "code":
-            cell.outputs = []
-            cell.execution_count = None
+            cell["outputs"] = []
+            cell["execution_count"] = None
             if not isinstance(cell.get("source", ""), str):
                 return None, f"{name} has a code cell whose source is not text."
     if not any(c.get("cell_type") == "code" and c.get("source", "").strip() for c in cells):

@@ -209,7 +209,7 @@ def json_values_bound(data) -> int:
     return count
 
 
-def parse_json(data: bytes, shown, max_depth=MAX_JSON_DEPTH, max_values=MAX_JSON_VALUES):
+def parse_json(data: bytes | str, shown, max_depth=MAX_JSON_DEPTH, max_values=MAX_JSON_VALUES):
     """Decoded JSON of `data` (bytes or str); UnsafeFile('not-json' / 'too-deep' / 'too-many')
     otherwise. The number of values is bounded before anything is decoded: a file small in
     bytes can hold millions of empty objects, each ~70 bytes once decoded (a 5 MB notebook
@@ -302,7 +302,8 @@ def walk(root, max_depth: int = MAX_WALK_DEPTH, max_entries: int = 100_000):
     so, with name None: (parts, None, "too-deep") for a folder nested deeper, (parts, None,
     "too-many") where the walk stopped, and (parts, None, "unreadable") for a folder that could
     not be opened or listed, or an entry that could not be looked at (parts then end with it)."""
-    queue, seen = [()], 0
+    queue: list[tuple[str, ...]] = [()]
+    seen = 0
     while queue:
         parts = queue.pop(0)
         try:
@@ -355,7 +356,9 @@ def remove_tree(path) -> None:
     counter = 0
     try:
         _make_writable(top)
-        pending = [None]  # None: the top folder itself; names: folders directly inside it
+        pending: list[str | None] = [
+            None
+        ]  # None: the top folder itself; names: folders directly inside it
         while pending:
             name = pending.pop()
             try:
@@ -410,7 +413,7 @@ def _make_writable(fd: int) -> None:
 printable = terminal  # the terminal's escaping (autograder/escaping.py), under its old name
 
 
-def _size(n: int) -> str:
+def _size(n: float) -> str:
     for unit in ("bytes", "KB", "MB", "GB", "TB"):
         if n < 1024 or unit == "TB":
             return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"

@@ -57,7 +57,7 @@ def reference_namespace():
 
 def trains(case: Case) -> bool:
     """True for a case that trains a model (GPT's short training run): the costly kind."""
-    return any(request.get("op") == "train" for request in case.requests)
+    return any(r is not None and r.get("op") == "train" for r in case.requests)
 
 
 def grade(function: str, obj, seed: int, namespace, keep=None) -> list[TestResult]:

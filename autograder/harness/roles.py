@@ -109,7 +109,13 @@ def block_state(block, ref):
         return [(own[k], ref[k]) for k in ref]
     d = ref["ln1.weight"].shape[0]
     d_ff = ref["ff.fc1.weight"].shape[0]
-    norms, square, fused, up, down, narrow, odd = [], [], [], [], [], [], []
+    norms: list[dict[str, torch.Tensor]] = []
+    square: list[tuple[str, list[torch.Tensor]]] = []
+    fused: list[list[torch.Tensor]] = []
+    up: list[tuple[str, list[torch.Tensor]]] = []
+    down: list[tuple[str, list[torch.Tensor]]] = []
+    narrow: list[tuple[str, list[torch.Tensor]]] = []
+    odd: list[str] = []
     for path, leaves in _layers(own.items()).items():
         shapes = [tuple(p.shape) for p in leaves.values()]
         if len(leaves) == 2 and all(s == (d,) for s in shapes):
@@ -181,7 +187,7 @@ def _per_head(narrow, d):
     if not narrow:
         return None
     d_k = narrow[0][1][0].shape[0]
-    by_role = {"q": [], "k": [], "v": []}
+    by_role: dict[str, list[list[torch.Tensor]]] = {"q": [], "k": [], "v": []}
     for path, wb in narrow:
         role = _hint(path)
         if role not in by_role or wb[0].shape[0] != d_k:

@@ -41,6 +41,7 @@ import threading
 import time
 import traceback
 from pathlib import Path
+from typing import Any
 
 from .wire import Reader, Writer
 
@@ -124,14 +125,16 @@ def _error(exc: BaseException | LookupError) -> dict[str, list[str] | str] | dic
         where.append(f"line {lineno} in {name}")
     where = where[-3:]
     message = str(exc)
-    answer = {
+    answer: dict[str, str | list[str]] = {
         "type": type(exc).__name__,
         "message": message[:500] + (" ..." if len(message) > 500 else ""),
         "where": where,
     }
-    name = getattr(exc, "name", None) if isinstance(exc, NameError) else None
-    if isinstance(name, str) and len(name) <= 100:
-        answer["name"] = name  # which name was undefined, as data (the grader reads no message)
+    undefined = getattr(exc, "name", None) if isinstance(exc, NameError) else None
+    if isinstance(undefined, str) and len(undefined) <= 100:
+        answer["name"] = (
+            undefined  # which name was undefined, as data (the grader reads no message)
+        )
     return answer
 
 
@@ -371,7 +374,7 @@ class Session:
         the course's own classes (TransformerBlock, LayerNorm), which take our mask convention."""
         import torch
 
-        out = {"blocks": [], "norm_first": [], "ln_f": None}
+        out: dict[str, Any] = {"blocks": [], "norm_first": [], "ln_f": None}
         with torch.no_grad():
             for block in placed["blocks"]:
                 if type(block).__name__ != "TransformerBlock":

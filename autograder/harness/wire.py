@@ -17,7 +17,7 @@ import numpy as np
 try:  # the grading parent: never follow a path the student controls (see safe_files)
     from autograder import safe_files
 except ImportError:  # inside the sandbox the stub package has none; the harness reads requests
-    safe_files = None
+    safe_files = None  # type: ignore[assignment]  # checked before each use
 
 MAX_JSON_BYTES = 8 * 2**20  # one response.json (arrays are separate files)
 MAX_ARRAY_BYTES = 64 * 2**20  # one .npy file
@@ -39,7 +39,9 @@ class Writer:
         self.directory = Path(directory)
         self.arrays = self.directory / "arrays"
         self.count = 0
-        self.packed = [] if packed else None  # arrays for PACKED, written by write_json
+        self.packed: list[np.ndarray] | None = (
+            [] if packed else None
+        )  # arrays for PACKED, written by write_json
 
     def _save_array(self, arr: np.ndarray) -> str:
         if self.packed is not None:
@@ -129,7 +131,7 @@ class Reader:
         self.root = Path(root) if root is not None else self.directory
         self.below = self.directory.relative_to(self.root).parts
         self.packed = packed  # a request (the harness): "#k" names the k-th array of PACKED
-        self._unpacked = None
+        self._unpacked: list[np.ndarray] | None = None
 
     def _packed_array(self, name: str):
         if self._unpacked is None:

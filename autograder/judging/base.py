@@ -63,6 +63,7 @@ class Response:
         return self.raw.get("lost")
 
     def decode(self, data):
+        assert self.reader is not None, "a response read without its folder has no values"
         return self.reader.decode(data)
 
     def value(self, what: str = "the call"):
@@ -77,7 +78,7 @@ class Case:
     function: str  # SPEC's graded name
     name: str  # what this case checks, shown to the student
     points: float
-    requests: list[dict]
+    requests: list[dict | None]  # None: a stored case's request (judging/store.py) not kept
     judge: object  # a judging.Judgement (storable), or any callable(responses) -> None / Fail
     seconds: float = 20.0  # per request, enforced by the harness
     meta: dict = field(default_factory=dict)

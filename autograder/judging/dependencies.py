@@ -25,7 +25,7 @@ from autograder.curriculum import BY_STEM
 from autograder.results import CORRUPT, MISNAMED, MISSING_NOTEBOOK
 
 # notebook -> {earlier notebook: the names its import cell takes from it}
-IMPORTS = {
+IMPORTS: dict[str, dict[str, tuple[str, ...]]] = {
     "03_matrix_attention": {"02_dot_product_softmax": ("softmax", "attention_for_token")},
     "04_multihead_attention": {
         "02_dot_product_softmax": ("softmax",),

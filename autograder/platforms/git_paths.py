@@ -46,13 +46,16 @@ def count_paths(clone, commit, limit, seconds, env=None):
         try:
             return _count(reader, root, raw_length, limit, ends)
         finally:
+            assert reader.stdin is not None  # stdin=PIPE
             reader.stdin.close()
             reader.kill()
 
 
 def _count(reader: subprocess.Popen[bytes], root: bytes, raw_length: int, limit, ends):
-    entries = {}  # tree id -> (paths that are not trees, [subtree ids, with repeats])
-    counted: dict[str, int] = {}  # tree id -> paths it expands to
+    entries: dict[
+        bytes, tuple[int, list[bytes]]
+    ] = {}  # tree id -> (paths that are not trees, [subtree ids, with repeats])
+    counted: dict[bytes, int] = {}  # tree id -> paths it expands to
     stack = [root]
     while stack:
         if time.monotonic() > ends:

@@ -79,7 +79,7 @@ def grades_csv(students) -> str:
         if why_not_graded(s):
             lines.append(csv_row([s.student, *("" for _ in NOTEBOOKS), NOT_GRADED]))
             continue
-        per = defaultdict(float)
+        per: defaultdict[str, float] = defaultdict(float)
         for t in s.results.get("tests", []):
             per[t["notebook"]] += t["score"]
         for stem, entry in (s.results.get("late") or {}).get("notebooks", {}).items():
@@ -95,9 +95,11 @@ def summarise(students):
     everyone = students
     students = [s for s in everyone if not why_not_graded(s)]
     n = len(students)
-    per_test = defaultdict(lambda: [0.0, 0.0, 0])  # name -> [score sum, max, count]
-    per_notebook = defaultdict(lambda: [0.0, 0.0])
-    misconceptions = Counter()  # id -> number of students
+    per_test: defaultdict[str, list[float]] = defaultdict(
+        lambda: [0.0, 0.0, 0]
+    )  # name -> [score sum, max, count]
+    per_notebook: defaultdict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    misconceptions: Counter[str] = Counter()  # id -> number of students
     functions_of = defaultdict(set)
     for s in students:
         seen = set()

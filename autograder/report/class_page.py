@@ -24,7 +24,7 @@ page, hence no link. Totals, means and histograms are over the students graded.
 
 import re
 from collections import Counter, defaultdict
-from typing import Any
+from typing import Any, TypeGuard
 from urllib.parse import quote
 
 from autograder.curriculum import NOTEBOOK_OF, NOTEBOOKS, Notebook
@@ -117,6 +117,11 @@ def _median(values):
     return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
+def _number(value: object) -> TypeGuard[int | float]:
+    """An int or a float read from results.json (never a bool)."""
+    return type(value) in (int, float)
+
+
 def _notebook_state(info, tests):
     """'not-submitted' | 'misnamed' | 'unreadable' | 'not-started' | 'complete' | 'in-progress'
     | 'not-graded'."""
@@ -186,7 +191,7 @@ def _untouched(by_notebook, states):
 
 def _integrity(results):
     """[{notebook, what}] of one student: the grader's own words, never the student's text."""
-    seen: dict[tuple[str, str], None] = {}
+    seen: dict[tuple[str, str], bool] = {}
     for stem, info in (results.get("notebooks") or {}).items():
         if not isinstance(info, dict):
             continue
@@ -364,10 +369,12 @@ def most_expensive(students, shown=EXPENSIVE_SHOWN):
     measured = []
     for s in students:
         results = None if getattr(s, "refused", "") else getattr(s, "results", None)
-        cpu = results.get("cpu_seconds") if isinstance(results, dict) else None
-        if type(cpu) in (int, float) and math.isfinite(cpu) and cpu > 0:
+        if not isinstance(results, dict):
+            continue
+        cpu = results.get("cpu_seconds")
+        if _number(cpu) and math.isfinite(cpu) and cpu > 0:
             wall = results.get("execution_time")
-            wall = float(wall) if type(wall) in (int, float) and math.isfinite(wall) else None
+            wall = float(wall) if _number(wall) and math.isfinite(wall) else None
             measured.append((float(cpu), s, wall))
     if not measured:
         return []
@@ -510,8 +517,8 @@ def _help_first(rows):
         for r in rows
         if any(v not in ("not-submitted", "not-graded") for v in r["states"].values())
     ]
-    few, many = LOWEST
-    lowest = min(many, max(few, len(rows) // 10))
+    least, most = LOWEST
+    lowest = min(most, max(least, len(rows) // 10))
     for r in sorted(submitted, key=lambda r: (r["score"], r["student"]))[:lowest]:
         chosen.setdefault(r["student"], []).append(("lowest", "among the lowest totals"))
     rank = {kind: i for i, kind in enumerate(HELP_ORDER)}
@@ -562,7 +569,8 @@ def _late_of(results):
     late = results.get("late")
     if not isinstance(late, dict) or not isinstance(late.get("notebooks"), dict):
         return None
-    notebooks, extended = [], []
+    notebooks: list[dict[str, Any]] = []
+    extended: list[str] = []
     for stem, entry in late["notebooks"].items():
         if not isinstance(entry, dict):
             continue

@@ -97,7 +97,7 @@ def carried_over(records, path, seen):
 
 def unique(records):
     """One record per (student, reason): `bob/` and `bob.zip` are one student, named once."""
-    found = {}
+    found: dict[tuple[str, str], Refused] = {}
     for r in records:
         found.setdefault((r.student, r.refused), r)
     return list(found.values())

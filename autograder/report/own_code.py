@@ -198,7 +198,7 @@ def answer(student, name, defined: Definitions, given, released_prints) -> Answe
                 chosen[callee] = found
                 todo.append(found)
     code_lines: list[str] = []
-    prints: dict[str, None] = {}
+    prints: dict[int, frozenset[int]] = {}
     size = 0
     for callee, definition in chosen.items():
         if code_lines:

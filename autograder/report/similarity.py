@@ -27,11 +27,11 @@ Similarity is a reason to look, never a verdict: NOTE says so on the page.
 import math
 from collections import defaultdict
 from itertools import combinations
-from typing import Any
+from typing import Any, TypedDict
 
 from autograder.curriculum import NOTEBOOK_OF, NOTEBOOKS
 from autograder.escaping import csv_row, terminal
-from autograder.report.own_code import class_answers
+from autograder.report.own_code import Answer, class_answers
 from autograder.results import FAILED, reason_of
 
 THRESHOLD = 0.5  # a pair's score from which it is listed
@@ -192,7 +192,15 @@ def similarity_csv(report) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _marked(one, shared) -> list[dict[str, bool | int | str]]:
+class MarkedLine(TypedDict):
+    """One line of an answer on the similarity page (the template reads these keys)."""
+
+    n: int | str  # its number; "" on the line saying how many more were left out
+    text: str
+    hit: bool  # a shared fingerprint lies on it
+
+
+def _marked(one: Answer, shared: list[int]) -> list[MarkedLine]:
     """[{"n", "text", "hit"}] of an answer's lines, `hit` where a shared fingerprint lies; every
     invisible or control character shown as its escape (escaping.terminal), HTML escaping left
     to the template."""
@@ -200,7 +208,7 @@ def _marked(one, shared) -> list[dict[str, bool | int | str]]:
     for value in shared:
         hits |= one.prints[value]
     lines = one.code.split("\n")
-    shown = [
+    shown: list[MarkedLine] = [
         {"n": i, "text": terminal(line.expandtabs(4)), "hit": i in hits}
         for i, line in enumerate(lines[:MAX_SHOWN_LINES], start=1)
     ]

@@ -40,6 +40,7 @@ import warnings
 from dataclasses import dataclass, field, replace
 from io import BufferedWriter
 from pathlib import Path
+from typing import Any
 
 from autograder.safe_files import remove_tree
 from autograder.switches import switches
@@ -276,7 +277,9 @@ class Sandbox(Isolation):
             job.stem: NotebookRun(job.stem, responses=dirs["responses"] / job.stem) for job in jobs
         }
         log = open(log_path or (work / "sandbox.log"), "ab")  # noqa: SIM115
-        launched = []  # every Sampler of this student's sandboxes: what they cost, read here
+        launched: list[
+            Sampler
+        ] = []  # every Sampler of this student's sandboxes: what they cost, read here
         try:
             found = self._run_pending(work, jobs, dirs, log, launched)
             suspects = {job.stem: self._suspect(job, found.get(job.stem)) for job in jobs}
@@ -422,7 +425,7 @@ class Sandbox(Isolation):
     def _job_file(self, work, pending):
         p = self._paths(work)
         root = p["root"]
-        job = {
+        job: dict[str, Any] = {  # job.json, as inside/driver.py reads it
             "workdir": f"{root}/submission",
             "status_dir": f"{root}/status",
             "timeout": self.limits.timeout,

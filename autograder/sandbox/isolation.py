@@ -182,7 +182,8 @@ class Isolation:
             "cgroups (root, or a delegated cgroup) for hard per-sandbox caps.",
         )
 
-    def _userns_works(self):
+    def _userns_works(self) -> bool:
+        assert self.bwrap is not None  # asked in mode "bwrap" only
         fd = make_userns(UID_BASE)
         if fd is None:
             return False
@@ -210,6 +211,7 @@ class Isolation:
         # without --size the driver remounts each tmpfs with its size, then drops these two
         # (driver.py, --cap-tmpfs) before anything else runs
         capping = ["CAP_SYS_ADMIN", "CAP_SETPCAP"] if self.size_by_driver else []
+        assert self.bwrap is not None  # built in mode "bwrap" only
         args = [self.bwrap]
         if identity == "userns":
             # our own namespace (userns.py): bwrap sets up as root-in-namespace, then the driver

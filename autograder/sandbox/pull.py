@@ -37,7 +37,7 @@ def _create(path: str, size: int = 0) -> int:
 
 class Folder:
     def __init__(self, fd: int) -> None:
-        self.fd = fd
+        self.fd: int | None = fd
 
     @classmethod
     def open(cls, pid, inside_path) -> Self:
@@ -68,6 +68,7 @@ class Folder:
     ) -> tuple[int, int, int]:
         """Copy into `target` (created); returns (files copied, bytes copied, entries not copied)."""
         files = total = skipped = folders = 0
+        assert self.fd is not None, "copy_to after close"
         stack = [(os.dup(self.fd), str(target), 0)]
         while stack:
             dir_fd, out, depth = stack.pop()

@@ -56,10 +56,11 @@ def clean_status(status, job):
     unrun = status.get("tests_out_of_time")
     unrun = sorted(n for n in (unrun if isinstance(unrun, list) else []) if n in lost)
 
-    def number(key: str, default: float):
+    def number(key: str, default: float) -> float:
         value = status.get(key)
-        ok = type(value) in (int, float) and 0 <= value < 1e12
-        return float(value) if ok else default
+        if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < 1e12:
+            return float(value)
+        return default
 
     integrity = status.get("integrity")
     integrity = integrity[:20] if isinstance(integrity, list) else []

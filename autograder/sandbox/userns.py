@@ -62,6 +62,7 @@ def make_userns(uid, gid=None) -> int | None:
         )
     except OSError:
         return None
+    assert helper.stdout is not None and helper.stdin is not None  # both PIPE
     fd = None
     try:
         if helper.stdout.read(1) != b"R":

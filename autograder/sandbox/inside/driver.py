@@ -324,7 +324,7 @@ class Watchdog:
         self._grace = (grace_cpu, grace_wall)  # None: the class's (job["times"] sends both)
         self.lock = threading.Lock()
         self.armed: tuple[int, float] | None = None  # (kernel pid, CPU reading at which it fires)
-        self.fired_at = None
+        self.fired_at: float | None = None
         threading.Thread(target=self._watch, daemon=True).start()
 
     @property
