@@ -29,14 +29,16 @@ import itertools
 import os
 import signal
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Literal, overload
 
 V1_CONTROLLERS = ("pids", "memory", "freezer", "cpu", "cpuacct")
 CPU_PERIOD_US = 100_000
 _names = itertools.count()
 
 
-def disabled_by_env(environ=None) -> bool:
+def disabled_by_env(environ: Mapping[str, str] | None = None) -> bool:
     from autograder.switches import switches
 
     return not switches(environ).cgroups
@@ -100,7 +102,7 @@ def owner_tag(pid: int | None = None) -> str:
     return f"{_start_ticks(pid or os.getpid()) or 0}.{_pid_namespace()}"
 
 
-def stale(name):
+def stale(name: str) -> bool:
     """True when the cgroup `name` (one of ours) belongs to a run that is gone; False for a live
     run's, another pid namespace's, or a name that is not one of ours."""
     parts = name.split("-")
@@ -121,7 +123,7 @@ def stale(name):
 class Cgroup:
     """The cgroup(s) of one sandbox: one directory (v2) or one per controller (v1)."""
 
-    def __init__(self, version, dirs) -> None:
+    def __init__(self, version: int, dirs: dict[str, Path]) -> None:
         self.version = version
         self.dirs = dirs  # {controller (v1) or "" (v2): Path}
         # opened now, written in the child between fork and exec: no Python-level I/O there
@@ -137,7 +139,7 @@ class Cgroup:
             finally:
                 os.close(fd)
 
-    def pids(self):
+    def pids(self) -> set[int]:
         found = set()
         for d in self.dirs.values():
             try:
@@ -158,7 +160,7 @@ class Cgroup:
         except OSError:
             pass
 
-    def kill(self, patience=10.0) -> bool:
+    def kill(self, patience: float = 10.0) -> bool:
         """SIGKILL every process in the cgroup (frozen first, so none can fork); wait until empty."""
         if self.version == 2 and (self.dirs[""] / "cgroup.kill").exists():
             try:
@@ -195,11 +197,15 @@ class Cgroup:
             return str(self.dirs["cpuacct"] / "cpuacct.usage"), 1e-9
         return None
 
-    def cpu_seconds(self):
+    def cpu_seconds(self) -> float | None:
         """CPU time used by every process of the cgroup so far, or None when not accounted."""
         found = self.cpu_usage_file()
         return read_cpu_usage(*found) if found else None
 
+    @overload
+    def wait_seconds(self, with_priority: Literal[False] = False) -> float | None: ...
+    @overload
+    def wait_seconds(self, with_priority: Literal[True]) -> tuple[float | None, bool]: ...
     def wait_seconds(self, with_priority: bool = False) -> float | tuple[float | None, bool] | None:
         """Seconds the cgroup's live threads have spent runnable but waiting for a CPU (the
         scheduler's run_delay in /proc/TID/schedstat), or None where it is not reported. With
@@ -225,8 +231,11 @@ class Cgroup:
         return (waited, slowed) if with_priority else waited
 
     def peak_pids(self) -> int | None:
+        folder = self.dirs.get("pids", self.dirs.get(""))
+        if folder is None:
+            return None
         try:
-            return int((self.dirs.get("pids", self.dirs.get("")) / "pids.peak").read_text())
+            return int((folder / "pids.peak").read_text())
         except (OSError, ValueError, TypeError):
             return None
 
@@ -246,12 +255,12 @@ class Cgroup:
 class Tree:
     """Where this process may create cgroups, and how to cap them."""
 
-    def __init__(self, version: int, bases, cpu=False) -> None:
+    def __init__(self, version: int, bases: dict[str, Path], cpu: bool = False) -> None:
         self.version = version
         self.bases = bases  # {controller (v1) or "" (v2): Path of our own cgroup}
         self.cpu_capped = cpu or "cpu" in bases  # v2: the cpu controller is enabled
 
-    def remove_stale(self, patience: float = 5.0):
+    def remove_stale(self, patience: float = 5.0) -> list[str]:
         """The cgroups a grading run killed with SIGKILL left behind (stale()): what still runs
         in them is killed, and they are removed. Returns the names removed."""
         names = set()
@@ -271,12 +280,12 @@ class Tree:
                 removed.append(name)
         return removed
 
-    def describe(self):
+    def describe(self) -> str:
         if self.version == 2:
             return f"cgroup v2 at {self.bases['']}"
         return "cgroup v1 (" + ", ".join(sorted(c for c in self.bases if c != "freezer")) + ")"
 
-    def create(self, pids, memory_bytes, cpus: float = 1.0) -> Cgroup:
+    def create(self, pids: int, memory_bytes: int, cpus: float = 1.0) -> Cgroup:
         name = f"autograder-{os.getpid()}-{next(_names)}-{_owner()}"
         made: dict[str, Path] = {}
         try:
@@ -330,7 +339,7 @@ class Tree:
             self.cpu_capped = False
 
     @property
-    def controllers(self):
+    def controllers(self) -> set[str]:
         if self.version == 2:
             return {"pids", "memory"} | ({"cpu"} if self.cpu_capped else set())
         return {c for c in self.bases if c != "freezer"}
@@ -391,7 +400,7 @@ def _try_v1(mounts, own) -> Tree | None:
 SCHED_BATCH, SCHED_IDLE = 3, 5
 
 
-def lowered_priority(tid) -> bool:
+def lowered_priority(tid: int) -> bool:
     """True when thread `tid` runs with a nice value above this process's own (the grader may
     run under `nice`; a sandbox cannot raise its priority, only lower it) or under SCHED_BATCH
     or SCHED_IDLE."""
@@ -405,7 +414,7 @@ def lowered_priority(tid) -> bool:
         return False
 
 
-def read_cpu_usage(path, unit):
+def read_cpu_usage(path: str | Path, unit: float) -> float | None:
     """Seconds of CPU in a cgroup's cpu.stat (usage_usec), cpuacct.usage (ns) or cpuacct.stat
     (user + system, in clock ticks); None if unread.
     (inside/driver.py reads the same files with its own copy, _file_cpu: it imports nothing of
@@ -451,7 +460,9 @@ def _can_make_child(base) -> bool:
 
 
 def find_tree(
-    mountinfo: str = "/proc/self/mountinfo", cgroup_file: str = "/proc/self/cgroup", environ=None
+    mountinfo: str = "/proc/self/mountinfo",
+    cgroup_file: str = "/proc/self/cgroup",
+    environ: Mapping[str, str] | None = None,
 ) -> Tree | None:
     """The best usable cgroup tree here, or None (disabled, not mounted, or not writable)."""
     if disabled_by_env(environ):

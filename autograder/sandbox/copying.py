@@ -67,7 +67,10 @@ def read_chunks(source: Path, parts: tuple[str, ...], size):
 
 
 def copy_submission(
-    source, target, max_file_bytes: int = MAX_FILE_BYTES, max_total_bytes: int = MAX_TOTAL_BYTES
+    source: Path,
+    target: Path,
+    max_file_bytes: int = MAX_FILE_BYTES,
+    max_total_bytes: int = MAX_TOTAL_BYTES,
 ):
     """Copy the regular files of a student's folder (submission_files' rule); returns
     [(relative path, why skipped)]. Every file is opened without following links
@@ -97,7 +100,7 @@ def copy_submission(
     return skipped
 
 
-def tree_bytes(root) -> int:
+def tree_bytes(root: Path) -> int:
     """Total size of the regular files under root (no links followed; iterative). The tree may
     be changing while it is walked (a git fetch, a running sandbox): what is gone between the
     listing and its look counts nothing, never an error."""
@@ -118,7 +121,7 @@ def tree_bytes(root) -> int:
     return total
 
 
-def share_read_only(root) -> None:
+def share_read_only(root: Path) -> None:
     """Make a tree the grader wrote readable (not writable) by the sandbox's uid: a+rX."""
     stack = [str(root)]
     while stack:

@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Literal
 
 PATTERN = "fontlist-*.json"
 MAX_BYTES = 16 * 2**20  # matplotlib's own is ~40 KB
@@ -77,7 +78,7 @@ def _build(target: Path) -> None:
         pass
 
 
-def warm(target, kept=None) -> bool:
+def warm(target: Path, kept: Path | Literal[False] | None = None) -> bool:
     """Put matplotlib's font cache into target; True if target now holds one.
 
     kept: the folder the built cache is kept in (default kept_folder()); False: keep none."""

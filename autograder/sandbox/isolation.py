@@ -43,7 +43,7 @@ INSIDE_OPT = "/opt/grader"
 INSIDE_LIB = "/opt/grader/lib"
 
 
-def bwrap_works(bwrap) -> bool:
+def bwrap_works(bwrap: str) -> bool:
     try:
         done = subprocess.run(
             [bwrap, "--unshare-net", "--unshare-pid", "--die-with-parent", "--new-session"]
@@ -140,7 +140,7 @@ class Isolation:
             raise BubblewrapUnsupported(problem)
         self.size_by_driver = not self.features.has("--size")
 
-    def _tmpfs_sizes(self, work):
+    def _tmpfs_sizes(self, work: Path) -> dict[str, int]:
         """{mount point: bytes} of every tmpfs of the sandbox (one place for both ways of
         capping them: bwrap's --size, or the driver's remount)."""
         lim = self.limits
@@ -155,10 +155,10 @@ class Isolation:
             sizes[f"{INSIDE_ROOT}/status"] = lim.status_bytes
         return sizes
 
-    def _tmpfs(self, path: str, sizes):
+    def _tmpfs(self, path: str, sizes: dict[str, int]) -> list[str]:
         return tmpfs(path, None if self.size_by_driver else sizes[path])
 
-    def driver_options(self, work):
+    def driver_options(self, work: Path) -> list[str]:
         """The driver's own options before --as: which tmpfs it must cap (bwrap < 0.7.0)."""
         if not self.size_by_driver:
             return []
@@ -205,7 +205,13 @@ class Isolation:
             os.close(fd)
         return done.returncode == 0
 
-    def _bwrap_args(self, work, userns_fd=None, seccomp_fd=None, identity=None):
+    def _bwrap_args(
+        self,
+        work: Path,
+        userns_fd: int | None = None,
+        seccomp_fd: int | None = None,
+        identity: str | None = None,
+    ) -> list[str]:
         identity = identity or self.identity
         sizes = self._tmpfs_sizes(work)
         # without --size the driver remounts each tmpfs with its size, then drops these two
@@ -311,7 +317,7 @@ DEST_OPS = {"--ro-bind": 2, "--bind": 2, "--symlink": 2, "--tmpfs": 1, "--proc":
 MODIFIERS = {"--perms", "--size"}  # each takes one value and applies to the next operation
 
 
-def with_parent_dirs(ops: list[str]):
+def with_parent_dirs(ops: list[str]) -> list[str]:
     """`ops` with `--perms 0755 --dir P` put before each operation for every parent P of its
     destination that is not there yet. bwrap would make a missing parent 0700 (unwalkable by
     the sandbox's uid), and a parent made before a later tmpfs over it (a venv under /tmp, the
@@ -344,13 +350,13 @@ def with_parent_dirs(ops: list[str]):
     return out + pending
 
 
-def tmpfs(path, size):
+def tmpfs(path: str, size: float | None) -> list[str]:
     """A world-writable (sticky) tmpfs at path; capped by bwrap's --size unless size is None."""
     capped = [] if size is None else ["--size", str(int(size))]
     return ["--perms", "1777", *capped, "--tmpfs", path]
 
 
-def child_pid(info_fd) -> int:
+def child_pid(info_fd: int) -> int:
     """The sandbox's pid-1 as bwrap reports it on --info-fd (read to its end, then closed)."""
     try:
         with os.fdopen(info_fd, "rb") as info:
@@ -359,7 +365,7 @@ def child_pid(info_fd) -> int:
         return 0
 
 
-def kill_namespace(child) -> None:
+def kill_namespace(child: int) -> None:
     """SIGKILL the sandbox's pid-1 (the kernel then kills its whole pid namespace) and wait."""
     if child <= 0:
         return

@@ -20,7 +20,7 @@ from typing import Protocol
 from .cgroups import Cgroup
 
 
-def reap(proc, timeout=10.0) -> None:
+def reap(proc: subprocess.Popen, timeout: float = 10.0) -> None:
     """Wait up to `timeout` seconds for `proc` (a Popen) to end, then kill it; it is reaped."""
     try:
         proc.wait(timeout=timeout)
@@ -29,7 +29,7 @@ def reap(proc, timeout=10.0) -> None:
         proc.wait()
 
 
-def kill_group(proc) -> None:
+def kill_group(proc: subprocess.Popen) -> None:
     """SIGKILL `proc`'s whole process group (it was started in a session of its own); reap it."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -73,7 +73,7 @@ class Launch:
         if self.cgroup is not None:
             self.cgroup.kill(patience=0)
 
-    def begun(self):
+    def begun(self) -> list[str]:
         """The stems of its jobs whose status file exists (each notebook writes one as it starts),
         in the jobs' order. One lstat per job: the sandbox may fill the folder with other names."""
         found = []
@@ -105,7 +105,13 @@ class Running:
         if self.stopping:
             raise SandboxStopped("the grading run is stopping")
 
-    def add(self, proc, cgroup, jobs, status=None) -> Launch:
+    def add(
+        self,
+        proc: subprocess.Popen[bytes],
+        cgroup: Cgroup | None,
+        jobs: list[_Job],
+        status: Path | int | None = None,
+    ) -> Launch:
         launch = Launch(proc, cgroup, list(jobs), status)
         with self._lock:
             self._live.append(launch)
@@ -114,11 +120,11 @@ class Running:
             launch.kill()
         return launch
 
-    def watch(self, launch, status) -> None:
+    def watch(self, launch: Launch, status: Path | int | None) -> None:
         with self._lock:
             launch.status = status
 
-    def discard(self, launch) -> None:
+    def discard(self, launch: Launch) -> None:
         """Before its folders are closed: begun() never reads a closed (or reused) descriptor."""
         with self._lock:
             if launch in self._live:
@@ -131,7 +137,7 @@ class Running:
         for launch in live:
             launch.kill()
 
-    def progress(self):
+    def progress(self) -> list[tuple[Launch, list[str]]]:
         """[(launch, stems begun)] of the sandboxes running now."""
         with self._lock:
             return [(launch, launch.begun()) for launch in self._live]

@@ -17,6 +17,7 @@ size holding nothing (no disk used); devices and sockets are left out.
 
 import os
 import stat
+from pathlib import Path
 from typing import Self
 
 FLAGS_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -40,7 +41,7 @@ class Folder:
         self.fd: int | None = fd
 
     @classmethod
-    def open(cls, pid, inside_path) -> Self:
+    def open(cls, pid: int, inside_path: str) -> Self:
         root = os.open(f"/proc/{int(pid)}/root", FLAGS_DIR & ~os.O_NOFOLLOW)
         try:
             fd = root
@@ -60,8 +61,8 @@ class Folder:
 
     def copy_to(
         self,
-        target,
-        max_bytes,
+        target: Path,
+        max_bytes: int,
         max_file_bytes: int = 64 * 2**20,
         max_files: int = 100_000,
         max_depth: int = 32,

@@ -24,6 +24,8 @@ starved, nor is one the parent killed for using up its CPU budget.
 import threading
 import time
 
+from .cgroups import Cgroup
+
 INTERVAL = 0.5
 SHARE = 0.75  # starved: the sandbox ran less than this part of its CPU share (cpus) ...
 WAITING = 0.5  # starved: waited for others' CPU at least this part of the time it did not run
@@ -32,7 +34,7 @@ WAITING = 0.5  # starved: waited for others' CPU at least this part of the time 
 class Sampler:
     """Samples (time, the sandbox's CPU seconds, its threads' seconds waiting for a CPU)."""
 
-    def __init__(self, cgroup) -> None:
+    def __init__(self, cgroup: Cgroup | None) -> None:
         self.cgroup = cgroup
         self.samples: list[tuple[float, float | None, float | None]] = []
         self.slowed = False  # a thread of the sandbox was seen with its priority lowered
@@ -59,12 +61,12 @@ class Sampler:
         self._thread.join()
         self._sample()
 
-    def cpu_used(self):
+    def cpu_used(self) -> float | None:
         """The sandbox's CPU seconds from the first sample to the last, or None unmeasured."""
         measured = [s[1] for s in list(self.samples) if s[1] is not None]
         return measured[-1] - measured[0] if measured else None
 
-    def share(self, start, end, cpus: float = 1.0):
+    def share(self, start: float, end: float, cpus: float = 1.0) -> float | None:
         """The part of its CPU share (`cpus`) the sandbox got between `start` and `end`, or None
         unmeasured: what a second run's wall must make up for (rerun_wall_factor)."""
         inside = [(t, cpu) for t, cpu, _ in self.samples if start <= t <= end and cpu is not None]
@@ -74,7 +76,7 @@ class Sampler:
             return None
         return max(0.0, inside[-1][1] - inside[0][1]) / (cpus * (inside[-1][0] - inside[0][0]))
 
-    def starved(self, start, end, cpus: float = 1.0):
+    def starved(self, start: float, end: float, cpus: float = 1.0) -> bool:
         """True when the sandbox was starved between `start` and `end` (time.monotonic, as the
         sandbox reported them: clipped to what was measured, so a lie only moves the window)."""
         if self.slowed:
@@ -98,7 +100,7 @@ class Sampler:
         return queued >= WAITING * idle
 
 
-def rerun_wall_factor(share, least, most):
+def rerun_wall_factor(share: float | None, least: float, most: float) -> float:
     """A starved notebook's second run: its wall backstop as a multiple of its CPU budgets, far
     enough for the CPU the first run got (`share` of its share, Sampler.share) with a margin
     of two, at least `least` and at most `most` (Limits.starved_wall_factor, starved_wall_most).
@@ -109,7 +111,7 @@ def rerun_wall_factor(share, least, most):
     return min(most, max(least, 2.0 / share))
 
 
-def others_held(waited: float, ran: float, share) -> float:
+def others_held(waited: float, ran: float, share: float) -> float:
     """Of `waited` thread-seconds on the run queue in an interval where the sandbox ran `ran`
     CPU seconds and could have run `share`: the seconds other programs held the CPU it could
     have had. What its threads wait beyond that they wait for each other (more threads than
