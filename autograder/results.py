@@ -25,8 +25,9 @@ NOT_RAN (its notebook's own state); a dependency-missing test also says which ea
 needed, in `depends_on` (a notebook's stem; the field is written only when set).
 """
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
-from typing import Self
+from typing import Any, Self
 
 PASSED = "passed"
 FAILED = "failed"
@@ -59,7 +60,7 @@ NOT_RAN = (MISSING_NOTEBOOK, MISNAMED, CORRUPT, NOT_RUN)  # its notebook's file 
 UNAVAILABLE = (MISSING_NOTEBOOK, MISNAMED, CORRUPT)  # a later notebook cannot use this one
 
 
-def reason_of(test):
+def reason_of(test: Mapping[str, Any]) -> str:
     """A results.json test's reason; by its score for a test written before reasons existed."""
     reason = test.get("reason")
     if reason in REASONS:
@@ -87,13 +88,13 @@ class TestResult:
     def status(self) -> str:
         return "passed" if self.score >= self.max_score else "failed"
 
-    def to_json(self):
+    def to_json(self) -> dict[str, object]:
         data = {**asdict(self), "status": self.status}
         if not self.depends_on:
             del data["depends_on"]  # only dependency-missing tests carry it
         return data
 
     @classmethod
-    def from_json(cls, data) -> Self:
+    def from_json(cls, data: Mapping[str, Any]) -> Self:
         """A test of an earlier results.json (written by to_json)."""
         return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})

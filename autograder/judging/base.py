@@ -11,6 +11,7 @@ grader all build on it (tests/test_import_graph.py keeps it so).
 """
 
 import shutil
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,7 +36,13 @@ VISIBLE_SEED = "visible-checks"
 class Fail(Exception):
     """Raised by a judge: the case fails with this message and these misconception ids."""
 
-    def __init__(self, message: str, misconceptions=(), fraction=0.0, reason=FAILED) -> None:
+    def __init__(
+        self,
+        message: str,
+        misconceptions: Iterable[str] = (),
+        fraction: float = 0.0,
+        reason: str = FAILED,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.misconceptions = list(misconceptions)
@@ -66,7 +73,7 @@ class Response:
         assert self.reader is not None, "a response read without its folder has no values"
         return self.reader.decode(data)
 
-    def value(self, what: str = "the call"):
+    def value(self, what: str = "the call") -> object:
         """The decoded return value; a raised exception becomes a Fail naming it."""
         if self.error:
             raise Fail(f"{what} raised {self.error['type']}: {self.error['message']}")
@@ -79,7 +86,9 @@ class Case:
     name: str  # what this case checks, shown to the student
     points: float
     requests: list[dict | None]  # None: a stored case's request (judging/store.py) not kept
-    judge: object  # a judging.Judgement (storable), or any callable(responses) -> None / Fail
+    judge: Callable[
+        [Sequence[Response]], None
+    ]  # a judging.Judgement (storable), or any callable(responses) -> None / Fail
     seconds: float = 20.0  # per request, enforced by the harness
     meta: dict = field(default_factory=dict)
 
@@ -89,13 +98,13 @@ def request_folder(case_index: int, request_index: int) -> str:
     return f"{case_index:03d}_{request_index:02d}"
 
 
-def verdict(case, responses):
+def verdict(case: Case, responses: Sequence[Response]) -> tuple[float, str, list[str]]:
     """(fraction of points, message, misconception ids) for one case (judgement without its
     reason)."""
     return judgement(case, responses)[:3]
 
 
-def judgement(case, responses):
+def judgement(case: Case, responses: Sequence[Response]) -> tuple[float, str, list[str], str]:
     """(fraction of points, message, misconception ids, reason) for one case: the reason one of
     autograder.results.REASONS, decided here with the verdict.
 
@@ -157,7 +166,7 @@ def _missing_message(name) -> str:
     )
 
 
-def write_requests(cases, request_root):
+def write_requests(cases: Sequence[Case], request_root: Path | str) -> list[str]:
     """One folder per graded name, one sub-folder per request: what the sandbox will carry out."""
     request_root = Path(request_root)
     if request_root.exists():

@@ -13,6 +13,7 @@ object) cannot be stored: save_cases raises, naming the case.
 """
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 from autograder.harness.wire import Reader, Writer
@@ -36,7 +37,7 @@ def _plain(encoded, where: str) -> None:
             _plain(value, where)
 
 
-def save_cases(cases, folder) -> None:
+def save_cases(cases: Sequence[Case], folder: Path | str) -> None:
     """Write every case's requests and judge data under folder (see the module docstring)."""
     import shutil
 
@@ -75,11 +76,11 @@ def _save_case(case, directory) -> None:
     )
 
 
-def stored_functions(folder):
+def stored_functions(folder: Path | str) -> list[str]:
     return json.loads((Path(folder) / "index.json").read_text())
 
 
-def load_cases(folder, function) -> list[Case]:
+def load_cases(folder: Path | str, function: str) -> list[Case]:
     """One graded name's stored cases, in their original order, their judges ready to run."""
     root = Path(folder) / "cases" / function
     cases = []
@@ -99,7 +100,7 @@ def load_cases(folder, function) -> list[Case]:
     return cases
 
 
-def request_dir(folder: Path, function):
+def request_dir(folder: Path, function: str) -> Path:
     return Path(folder) / "requests" / function
 
 
