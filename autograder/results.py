@@ -27,7 +27,7 @@ needed, in `depends_on` (a notebook's stem; the field is written only when set).
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Self
+from typing import Any, Protocol, Self, TypedDict
 
 PASSED = "passed"
 FAILED = "failed"
@@ -98,3 +98,37 @@ class TestResult:
     def from_json(cls, data: Mapping[str, Any]) -> Self:
         """A test of an earlier results.json (written by to_json)."""
         return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
+
+
+class ResultsJson(TypedDict, total=False):
+    """A student's results.json: grading/payload.py writes it, deadlines.py adds the late
+    penalty, the reports read it (every key may be missing from an older or a refused one)."""
+
+    student: str
+    score: float
+    max_score: float
+    output: str
+    execution_time: float
+    cpu_seconds: float  # every sandbox of the student, as the grading parent measured it
+    submission_messages: list[str]
+    notebooks: dict[str, dict[str, Any]]  # stem -> its state, errors, messages, integrity
+    tests: list[dict[str, Any]]  # TestResult.to_json() each
+    late: dict[str, Any]  # deadlines.apply_late_policy
+    handed_in_flags: list[dict[str, str]]
+    internal_error: str
+    submission_digest: str
+    grading_fingerprint: str
+
+
+class ReportedStudent(Protocol):
+    """A student as the class report reads one: report.SavedResult (graded, from its
+    results.json) or report.not_graded.Refused (refused before grading)."""
+
+    @property
+    def student(self) -> str: ...
+    @property
+    def results(self) -> ResultsJson: ...
+    @property
+    def folder(self) -> str | None: ...
+    @property
+    def refused(self) -> str: ...  # why not graded, "" for a graded student

@@ -24,6 +24,7 @@ page, hence no link. Totals, means and histograms are over the students graded.
 
 import re
 from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeGuard
 from urllib.parse import quote
 
@@ -35,7 +36,7 @@ from autograder.misconceptions import CATALOGUE
 from autograder.report.feedback import notebook_state
 from autograder.report.not_graded import GRADER_FAILED, NOT_GRADED, why_not_graded
 from autograder.report.rendering import environment
-from autograder.report.sections import teaching_sections
+from autograder.report.sections import Section, teaching_sections
 from autograder.results import (
     CORRUPT,
     MISNAMED,
@@ -43,8 +44,10 @@ from autograder.results import (
     NOT_IMPLEMENTED,
     NOT_RUN,
     TIMEOUT,
+    ReportedStudent,
     reason_of,
 )
+from autograder.roster import Person
 
 BINS = 10  # bars of each histogram
 # what the "every student" table shows of each (not_graded: why a student has no grade, or "")
@@ -82,7 +85,7 @@ FLAG_NOTE = (
 )
 
 
-def feedback_href(folder) -> str:
+def feedback_href(folder: str) -> str:
     """The relative link from OUT/class.html to OUT/<folder>/feedback.html, percent-encoded
     (an id such as `javascript:x` or `a/../b` stays one path segment)."""
     return quote(folder, safe="") + "/feedback.html"
@@ -225,7 +228,11 @@ def _section(function: str, sections):
     return None if s is None else {"filename": s.filename, "title": s.title, "href": s.href}
 
 
-def class_data(students, sections=None, roster=None):
+def class_data(
+    students: Sequence[ReportedStudent],
+    sections: Mapping[str, Section] | None = None,
+    roster: Sequence[Person] | None = None,
+) -> dict[str, Any]:
     """Everything the class page shows, as plain data (the content of class.json). roster:
     [roster.Person]; when any has a section, the page shows each section's means and help list."""
     sections = teaching_sections() if sections is None else sections
@@ -235,7 +242,7 @@ def class_data(students, sections=None, roster=None):
         nb.stem: {"scores": [], "states": Counter()} for nb in NOTEBOOKS
     }
     nb_max: defaultdict[str, float] = defaultdict(float)
-    functions: defaultdict[str, dict[str, float]] = defaultdict(
+    functions: defaultdict[Any, dict[str, float]] = defaultdict(
         lambda: {"students": 0, "complete": 0, "score": 0.0, "max": 0.0}
     )
     tests: dict[
@@ -250,7 +257,8 @@ def class_data(students, sections=None, roster=None):
             rows.append(_refused_row(s))
             continue
         results = s.results
-        by_notebook, by_function = defaultdict(list), defaultdict(list)
+        by_notebook: defaultdict[Any, list[dict[str, Any]]] = defaultdict(list)
+        by_function: defaultdict[Any, list[dict[str, Any]]] = defaultdict(list)
         for t in results.get("tests", []):
             by_notebook[t.get("notebook")].append(t)
             by_function[t.get("function")].append(t)
@@ -278,7 +286,7 @@ def class_data(students, sections=None, roster=None):
             f["complete"] += all(t.get("status") == "passed" for t in mine)
             f["score"] += sum(float(t.get("score", 0.0)) for t in mine)
             f["max"] += sum(float(t.get("max_score", 0.0)) for t in mine)
-        seen: dict[str, set[str]] = {}
+        seen: dict[str, set[Any]] = {}  # misconception -> the functions it was seen in
         for t in results.get("tests", []):
             for m in t.get("misconceptions", []):
                 seen.setdefault(m, set()).add(t.get("function"))
@@ -358,7 +366,9 @@ def class_data(students, sections=None, roster=None):
 EXPENSIVE_SHOWN = 5  # the most expensive students listed on the class page
 
 
-def most_expensive(students, shown=EXPENSIVE_SHOWN):
+def most_expensive(
+    students: Sequence[ReportedStudent], shown: int = EXPENSIVE_SHOWN
+) -> list[dict[str, Any]]:
     """The students whose grading cost the most CPU (results.json's `cpu_seconds`: every
     sandbox of theirs, counted by the grading parent from its cgroup), most first, each with its
     wall seconds and how many times the class's median CPU it is; [] where nothing was counted
@@ -645,7 +655,7 @@ def _sections_of(students, roster):
     return {name: rows[row].get("section") or NO_SECTION for row, name in match.by_person.items()}
 
 
-def help_first_csv(data) -> str:
+def help_first_csv(data: Mapping[str, Any]) -> str:
     """OUT/help_first.csv: the class page's help list, one row a student, in its order."""
     from autograder.escaping import csv_row
 
@@ -661,5 +671,5 @@ def help_first_csv(data) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_class_page(data) -> str:
+def render_class_page(data: Mapping[str, Any]) -> str:
     return environment().get_template("class.html.j2").render(**data)

@@ -19,17 +19,20 @@ messages. Only the report's own words are written here; the tests' messages come
 
 import re
 from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from autograder.curriculum import BY_STEM, NOTEBOOKS, Notebook
 from autograder.deadlines import late_line
 from autograder.judging.dependencies import IMPORTS
 from autograder.misconceptions import CATALOGUE
-from autograder.report.sections import teaching_sections
+from autograder.report.sections import Section, teaching_sections
 from autograder.results import (
     DEPENDENCY_MISSING,
     DEPENDENCY_NOT_IMPLEMENTED,
     MISSING_NOTEBOOK,
     UNFINISHED,
+    ResultsJson,
     reason_of,
 )
 
@@ -37,7 +40,7 @@ NOT_IMPLEMENTED = "not implemented yet"  # the page's own words for a stub
 SENTENCE_ENDS = (". ", "? ", "! ", "; ", "\n")  # what ends the sentence before a hint's lead-in
 
 
-def strip_hints(output, ids):
+def strip_hints(output: str, ids: Iterable[str]) -> str:
     """`output` without the sentences that restate the catalogue's mistake and hint for `ids`
     ("It looks like <mistake>: <hint>"): the page states each hint once, in its own box."""
     text = output
@@ -149,7 +152,7 @@ def _earlier_cause(function, notebook: Notebook, states):
     return ""
 
 
-def notebook_state(tests):
+def notebook_state(tests: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
     """('complete' | 'not-started' | 'one-reason' | 'in-progress', the one reason or '')."""
     failed = [t for t in tests if t.get("status") != "passed"]
     if not failed:
@@ -164,7 +167,9 @@ def notebook_state(tests):
     return "in-progress", ""
 
 
-def feedback_context(payload, sections=None):
+def feedback_context(
+    payload: ResultsJson, sections: Mapping[str, Section] | None = None
+) -> dict[str, Any]:
     """Everything the template shows, in reading order (see the module's docstring)."""
     sections = teaching_sections() if sections is None else sections
     by_notebook = defaultdict(list)

@@ -20,8 +20,10 @@ import functools
 import multiprocessing
 import os
 import re
+from collections.abc import Collection, Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from autograder.curriculum import NOTEBOOKS, Notebook
 from autograder.demo_cells import RELEASED  # notebooks/, as release.py writes it
@@ -53,7 +55,9 @@ class Answer:
 
     student: str
     code: str  # the definition and the student's helpers it calls, as written
-    prints: dict = field(default_factory=dict)  # fingerprint -> the lines of `code` it covers
+    prints: dict[int, frozenset[int]] = field(
+        default_factory=dict
+    )  # fingerprint -> the lines of `code` it covers
     size: int = 0  # tokens (report/fingerprints.py) of the definition and its helpers
 
 
@@ -85,10 +89,10 @@ class Definitions:
                     self.where[match.group(1)] = (len(self.sources), match.start())
                 self.sources.append(source)
 
-    def names(self):
+    def names(self) -> set[str]:
         return set(self.where)
 
-    def get(self, name) -> Definition | None:
+    def get(self, name: str) -> Definition | None:
         """The Definition of `name`, or None."""
         if name not in self.where:
             return None
@@ -183,7 +187,13 @@ def _read_tokens(definition, helpers):
 _tokens_cached = functools.lru_cache(maxsize=CACHED)(_read_tokens)
 
 
-def answer(student, name, defined: Definitions, given, released_prints) -> Answer | None:
+def answer(
+    student: str,
+    name: str,
+    defined: Definitions,
+    given: Collection[str],
+    released_prints: Collection[int],
+) -> Answer | None:
     """The Answer of `name` in a student's Definitions, or None (not defined, or nothing of
     the student's own once the released notebook's fingerprints are taken away)."""
     first = defined.get(name)
@@ -216,7 +226,7 @@ def answer(student, name, defined: Definitions, given, released_prints) -> Answe
     return Answer(student, "\n".join(code_lines), prints, size)
 
 
-def released_fingerprints(sources):
+def released_fingerprints(sources: Iterable[str]) -> tuple[set[str], set[int]]:
     """({names defined}, {every k-gram hash}) of the released notebook's own definitions."""
     defined = Definitions(sources)
     names: set[str] = set()
@@ -230,7 +240,11 @@ def released_fingerprints(sources):
     return names, every
 
 
-def class_answers(folders, released=None, workers=None):
+def class_answers(
+    folders: Mapping[str, Path],
+    released: Mapping[str, tuple[set[str], set[int]]] | None = None,
+    workers: int | None = None,
+) -> dict[str, list[Answer]]:
     """{graded name: [Answer]} of the students `folders` names ({student: folder}), in the
     notebooks whose released version `released` holds (default: notebooks/). A class of at
     least PARALLEL_FROM students is read by `workers` processes (default: the cores this
@@ -286,7 +300,7 @@ def _notebook_answers(student, folder, nb: Notebook, given, skip):
     return {name: one for name, one in found.items() if one is not None}
 
 
-def released_notebooks():
+def released_notebooks() -> dict[str, tuple[set[str], set[int]]]:
     """{stem: (names the released notebook defines, its fingerprints)} from notebooks/."""
     out = {}
     for nb in NOTEBOOKS:

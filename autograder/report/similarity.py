@@ -26,13 +26,15 @@ Similarity is a reason to look, never a verdict: NOTE says so on the page.
 
 import math
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from itertools import combinations
+from pathlib import Path
 from typing import Any, TypedDict
 
 from autograder.curriculum import NOTEBOOK_OF, NOTEBOOKS
 from autograder.escaping import csv_row, terminal
 from autograder.report.own_code import Answer, class_answers
-from autograder.results import FAILED, reason_of
+from autograder.results import FAILED, ReportedStudent, reason_of
 
 THRESHOLD = 0.5  # a pair's score from which it is listed
 SHARED_WRONG = 0.25  # ... or from which, when both answers are wrong the same way
@@ -100,16 +102,16 @@ def _evidence(mine, theirs) -> str:
     return "same-mistake" if mine[:2] == theirs[:2] and mine[1] else ""
 
 
-def score_pairs(answers):
+def score_pairs(answers: Sequence[Answer]) -> dict[tuple[str, str], tuple[float, list[int]]]:
     """{(student a, student b): (score, shared fingerprints)} of the pairs that share a rare
     fingerprint, a < b."""
     count = len(answers)
     if count < 2:
         return {}
-    holders = defaultdict(list)
-    for a in answers:
-        for value in a.prints:
-            holders[value].append(a.student)
+    holders: defaultdict[int, list[str]] = defaultdict(list)
+    for answer in answers:
+        for value in answer.prints:
+            holders[value].append(answer.student)
     limit = common_limit(count)
     shared: defaultdict[tuple[str, str], list[Any]] = defaultdict(
         lambda: [0.0, []]
@@ -132,14 +134,19 @@ def score_pairs(answers):
     return out
 
 
-def class_similarity(students, folders, released=None):
+def class_similarity(
+    students: Sequence[ReportedStudent],
+    folders: Mapping[str, Path],
+    released: Mapping[str, tuple[set[str], set[int]]] | None = None,
+) -> dict[str, Any]:
     """The similarity report of the students (SavedResult-like: .student, .results, .folder)
     whose graded folders `folders` names: {"pairs", "compared", "students"}."""
     results = {s.student: (getattr(s, "results", None) or {}) for s in students}
     links = {s.student: getattr(s, "folder", None) or s.student for s in students}
     mine = {student: folder for student, folder in folders.items() if student in results}
     wrong_ways = {student: _wrong_ways(results[student]) for student in mine}
-    pairs, compared = [], {}
+    pairs: list[dict[str, Any]] = []
+    compared: dict[str, int] = {}
     for name, answers in class_answers(mine, released).items():
         compared[name] = len(answers)
         by_student = {a.student: a for a in answers}
@@ -168,7 +175,7 @@ def class_similarity(students, folders, released=None):
 
 
 # -- what is written --------------------------------------------------------------------------------
-def similarity_csv(report) -> str:
+def similarity_csv(report: Mapping[str, Any]) -> str:
     """OUT/similarity.csv: one row per listed pair and graded name, every cell through
     escaping.csv_row."""
     lines = [csv_row(CSV_COLUMNS)]
@@ -204,7 +211,7 @@ def _marked(one: Answer, shared: list[int]) -> list[MarkedLine]:
     """[{"n", "text", "hit"}] of an answer's lines, `hit` where a shared fingerprint lies; every
     invisible or control character shown as its escape (escaping.terminal), HTML escaping left
     to the template."""
-    hits = set()
+    hits: set[int] = set()
     for value in shared:
         hits |= one.prints[value]
     lines = one.code.split("\n")
@@ -219,7 +226,7 @@ def _marked(one: Answer, shared: list[int]) -> list[MarkedLine]:
     return shown
 
 
-def similarity_view(report):
+def similarity_view(report: Mapping[str, Any]) -> dict[str, Any]:
     """The class page's section: per notebook, its listed pairs (both answers side by side,
     the lines holding a shared fingerprint marked) and its clusters (three or more students
     linked by listed pairs on one graded name)."""
