@@ -72,8 +72,8 @@ class _Deadline:
     instead of computing (Limits.request_wall_factor, sent by the driver; WALL_FACTOR for the
     visible checks). Either raises RequestTimeout in the call."""
 
-    def __init__(self, seconds, wall_factor=WALL_FACTOR) -> None:
-        self.seconds = seconds
+    def __init__(self, seconds: float | None, wall_factor: float = WALL_FACTOR) -> None:
+        self.seconds = seconds or 0.0  # used only when armed
         self.armed = seconds and threading.current_thread() is threading.main_thread()
         self.timers = (
             (signal.ITIMER_PROF, signal.SIGPROF, 1),
@@ -139,13 +139,19 @@ def _error(exc: BaseException | LookupError) -> dict[str, list[str] | str] | dic
 
 
 class Session:
-    def __init__(self, namespace, request_dir: Path, response_dir: Path, wall_factor=None) -> None:
+    def __init__(
+        self,
+        namespace: dict[str, Any],
+        request_dir: Path,
+        response_dir: Path,
+        wall_factor: float | None = None,
+    ) -> None:
         self.namespace = namespace
         self.wall_factor = WALL_FACTOR if wall_factor is None else wall_factor
         self.reader = Reader(request_dir, as_tensors=True, packed=True)
         self.writer = Writer(response_dir)
 
-    def value(self, data):
+    def value(self, data: object) -> Any:
         """Decode a request value, resolving the harness's own special forms."""
         if isinstance(data, list):
             return [self.value(x) for x in data]
@@ -177,15 +183,15 @@ class Session:
                 return {k: self.value(v) for k, v in data.items()}
         return self.reader.decode(data)
 
-    def lookup(self, name):
+    def lookup(self, name: str) -> Any:
         if name not in self.namespace:
             raise LookupError(f"MISSING:{name}")
         return self.namespace[name]
 
-    def encode(self, obj):
+    def encode(self, obj: object) -> Any:
         return self.writer.encode(obj)
 
-    def run(self, request):
+    def run(self, request: dict[str, Any]) -> dict[str, Any]:
         op = request["op"]
         started = time.perf_counter()
         try:
@@ -216,7 +222,7 @@ class Session:
                 raise
             return {"error": _error(exc)}
 
-    def op_call(self, request):
+    def op_call(self, request: dict[str, Any]) -> dict[str, Any]:
         fn = self.lookup(request["target"])
         args = self.value(request.get("args", []))
         kwargs = self.value(request.get("kwargs", {}))
@@ -230,7 +236,7 @@ class Session:
         ]
         return answer
 
-    def op_calls(self, request):
+    def op_calls(self, request: dict[str, Any]) -> dict[str, Any]:
         fn = self.lookup(request["target"])
         return {
             "calls": [
@@ -239,7 +245,7 @@ class Session:
             ]
         }
 
-    def op_optimizer(self, request):
+    def op_optimizer(self, request: dict[str, Any]) -> dict[str, Any]:
         from .toy import optimizer_groups
 
         fn = self.lookup(request["target"])
@@ -248,7 +254,7 @@ class Session:
             "value": self.encode(optimizer_groups(fn, self.value(request["model"]), args, kwargs))
         }
 
-    def op_step(self, request):
+    def op_step(self, request: dict[str, Any]) -> dict[str, Any]:
         from .toy import one_step
 
         fn = self.lookup(request["target"])
@@ -274,7 +280,7 @@ class Session:
             ]
         }
 
-    def op_object(self, request):
+    def op_object(self, request: dict[str, Any]) -> dict[str, Any]:
         obj = self.lookup(request["target"])(
             *self.value(request.get("init_args", [])), **self.value(request.get("init", {}))
         )
@@ -291,7 +297,7 @@ class Session:
                 steps.append(self._call(method, args, self.value(step.get("kwargs", {}))))
         return {"steps": steps}
 
-    def op_module(self, request):
+    def op_module(self, request: dict[str, Any]) -> dict[str, Any]:
         import torch
 
         torch.manual_seed(request.get("seed", 0))
@@ -387,7 +393,7 @@ class Session:
                 out["ln_f"] = self._call(ln_f.eval(), [parts["x"]], {})
         return out
 
-    def op_load(self, request):
+    def op_load(self, request: dict[str, Any]) -> dict[str, Any]:
         import torch
 
         torch.manual_seed(request.get("seed", 0))
@@ -417,14 +423,19 @@ class Session:
         )[:3]
         return answer
 
-    def op_train(self, request):
+    def op_train(self, request: dict[str, Any]) -> dict[str, Any]:
         from .toy import train_lm
 
         cls = self.lookup(request["target"])
         return {"value": self.encode(train_lm(cls, **self.value(request["config"])))}
 
 
-def serve(namespace, request_root, response_root, wall_factor=None) -> None:
+def serve(
+    namespace: dict[str, Any],
+    request_root: Path | str,
+    response_root: Path | str,
+    wall_factor: float | None = None,
+) -> None:
     """Answer every request under request_root (one sub-directory each, in name order).
     wall_factor: each request's wall backstop as a multiple of its CPU seconds. A request whose
     target has timed out before in this kernel (TIMED_OUT) is not carried out: it answers a
@@ -434,6 +445,7 @@ def serve(namespace, request_root, response_root, wall_factor=None) -> None:
         session = Session(namespace, request_dir, response_root / request_dir.name, wall_factor)
         request = Reader(request_dir).read_json("request.json")
         target = request.get("target")
+        answer: dict[str, Any]
         if isinstance(target, str) and target in TIMED_OUT:
             answer = {
                 "error": {

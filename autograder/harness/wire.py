@@ -11,6 +11,7 @@ import math
 import os
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 
@@ -35,7 +36,7 @@ def _type_name(obj) -> str:
 
 
 class Writer:
-    def __init__(self, directory, packed: bool = False) -> None:
+    def __init__(self, directory: Path | str, packed: bool = False) -> None:
         self.directory = Path(directory)
         self.arrays = self.directory / "arrays"
         self.count = 0
@@ -54,7 +55,7 @@ class Writer:
         np.save(self.arrays / f"{name}.npy", arr, allow_pickle=False)
         return name
 
-    def encode(self, obj, depth=0):
+    def encode(self, obj: Any, depth: int = 0) -> Any:  # any value a student returns
         if depth > 20:
             return {"$object": _type_name(obj), "repr": "<nested too deep>"}
         if obj is None or type(obj) in (bool, str):  # exact types: no student subclasses
@@ -97,7 +98,7 @@ class Writer:
             shown = "<unprintable>"
         return {"$object": _type_name(obj), "repr": shown}
 
-    def write_json(self, name, payload) -> None:
+    def write_json(self, name: str, payload: object) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         if self.packed:
             with open(self.directory / PACKED, "wb") as handle:
@@ -124,7 +125,11 @@ class Reader:
     """
 
     def __init__(
-        self, directory, as_tensors: bool = False, root=None, packed: bool = False
+        self,
+        directory: Path | str,
+        as_tensors: bool = False,
+        root: Path | str | None = None,
+        packed: bool = False,
     ) -> None:
         self.directory = Path(directory)
         self.as_tensors = as_tensors
@@ -143,7 +148,7 @@ class Reader:
             self._unpacked = arrays
         return self._unpacked[int(name[1:])].copy()  # a fresh array each time, as np.load's
 
-    def load_array(self, name):
+    def load_array(self, name: str) -> np.ndarray:
         if self.packed and isinstance(name, str) and name.startswith("#"):
             return self._packed_array(name)
         if safe_files is None:
@@ -153,12 +158,12 @@ class Reader:
             self.root, [*self.below, "arrays", f"{name}.npy"], MAX_ARRAY_BYTES, f"array {name}"
         )
 
-    def read_json(self, name):
+    def read_json(self, name: str) -> Any:
         if safe_files is None:
             return json.loads((self.directory / name).read_text())
         return safe_files.read_json(self.root, [*self.below, name], MAX_JSON_BYTES, name)
 
-    def decode(self, data):
+    def decode(self, data: object) -> Any:
         if isinstance(data, list):
             return [self.decode(x) for x in data]
         if not isinstance(data, dict):
@@ -195,7 +200,7 @@ def _hashable(key):
 class Opaque:
     """Stands for a value the student returned that is not plain data: only its type and repr."""
 
-    def __init__(self, type_name, shown) -> None:
+    def __init__(self, type_name: str, shown: str) -> None:
         self.type_name = type_name
         self.shown = shown
 
