@@ -23,6 +23,8 @@ weights: it computes nothing the parent judges.
 """
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
 import torch
 from torch import nn
@@ -50,7 +52,7 @@ def _shape(t) -> list[int]:
     return [int(s) for s in t.shape]
 
 
-def find_blocks(model, n: int):
+def find_blocks(model: nn.Module, n: int) -> list[tuple[str, nn.Module]] | None:
     """[(prefix, module)] of the n blocks, in order, or None."""
     for name, m in model.named_modules():
         if isinstance(m, nn.ModuleList | nn.Sequential) and len(m) == n:
@@ -102,7 +104,9 @@ def _hint(path) -> str | None:
     return next((role for role, names in HINTS.items() if last in names), None)
 
 
-def block_state(block, ref):
+def block_state(
+    block: nn.Module, ref: Mapping[str, torch.Tensor]
+) -> list[tuple[nn.Parameter, torch.Tensor]]:
     """[(parameter, tensor)] placing ref (notebook 05's names) into one block's parameters."""
     own = dict(block.named_parameters())
     if set(own) == set(ref) and all(own[k].shape == ref[k].shape for k in ref):
@@ -198,7 +202,7 @@ def _per_head(narrow, d):
     return by_role
 
 
-def load_roles(model, roles):
+def load_roles(model: nn.Module, roles: Mapping[str, Any]) -> dict[str, Any]:
     """Copy `roles` into the model's parameters (see the module's docstring); plain facts."""
     blocks = find_blocks(model, len(roles["blocks"]))
     if blocks is None:
@@ -259,6 +263,7 @@ def load_roles(model, roles):
         missing.append("ln_f")
     if missing or extra:
         raise RoleMismatch(missing=missing, extra=extra, tied=tied)
+    assert tok is not None  # else "tok" is missing, raised above
     pairs.append((tok, roles["tok"]))
     if head is not None:
         pairs.append((head, roles["head"].T if tuple(head.shape) == (d, V) else roles["head"]))

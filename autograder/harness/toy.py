@@ -1,9 +1,11 @@
 """Torch helpers the harness builds for requests: a fixed toy language model and a trainer."""
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import torch
 from torch import nn
 
@@ -15,7 +17,7 @@ class ToyLM(nn.Module):
     the context to block_size.
     """
 
-    def __init__(self, table, block_size, training: bool = True) -> None:
+    def __init__(self, table: npt.ArrayLike, block_size: int, training: bool = True) -> None:
         super().__init__()
         # a (frozen) parameter, so code like next(model.parameters()).device works on it
         self.table = nn.Parameter(
@@ -40,7 +42,14 @@ class AdamW:
     2 CPU-seconds per graded notebook 06) for decorators that only matter under torch.compile.
     """
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2) -> None:
+    def __init__(
+        self,
+        params: Iterable[torch.Tensor],
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 1e-2,
+    ) -> None:
         self.params = list(params)
         if not self.params:
             raise ValueError("optimizer got an empty parameter list")  # as torch.optim says
@@ -65,7 +74,7 @@ class AdamW:
         states = [self.state[id(p)] for p in live]
         adamw(
             live,
-            [p.grad for p in live],
+            [p.grad for p in live],  # type: ignore[misc]  # `live`: only those with a grad
             [s[1] for s in states],
             [s[2] for s in states],
             [],
@@ -82,8 +91,15 @@ class AdamW:
 
 
 def train_lm(
-    cls, init, windows, eval_idx, lr: float = 1e-3, seed: int = 0, stop_below=None, stop_window=None
-):
+    cls: Callable[..., nn.Module],
+    init: dict[str, Any],
+    windows: npt.ArrayLike,
+    eval_idx: npt.ArrayLike,
+    lr: float = 1e-3,
+    seed: int = 0,
+    stop_below: float | None = None,
+    stop_window: int | None = None,
+) -> dict[str, Any]:
     """Train cls(**init) with AdamW, one step per batch of `windows` (steps, batch, T + 1: inputs
     [:, :-1], next tokens [:, 1:], all chosen by the parent); the model's logits on eval_idx
     before and after training.
@@ -150,7 +166,7 @@ class LayerNorm(nn.Module):
     and a shift `bias`, not nn.LayerNorm, so that an optimizer which finds the norms by
     isinstance(module, nn.LayerNorm) misses it, as it would miss the course's own."""
 
-    def __init__(self, d_model, eps=1e-5) -> None:
+    def __init__(self, d_model: int, eps: float = 1e-5) -> None:
         super().__init__()
         self.eps = eps
         self.weight = nn.Parameter(torch.ones(d_model))
@@ -167,7 +183,12 @@ class TinyLM(nn.Module):
     token table. It records the mode (train or eval) of every forward call in `modes`."""
 
     def __init__(
-        self, vocab_size, block_size, d_model, tied: bool = False, dropout: float = 0.0
+        self,
+        vocab_size: int,
+        block_size: int,
+        d_model: int,
+        tied: bool = False,
+        dropout: float = 0.0,
     ) -> None:
         super().__init__()
         self.block_size = int(block_size)
@@ -189,7 +210,12 @@ class TinyLM(nn.Module):
         return self.unembed(self.ln(x))
 
 
-def tiny_lm(init, state, mode: str = "train", stale_grads=None) -> TinyLM:
+def tiny_lm(
+    init: dict[str, Any],
+    state: Mapping[str, npt.ArrayLike],
+    mode: str = "train",
+    stale_grads: float | None = None,
+) -> TinyLM:
     """TinyLM(**init) with `state` (its parameters by name) loaded, in `mode`; with
     `stale_grads` (a number), every parameter starts with a left-over gradient of that value."""
     model = TinyLM(**init)
@@ -207,8 +233,8 @@ class SGD:
     from the change of the parameters. The methods an optimizer is called with in a training
     step (zero_grad, step) and its param_groups."""
 
-    def __init__(self, params: Iterator[nn.Parameter], lr) -> None:
-        self.param_groups = [{"params": list(params), "lr": lr}]
+    def __init__(self, params: Iterable[nn.Parameter], lr: float) -> None:
+        self.param_groups: list[dict[str, Any]] = [{"params": list(params), "lr": lr}]
         self.steps = 0
 
     def zero_grad(self, set_to_none: bool = True) -> None:
@@ -235,7 +261,9 @@ def _names(model: TinyLM):
     return names
 
 
-def optimizer_groups(make, model_spec, args, kwargs):
+def optimizer_groups(
+    make: Callable[..., Any], model_spec: dict[str, Any], args: list, kwargs: dict[str, Any]
+) -> dict[str, Any]:
     """Call make(model, *args, **kwargs) (configure_optimizer) on a TinyLM; describe what it
     returned as plain data: its class, whether it is an AdamW, and each parameter group's
     settings and parameters by name ("?" for a tensor that is not the model's)."""
@@ -268,7 +296,14 @@ def _plain(value):
     return repr(value)[:100]
 
 
-def one_step(step, model_spec, lr, args, kwargs, seed: int = 0):
+def one_step(
+    step: Callable[..., Any],
+    model_spec: dict[str, Any],
+    lr: float,
+    args: list,
+    kwargs: dict[str, Any],
+    seed: int = 0,
+) -> dict[str, Any]:
     """Call step(model, optimizer, *args, **kwargs) (train_step) once on a TinyLM with an SGD
     optimizer; answer what it returned and the evidence of what it did: the parameters after,
     the gradients left behind, the model's mode after and of each forward call, the optimizer's

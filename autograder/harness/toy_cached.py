@@ -8,12 +8,13 @@ It takes and returns its cache the way TinyLlama does: one (k, v) per block, eac
 """
 
 import numpy as np
+import numpy.typing as npt
 import torch
 from torch import nn
 
 
 class ToyCachedLM(nn.Module):
-    def __init__(self, table, positions, block_size) -> None:
+    def __init__(self, table: npt.ArrayLike, positions: npt.ArrayLike, block_size: int) -> None:
         super().__init__()
         self.table = nn.Parameter(
             torch.as_tensor(np.asarray(table), dtype=torch.float32), requires_grad=False
