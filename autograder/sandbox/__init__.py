@@ -38,9 +38,8 @@ import threading
 import time
 import warnings
 from dataclasses import dataclass, field, replace
-from io import BufferedWriter
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from autograder.safe_files import remove_tree
 from autograder.switches import switches
@@ -169,7 +168,12 @@ class Sandbox(Isolation):
     from isolation.Isolation; limits.py, copying.py and status.py hold the rest."""
 
     def __init__(
-        self, limits=None, mode: str = "auto", lib_root=None, warm=None, course=None
+        self,
+        limits: Limits | None = None,
+        mode: str = "auto",
+        lib_root: Path | str | None = None,
+        warm: bool | None = None,
+        course: CourseFiles | None = None,
     ) -> None:
         self.limits = limits or Limits()
         self.course = course or CourseFiles()
@@ -259,7 +263,13 @@ class Sandbox(Isolation):
             shutil.rmtree(self.lib, ignore_errors=True)
 
     # -- one student's run --------------------------------------------------------------------
-    def run(self, submission, jobs, work, log_path=None):
+    def run(
+        self,
+        submission: Path | str,
+        jobs: list[NotebookJob],
+        work: Path | str,
+        log_path: Path | str | None = None,
+    ) -> dict[str, NotebookRun]:
         """Run `jobs` (NotebookJobs) on a copy of `submission`; returns {stem: NotebookRun}.
 
         `work` is a fresh private directory (outside the submission and the output folder).
@@ -352,7 +362,7 @@ class Sandbox(Isolation):
         answers.mkdir()
         (dirs["status"] / f"{job.stem}.json").unlink(missing_ok=True)
 
-    def control_works(self, work: Path, log: BufferedWriter) -> bool:
+    def control_works(self, work: Path, log: BinaryIO) -> bool:
         """The grader's own check: a one-cell notebook in an empty submission runs in a sandbox
         made like the students' (a kernel starts, the cell runs, the status comes back)."""
         control = Path(tempfile.mkdtemp(prefix="control-", dir=work.parent))
@@ -373,7 +383,7 @@ class Sandbox(Isolation):
         finally:
             remove_tree(control)
 
-    def _prepare(self, submission: Path, jobs: list[NotebookJob], work: Path):
+    def _prepare(self, submission: Path | str, jobs: list[NotebookJob], work: Path):
         """The run's folders in `work`: the submission's copy, $HOME, requests, answers, status."""
         dirs = {name: work / name for name in ("submission", "home", "responses", "status")}
         for d in dirs.values():
@@ -392,7 +402,7 @@ class Sandbox(Isolation):
             (dirs["responses"] / job.stem).mkdir(exist_ok=True)
         return dirs
 
-    def _run_pending(self, work: Path, jobs, dirs, log: BufferedWriter, launched=None):
+    def _run_pending(self, work: Path, jobs, dirs, log: BinaryIO, launched=None):
         """{stem: (status as read, the Sampler of its sandbox)} for the jobs whose status came
         back; a sandbox that stops part way is restarted on the rest while it makes progress.
         Each launch's Sampler is appended to `launched`."""

@@ -67,8 +67,8 @@ def read_chunks(source: Path, parts: tuple[str, ...], size):
 
 
 def copy_submission(
-    source: Path,
-    target: Path,
+    source: Path | str,
+    target: Path | str,
     max_file_bytes: int = MAX_FILE_BYTES,
     max_total_bytes: int = MAX_TOTAL_BYTES,
 ):

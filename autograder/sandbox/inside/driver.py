@@ -35,6 +35,7 @@ import hashlib
 import json
 import os
 import sys
+from collections.abc import Iterable
 
 
 def _drop_to(spec: str) -> None:
@@ -215,7 +216,7 @@ class CpuClock:
     sandbox's CPU budget by RLIMIT_CPU). An unreadable clock reads 0 (the wall budget still
     applies)."""
 
-    def __init__(self, spec) -> None:
+    def __init__(self, spec: dict | None) -> None:
         spec = spec or {}
         self.kind = spec.get("kind", "process")
         self.path, self.unit = spec.get("path"), float(spec.get("unit", 1e-6))
@@ -283,7 +284,7 @@ def _proc_cpu(pid: int | str) -> float:
         return 0.0
 
 
-def _file_cpu(path, unit: float):
+def _file_cpu(path, unit: float) -> float:
     try:
         with open(path) as handle:
             text = handle.read(4096)
@@ -319,7 +320,9 @@ class Watchdog:
     GRACE_WALL = TIMES["grace_wall_seconds"]  # Limits.grace_wall_seconds
     TICK = 0.25
 
-    def __init__(self, clock: CpuClock, grace_cpu=None, grace_wall=None) -> None:
+    def __init__(
+        self, clock: CpuClock, grace_cpu: float | None = None, grace_wall: float | None = None
+    ) -> None:
         self.clock = clock
         self._grace = (grace_cpu, grace_wall)  # None: the class's (job["times"] sends both)
         self.lock = threading.Lock()
@@ -335,7 +338,7 @@ class Watchdog:
     def grace_wall(self) -> float:
         return self.GRACE_WALL if self._grace[1] is None else float(self._grace[1])
 
-    def arm(self, pid, cpu_seconds) -> None:
+    def arm(self, pid: int, cpu_seconds: float) -> None:
         with self.lock:
             self.fired_at = None
             self.armed = (pid, self.clock(pid) + cpu_seconds)
@@ -541,7 +544,7 @@ class WarmKernelManager(AsyncKernelManager):
 
 
 class Run:
-    def __init__(self, job, spec, watchdog: Watchdog) -> None:
+    def __init__(self, job: dict, spec: dict, watchdog: Watchdog) -> None:
         self.job = job
         self.spec = spec
         self.watchdog = watchdog
@@ -567,7 +570,7 @@ class Run:
         self.path = Path(job["status_dir"]) / f"{spec['stem']}.json"
         self.save()
 
-    def wall(self, cpu_seconds: float):
+    def wall(self, cpu_seconds: float) -> float:
         """The wall-clock backstop of a budget of `cpu_seconds`: wall_factor x as many, plus a
         small fixed allowance for waiting (Limits.wall_seconds), not a multiple of the CPU: a
         notebook that sleeps holds a worker little longer than one that computes."""
@@ -581,7 +584,7 @@ class Run:
     def message(self, text: str) -> None:
         self.status["messages"].append(text)
 
-    def note_all(self, names, text: str) -> None:
+    def note_all(self, names: Iterable[str], text: str) -> None:
         for name in names:
             self.status["notes"].setdefault(name, text)
 
@@ -590,8 +593,8 @@ class Run:
         client: "QuietClient",
         cell: nbformat.NotebookNode,
         index: int,
-        cpu_seconds,
-        wall_seconds,
+        cpu_seconds: float,
+        wall_seconds: float,
     ) -> None:
         """execute_cell with its time charged to CPU seconds and `wall_seconds` as a backstop;
         CellTimeoutError when either runs out."""
@@ -774,13 +777,15 @@ class Run:
         self.status["finished"] = True
         self.save()
 
-    def run_quietly(self, client: "QuietClient", source: str, seconds=None):
+    def run_quietly(
+        self, client: "QuietClient", source: str, seconds: float | None = None
+    ) -> str | None:
         """Run one cell of the driver's own in the kernel; its text result, or None. The cell is
         appended to the notebook while it runs (nbclient stores a cell at its index: index -1
         would overwrite the notebook's last cell before it has run)."""
         cell = nbformat.v4.new_code_cell(source)
         client.nb.cells.append(cell)
-        client.timeout = seconds if seconds is not None else self.times["quiet_cell_seconds"]
+        client.timeout = seconds if seconds is not None else self.times["quiet_cell_seconds"]  # type: ignore[assignment]  # nbclient's stub says int; it takes float seconds
         client.captured = []
         try:
             client.execute_cell(cell, len(client.nb.cells) - 1)
@@ -791,7 +796,7 @@ class Run:
             client.nb.cells.pop()
         return captured[0] if captured else None
 
-    def integrity(self, client: "QuietClient"):
+    def integrity(self, client: "QuietClient") -> list[str]:
         """The watch's tokens (autograder/integrity.py); [] when it cannot say."""
         import ast
 
@@ -831,7 +836,7 @@ class Run:
             print("[driver] a stray KeyboardInterrupt: the cell runs again", file=sys.stderr)
         return cell
 
-    def serve(self, client: "QuietClient", graded) -> None:
+    def serve(self, client: "QuietClient", graded: list[str]) -> None:
         spec, job = self.spec, self.job
         source = SERVE_PRELUDE.format(harness=job["harness"])
         try:
@@ -905,7 +910,7 @@ class Run:
             self.save()
 
 
-def seed(pairs) -> None:
+def seed(pairs: list[list[str]]) -> None:
     """Fill the size-capped tmpfs mounts (the folder's copy, $HOME) from their read-only sources."""
     for source, target in pairs:
         if not os.path.isdir(source):
@@ -1078,7 +1083,7 @@ def _main(job, times) -> int:
     return 0
 
 
-def run_all(job) -> None:
+def run_all(job: dict) -> None:
     times = {**TIMES, **job.get("times", {})}
     watchdog = Watchdog(
         CpuClock(job.get("cpu_clock")), times["grace_cpu_seconds"], times["grace_wall_seconds"]

@@ -73,7 +73,7 @@ def _cold_kernel(args):
 
 
 # -- the waiter: the process jupyter_client launched ----------------------------------------------
-def launch(path: str, args: list[str]):
+def launch(path: str, args: list[str]) -> None:
     preload, ready = "", READY_SECONDS
     if args[:1] == ["--ready"]:  # the waiter's patience (Limits.zygote_ready_seconds)
         ready, args = float(args[1]), args[2:]
@@ -289,7 +289,7 @@ def _reseed() -> None:
         torch.seed()
 
 
-def serve_forked(listener_fd, alive_fd, unblock: tuple[str, ...] = ()) -> None:
+def serve_forked(listener_fd: int, alive_fd: int, unblock: tuple[str, ...] = ()) -> None:
     """serve() in a process forked from the driver (driver.py, Zygote.start); never returns.
 
     The driver's imports are kept (what ipykernel shares with jupyter_client is not paid again);
