@@ -9,7 +9,7 @@ import sys
 from autograder.curriculum import NOTEBOOKS
 
 
-def sandbox_options(cmd) -> None:
+def sandbox_options(cmd: argparse.ArgumentParser) -> None:
     """The options of the sandbox itself (`grade`, `nbgrader grade`, `selftest`)."""
     cmd.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     cmd.add_argument(
@@ -72,7 +72,7 @@ def grade_options(cmd: argparse.ArgumentParser) -> None:
     )
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     from autograder.format_checkers import skip_format_checkers
 
     skip_format_checkers()  # the grading parent's own speed, before nbformat is imported

@@ -41,7 +41,7 @@ class BulkFile:
     late: bool = False  # Canvas marked the submission late
 
 
-def canvas_file(filename) -> BulkFile | None:
+def canvas_file(filename: str) -> BulkFile | None:
     """The BulkFile of a Canvas bulk download's file name, or None when it is not one."""
     found = _CANVAS.match(filename)
     if found is None or not found["name"].lower().endswith(NOTEBOOK_SUFFIXES):
@@ -51,7 +51,7 @@ def canvas_file(filename) -> BulkFile | None:
     )
 
 
-def moodle_file(filename) -> BulkFile | None:
+def moodle_file(filename: str) -> BulkFile | None:
     """The BulkFile of a flat Moodle download's file name, or None when it is not one."""
     found = _MOODLE.match(filename)
     if found is None or found["plugin"] != "file" or not found["name"]:
@@ -61,7 +61,7 @@ def moodle_file(filename) -> BulkFile | None:
     return BulkFile(found["student"], found["name"])
 
 
-def moodle_folder(name):
+def moodle_folder(name: str) -> tuple[str | None, str]:
     """(student id, "") for a Moodle download's folder of submitted files; (None, why) for a
     folder of another plugin; (None, "") for a name that is not Moodle's."""
     found = _MOODLE.match(name)
@@ -72,6 +72,6 @@ def moodle_folder(name):
     return found["student"], ""
 
 
-def bulk_file(filename) -> BulkFile | None:
+def bulk_file(filename: str) -> BulkFile | None:
     """A Canvas or a flat Moodle download's BulkFile for this file name, or None."""
     return moodle_file(filename) or canvas_file(filename)

@@ -23,13 +23,15 @@ same words as the grader (judging.dependencies), rather than "not implemented".
 import os
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from autograder.curriculum import NOTEBOOK_OF, NOTEBOOKS
 from autograder.harness import serve
 from autograder.judging.answers import judge_cases
-from autograder.judging.base import VISIBLE_SEED, write_requests
-from autograder.judging.dependencies import kernel_unavailable
+from autograder.judging.base import VISIBLE_SEED, Case, write_requests
+from autograder.judging.dependencies import Unavailable, kernel_unavailable
 from autograder.results import (
     DEPENDENCY_MISSING,
     DEPENDENCY_NOT_IMPLEMENTED,
@@ -63,7 +65,7 @@ def _stored(function, seed):
     )
 
 
-def cases_and_requests(function, seed, scratch: Path):
+def cases_and_requests(function: str, seed: str, scratch: Path) -> tuple[list[Case], Path]:
     """(cases, folder of their requests) for one graded name: stored data, else the probes."""
     if _stored(function, seed):
         from autograder.judging.store import load_cases, request_dir
@@ -82,7 +84,11 @@ def cases_and_requests(function, seed, scratch: Path):
 
 
 def run_in_process(
-    function, obj, seed=VISIBLE_SEED, namespace=None, unavailable=None
+    function: str,
+    obj: object,
+    seed: str = VISIBLE_SEED,
+    namespace: dict[str, Any] | None = None,
+    unavailable: Mapping[str, Unavailable] | None = None,
 ) -> list[TestResult]:
     """The TestResults of one graded name's cases, calling `obj` in this process.
     `unavailable`: the earlier notebooks' names that could not be imported (earlier_notebooks)."""
@@ -95,7 +101,7 @@ def run_in_process(
         return judge_cases(cases, responses, unavailable=unavailable)
 
 
-def earlier_notebooks(function, frame_globals):
+def earlier_notebooks(function: str, frame_globals: Mapping[str, object]) -> dict[str, Unavailable]:
     """The names this notebook takes from earlier notebooks that could not be used here: the
     placeholders coursedata.import_earlier left, and names never defined whose notebook is not
     next to this one (judging.dependencies.kernel_unavailable)."""
@@ -108,7 +114,7 @@ def earlier_notebooks(function, frame_globals):
     )
 
 
-def report(function, results: list[TestResult]) -> str:
+def report(function: str, results: list[TestResult]) -> str:
     failed = [r for r in results if r.status == "failed"]
     if not failed:
         return f"✓ {function} passes all {len(results)} checks."
@@ -133,7 +139,7 @@ def _graded_names_of(frame_globals):
     return {name: frame_globals[name] for name in names if name in frame_globals}
 
 
-def check(function, obj, **namespace) -> None:
+def check(function: str, obj: object, **namespace: Any) -> None:
     """Run the visible checks of one graded name on your `obj` and print what they found.
     Under nbgrader (Validate), a check that does not pass also raises ChecksFailed."""
     __tracebackhide__ = True  # IPython shows the report, not this module's frames
@@ -153,7 +159,9 @@ def check(function, obj, **namespace) -> None:
     return None  # the cell shows only the report
 
 
-def assert_passes(function, obj, seed: str = "nbgrader-hidden", **namespace) -> None:
+def assert_passes(
+    function: str, obj: object, seed: str = "nbgrader-hidden", **namespace: Any
+) -> None:
     """Raise AssertionError unless every case passes (nbgrader's hidden test cells)."""
     frame_globals = sys._getframe(1).f_globals
     namespace = _graded_names_of(frame_globals) | namespace

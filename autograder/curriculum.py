@@ -156,7 +156,7 @@ FOLLOWS = {  # optional stem -> the one it follows
 
 def handed_out(
     notebooks: tuple[Notebook, ...] = NOTEBOOKS,
-):
+) -> tuple[Notebook, ...]:
     """The notebooks a student receives with `notebooks`: each optional one right after the
     graded notebook it follows, when that one is among them."""
     out = []

@@ -51,15 +51,17 @@ import json
 import math
 import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta, tzinfo
 from pathlib import Path
-from typing import Self
+from typing import Any, Self
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from autograder import student_ids
 from autograder.curriculum import BY_STEM, NOTEBOOKS
 from autograder.escaping import terminal
+from autograder.results import ResultsJson
 
 METHODS = ("none", "zero", "per-period")
 ALL = "all"
@@ -85,14 +87,14 @@ class LatePolicy:
     grace: timedelta = timedelta(0)
     extensions: dict = field(default_factory=dict)  # student_ids.key -> {stem: datetime}
 
-    def for_student(self, student) -> Self:
+    def for_student(self, student: str | None) -> Self:
         """This policy with the student's extended due dates (itself when they have none)."""
         moved = self.extensions.get(student_ids.key(str(student or "")))
         if not moved:
             return self
         return replace(self, due={**self.due, **moved}, extensions={})
 
-    def seconds_late(self, stem, handed_in):
+    def seconds_late(self, stem: str, handed_in: datetime | None) -> float:
         """Seconds after the due date (0 when on time, within the grace, or no due date)."""
         due = self.due.get(stem)
         if due is None or handed_in is None:
@@ -100,7 +102,7 @@ class LatePolicy:
         late = (handed_in - due).total_seconds()
         return late if late > self.grace.total_seconds() else 0.0
 
-    def penalty(self, score, seconds_late) -> float | None:
+    def penalty(self, score: float, seconds_late: float) -> float | None:
         """nbgrader's rule: None when on time; else the method's penalty in [0, score]."""
         if seconds_late <= 0 or self.method == "none":
             return None
@@ -139,7 +141,7 @@ def _when(text, zone: tzinfo, where: str) -> datetime:
     return moment
 
 
-def parse_policy(data, source: str = "the deadlines file") -> LatePolicy:
+def parse_policy(data: Mapping[str, Any], source: str = "the deadlines file") -> LatePolicy:
     """A LatePolicy from the policy's data (a dict, as TOML reads it)."""
     if not isinstance(data, dict):
         raise PolicyError(f"{source}: expected a table")
@@ -254,7 +256,7 @@ def _extensions(table, due: dict[str | None, datetime], zone: tzinfo, source):
     return extensions
 
 
-def load_policy(path) -> LatePolicy:
+def load_policy(path: Path | str) -> LatePolicy:
     path = Path(path)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -265,7 +267,9 @@ def load_policy(path) -> LatePolicy:
     return parse_policy(data, str(path))
 
 
-def apply_late_policy(payload, policy, handed_in) -> bool:
+def apply_late_policy(
+    payload: ResultsJson, policy: LatePolicy | None, handed_in: Mapping[str, datetime]
+) -> bool:
     """Set payload["late"] and the penalised scores from the tests' raw scores (idempotent).
     With policy None, a late block of an earlier run is removed and the raw scores restored.
 
@@ -315,7 +319,7 @@ def apply_late_policy(payload, policy, handed_in) -> bool:
     return after != before
 
 
-def late_line(stem, late) -> str:
+def late_line(stem: str, late: Mapping[str, Any] | None) -> str:
     """'handed in 3 h 20 min late: 4 points off' for a notebook's row, '' when on time."""
     entry = (late or {}).get("notebooks", {}).get(stem)
     if not entry or entry.get("seconds_late", 0) <= 0:
@@ -328,7 +332,7 @@ def late_line(stem, late) -> str:
     return f"handed in {' '.join(parts[:2])} late{took}"
 
 
-def notebook_of(name) -> str | None:
+def notebook_of(name: str) -> str | None:
     """The stem for a notebook's stem or file name (None if it is not one of the course's)."""
     if name in BY_STEM:
         return name
@@ -337,7 +341,7 @@ def notebook_of(name) -> str | None:
 
 
 # -- when each notebook was handed in -------------------------------------------------------------
-def handed_in_from_files(files) -> dict[str, datetime]:
+def handed_in_from_files(files: Mapping[str, Path]) -> dict[str, datetime]:
     """{stem: time} from the files graded: `files` is {stem: the student's own file graded as
     that notebook} (submissions.Placement.sources: a near name, a copy in a folder, or the zip
     a notebook came from), each dated by its own modification time, never followed through a
@@ -379,7 +383,7 @@ class HandedIn(dict):
         self.flags = tuple(flags)
 
 
-def load_handed_in(path):
+def load_handed_in(path: Path | str) -> dict[str, HandedIn]:
     """{student_ids.key(student): HandedIn {stem: time}} from a CSV with the columns student,
     notebook, handed_in (an empty notebook: every notebook of that student), and optionally flags
     (GATHER_FLAGS tokens separated by ";"), as `classroom gather` writes it. A row without a

@@ -21,8 +21,13 @@ AUTOGRADER_SKIP_DEMOS=0 runs every cell.
 import ast
 import functools
 import hashlib
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from symtable import SymbolTable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
 
 TAG = "demo"
 EVERYTHING = "*"  # what a cell binds when it calls globals(), exec, ...: any name at all
@@ -37,22 +42,22 @@ def enabled() -> bool:
     return switches().skip_demos
 
 
-def is_demo(cell):
+def is_demo(cell: Mapping[str, Any]) -> bool:
     return cell.get("cell_type") == "code" and TAG in cell.get("metadata", {}).get("tags", [])
 
 
-def normalise(source) -> str:
+def normalise(source: str) -> str:
     """Line endings and trailing blanks do not matter; anything else does."""
     lines = str(source).replace("\r\n", "\n").replace("\r", "\n").split("\n")
     return "\n".join(line.rstrip() for line in lines).strip("\n")
 
 
-def fingerprint(source) -> str:
+def fingerprint(source: str) -> str:
     return hashlib.sha256(normalise(source).encode("utf-8")).hexdigest()
 
 
 @functools.cache
-def released_demo_fingerprints(stem, released=RELEASED):
+def released_demo_fingerprints(stem: str, released: Path = RELEASED) -> frozenset[str]:
     """Fingerprints of the `demo` cells of the released notebook `stem` (empty if none)."""
     import nbformat
 
@@ -64,7 +69,7 @@ def released_demo_fingerprints(stem, released=RELEASED):
     return frozenset(fingerprint(cell.source) for cell in nb.cells if is_demo(cell))
 
 
-def skip_plan(notebook_path, stem, released: Path = RELEASED):
+def skip_plan(notebook_path: Path, stem: str, released: Path = RELEASED) -> dict[str, str]:
     """{str(cell index): sha256 of the exact source} for the cells of the submitted notebook at
     `notebook_path` that are released demo cells. Empty when skipping is off or unreadable."""
     if not enabled():
@@ -158,7 +163,7 @@ def _nested_global_reads(table: SymbolTable):
     return found
 
 
-def free_reads(source):
+def free_reads(source: str) -> set[str]:
     """The names a cell reads that it has not bound itself first: what it needs from the cells
     before it. Functions and classes count with every global they read (when they are called
     is unknown); a compound statement's own bindings count as made before its reads."""
@@ -208,7 +213,7 @@ def free_reads(source):
     return needed
 
 
-def demo_tag_problems(nb, graded) -> list[str]:
+def demo_tag_problems(nb: "NotebookNode", graded: Collection[str]) -> list[str]:
     """Why the `demo` tags of a (solution) notebook are unsafe: [] when every tagged cell binds
     or changes only names that no untagged cell reads and that are no graded name."""
     needed = set(graded)

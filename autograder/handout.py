@@ -27,6 +27,7 @@ import hashlib
 import json
 import shutil
 import tomllib
+from collections.abc import Collection
 from pathlib import Path
 
 import nbformat
@@ -335,7 +336,9 @@ COLAB_EARLIER = """\
 """
 
 
-def colab_cell(nb, repository, wheel, solutions=SOLUTIONS) -> NotebookNode:
+def colab_cell(
+    nb: Notebook, repository: str, wheel: Path | str, solutions: Path = SOLUTIONS
+) -> NotebookNode:
     """The Colab cell of a handout notebook (nbformat cell): see COLAB_CELL. `wheel`: the
     checker's wheel, in the handout folder published at `repository`."""
     source = nbformat.read(Path(solutions) / nb.filename, as_version=4)
@@ -359,7 +362,7 @@ def colab_cell(nb, repository, wheel, solutions=SOLUTIONS) -> NotebookNode:
     return cell
 
 
-def handout_repository(pyproject: Path = REPO / "pyproject.toml"):
+def handout_repository(pyproject: Path = REPO / "pyproject.toml") -> str:
     """Where the handout is published (pyproject.toml's [project.urls] Handout)."""
     return tomllib.loads(Path(pyproject).read_text())["project"]["urls"]["Handout"]
 
@@ -371,7 +374,7 @@ class PlaceholderRepository(ValueError):
     """The handout would point students' installs at an address nobody owns yet."""
 
 
-def published_file(repository, path: str) -> str:
+def published_file(repository: str, path: str) -> str:
     """The address of `path` in the handout published at `repository` (a GitHub repository,
     or a file:// folder); PlaceholderRepository for the placeholder or any other address."""
     if PLACEHOLDER.lower() in repository.lower():
@@ -393,7 +396,7 @@ def published_file(repository, path: str) -> str:
     )
 
 
-def build_wheel(checker: Path, into: Path):
+def build_wheel(checker: Path, into: Path) -> Path:
     """The checker's wheel (pip wheel, offline, no dependencies), built into `into`."""
     import subprocess
     import sys
@@ -413,7 +416,7 @@ def build_wheel(checker: Path, into: Path):
     return wheel
 
 
-def colab_link(repository, filename) -> str | None:
+def colab_link(repository: str, filename: str) -> str | None:
     """The "Open in Colab" address of a handout notebook, or None for a non-GitHub repository."""
     prefix = "https://github.com/"
     if not repository.startswith(prefix):
@@ -422,7 +425,7 @@ def colab_link(repository, filename) -> str | None:
     return f"https://colab.research.google.com/github/{path}/blob/main/notebooks/{filename}"
 
 
-def student_requirements(pyproject: Path = REPO / "pyproject.toml"):
+def student_requirements(pyproject: Path = REPO / "pyproject.toml") -> list[str]:
     """['numpy==2.4.6', 'torch==2.13.0', ...]: the course's own pins for STUDENT_PACKAGES."""
     pins = tomllib.loads(Path(pyproject).read_text())["project"]["dependencies"]
     by_name = {pin.split("==")[0].strip().lower(): pin.strip() for pin in pins}
@@ -432,12 +435,12 @@ def student_requirements(pyproject: Path = REPO / "pyproject.toml"):
     return [by_name[name] for name in STUDENT_PACKAGES]
 
 
-def requires_python(pyproject: Path = REPO / "pyproject.toml"):
+def requires_python(pyproject: Path = REPO / "pyproject.toml") -> str:
     """The course's supported Pythons (">=3.11,<3.14"): the checker supports the same."""
     return tomllib.loads(Path(pyproject).read_text())["project"]["requires-python"]
 
 
-def checker_requirements():
+def checker_requirements() -> tuple[list[str], dict[str, list[str]]]:
     """(['numpy>=2.2,<3', ...], {'lab': ['jupyterlab>=4.0']}): what the checker's pyproject says."""
     return (
         [f"{name}{spec}" for name, spec in CHECKER_REQUIREMENTS.items()],
@@ -459,9 +462,7 @@ def _pin(name: str):
     return next(p.split("==")[1] for p in student_requirements() if p.split("==")[0] == name)
 
 
-def notebooks_of(
-    stage=None,
-) -> tuple[Notebook, ...] | tuple[Notebook, ...]:
+def notebooks_of(stage: int | None = None) -> tuple[Notebook, ...]:
     """The notebooks of a stage: 01..stage, or all of them."""
     if stage is None:
         return NOTEBOOKS
@@ -491,16 +492,16 @@ def _copy(
 class _ImportTimeImports(ast.NodeVisitor):
     """The modules a file imports when it is imported: function bodies run later, if ever."""
 
-    def __init__(self, module) -> None:
+    def __init__(self, module: str) -> None:
         self.package = module.rsplit(".", 1)[0]
         self.found: list[str] = []
 
-    def visit_FunctionDef(self, node) -> None:
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         pass
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
-    def visit_Try(self, node) -> None:
+    def visit_Try(self, node: ast.Try) -> None:
         """`try: import x / except ImportError:` is an optional import: x may be absent."""
         caught = {
             name.id
@@ -515,11 +516,12 @@ class _ImportTimeImports(ast.NodeVisitor):
         for part in (*node.handlers, *node.orelse, *node.finalbody):
             self.visit(part)
 
-    def visit_Import(self, node) -> None:
+    def visit_Import(self, node: ast.Import) -> None:
         self.found += [alias.name for alias in node.names]
 
-    def visit_ImportFrom(self, node) -> None:
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         if node.level == 0:
+            assert node.module is not None  # `from x import y`: only a relative one has none
             self.found.append(node.module)
             return
         base = self.package.split(".")
@@ -527,7 +529,7 @@ class _ImportTimeImports(ast.NodeVisitor):
         self.found.append(".".join(base + ([node.module] if node.module else [])))
 
 
-def check_self_contained(package_root, package="autograder") -> None:
+def check_self_contained(package_root: Path, package: str = "autograder") -> None:
     """Raise if a shipped module imports, at import time, a course module that is not shipped."""
     problems = []
     for path in sorted((package_root / package).rglob("*.py")):
@@ -631,7 +633,12 @@ def _write_readme(
     )
 
 
-def build_handout(out, stage=None, solutions: Path = SOLUTIONS, repository=None) -> list[Path]:
+def build_handout(
+    out: Path | str,
+    stage: int | None = None,
+    solutions: Path = SOLUTIONS,
+    repository: str | None = None,
+) -> list[Path]:
     """Write the handout into `out` (which must be empty or absent). Returns its files.
     repository: where the handout will be published (default: pyproject.toml's Handout URL),
     for the notebooks' Colab cell and the README's Colab links."""
@@ -659,7 +666,7 @@ def build_handout(out, stage=None, solutions: Path = SOLUTIONS, repository=None)
     return sorted(p for p in out.rglob("*") if p.is_file())
 
 
-def describe(files, out) -> str:
+def describe(files: Collection[Path], out: Path | str) -> str:
     """A short summary of a built handout: its parts and their sizes."""
     out = Path(out)
     parts: dict[str, tuple[int, int]] = {}

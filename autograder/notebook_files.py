@@ -26,9 +26,14 @@ import json
 import os
 import re
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from autograder.curriculum import NOTEBOOKS
 from autograder.safe_files import MB, UnsafeFile, parse_json, read_bytes
+
+if TYPE_CHECKING:  # imported when a notebook is read (a v4 one needs none of it)
+    from nbformat import NotebookNode
 
 MAX_NOTEBOOK_BYTES = 20 * MB  # a notebook larger than this is not read (with a message)
 MAX_CELLS = 5_000  # the course's notebooks have fewer than 100
@@ -54,7 +59,7 @@ class Match:
     exact: bool  # the name is the notebook's own file name, byte for byte
 
 
-def match_name(name) -> Match | None:
+def match_name(name: str) -> Match | None:
     """The Match of a file name (no folder), or None when it names no course notebook.
 
     Exact: "02_dot_product_softmax.ipynb". Near: any letter case, with at most one `Copy of `
@@ -69,7 +74,7 @@ def match_name(name) -> Match | None:
     return Match(stem, exact=name == f"{stem}.ipynb")
 
 
-def locate(folder, filename):
+def locate(folder: Path | str, filename: str) -> str | None:
     """The file name in `folder` (its top level) to read as the notebook `filename`: the name
     itself when an entry has it, else the one entry with a near name (match_name), else None
     (none, or several). Entries are names only: nothing is opened or followed here."""
@@ -94,8 +99,11 @@ def locate(folder, filename):
 
 
 def load_notebook(
-    folder, filename, max_bytes: int = MAX_NOTEBOOK_BYTES, nbgrader_metadata: bool = False
-):
+    folder: Path | str,
+    filename: str,
+    max_bytes: int = MAX_NOTEBOOK_BYTES,
+    nbgrader_metadata: bool = False,
+) -> tuple["NotebookNode | None", str]:
     """(NotebookNode or None, message for the student or ""). Never raises.
 
     The notebook returned has no outputs and only the metadata grading uses (with
@@ -239,7 +247,9 @@ def _small_names(value, nested=True) -> bool:
     )
 
 
-def code_sources(folder, filename, max_bytes: int = MAX_NOTEBOOK_BYTES):
+def code_sources(
+    folder: Path | str, filename: str, max_bytes: int = MAX_NOTEBOOK_BYTES
+) -> list[str]:
     """The sources of a notebook's code cells (v4, or the worksheets of v3), read as
     load_notebook reads the file (safe_files: no link followed, bounded bytes and values) but
     without nbformat, for what only reads the code (the similarity report); [] when the file is

@@ -34,7 +34,7 @@ PIPELINE = (
 )
 
 
-def release_notebook(solution):
+def release_notebook(solution: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """The student version of one solution notebook (a NotebookNode; the input is not modified)."""
     nb = copy.deepcopy(solution)
     resources: dict = {}  # nbgrader's preprocessors' resources
@@ -44,13 +44,13 @@ def release_notebook(solution):
     return nb
 
 
-def render(nb) -> str:
+def render(nb: nbformat.NotebookNode) -> str:
     return nbformat.writes(nb) + "\n"
 
 
 def release(
     solutions_dir: Path = SOLUTIONS, out_dir: Path = STUDENT_NOTEBOOKS, check: bool = False
-):
+) -> list[str]:
     """Write (or, with check=True, compare) every student notebook. Returns the stale file names."""
     out_dir = Path(out_dir)
     stale = []

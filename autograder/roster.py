@@ -33,7 +33,9 @@ would leave the LMS's old one standing.
 
 import csv
 import io
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from autograder import student_ids
 
@@ -64,11 +66,11 @@ class Person:
     row: int  # line of the roster file (the header is line 1)
     fields: dict = field(default_factory=dict)  # column -> value (stripped; "" when absent)
 
-    def get(self, column: str):
+    def get(self, column: str) -> str:
         return self.fields.get(column, "")
 
     @property
-    def label(self):
+    def label(self) -> str:
         """How the person is named in messages: the first identity the roster gives."""
         for column in ("name", *IDENTITIES, "username", "canvas_id"):
             if self.get(column):
@@ -81,7 +83,7 @@ def _column(header: str):
     return ALIASES.get(key.replace("_", ""), key)
 
 
-def read_roster(path):
+def read_roster(path: Path | str) -> list[Person]:
     """[Person] from a roster CSV; RosterError for an unreadable file or a row with no identity."""
     try:
         with open(path, "rb") as handle:
@@ -167,7 +169,7 @@ def _candidates(name, people):
     return [p for p in suffixes if len(p.get("github")) == longest]
 
 
-def match_submissions(people, names) -> Match:
+def match_submissions(people: Sequence[Person], names: Iterable[str]) -> Match:
     """Match every submission name to at most one person, and every person to at most one name."""
     claims: dict[int, list[str]] = {}  # person row -> [names]
     unmatched, conflicts = [], []

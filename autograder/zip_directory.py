@@ -19,6 +19,7 @@ parent 447 MB and 7 CPU-s before a member cap could apply. Here, reading at most
 
 import os
 import struct
+from typing import BinaryIO
 
 MAX_ENTRY_BYTES = 1024  # per member: 46-byte header + name + extra + comment, generously
 _END = struct.Struct("<4s4H2LH")  # end of central directory record, 22 bytes
@@ -29,7 +30,7 @@ _ENTRY = struct.Struct("<4s6H3L5H2L")  # central directory file header, 46 bytes
 _ENTRY_SIGNATURE = b"PK\x01\x02"
 
 
-def problem(handle, max_members) -> str | None:
+def problem(handle: BinaryIO, max_members: int) -> str | None:
     """None when the zip open on `handle` (a binary file) lists at most max_members members in
     a central directory of sane size; otherwise why not, in words for the student."""
     try:
