@@ -46,6 +46,7 @@ import shutil
 import stat
 import tempfile
 import zipfile
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -96,7 +97,7 @@ class Submission:
     messages: Placement = field(default_factory=Placement)  # notebook stem or GENERAL -> [text]
     refused: str = ""  # why this student is not graded at all (their id, a duplicate)
 
-    def add(self, key, text) -> None:
+    def add(self, key: str, text: str) -> None:
         self.messages.setdefault(key, []).append(text)
 
 
@@ -129,7 +130,7 @@ class _Unpacked:
         self.staging, self.student, self.count = Path(staging), student, 0
         self.folder: Path | None = None
 
-    def new_file(self):
+    def new_file(self) -> Path:
         if self.folder is None:
             self.staging.mkdir(parents=True, exist_ok=True)
             prefix = f".unpacked-{_safe(self.student)}-"
@@ -144,14 +145,14 @@ class _Unpacked:
 
 # -- the whole thing -----------------------------------------------------------------------------
 def discover(
-    path,
-    out=None,
-    staging=None,
+    path: Path | str,
+    out: Path | str | None = None,
+    staging: Path | str | None = None,
     layout: str = "auto",
-    student=None,
-    graded_groups=None,
-    notices=None,
-):
+    student: str | None = None,
+    graded_groups: Collection[str] | None = None,
+    notices: list[str] | None = None,
+) -> list[Submission]:
     """[Submission] for PATH. layout: auto | class (a folder of students) | student (one).
 
     `staging` is a folder for the students whose notebooks must be gathered (zips, sub-folders,
@@ -213,7 +214,7 @@ def discover(
     return found
 
 
-def content_digest(sub) -> str | None:
+def content_digest(sub: Submission) -> str | None:
     """The digest ("sha256:<hex>") of what grading reads for this student, never of file times:
     every file of sub.folder the copy into the sandbox takes (its path and bytes), every entry
     it skips and why (autograder/sandbox/copying.py's one rule), and the messages about the
@@ -342,7 +343,13 @@ def _is_one_student(folder: Path) -> bool:
 
 
 # -- one student ---------------------------------------------------------------------------------
-def gather(student, source, staging, graded_groups=None, files=None):
+def gather(
+    student: str,
+    source: Path | str,
+    staging: Path | str,
+    graded_groups: Collection[str] | None = None,
+    files: list[tuple[Path, bulk_downloads.BulkFile]] | None = None,
+) -> Submission:
     """The Submission of one student whose files are at `source` (a folder or a .zip), or are
     `files` ([(path, bulk_downloads.BulkFile)]) of an LMS's flat folder `source`."""
     source = Path(source)

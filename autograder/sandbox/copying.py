@@ -7,6 +7,7 @@ sandbox's uid.
 
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 MAX_FILE_BYTES = 64 * 2**20  # one file of a student's folder copied into the sandbox
@@ -18,7 +19,9 @@ _CUT_SHORT = {
 }
 
 
-def submission_files(source: Path, max_file_bytes=MAX_FILE_BYTES, max_total_bytes=MAX_TOTAL_BYTES):
+def submission_files(
+    source: Path, max_file_bytes: int = MAX_FILE_BYTES, max_total_bytes: int = MAX_TOTAL_BYTES
+) -> Iterator[tuple]:
     """What a student's folder gives the sandbox, in the walk's order: ("folder", parts),
     ("file", parts, size) or ("skipped", relative path, why). One rule for the copy and for
     the digest of what is graded (autograder/submissions.py): regular files only; symbolic
@@ -50,7 +53,7 @@ def submission_files(source: Path, max_file_bytes=MAX_FILE_BYTES, max_total_byte
             yield ("file", (*parts, name), info.st_size)
 
 
-def read_chunks(source: Path, parts: tuple[str, ...], size):
+def read_chunks(source: Path, parts: tuple[str, ...], size: int) -> Iterator[bytes]:
     """The bytes of the regular file source/parts, at most `size` (what it said it was), in
     chunks; opened without following links (autograder.safe_files; UnsafeFile if refused)."""
     from autograder.safe_files import open_below
