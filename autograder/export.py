@@ -20,9 +20,11 @@ results.json of theirs is not exported. Files: OUT/canvas_grades.csv or OUT/mood
 unless --out says otherwise.
 """
 
+import argparse
 import sys
 import types
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 
 from autograder import student_ids
@@ -30,6 +32,7 @@ from autograder.curriculum import NOTEBOOKS
 from autograder.escaping import csv_row, terminal
 from autograder.platforms import canvas, moodle
 from autograder.report import atomic_write, collect_results, not_graded
+from autograder.results import ReportedStudent, ResultsJson
 from autograder.roster import RosterError, match_submissions, read_roster
 
 FORMATS = ("canvas", "moodle")
@@ -38,7 +41,7 @@ DEFAULT_FILES = {"canvas": "canvas_grades.csv", "moodle": "moodle_grades.csv"}
 UNMATCHED_FILE = "export_unmatched.csv"
 
 
-def add_arguments(commands) -> None:
+def add_arguments(commands: argparse._SubParsersAction) -> None:
     cmd = commands.add_parser(
         "export", help="write the grades in Canvas's or Moodle's import format, by roster"
     )
@@ -82,11 +85,11 @@ def add_arguments(commands) -> None:
     )
 
 
-def grade_columns(students, which):
+def grade_columns(students: Sequence[ReportedStudent], which: str) -> list[tuple[str, float]]:
     """[(title, points possible)]: the notebooks in course order, then the total."""
-    possible: defaultdict[str, float] = defaultdict(float)
+    possible: defaultdict[str | None, float] = defaultdict(float)
     for s in students:
-        per: defaultdict[str, float] = defaultdict(float)
+        per: defaultdict[str | None, float] = defaultdict(float)
         for t in s.results.get("tests", []):
             per[t.get("notebook")] += float(t.get("max_score", 0.0))
         for stem, points in per.items():
@@ -101,7 +104,9 @@ def grade_columns(students, which):
     return columns
 
 
-def grades_of(results, columns):
+def grades_of(
+    results: ResultsJson, columns: Sequence[tuple[str, float]]
+) -> dict[str, float] | None:
     """{title: points} of one student, or None when grading failed (no grade to export).
 
     Each notebook's points are results.json's `notebooks.<stem>.score` (late penalty included),
@@ -109,10 +114,12 @@ def grades_of(results, columns):
     tests but no entry there (an older results.json) is the sum of its tests' points."""
     if results.get("internal_error") or not results.get("tests"):
         return None
-    per: defaultdict[str, float] = defaultdict(float)
+    per: defaultdict[str | None, float] = defaultdict(float)
     for t in results["tests"]:
         per[t.get("notebook")] += float(t.get("score", 0.0))
-    notebooks = results.get("notebooks") if isinstance(results.get("notebooks"), dict) else {}
+    notebooks = results.get("notebooks")
+    if not isinstance(notebooks, dict):
+        notebooks = {}
     for stem, info in notebooks.items():
         if isinstance(info, dict) and isinstance(info.get("score"), int | float):
             per[stem] = float(info["score"])
@@ -164,13 +171,13 @@ def _lms(fmt) -> types.ModuleType:
 
 
 def export(
-    roster_path,
-    fmt,
-    grades_dir,
-    out=None,
+    roster_path: Path | str,
+    fmt: str,
+    grades_dir: Path | str,
+    out: Path | str | None = None,
     which: str = "both",
     identifier: str = "email",
-    lms_users=None,
+    lms_users: Path | str | None = None,
     only_matched: bool = False,
     moodle_max_grade: int = moodle.GRADEPOINTMAX,
 ) -> tuple[list[str], int]:
@@ -251,7 +258,7 @@ def export(
     return [terminal(line) for line in lines], 0
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     if not 0 < args.moodle_max_grade < 1e9:  # nan fails too
         print("error: --moodle-max-grade must be a number of points > 0", file=sys.stderr)
         return 2

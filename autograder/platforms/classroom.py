@@ -51,6 +51,7 @@ checkout: files are read from the commit with `git cat-file`, never written by g
 class.
 """
 
+import argparse
 import contextlib
 import json
 import os
@@ -60,9 +61,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from autograder.deadlines import GATHER_FLAGS
 from autograder.notebook_files import match_name
@@ -124,7 +127,7 @@ class Caps:
     paths: int = MAX_PATHS
 
 
-def read_repository_list(path) -> list[str]:
+def read_repository_list(path: Path | str) -> list[str]:
     repos = []
     for line in Path(path).read_text(encoding="utf-8").splitlines():
         line = line.strip()
@@ -133,7 +136,7 @@ def read_repository_list(path) -> list[str]:
     return repos
 
 
-def student_of(repository, prefix=""):
+def student_of(repository: str, prefix: str = "") -> str:
     """'ada' for '.../attention-ada.git' with prefix 'attention-'."""
     name = re.split(r"[/:]", repository.rstrip("/"))[-1].removesuffix(".git")
     if prefix and name.startswith(prefix):
@@ -218,7 +221,7 @@ def _mb(n: int) -> str:
     return f"{n / 2**20:g} MB"
 
 
-def update_clone(repository, cache, caps=None):
+def update_clone(repository: str, cache: Path | str, caps: Caps | None = None) -> Path:
     """A bare mirror of `repository` in `cache` (cloned, or fetched when it is there), within
     `caps` (Caps): over them, GatherError, and the clone is removed."""
     caps = caps or Caps()
@@ -265,7 +268,7 @@ def _check_sizes(clone, caps) -> None:
             )
 
 
-def chosen_commit(clone, deadline=None):
+def chosen_commit(clone: Path, deadline: datetime | None = None) -> tuple[str, datetime, datetime]:
     """(commit, committer date, author date) on the default branch: the newest, or the newest
     whose committer date is not after the deadline."""
     try:
@@ -302,7 +305,7 @@ def _commits(clone, head: str):
     return listing.decode().split()
 
 
-def export_notebooks(clone, commit, target: Path, when):
+def export_notebooks(clone: Path, commit: str, target: Path, when: datetime) -> list[str]:
     """Write every copy of the course's notebooks in `commit` into `target` (a new folder),
     dated `when`; the relative paths written. Every copy is kept, at its path below the
     deepest folder all copies share (`notebooks/01_soft_lookup.ipynb` alone becomes
@@ -354,14 +357,14 @@ def export_notebooks(clone, commit, target: Path, when):
 
 def gather(
     repositories: list[str],
-    into,
+    into: Path | str,
     cache: str,
     prefix: str = "",
     deadline: datetime | None = None,
-    history=None,
+    history: dict[str, Any] | None = None,
     caps: Caps | None = None,
-    now=None,
-):
+    now: datetime | None = None,
+) -> tuple[list[Gathered], list[tuple[str, str]]]:
     """([Gathered], [(repository, why)]). `history` (a dict, as load_history reads it) is
     updated in place: the commits seen and when, the head, the commit graded, the flags. `now`:
     the time of this gather (tests give it; default: the clock, per repository, once fetched)."""
@@ -423,7 +426,7 @@ def gather(
     return gathered, failed
 
 
-def check_paths(clone, commit, caps) -> None:
+def check_paths(clone: Path, commit: str, caps: Caps) -> None:
     """GatherError when `commit`'s tree expands to more than `caps.paths` paths (counted before
     anything lists them: a small repository can expand to 10^9) or cannot be counted in time."""
     try:
@@ -432,7 +435,9 @@ def check_paths(clone, commit, caps) -> None:
         raise GatherError(f"commit {commit[:10]}: {exc}: refused") from None
 
 
-def handed_in_time(record, commit, when: datetime, deadline):
+def handed_in_time(
+    record: dict[str, Any], commit: str, when: datetime, deadline: datetime | None
+) -> datetime:
     """When `commit` (dated `when`) counts as handed in: its date, or, when a gather at or after
     the deadline did not yet have it, the last such gather before the one that first saw it
     (it was pushed after that gather, whatever its own dates say)."""
@@ -474,7 +479,7 @@ def _observe(clone, record, at, commit, when: datetime, deadline) -> list[str]:
     return flags
 
 
-def load_history(path: Path):
+def load_history(path: Path) -> dict[str, Any]:
     """The gathers' history at `path` ({"students": {}} when there is none yet); SystemExit
     naming the file and the field for one that is not a history gather wrote."""
     path = Path(path)
@@ -527,7 +532,7 @@ def _is_time(text) -> bool:
         return False
 
 
-def write_history(path: Path, history) -> None:
+def write_history(path: Path, history: dict[str, Any]) -> None:
     from autograder.report import atomic_write
 
     history["version"] = HISTORY_VERSION
@@ -547,7 +552,9 @@ RECORD_COLUMNS = (
 )
 
 
-def write_record(path, gathered, history=None) -> None:
+def write_record(
+    path: Path, gathered: Sequence[Gathered], history: dict[str, Any] | None = None
+) -> None:
     """One row per student: this gather's, then (from the history) every student gathered
     before and not now, whose class folder still holds that commit; `flags`: every flag the
     history keeps for them."""
@@ -577,7 +584,7 @@ def write_record(path, gathered, history=None) -> None:
     atomic_write(path, "\n".join(lines) + "\n")
 
 
-def add_arguments(commands) -> None:
+def add_arguments(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser("classroom", help="GitHub Classroom: gather the repositories")
     sub = parser.add_subparsers(dest="classroom_command", required=True)
     cmd = sub.add_parser("gather", help="clone or update each repository; write class/<student>/")
@@ -623,7 +630,7 @@ def add_arguments(commands) -> None:
     )
 
 
-def history_path(args) -> Path | None:
+def history_path(args: argparse.Namespace) -> Path | None:
     if args.history:
         return Path(args.history)
     if args.record:
@@ -632,7 +639,7 @@ def history_path(args) -> Path | None:
     return None
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     deadline = None
     if args.deadline:
         try:
@@ -661,6 +668,7 @@ def run(args) -> int:
                 repositories, args.into, cache, args.prefix, deadline, history, caps
             )
     if where:
+        assert history is not None  # loaded from `where` above
         write_history(where, history)
     if args.record:
         write_record(args.record, gathered, history)
