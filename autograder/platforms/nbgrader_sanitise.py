@@ -120,7 +120,7 @@ SIZE = re.compile(r"\d{1,5}(px|%)?")
 NUMBER = re.compile(r"\d{1,4}")
 
 
-def url_scheme(value):
+def url_scheme(value: str) -> str:
     """The scheme a browser reads in an href/src value (lower case), "" for a relative URL: as
     the URL standard parses it (leading and trailing C0 controls and spaces stripped, every tab
     and newline removed); the value reaches here with its character references decoded."""
@@ -190,7 +190,7 @@ class _Serialiser(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.out: list[str] = []
 
-    def handle_starttag(self, tag, attrs) -> None:
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag not in TEXT_TAGS:
             return
         if tag == "img" and _remote_image(attrs):
@@ -216,16 +216,16 @@ class _Serialiser(HTMLParser):
             f"{_escape(bidi_markers(f'[image: {words}]'))}</a>"
         )
 
-    def handle_startendtag(self, tag, attrs) -> None:
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.handle_starttag(tag, attrs)
         if tag in TEXT_TAGS and tag not in VOID_TAGS:
             self.out.append(f"</{tag}>")
 
-    def handle_endtag(self, tag) -> None:
+    def handle_endtag(self, tag: str) -> None:
         if tag in TEXT_TAGS and tag not in VOID_TAGS:
             self.out.append(f"</{tag}>")
 
-    def handle_data(self, data) -> None:
+    def handle_data(self, data: str) -> None:
         self.out.append(_escape(bidi_markers(MATHJAX_UNSAFE.sub("\\\\\u200b", data))))
 
 
@@ -237,11 +237,11 @@ CSS_FETCHES = re.compile(r"url\s*\(|image|\\|/\*", re.I)
 def _remote_image(attrs):
     """True for an <img> whose src is not a data: URL (the cleaner keeps http(s) and raster data
     only): the browser would fetch it."""
-    src = dict(attrs).get("src")
+    src = dict(attrs).get("src") or ""
     return bool(src) and url_scheme(src) != "data"
 
 
-def clean_html(fragment: str):
+def clean_html(fragment: str) -> str:
     """An HTML fragment through the allow-list, written on one line with everything escaped."""
     writer = _Serialiser()
     writer.feed(_CLEANER.clean(str(fragment)))
@@ -306,7 +306,7 @@ def _passes_through(block: str):
         return False
 
 
-def safe_markdown(source: str, attachments=None) -> str:
+def safe_markdown(source: str, attachments: dict[str, dict[str, str]] | None = None) -> str:
     """A markdown cell's new source: its rendering, cleaned, as one HTML block that nbconvert's
     renderer passes through unchanged (else the source shown as text, else a notice)."""
     candidates = []
@@ -390,7 +390,7 @@ class Budget:
         return True
 
 
-def safe_output(output, budget: Budget | None = None) -> NotebookNode | None:
+def safe_output(output: dict, budget: Budget | None = None) -> NotebookNode | None:
     """One output made safe, or None when nothing of it may be shown."""
     budget = budget if budget is not None else Budget()
     kind = output.get("output_type")
@@ -478,7 +478,7 @@ def _safe_names(value) -> dict[str, str] | None:
 
 
 # -- the notebook ---------------------------------------------------------------------------------
-def sanitise_notebook(nb):
+def sanitise_notebook(nb: NotebookNode) -> NotebookNode:
     """A copy of nb safe to render as HTML: see the module's docstring."""
     nb = copy.deepcopy(nb)
     metadata = {}

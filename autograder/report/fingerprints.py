@@ -36,6 +36,7 @@ import ast
 import functools
 import hashlib
 import heapq
+from collections.abc import Collection, Sequence
 
 K = 12  # tokens per k-gram
 WINDOW = 8  # k-grams per winnowing window: a shared run of K + WINDOW - 1 = 19 tokens is seen
@@ -49,7 +50,7 @@ _KEPT_METHODS = {"forward", "extra_repr"}
 DEEP = 100  # expression nesting walked; a deeper subtree is one placeholder (honest code never nests so)
 
 
-def prune_deep(root, limit: int = DEEP):
+def prune_deep(root: ast.AST, limit: int = DEEP) -> ast.AST:
     """`root`, with every expression nested more than `limit` levels below it replaced in place
     by one placeholder name, found without recursion. The walkers below recurse: without this, a
     copy padded with one expression a few hundred levels deep would be skipped, not compared."""
@@ -437,14 +438,18 @@ def _canonical_order(units, known) -> list[int]:
     return order
 
 
-def names_read(definition):
+def names_read(definition: ast.AST) -> tuple[frozenset[str], tuple]:
     """(the names a definition reads, what normalised_tokens needs of it): one walk for
     both."""
     found = _facts(definition)
     return frozenset(n for n in found[3] if "." not in n), found
 
 
-def normalised_tokens(definition, helpers=frozenset(), facts=None):
+def normalised_tokens(
+    definition: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef,
+    helpers: Collection[str] = frozenset(),
+    facts: tuple | None = None,
+) -> list[tuple[str, int]]:
     """[(token, line)] of a FunctionDef or ClassDef (lines as in its own source); TooLarge past
     MAX_TOKENS. `helpers`: names of the student's own top-level functions it may call; `facts`:
     names_read's second half, when it was already walked."""
@@ -467,7 +472,7 @@ def _token_value(token) -> int:
     return int.from_bytes(digest, "big") % _MODULUS
 
 
-def kgram_hashes(tokens, k=K):
+def kgram_hashes(tokens: Sequence[tuple[str, int]], k: int = K) -> list[tuple[int, int]]:
     """[(hash, start)] of every k consecutive tokens (one for a definition shorter than k): a
     rolling polynomial hash of the tokens' values, modulo a 61-bit prime."""
     values = [_token_value(t) for t, _ in tokens]
@@ -485,7 +490,12 @@ def kgram_hashes(tokens, k=K):
     return out
 
 
-def winnow(tokens, k: int = K, window: int = WINDOW, skip=frozenset()):
+def winnow(
+    tokens: Sequence[tuple[str, int]],
+    k: int = K,
+    window: int = WINDOW,
+    skip: Collection[int] = frozenset(),
+) -> dict[int, frozenset[int]]:
     """{hash: the lines of its tokens} chosen by robust winnowing (the rightmost smallest hash
     of each window), leaving out the hashes in `skip` (what the released notebook gave)."""
     hashes = [h for h, _ in kgram_hashes(tokens, k)]

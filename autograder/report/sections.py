@@ -37,7 +37,7 @@ class Section:
         return f"{self.filename}#{self.anchor}"
 
 
-def heading_text(markdown) -> str:
+def heading_text(markdown: str) -> str:
     """A heading's text as rendered: inline code and emphasis markers dropped."""
     text = re.sub(r"`([^`]*)`", r"\1", markdown)
     text = re.sub(r"(\*\*|__|\*)(.+?)\1", r"\2", text)
@@ -54,7 +54,7 @@ def _grade_id(cell):
     return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
 
 
-def sections_of(path: Path, graded: tuple[str, ...]):
+def sections_of(path: Path, graded: tuple[str, ...]) -> dict[str, Section]:
     """{graded name: Section} for the exercise cells (nbgrader grade_id == name) of one notebook."""
     import nbformat
 
@@ -76,7 +76,7 @@ def sections_of(path: Path, graded: tuple[str, ...]):
 
 
 @cache
-def teaching_sections(folders: tuple[Path, Path] = FOLDERS):
+def teaching_sections(folders: tuple[Path, ...] = FOLDERS) -> dict[str, Section]:
     """{graded name: Section} over the six notebooks, from the first folder holding each one."""
     sections = {}
     for nb in NOTEBOOKS:
