@@ -27,7 +27,7 @@ class ToyLM(nn.Module):
         self.longest_context = 0
         self.train(bool(training))
 
-    def forward(self, idx) -> torch.Tensor:
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
         self.longest_context = max(self.longest_context, idx.shape[-1])
         if idx.shape[-1] > self.block_size:
             raise ValueError(f"context of {idx.shape[-1]} tokens > block_size {self.block_size}")
@@ -172,7 +172,7 @@ class LayerNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(d_model))
         self.bias = nn.Parameter(torch.zeros(d_model))
 
-    def forward(self, x) -> torch.Tensor:
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         return nn.functional.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)
 
 
@@ -202,7 +202,7 @@ class TinyLM(nn.Module):
             self.unembed.weight = self.embed.weight
         self.modes: list[bool] = []
 
-    def forward(self, idx):
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
         self.modes.append(self.training)
         positions = torch.arange(idx.shape[-1], device=idx.device)
         x = self.drop(self.embed(idx) + self.pos_embed(positions))
@@ -245,7 +245,7 @@ class SGD:
                 p.grad.zero_()
 
     @torch.no_grad()
-    def step(self, closure=None) -> None:
+    def step(self, closure: object = None) -> None:
         self.steps += 1
         group = self.param_groups[0]
         for p in group["params"]:

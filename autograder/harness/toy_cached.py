@@ -24,7 +24,9 @@ class ToyCachedLM(nn.Module):
         )
         self.block_size = int(block_size)
 
-    def forward(self, idx, cache=None):
+    def forward(
+        self, idx: torch.Tensor, cache: list[tuple[torch.Tensor, torch.Tensor]] | None = None
+    ) -> tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]:
         B, T = idx.shape
         T_past = 0 if cache is None else int(cache[0][0].shape[2])
         if T_past + T > self.block_size:

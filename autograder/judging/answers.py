@@ -58,7 +58,7 @@ def checked(raw: object) -> dict:
     return raw
 
 
-def check_arrays(raw, root: Path, below: tuple[str, ...]) -> None:
+def check_arrays(raw: dict, root: Path, below: tuple[str, ...]) -> None:
     """UnsafeFile unless every array the answer names is a regular file of its own arrays/
     folder under the size cap (checked with fstat, not read: the judge reads them later), and
     all the arrays it names, each reference counted, add up to at most MAX_ANSWER_ARRAY_BYTES

@@ -14,6 +14,7 @@ import shutil
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -58,18 +59,18 @@ class Response:
     reader: Reader | None = None
 
     @property
-    def missing(self):
+    def missing(self) -> Any:
         return self.raw.get("missing")
 
     @property
-    def error(self):
+    def error(self) -> Any:
         return self.raw.get("error")
 
     @property
-    def lost(self):
+    def lost(self) -> Any:
         return self.raw.get("lost")
 
-    def decode(self, data):
+    def decode(self, data: object) -> Any:
         assert self.reader is not None, "a response read without its folder has no values"
         return self.reader.decode(data)
 

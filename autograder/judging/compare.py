@@ -383,7 +383,10 @@ def assert_finite_like(got: np.ndarray, expected: np.ndarray, what: str = "the r
 
 
 def difference_summary(
-    got: np.ndarray, expected: np.ndarray, rtol=FLOAT64["rtol"], atol=FLOAT64["atol"]
+    got: np.ndarray,
+    expected: np.ndarray,
+    rtol: float = FLOAT64["rtol"],
+    atol: float = FLOAT64["atol"],
 ) -> str:
     """'7 of 20 entries differ (largest difference 0.31, at [2, 1])' or '' if all close."""
     got = np.asarray(got, dtype=float)

@@ -74,7 +74,7 @@ def copy_submission(
     target: Path | str,
     max_file_bytes: int = MAX_FILE_BYTES,
     max_total_bytes: int = MAX_TOTAL_BYTES,
-):
+) -> list[tuple[str, str]]:
     """Copy the regular files of a student's folder (submission_files' rule); returns
     [(relative path, why skipped)]. Every file is opened without following links
     (autograder.safe_files), and the walk is iterative."""

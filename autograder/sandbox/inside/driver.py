@@ -449,7 +449,7 @@ class Zygote:
     the notebook then gets the usual cold kernel (the waiter falls back by itself as well).
     """
 
-    socket = None
+    socket: str | None = None
     pid = 0
     alive_fd = -1  # the write end of the zygote's stdin: closing it tells the zygote to exit
 
@@ -532,11 +532,12 @@ class WarmKernelManager(AsyncKernelManager):
     preload = ""  # what the zygote imports before forking this notebook's kernel (zygote.py)
     ready_seconds = TIMES["zygote_ready_seconds"]  # the waiter's patience for the zygote
 
-    def format_kernel_cmd(self, extra_arguments=None):
+    def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
         command = super().format_kernel_cmd(extra_arguments)
         if Zygote.alive() and command[1:3] == ["-m", "ipykernel_launcher"]:
             # the waiter needs only the standard library: -I -S skip site-packages' start-up
             # (its cold-kernel fallback execs a normal interpreter, with this environment)
+            assert Zygote.socket is not None  # alive: started with its socket
             launch = [sys.executable, "-I", "-S", str(ZYGOTE), "--launch", Zygote.socket]
             launch += ["--ready", repr(float(self.ready_seconds))]
             return [*launch, "--preload", self.preload, *command[3:]]
@@ -810,7 +811,11 @@ class Run:
         )
 
     def run_driver_cell(
-        self, client, source: str, cpu_seconds, wall_seconds=None
+        self,
+        client: "QuietClient",
+        source: str,
+        cpu_seconds: float,
+        wall_seconds: float | None = None,
     ) -> nbformat.NotebookNode:
         """Run one of the driver's own cells (charged like any cell); the cell, with its outputs.
 
@@ -1014,7 +1019,7 @@ class OutputCap:
         _write_all(2, bytes(tail))
 
     @classmethod
-    def stop(cls, patience=TIMES["output_stop_seconds"]) -> None:
+    def stop(cls, patience: float = TIMES["output_stop_seconds"]) -> None:
         """At the driver's end: its own ends of the pipe closed, the tail passed on (a process
         left behind that still holds the pipe only delays this by `patience` seconds)."""
         if cls.pid <= 0:

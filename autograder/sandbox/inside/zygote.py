@@ -157,10 +157,10 @@ class _DeferringLoader(Loader):
     def __init__(self, loader: Loader) -> None:
         self.loader = loader
 
-    def create_module(self, spec):
+    def create_module(self, spec: ModuleSpec) -> types.ModuleType | None:
         return self.loader.create_module(spec)
 
-    def exec_module(self, module) -> None:
+    def exec_module(self, module: types.ModuleType) -> None:
         object.__setattr__(module, "__class__", _Deferred)
 
 
