@@ -54,7 +54,7 @@ def validating() -> bool:
     return os.environ.get("NBGRADER_EXECUTION", "") == "validate"
 
 
-def _stored(function, seed):
+def _stored(function: str, seed: str) -> bool:
     """True if this seed's cases of `function` are stored data (the handout)."""
     from autograder.judging.store import stored_functions
 
@@ -132,7 +132,7 @@ def report(function: str, results: list[TestResult]) -> str:
     return "\n".join(lines)
 
 
-def _graded_names_of(frame_globals):
+def _graded_names_of(frame_globals: Mapping[str, object]) -> dict[str, object]:
     """The graded functions a notebook has defined or imported (its globals), so that a check can
     ask, as the grader does, what the student's own earlier functions make of an input."""
     names = {name for notebook in NOTEBOOKS for name in notebook.graded}

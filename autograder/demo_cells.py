@@ -93,7 +93,7 @@ def skip_plan(notebook_path: Path, stem: str, released: Path = RELEASED) -> dict
 
 
 # -- the safety analysis (for the tags in solutions/) ------------------------------------------
-def _tree(source) -> ast.Module:
+def _tree(source: str) -> ast.Module:
     from IPython.core.inputtransformer2 import TransformerManager
 
     return ast.parse(TransformerManager().transform_cell(source))
@@ -150,7 +150,7 @@ def bound_names(source: str) -> set[str]:
     return names
 
 
-def _nested_global_reads(table: SymbolTable):
+def _nested_global_reads(table: SymbolTable) -> set[str]:
     """Globals that the functions, classes, lambdas and comprehensions of a scope read."""
     found = set()
     for child in table.get_children():

@@ -78,7 +78,7 @@ class Person:
         return f"roster line {self.row}"
 
 
-def _column(header: str):
+def _column(header: str) -> str:
     key = header.strip().lower().replace(" ", "_").replace("-", "_")
     return ALIASES.get(key.replace("_", ""), key)
 
@@ -150,7 +150,7 @@ class Match:
     conflicts: list = field(default_factory=list)  # [(submission, reason)]: the conflicts
 
 
-def _candidates(name, people):
+def _candidates(name: str, people: Sequence[Person]) -> list[Person]:
     """The people a submission's name points to, best rule first (see the module's docstring)."""
     key = student_ids.key
     folded = key(name)

@@ -76,7 +76,7 @@ def _parts(relpath: RelPath) -> list[str]:
     return [check_name(p) for p in relpath]
 
 
-def _describe(mode: int):
+def _describe(mode: int) -> tuple[str, str]:
     if stat.S_ISLNK(mode):
         return "symlink", "is a symbolic link"
     if stat.S_ISDIR(mode):
@@ -90,7 +90,7 @@ def _describe(mode: int):
     return "special", "is not a regular file"
 
 
-def _open_error(exc: OSError, shown) -> UnsafeFile:
+def _open_error(exc: OSError, shown: str) -> UnsafeFile:
     if exc.errno == errno.ELOOP:  # O_NOFOLLOW on a symbolic link
         return UnsafeFile("symlink", f"{shown} is a symbolic link")
     if exc.errno == errno.ENOTDIR:  # a folder on the way is a file or a link to one
@@ -309,7 +309,7 @@ def lstat_below(root: str | os.PathLike[str], name: str) -> os.stat_result | Non
 
 
 # -- trees ---------------------------------------------------------------------------------------
-def _open_dir(root, parts: tuple[str, ...]) -> int:
+def _open_dir(root: str | os.PathLike[str], parts: tuple[str, ...]) -> int:
     fd = os.open(root, _DIR_FLAGS)
     try:
         for part in parts:

@@ -39,7 +39,7 @@ def problem(handle: BinaryIO, max_members: int) -> str | None:
         return f"its end record could not be read ({exc})"
 
 
-def _problem(handle, max_members) -> str | None:
+def _problem(handle: BinaryIO, max_members: int) -> str | None:
     handle.seek(0, os.SEEK_END)
     size = handle.tell()
     found = _end_record(handle, size)
@@ -76,7 +76,7 @@ def _problem(handle, max_members) -> str | None:
     return None
 
 
-def _end_record(handle, size):
+def _end_record(handle: BinaryIO, size: int) -> tuple[int, tuple] | None:
     """(position, fields) of the end of central directory record, as zipfile finds it."""
     if size < _END.size:
         return None
@@ -93,7 +93,7 @@ def _end_record(handle, size):
     return start + at, _END.unpack_from(tail, at)
 
 
-def _zip64_record(handle, where):
+def _zip64_record(handle: BinaryIO, where: int) -> tuple[int, int, int] | None:
     """(position, member count, directory size) from the zip64 end record, or None."""
     if where < _LOCATOR.size + _END64.size:
         return None

@@ -45,7 +45,7 @@ _originals: dict[
 ] = {}  # (module, dotted name) -> the object before the notebook ran
 
 
-def _resolve(module: str, dotted: str):
+def _resolve(module: str, dotted: str) -> object:
     obj = sys.modules.get(module)
     for part in dotted.split("."):
         obj = getattr(obj, part, None)
@@ -54,7 +54,7 @@ def _resolve(module: str, dotted: str):
     return obj
 
 
-def _hook(event, args) -> None:
+def _hook(event: str, args: tuple) -> None:
     try:
         if event == "import":
             name = args[0] if args else None

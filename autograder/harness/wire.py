@@ -30,7 +30,7 @@ MAX_ARRAY_BYTES = 64 * 2**20  # one .npy file
 PACKED = "arrays.npys"
 
 
-def _type_name(obj) -> str:
+def _type_name(obj: object) -> str:
     t = type(obj)
     return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
 
@@ -138,7 +138,7 @@ class Reader:
         self.packed = packed  # a request (the harness): "#k" names the k-th array of PACKED
         self._unpacked: list[np.ndarray] | None = None
 
-    def _packed_array(self, name: str):
+    def _packed_array(self, name: str) -> np.ndarray:
         if self._unpacked is None:
             arrays = []
             with open(self.directory / PACKED, "rb") as handle:
@@ -193,7 +193,7 @@ class Reader:
         return {k: self.decode(v) for k, v in data.items()}
 
 
-def _hashable(key):
+def _hashable(key: object) -> object:
     return tuple(key) if isinstance(key, list) else key
 
 

@@ -160,7 +160,7 @@ def judgement(case: Case, responses: Sequence[Response]) -> tuple[float, str, li
     return 1.0, "", [], PASSED
 
 
-def _missing_message(name) -> str:
+def _missing_message(name: str) -> str:
     return (
         f"`{name}` is not defined after running your notebook. Keep the cell that defines it, "
         f"spelled exactly `{name}`, and make sure the cells before it run without errors."
@@ -179,7 +179,7 @@ def write_requests(cases: Sequence[Case], request_root: Path | str) -> list[str]
     return sorted({case.function for case in cases})
 
 
-def _encode_request(writer: Writer, value):
+def _encode_request(writer: Writer, value: object) -> object:
     if isinstance(value, dict):  # plain dicts and the harness's "$..." forms alike
         return {k: _encode_request(writer, v) for k, v in value.items()}
     if isinstance(value, list):

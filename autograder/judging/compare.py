@@ -293,11 +293,11 @@ def shape_hint(got: Sequence[int], expected: Sequence[int]) -> str:
     return ""
 
 
-def _axes(sizes) -> str:
+def _axes(sizes: Sequence[int]) -> str:
     return "axis" if len(sizes) == 1 else "axes"
 
 
-def _sizes(sizes) -> str:
+def _sizes(sizes: Sequence[int]) -> str:
     """'size 2 is' / 'sizes 2, 3 are'."""
     if len(sizes) == 1:
         return f"size {sizes[0]} is"
@@ -464,7 +464,7 @@ def is_close(
         return bool(_close_mask(got, expected, rtol, atol).all())
 
 
-def _close_mask(got: np.ndarray, expected: np.ndarray, rtol, atol) -> np.ndarray:
+def _close_mask(got: np.ndarray, expected: np.ndarray, rtol: float, atol: float) -> np.ndarray:
     """Elementwise |got - expected| <= atol + rtol |expected|, NaN matching NaN, inf matching inf.
 
     Written with array operators rather than np.isclose/np.allclose, so that a student's code

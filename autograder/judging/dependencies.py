@@ -79,7 +79,7 @@ def unavailable_names(
     }
 
 
-def _errors(raw):
+def _errors(raw: object) -> list[dict]:
     """The harness's error dicts in one answer ("error", "backward_error", and those of an
     object's steps), bounded: answers are the student's bytes, checked only at the top."""
     found, stack, seen = [], [raw], 0
@@ -97,7 +97,7 @@ def _errors(raw):
     return found
 
 
-def _raised_by(error) -> str | None:
+def _raised_by(error: dict) -> str | None:
     """The name an error is about: the innermost frame of a NotImplementedError (a placeholder
     is a function named like what it stands for), the undefined name of a NameError."""
     kind = error.get("type")

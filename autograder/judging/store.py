@@ -25,7 +25,7 @@ class NotStorable(TypeError):
     """A case whose judge is not a Judgement of plain data."""
 
 
-def _plain(encoded, where: str) -> None:
+def _plain(encoded: object, where: str) -> None:
     """Raise NotStorable if the wire encoding had to describe some value as an opaque object."""
     if isinstance(encoded, list):
         for item in encoded:
@@ -55,7 +55,7 @@ def save_cases(cases: Sequence[Case], folder: Path | str) -> None:
     (folder / "index.json").write_text(json.dumps(functions))
 
 
-def _save_case(case, directory) -> None:
+def _save_case(case: Case, directory: Path) -> None:
     where = f"{case.function}: {case.name}"
     if not isinstance(case.judge, Judgement):
         raise NotStorable(f"{where}: its judge is {type(case.judge).__name__}, not a Judgement")

@@ -104,7 +104,7 @@ def identify(
     return None, "not among the students of the --lms-users file"
 
 
-def _as_canvas_has_it(person, user) -> Person:
+def _as_canvas_has_it(person: Person, user: Mapping[str, str]) -> Person:
     fields = dict(person.fields)
     fields["name"] = user["Student"]
     for column, header in HEADER_OF.items():
@@ -121,7 +121,7 @@ def import_steps(columns: Sequence[tuple[str, float]], identifier: str | None = 
     ]
 
 
-def _read_csv(path) -> list[list[str]]:
+def _read_csv(path: Path | str) -> list[list[str]]:
     try:
         with open(path, "rb") as handle:
             text = handle.read(20 * 2**20).decode("utf-8-sig")

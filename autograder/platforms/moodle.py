@@ -64,7 +64,7 @@ def fitted(
     return out
 
 
-def _scaled(grade, factor, top):
+def _scaled(grade: float, factor: float, top: float) -> float:
     return grade if factor == 1.0 else min(round(grade * factor, 4), top)
 
 

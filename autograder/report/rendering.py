@@ -30,7 +30,7 @@ def environment() -> Environment:
     return env
 
 
-def _shown(value):
+def _shown(value: object) -> object:
     """What a template prints for `value`: bidi controls as visible markers (escaping.py)."""
     if isinstance(value, Markup):
         return Markup(bidi_markers(value))  # the markers hold nothing HTML reads

@@ -8,9 +8,11 @@ grader installed elsewhere) the page names the notebook and no section.
 """
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from autograder.curriculum import NOTEBOOKS
@@ -50,7 +52,7 @@ def anchor_of(text: str) -> str:
     return quote(text.replace(" ", "-"), safe="?/:@!$&'()*+,;=")
 
 
-def _grade_id(cell):
+def _grade_id(cell: Mapping[str, Any]) -> str | None:
     return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
 
 

@@ -75,7 +75,7 @@ def rarity(holders: int, limit: int) -> float:
 
 
 # -- comparing the class ----------------------------------------------------------------------------
-def _wrong_ways(results):
+def _wrong_ways(results: Mapping[str, Any]) -> dict[Any, tuple]:
     """{function: (failed tests, misconceptions, messages)} of one student's answers judged
     wrong."""
     failed = defaultdict(list)
@@ -94,7 +94,7 @@ def _wrong_ways(results):
     }
 
 
-def _evidence(mine, theirs) -> str:
+def _evidence(mine: tuple | None, theirs: tuple | None) -> str:
     if not mine or not theirs:
         return ""
     if mine == theirs:
@@ -267,14 +267,14 @@ def similarity_view(report: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _root(parent, x):
+def _root(parent: dict[str, str], x: str) -> str:
     while parent.setdefault(x, x) != x:
         parent[x] = parent[parent[x]]
         x = parent[x]
     return x
 
 
-def _clusters(pairs):
+def _clusters(pairs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """[{"function", "students"}] of the groups of three or more students linked by pairs."""
     out = []
     for function in dict.fromkeys(p["function"] for p in pairs):

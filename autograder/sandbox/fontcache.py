@@ -49,7 +49,7 @@ def _read(path: Path) -> bytes | None:
     return data
 
 
-def _copy(source, target) -> bool:
+def _copy(source: Path, target: Path) -> bool:
     """Copy the font cache files of source into target (each written whole, then renamed)."""
     copied = 0
     for path in sorted(Path(source).glob(PATTERN)):

@@ -299,7 +299,7 @@ class Isolation:
         return keep
 
     @staticmethod
-    def _editable_hooks():
+    def _editable_hooks() -> list[Path]:
         """Editable installs point `autograder`/`coursedata` at the project: blank their hooks."""
         hooks = []
         for entry in site.getsitepackages():

@@ -117,7 +117,7 @@ class Folder:
         return files, total, skipped
 
 
-def _names(dir_fd: int, limit):
+def _names(dir_fd: int, limit: int) -> list[str]:
     """At most `limit` names of the folder (a student can make a million empty files on a
     tmpfs capped in bytes: they are never all listed, nor stat'ed one by one)."""
     names: list[str] = []
@@ -129,7 +129,7 @@ def _names(dir_fd: int, limit):
     return names
 
 
-def _copy_file(dir_fd: int, name, destination: str, budget) -> int:
+def _copy_file(dir_fd: int, name: str, destination: str, budget: int) -> int:
     try:
         src = os.open(name, FLAGS_FILE, dir_fd=dir_fd)
     except OSError:
