@@ -49,6 +49,7 @@ NOTEBOOKS = (
         "numpy",
         "soft_lookup",
         ("lookup", "similarity", "percentages", "soft_lookup"),
+        package="n01_soft_lookup",
     ),
     Notebook(
         "02_dot_product_softmax",
@@ -56,6 +57,7 @@ NOTEBOOKS = (
         "numpy",
         "dot_product_softmax",
         ("softmax", "scaled_scores", "attend", "attention_for_token"),
+        package="n02_dot_product_softmax",
     ),
     Notebook(
         "03_matrix_attention",
@@ -63,6 +65,7 @@ NOTEBOOKS = (
         "numpy",
         "matrix_attention",
         ("attention_scores", "causal_mask", "scaled_dot_product_attention", "self_attention"),
+        package="n03_matrix_attention",
     ),
     Notebook(
         "04_multihead_attention",
@@ -70,6 +73,7 @@ NOTEBOOKS = (
         "numpy",
         "multihead_attention",
         ("mha_shapes", "split_heads", "merge_heads", "multi_head_attention"),
+        package="n04_multihead_attention",
     ),
     Notebook(
         "05_transformer_block",

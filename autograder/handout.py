@@ -55,7 +55,8 @@ SHIPPED = (
     # a notebook in its own folder ships its judges only: reference, cases, variants stay here
     "course/__init__.py",
     "course/*/__init__.py",
-    "course/*/judges.py",
+    "course/*/judges*.py",
+    "course/numpy_shared/signatures.py",  # how the NumPy judges read a mistake from plain data
 )
 SHIPPED_DATA = ("*.py", "*.json")  # of coursedata (data/)
 

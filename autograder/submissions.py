@@ -52,6 +52,7 @@ from pathlib import Path, PurePosixPath
 
 from autograder import bulk_downloads, notebook_files, student_ids, zip_directory
 from autograder.curriculum import NOTEBOOKS
+from autograder.deadlines import LmsMark
 from autograder.escaping import terminal as printable
 from autograder.notebook_files import match_name
 
@@ -87,6 +88,7 @@ class Placement(dict[str, list[str]]):
         self.sources: dict[
             str, Path
         ] = {}  # stem -> the student's file graded (or the zip it came from)
+        self.marks: dict[str, LmsMark] = {}  # stem -> that file's LmsMark (Canvas: late or not)
 
 
 @dataclass
@@ -113,6 +115,7 @@ class _Found:
     unpacked: bool = False  # path is ours (a zip member), moved into the student's folder
     origin: Path | None = None  # the student's own file: `path`, or the zip it came from
     order: int = 0  # an LMS's upload order (bulk_downloads: Canvas's attachment id), else 0
+    mark: object = None  # deadlines.LmsMark: an LMS's late mark, where its dates are not times
 
     def place(self, target: Path) -> None:
         assert self.path is not None  # placed only once found on disk
@@ -385,6 +388,8 @@ def _gather(sub: Submission, source: Path, staging, graded_groups, unpacked: _Un
         else:
             chosen[stem] = item
             sub.messages.sources[stem] = item.origin
+            if item.mark is not None:
+                sub.messages.marks[stem] = item.mark
     for stem, names in getattr(sub.messages, "guesses", {}).items():
         if stem not in by_stem:  # nothing else could be it: the misspelt file is named with it
             sub.add(
@@ -438,6 +443,8 @@ def _from_bulk(files, sub, unpacked):
             items = [item] if item is not None else []
         for item in items:
             item.order = uploaded.order
+            if uploaded.lms == "Canvas":  # its dates are the download's: the mark is what is known
+                item.mark = LmsMark(uploaded.lms, uploaded.late)
             found.append(item)
     return found
 

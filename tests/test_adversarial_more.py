@@ -29,7 +29,7 @@ pytestmark = pytest.mark.slow  # grades in a real sandbox (`pytest -m "not slow"
 
 REPO = Path(autograder.__file__).resolve().parent.parent
 NB1 = "01_soft_lookup.ipynb"
-REFERENCE = (REPO / "autograder" / "reference" / "soft_lookup.py").read_text()
+REFERENCE = (REPO / "autograder" / "course" / "n01_soft_lookup" / "reference.py").read_text()
 PLANTED = "PLANTED-BY-A-STUDENT"
 
 # Notebook cells of the attackers. The driver loads a fresh copy of the harness after the

@@ -52,7 +52,7 @@ LIMITS = Limits(
 KEY_CALLS = {"x86_64": (248, 249, 250), "aarch64": (217, 218, 219)}
 
 load_all()
-reference = importlib.import_module(f"autograder.reference.{BY_STEM[NB1].reference_module}")
+reference = importlib.import_module(BY_STEM[NB1].reference_path)
 
 
 def source(fn):
@@ -228,7 +228,7 @@ def snoop_cells(host_paths, secret):
         "raise RuntimeError(f'snoop leaks={leaks} fds={fds} procs={len(procs)} '\n"
         "                   f'sys={os.path.exists(\"/sys/fs\")} cwd={os.getcwd()}')",
         f"open({str(REPO / 'solutions' / (NB1 + '.ipynb'))!r}).read()",
-        f"open({str(REPO / 'autograder' / 'reference' / 'soft_lookup.py')!r}).read()",
+        f"open({str(REPO / 'autograder' / 'course' / 'n01_soft_lookup' / 'reference.py')!r}).read()",
     ]
 
 

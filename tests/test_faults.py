@@ -28,7 +28,7 @@ pytestmark = pytest.mark.slow  # grades in a real sandbox (`pytest -m "not slow"
 REPO = Path(autograder.__file__).resolve().parent.parent
 FILE = "01_soft_lookup.ipynb"
 MARKER = marker("4141")  # a sleeper started by a submission carries this in its command line
-REFERENCE = (REPO / "autograder" / "reference" / "soft_lookup.py").read_text()
+REFERENCE = (REPO / "autograder" / "course" / "n01_soft_lookup" / "reference.py").read_text()
 ARGS = ["--workers", "1", "--timeout", "60", "--quiet", "--secret", "faults", "--memory", "2"]
 
 

@@ -230,7 +230,9 @@ def full_marks_student():
 def reference_lines():
     """The code lines of the model answers' bodies (docstrings and short lines left out)."""
     lines = set()
-    for path in sorted(REFERENCE.glob("*.py")):
+    for path in sorted(REFERENCE.glob("*.py")) + sorted(
+        REFERENCE.parent.glob("course/*/reference.py")
+    ):
         tree = ast.parse(path.read_text())
         text = path.read_text().splitlines()
         for node in ast.walk(tree):
@@ -366,7 +368,7 @@ def test_the_page_screenshots_at_a_readable_size(tmp_module):
 
 # -- a student graded for real --------------------------------------------------------------------
 def test_a_graded_student_page_shows_the_judges_messages_and_no_model_answer(tmp_module):
-    reference = importlib.import_module("autograder.reference.soft_lookup")
+    reference = importlib.import_module("autograder.course.n01_soft_lookup.reference")
     cells = ["import numpy as np"]
     cells += [inspect.getsource(getattr(reference, f)) for f in ("lookup", "similarity")]
     cells += [

@@ -29,11 +29,11 @@ pytestmark = pytest.mark.slow  # grades in a real sandbox (`pytest -m "not slow"
 STEM = "01_soft_lookup"
 FILE = f"{STEM}.ipynb"
 REPO = Path(autograder.__file__).resolve().parent.parent
-REFERENCE_FILE = REPO / "autograder" / "reference" / "soft_lookup.py"
+REFERENCE_FILE = REPO / "autograder" / "course" / "n01_soft_lookup" / "reference.py"
 TIMEOUT = 10  # seconds per notebook: the looping student uses it up
 
 load_all()
-reference = importlib.import_module(f"autograder.reference.{BY_STEM[STEM].reference_module}")
+reference = importlib.import_module(BY_STEM[STEM].reference_path)
 
 
 def source(fn):
@@ -86,7 +86,7 @@ def build_class(root):
         [
             *CORRECT,
             "def percentages(scores):\n"
-            "    from autograder.reference.soft_lookup import percentages as answer\n"
+            "    from autograder.course.n01_soft_lookup.reference import percentages as answer\n"
             "    return answer(scores)",
             "def similarity(query, keys):\n"
             f"    open({str(REFERENCE_FILE)!r}).read()\n"

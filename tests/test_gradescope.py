@@ -153,7 +153,9 @@ def test_zip_holds_what_gradescope_needs(autograder_zip):
     assert {"setup.sh", "run_autograder"} <= names  # at the root of the archive
     assert modes["run_autograder"] & stat.S_IXUSR and modes["setup.sh"] & stat.S_IXUSR
     assert secret == SECRET and not modes["secret"] & 0o077
-    assert "lib/autograder/reference/matrix_attention.py" in names  # the grader needs it...
+    assert (
+        "lib/autograder/course/n03_matrix_attention/reference.py" in names
+    )  # the grader needs it...
     assert "lib/coursedata/__init__.py" in names
     for nb in BY_STEM.values():  # the released notebooks, whose demo cells the grader skips
         with zipfile.ZipFile(autograder_zip) as archive:

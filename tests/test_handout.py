@@ -428,8 +428,8 @@ def test_the_detector_finds_a_reference_function_pasted_verbatim(handout, secret
     found = _found(planted, secrets)
     assert any(
         f.startswith(
-            "checker/autograder/judging/extra.py: code of autograder/reference/"
-            "matrix_attention.py: scaled_dot_product_attention"
+            "checker/autograder/judging/extra.py: code of autograder/course/"
+            "n03_matrix_attention/reference.py: scaled_dot_product_attention"
         )
         for f in found
     ), found
@@ -470,7 +470,7 @@ def test_the_detector_finds_a_solution_region_pasted_into_a_notebook(handout, se
 
 @pytest.mark.slow  # builds the whole handout
 def test_the_detector_finds_a_probe_line_in_a_text_file(handout, secrets, tmp_path):
-    probe = (REPO / "autograder" / "probes" / "dot_product_softmax.py").read_text()
+    probe = (REPO / "autograder" / "course" / "n02_dot_product_softmax" / "cases.py").read_text()
     line = max(leaks.secret_lines(probe, ast.parse(probe)), key=len)
     planted = _plant(handout, tmp_path, "README.md", f"\nA note:\n\n    {line}\n")
     found = _found(planted, secrets)
@@ -496,11 +496,11 @@ def _results(function, obj, stored, **namespace):
 
 
 def _wrong_answers():
-    from autograder.misconceptions.numpy_variants import VARIANTS
+    from autograder.course.numpy_shared.variants import variants_of
 
     answers = []
-    for name, variants in VARIANTS.items():
-        answers += [(name, id_, fn) for id_, fn in variants[:2]]
+    for name in GRADED_NAMES:
+        answers += [(name, id_, fn) for id_, fn in variants_of(name)[:2]]
 
     def unbiased_layer_norm(x, weight, bias, eps=1e-5):
         return (x - x.mean(-1, keepdim=True)) / torch.sqrt(
@@ -680,7 +680,8 @@ def test_the_installed_handout_has_no_course_package(installed):
     for module in (
         "autograder.reference",
         "autograder.probes",
-        "autograder.misconceptions.numpy_variants",
+        "autograder.course.numpy_shared.variants",
+        "autograder.course.n03_matrix_attention.reference",
     ):
         done = _python(venv, f"import {module}")
         assert done.returncode != 0 and "ModuleNotFoundError" in done.stderr, module

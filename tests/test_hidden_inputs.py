@@ -4,7 +4,7 @@
    and answers: a notebook that looks answers up there must earn nothing hidden), for two
    different secrets and several students each, in every notebook (build_cases draws again
    while a request repeats a visible one).
-2. Every known-wrong variant of notebooks 01-04 (autograder.misconceptions.numpy_variants)
+2. Every known-wrong variant of notebooks 01-04 (autograder/course/n0[1-4]_*/variants.py)
    is told apart from the right answer by the hidden cases of every student: some call of some
    value case gives the variant an output that differs from the reference's (or makes it raise).
    Otherwise that student's grader would give the mistake full marks while the visible check

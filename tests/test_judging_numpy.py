@@ -1,8 +1,9 @@
 """The NumPy notebooks' cases judged from stored data alone, exactly as the live cases judge.
 
 The probes of notebooks 01-04 build each case with the model answers and the known-wrong
-variants, and keep what those return in the case's Judgement; the judges in
-autograder/judging/ decide from that data. So the visible checks' cases can be stored
+variants, and keep what those return in the case's Judgement; the judges
+(autograder/course/numpy_shared/judges*.py, each notebook folder's judges.py) decide from that
+data. So the visible checks' cases can be stored
 (judging.store) and judged where neither the model answers nor the probes are installed. This
 file checks that every visible case is storable, that a stored case gives every answer of the
 catalogues in test_probes_numpy.py and test_diagnosis_numpy.py (the reference, the wrong answers,
@@ -26,7 +27,7 @@ from numpy_mutants import CORRECT, MUTANTS, NAMES, NUMPY_STEMS, WEIRD
 
 from autograder import reference as R
 from autograder.checks import VISIBLE_SEED, run_in_process
-from autograder.curriculum import NOTEBOOK_OF
+from autograder.curriculum import NOTEBOOK_OF, NOTEBOOKS
 from autograder.harness import serve
 from autograder.judging import Judgement
 from autograder.judging.answers import judge_cases
@@ -41,8 +42,12 @@ JUDGING = ROOT / "autograder" / "judging"
 FORBIDDEN = (
     "autograder.reference",
     "autograder.probes",
-    "autograder.misconceptions.numpy_variants",
     "autograder.misconceptions.torch_variants",
+    *(
+        f"autograder.course.{folder}.{kind}"
+        for folder in ("numpy_shared", *(nb.package for nb in NOTEBOOKS if nb.framework == "numpy"))
+        for kind in ("reference", "cases", "variants")
+    ),
 )
 # The one import of a forbidden module allowed in judging/: save_cases writes the requests with
 # the probes' writer, on the instructor's side (it is never called where cases are loaded).
@@ -161,7 +166,7 @@ def _instructor_only(filename, function, module):
 
 def test_judging_modules_import_no_model_answer_probe_or_variant():
     modules = sorted(JUDGING.glob("*.py"))
-    assert {"numpy_judges.py", "numpy_signatures.py", "store.py"} <= {p.name for p in modules}
+    assert {"compare.py", "store.py"} <= {p.name for p in modules}
     bad = [
         (path.name, function, module)
         for path in modules
@@ -188,11 +193,11 @@ def test_the_import_scan_sees_a_forbidden_import(tmp_path):
     planted = tmp_path / "planted.py"
     planted.write_text(
         "def judge(r):\n    from ..reference import softmax\n    return softmax\n"
-        "import autograder.misconceptions.numpy_variants as nv\n"
+        "import autograder.course.n03_matrix_attention.variants as nv\n"
     )
     modules = {module for _, module in _imports(planted)}
     assert "autograder.reference.softmax" in modules
-    assert "autograder.misconceptions.numpy_variants" in modules
+    assert "autograder.course.n03_matrix_attention.variants" in modules
 
 
 # A student's answer with a typical mistake, run on both sides.
@@ -230,7 +235,7 @@ name = "scaled_dot_product_attention"
 serve({{name: mask_after_softmax}}, request_dir(folder, name), responses + "/" + name)
 results = judge_cases(load_cases(folder, name), responses)
 assert not [m for m in sys.modules if m.startswith(FORBIDDEN)]
-assert "autograder.judging.numpy_judges" in sys.modules  # found by the stored name
+assert "autograder.course.numpy_shared.judges" in sys.modules  # found by the stored name
 print(json.dumps([[r.name, r.score, r.output, r.misconceptions] for r in results]))
 """
 

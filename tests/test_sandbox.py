@@ -114,7 +114,7 @@ def test_the_project_the_reference_other_students_and_the_network_are_out_of_rea
     server.bind(("127.0.0.1", 0))
     server.listen(1)
     port = server.getsockname()[1]
-    reference = REPO / "autograder" / "reference" / "soft_lookup.py"
+    reference = REPO / "autograder" / "course" / "n01_soft_lookup" / "reference.py"
     assert reference.exists()
     cells = [
         f"open({str(reference)!r}).read()",

@@ -240,7 +240,7 @@ def test_a_broken_sandbox_means_not_graded_and_the_next_run_grades(tmp_path):
     fake.mkdir()
     (fake / "bwrap").write_text(BROKEN_BWRAP.format(real=real))
     (fake / "bwrap").chmod(0o755)
-    reference = (REPO / "autograder" / "reference" / "soft_lookup.py").read_text()
+    reference = (REPO / "autograder" / "course" / "n01_soft_lookup" / "reference.py").read_text()
     submission(tmp_path / "class" / "ann", reference)
     out = tmp_path / "out"
     argv = [sys.executable, "-m", "autograder", "grade", tmp_path / "class", "--out", out]

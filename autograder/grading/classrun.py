@@ -63,6 +63,7 @@ from autograder.grading.workspace import (
     start_work_root,
     write_unfinished,
 )
+from autograder.platforms import gather_refusals
 from autograder.report import (
     write_class,
     write_student,
@@ -152,13 +153,42 @@ def _grade_class_locked(path, settings, progress, layout, graded_groups, stop):
             graded_groups=graded_groups,
             notices=notices,
         )
+        found = with_not_gathered(path, found)
         done, summary = _grade_class(found, settings, progress, stop, os.path.abspath(path))
-        summary["skipped_entries"] = notices  # this run's, not written to summary.json
+        mine = f"{gather_refusals.FILE}:"  # the gather's own file: read above, not a student's
+        summary["skipped_entries"] = [n for n in notices if not n.startswith(mine)]
         return done, summary
     finally:
         with stop.deferred():  # every way out: the work folders go (their sandboxes are done)
             for folder, fd in reversed(runs):
                 end_work_root(folder, fd, settings.keep_work)
+
+
+def with_not_gathered(path, found):
+    """`found` with the students a classroom gather could not gather (platforms/
+    gather_refusals.py) as refused submissions, when PATH is a class folder a gather wrote. A
+    student whose folder an earlier gather left is graded from it, and named in a warning."""
+    if not Path(path).is_dir() or not (Path(path) / gather_refusals.FILE).exists():
+        return found
+    entries = gather_refusals.read(path)
+    root = Path(os.path.abspath(path))
+    # a gathered class folder is never one student's: with every student refused it is empty,
+    # and discover would take the folder itself for a student with nothing
+    found = [s for s in found if Path(os.path.abspath(s.source)) != root]
+    have = {student_ids.key(s.student) for s in found}
+    for student, reason in entries:
+        why = student_ids.problem(student)  # an id no student folder could have had
+        reason = f"not graded: {why}." if why else reason
+        if student_ids.key(student) in have:
+            print(
+                f"warning: {printable(student)} is graded from an earlier gather's folder; the "
+                f"last gather could not update it: {reason}",
+                file=sys.stderr,
+            )
+            continue
+        have.add(student_ids.key(student))
+        found.append(submissions.Submission(student, root, root, refused=reason))
+    return found
 
 
 def _grade_class(found, settings, progress, stop, path=None):

@@ -29,7 +29,15 @@ SECRET_SALT = b"autograder: the secret, in a regrade fingerprint"
 SECRET_ROUNDS = 200_000
 _COURSE_SUFFIXES = (".py", ".json", ".npz", ".txt", ".toml")
 # what decides a verdict, in the autograder package (a folder, or a module)
-VERDICT_PARTS = ("probes", "reference", "judging", "harness", "misconceptions", "curriculum.py")
+VERDICT_PARTS = (
+    "course",  # one folder per notebook: its answers, cases, judges and variants
+    "probes",
+    "reference",
+    "judging",
+    "harness",
+    "misconceptions",
+    "curriculum.py",
+)
 
 
 def secret_hash(secret):

@@ -28,7 +28,13 @@ from typing import TypeVar
 # carry: a module listed here registers its judges under the older prefix, and a name with that
 # prefix imports every module listed for it.
 LEGACY_PREFIXES: dict[str, tuple[str, ...]] = {
-    "numpy_judges": ("autograder.judging.numpy_judges",),
+    "numpy_judges": (
+        "autograder.course.numpy_shared.judges",
+        "autograder.course.n01_soft_lookup.judges",
+        "autograder.course.n02_dot_product_softmax.judges",
+        "autograder.course.n03_matrix_attention.judges",
+        "autograder.course.n04_multihead_attention.judges",
+    ),
     "block_judges": ("autograder.judging.block_judges",),
     "lm_judges": ("autograder.judging.lm_judges",),
     "training_judges": ("autograder.judging.training_judges",),

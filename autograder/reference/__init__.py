@@ -2,7 +2,7 @@
 
 NumPy for notebooks 01-04, PyTorch for 05-07. The solution notebooks carry these same
 definitions, character for character in the AST (tests/test_single_source.py). Notebooks moved to
-the one-folder-per-notebook layout (curriculum's Notebook.package: 08 on) keep their answers in
+the one-folder-per-notebook layout (curriculum's Notebook.package: 01-04, 08) keep their answers in
 autograder/course/<package>/reference.py; their names are found here too, on first use.
 """
 
@@ -10,27 +10,8 @@ import importlib
 
 from autograder.curriculum import NOTEBOOKS
 
-# The NumPy notebooks' answers are imported now (cheap). The PyTorch ones are imported on first
-# use (PEP 562), so that the checks of notebooks 01-04 never pay for importing torch.
-from autograder.reference.dot_product_softmax import (
-    attend,
-    attention_for_token,
-    scaled_scores,
-    softmax,
-)
-from autograder.reference.matrix_attention import (
-    attention_scores,
-    causal_mask,
-    scaled_dot_product_attention,
-    self_attention,
-)
-from autograder.reference.multihead_attention import (
-    merge_heads,
-    mha_shapes,
-    multi_head_attention,
-    split_heads,
-)
-from autograder.reference.soft_lookup import lookup, percentages, similarity, soft_lookup
+# Every answer is imported on first use (PEP 562), from its notebook's module: the checks of
+# notebooks 01-04 never pay for importing torch.
 
 _TORCH_MODULE_OF = {
     name: f"autograder.reference.{nb.reference_module}"
@@ -58,9 +39,5 @@ def __getattr__(name):
 
 
 __all__ = [
-    "lookup", "similarity", "percentages", "soft_lookup",
-    "softmax", "scaled_scores", "attend", "attention_for_token",
-    "attention_scores", "causal_mask", "scaled_dot_product_attention", "self_attention",
-    "mha_shapes", "split_heads", "merge_heads", "multi_head_attention",
     *_TORCH_MODULE_OF, *_COURSE_MODULE_OF,
 ]  # fmt: skip

@@ -2,19 +2,22 @@
 
 A value case calls the student's function once; when it builds the case, the probe computes
 with the reference what the call must return and with the misconception variants
-(autograder.misconceptions.numpy_variants) what each known mistake returns on the same inputs,
-and stores both in the case's Judgement. The judge (autograder.judging.numpy_judges.value)
+(numpy_shared.variants) what each known mistake returns on the same inputs,
+and stores both in the case's Judgement. The judge (numpy_judges.value, numpy_shared/judges.py)
 compares the student's outputs with that data and names the mistake an output reproduces.
 Property cases (causality, equivariance, inputs unmodified) compare the student's outputs with
 each other; they only need the expected shapes and dtypes.
 """
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
 import numpy as np
 
 from autograder import reference as ref
+from autograder.course.numpy_shared.judges_calls import SCORES, WEIGHTS
+from autograder.course.numpy_shared.variants import variant_outputs
 from autograder.judging import Judgement, compare
-from autograder.judging.numpy_judges import SCORES, WEIGHTS
-from autograder.misconceptions.numpy_variants import variant_outputs
 from autograder.probes.base import Case
 
 PARAMS = {
@@ -37,7 +40,7 @@ PARAMS = {
 }
 
 
-def _describe(name, value):
+def _describe(name: str, value: Any) -> str:
     if isinstance(value, list):
         return f"{name} (a Python list of {len(value)})"
     if isinstance(value, np.ndarray):
@@ -47,7 +50,7 @@ def _describe(name, value):
     return f"{name}={value!r}"
 
 
-def label(function, args, kwargs=None):
+def label(function: str, args: Sequence[Any], kwargs: dict[str, Any] | None = None) -> str:
     """'attention_scores(Q (2, 4, 8), K (2, 5, 8))': the call, by shapes, for messages."""
     names = PARAMS.get(function, ())
     parts = [_describe(names[i] if i < len(names) else f"arg{i}", a) for i, a in enumerate(args)]
@@ -55,22 +58,27 @@ def label(function, args, kwargs=None):
     return f"{function}({', '.join(parts)})"
 
 
-def call(*args, **kwargs):
+def call(*args: Any, **kwargs: Any) -> dict[str, Any]:
     return {"op": "call", "args": list(args), "kwargs": kwargs}
 
 
-def expected_of(function, args, kwargs=None):
+def expected_of(function: str, args: Sequence[Any], kwargs: dict[str, Any] | None = None) -> Any:
     with np.errstate(all="ignore"):
         return getattr(ref, function)(*args, **(kwargs or {}))
 
 
-def call_data(function, args, kwargs=None, variants=True):
+def call_data(
+    function: str, args: Sequence[Any], kwargs: dict[str, Any] | None = None, variants: bool = True
+) -> dict[str, Any]:
     """What a judge needs to know of one call: its label, the right output and the variants'.
 
     variants=False leaves the variants out: for property cases, which only check shapes.
     """
     kwargs = kwargs or {}
-    data = {"where": label(function, args, kwargs), "expected": expected_of(function, args, kwargs)}
+    data: dict[str, Any] = {
+        "where": label(function, args, kwargs),
+        "expected": expected_of(function, args, kwargs),
+    }
     if variants:
         data["variants"] = variant_outputs(function, args, kwargs)
     if function in SCORES:
@@ -91,7 +99,7 @@ BATCHED_ARGS = {
 }
 
 
-def first_of_batch(function, args):
+def first_of_batch(function: str, args: Sequence[Any]) -> list[Any]:
     """The same call on the first element of the batch (no leading dimensions)."""
     indices, base = BATCHED_ARGS[function]
     out = list(args)
@@ -104,17 +112,17 @@ def first_of_batch(function, args):
 
 
 def value_case(
-    function,
-    name,
-    points,
-    args=None,
-    kwargs=None,
-    calls=None,
-    large=False,
-    batched=False,
-    helpers=True,
-    lists=None,
-):
+    function: str,
+    name: str,
+    points: float,
+    args: Sequence[Any] | None = None,
+    kwargs: dict[str, Any] | None = None,
+    calls: list[tuple[Sequence[Any], dict[str, Any]]] | None = None,
+    large: bool = False,
+    batched: bool = False,
+    helpers: bool = True,
+    lists: list[list[int]] | None = None,
+) -> Case:
     """Call once (or once per (args, kwargs) in calls); every output must match the reference.
 
     batched=True (one call with leading batch dimensions) also asks for the first element of
@@ -125,9 +133,12 @@ def value_case(
     call hands them: optional requests, which let the judge blame the earlier function when
     the answer is exactly what that function's fault produces (numpy_judges.blame).
     """
-    calls = calls or [(args, kwargs or {})]
+    calls = calls or [(args or [], kwargs or {})]
     requests = [call(*a, **kw) for a, kw in calls]
-    params = {"function": function, "calls": [call_data(function, a, kw) for a, kw in calls]}
+    params: dict[str, Any] = {
+        "function": function,
+        "calls": [call_data(function, a, kw) for a, kw in calls],
+    }
     if large:
         params["large"] = True
     if lists:
@@ -153,7 +164,7 @@ def value_case(
     return Case(function, name, points, requests, Judgement("numpy_judges.value", params))
 
 
-def _origin(helper, function):
+def _origin(helper: str, function: str) -> str:
     """Where the student wrote `helper`, as seen from `function`'s notebook."""
     from autograder.curriculum import NOTEBOOK_OF
 
@@ -163,12 +174,14 @@ def _origin(helper, function):
     return f"from notebook {stem[:2]}, which this notebook imports"
 
 
-def _masked_scores(Q, K, mask):
+def _masked_scores(Q: np.ndarray, K: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
     S = ref.attention_scores(Q, K)
     return S if mask is None else np.where(mask, S, -np.inf)
 
 
-def _heads_qkv(X, W_q, W_k, W_v):
+def _heads_qkv(
+    X: np.ndarray, W_q: np.ndarray, W_k: np.ndarray, W_v: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     Xh = X[..., None, :, :]
     return Xh @ W_q, Xh @ W_k, Xh @ W_v
 
@@ -178,7 +191,8 @@ def _heads_qkv(X, W_q, W_k, W_v):
 # kwargs), links)], links: [[output of function, output of helper], ...] (None: the whole value)
 # that are equal when the answer is right given that helper's own result; links None: the
 # answer transforms the helper's result further, and only the same named mistake is evidence.
-HELPERS = {
+Helper = tuple[str, tuple[Sequence[Any], dict[str, Any]], list[list[int | None]] | None]
+HELPERS: dict[str, Callable[..., list[Helper]]] = {
     "soft_lookup": lambda q, K, V: [
         ("percentages", ([K @ q], {}), [[0, None]]),
         ("similarity", ([q, K], {}), None),
@@ -229,8 +243,13 @@ HELPERS = {
 
 
 def unmodified_case(
-    function, points, args, kwargs=None, name="leaves its inputs unmodified", values=False
-):
+    function: str,
+    points: float,
+    args: Sequence[Any],
+    kwargs: dict[str, Any] | None = None,
+    name: str = "leaves its inputs unmodified",
+    values: bool = False,
+) -> Case:
     """Call once; every array argument must come back unchanged (and the result must have the
     right shape). values=True also checks the result's values: only for a case whose name says
     so ("a single key (m = 1) and inputs unmodified"), never for a plain "leaves its inputs
@@ -242,7 +261,11 @@ def unmodified_case(
         for k, before in enumerate(args)
         if isinstance(before, np.ndarray | dict)
     ]
-    params = {"function": function, "call": call_data(function, args, kwargs), "inputs": inputs}
+    params: dict[str, Any] = {
+        "function": function,
+        "call": call_data(function, args, kwargs),
+        "inputs": inputs,
+    }
     if values:
         params["values"] = True
     return Case(
@@ -254,18 +277,20 @@ def unmodified_case(
     )
 
 
-def causal_mask_of(n):
+def causal_mask_of(n: int) -> np.ndarray:
     return ref.causal_mask(n)
 
 
-def random_mask(rng, shape):
+def random_mask(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
     """A random boolean mask in which every query row may attend to at least one key."""
     mask = rng.random(shape) < 0.5
     keep = rng.integers(0, shape[-1], size=shape[:-1])[..., None]
     return mask | (np.arange(shape[-1]) == keep)
 
 
-def overflowing(query, keys, least=1500.0):
+def overflowing(
+    query: np.ndarray, keys: np.ndarray, least: float = 1500.0
+) -> tuple[np.ndarray, np.ndarray]:
     """(query, keys) rescaled so that the largest score keys @ query is at least `least`:
     exp overflows (exp(710) is inf) on every draw, so an unshifted softmax always shows."""
     scores = keys @ query
@@ -275,7 +300,14 @@ def overflowing(query, keys, least=1500.0):
     return query * max(1.0, least / abs(float(scores[j]))), keys
 
 
-def loud(X, W_q, W_k, least=3000.0, row=None):
+def loud(
+    X: np.ndarray,
+    W_q: np.ndarray,
+    W_k: np.ndarray,
+    *,
+    least: float = 3000.0,
+    row: int | None = None,
+) -> np.ndarray:
     """X scaled so that its self-attention scores x_i W_q . x_j W_k / sqrt(d_k) are large (they
     scale with the square of X): exp overflows without a shift, and rows whose scores lie far
     below the largest underflow when the whole array's maximum is subtracted, on every draw.

@@ -6,7 +6,7 @@ side by side (n, H*d_k) and mixed back to width d by W_o (H*d_k, d).
 
 import numpy as np
 
-from autograder.reference.matrix_attention import scaled_dot_product_attention
+from autograder.course.n03_matrix_attention.reference import scaled_dot_product_attention
 
 
 def mha_shapes(n, d, d_k, H):

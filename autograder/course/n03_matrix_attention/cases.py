@@ -21,9 +21,7 @@ weights underflow to 0/0; that is why the large-score case has no mask.)
 
 import numpy as np
 
-from autograder.judging import Judgement
-from autograder.probes.base import Case, probe
-from autograder.probes.numpy_common import (
+from autograder.course.numpy_shared.cases import (
     call,
     call_data,
     causal_mask_of,
@@ -33,10 +31,12 @@ from autograder.probes.numpy_common import (
     unmodified_case,
     value_case,
 )
+from autograder.judging import Judgement
+from autograder.probes.base import Case, probe
 
 
 @probe("attention_scores")
-def attention_scores_cases(rng):
+def attention_scores_cases(rng: np.random.Generator) -> list[Case]:
     Q, K = rng.standard_normal((4, 8)), rng.standard_normal((6, 8))
     Qb, Kb = rng.standard_normal((2, 3, 5, 4)), rng.standard_normal((2, 3, 5, 4))
     Q3, K3 = rng.standard_normal((3, 2)), rng.standard_normal((5, 2))
@@ -55,7 +55,7 @@ def _mask(n):
 
 
 @probe("causal_mask")
-def causal_mask_cases(rng):
+def causal_mask_cases(rng: np.random.Generator) -> list[Case]:
     n, small = int(rng.integers(4, 13)), int(rng.integers(1, 4))
     big = int(rng.integers(13, 31))
     n_bool = int(rng.integers(3, 13))
@@ -85,7 +85,7 @@ def causal_mask_cases(rng):
 
 
 @probe("scaled_dot_product_attention")
-def sdpa_cases(rng):
+def sdpa_cases(rng: np.random.Generator) -> list[Case]:
     f = "scaled_dot_product_attention"
     r = rng.standard_normal
     Q, K, V = r((3, 4)), r((5, 4)), r((5, 2))
@@ -111,7 +111,7 @@ def sdpa_cases(rng):
 
 
 @probe("self_attention")
-def self_attention_cases(rng):
+def self_attention_cases(rng: np.random.Generator) -> list[Case]:
     f = "self_attention"
     n, d, d_k, d_v = 5, 6, 4, 3
 

@@ -17,10 +17,8 @@ the notebook's table cell compares them with tuples.
 
 import numpy as np
 
-from autograder import reference as ref
-from autograder.judging import Judgement
-from autograder.probes.base import Case, probe
-from autograder.probes.numpy_common import (
+from autograder.course.n04_multihead_attention import reference as ref
+from autograder.course.numpy_shared.cases import (
     call,
     causal_mask_of,
     loud,
@@ -28,6 +26,8 @@ from autograder.probes.numpy_common import (
     unmodified_case,
     value_case,
 )
+from autograder.judging import Judgement
+from autograder.probes.base import Case, probe
 
 
 def _shapes_case(name, points, n, d, d_k, H):
@@ -42,7 +42,7 @@ def _shapes_case(name, points, n, d, d_k, H):
 
 
 @probe("mha_shapes")
-def mha_shapes_cases(rng):
+def mha_shapes_cases(rng: np.random.Generator) -> list[Case]:
     # sizes like the lecture's n=2, d=4, d_k=3, H=5 (n < d_k < d < H*d_k, every size distinct),
     # drawn like every hidden input: the lecture's own table is the notebook's table cell
     n = int(rng.integers(2, 4))
@@ -57,7 +57,7 @@ def mha_shapes_cases(rng):
 
 
 @probe("split_heads")
-def split_heads_cases(rng):
+def split_heads_cases(rng: np.random.Generator) -> list[Case]:
     X = rng.standard_normal((5, 12))
     Xb = rng.standard_normal((2, 4, 6))
     Xu = rng.standard_normal((3, 8))
@@ -69,7 +69,7 @@ def split_heads_cases(rng):
 
 
 @probe("merge_heads")
-def merge_heads_cases(rng):
+def merge_heads_cases(rng: np.random.Generator) -> list[Case]:
     X = ref.split_heads(rng.standard_normal((5, 12)), 3)  # (3, 5, 4)
     Xb = rng.standard_normal((2, 2, 4, 3))
     Xu = rng.standard_normal((4, 3, 2))
@@ -83,7 +83,7 @@ def merge_heads_cases(rng):
 
 
 @probe("multi_head_attention")
-def multi_head_attention_cases(rng):
+def multi_head_attention_cases(rng: np.random.Generator) -> list[Case]:
     f = "multi_head_attention"
 
     def weights(H, d, d_k):

@@ -1,7 +1,7 @@
 """Reading a NumPy answer's mistake from plain data: stored variant outputs and properties.
 
 A probe computes, when it builds a case, what each known-wrong variant
-(autograder.misconceptions.numpy_variants) returns on the case's inputs; a judge then names the
+(each notebook's variants.py) returns on the case's inputs; a judge then names the
 misconception whose outputs the student's answer reproduces:
 
     ids = diagnose_from(got, expected, variants)         # variants: [[id, output], ...]
@@ -21,6 +21,9 @@ hint text of the catalogue. Nothing here computes a model answer: every function
 student's output with given data or reads its properties.
 """
 
+from collections.abc import Iterable
+from typing import Any
+
 import numpy as np
 
 from autograder.judging.compare import fmt, is_close
@@ -32,7 +35,9 @@ EXP_FUNCTIONS = {"percentages", "soft_lookup", "softmax", "attend", "attention_f
 MATCH = {"rtol": 1e-5, "atol": 1e-7}  # a variant "matches" a little more loosely than a pass
 
 
-def matching_variants(got, expected, variants, output=None):
+def matching_variants(
+    got: Any, expected: Any, variants: list[list[Any]], output: int | None = None
+) -> list[tuple[int, str]]:
     """[(index, id), ...] of the stored variants whose output `got` reproduces.
 
     `variants` lists [id, output] pairs in the catalogue's order (several may share an id; an
@@ -50,7 +55,9 @@ def matching_variants(got, expected, variants, output=None):
     return found
 
 
-def diagnose_from(got, expected, variants, output=None):
+def diagnose_from(
+    got: Any, expected: Any, variants: list[list[Any]], output: int | None = None
+) -> list[str]:
     """The one misconception id whose stored variants `got` reproduces, as a list ([] or [id]).
 
     Evidence is specific only when every matching variant names the same mistake: an answer
@@ -60,14 +67,14 @@ def diagnose_from(got, expected, variants, output=None):
     return one_id(id_ for _, id_ in matching_variants(got, expected, variants, output))
 
 
-def one_id(ids):
+def one_id(ids: Iterable[str]) -> list[str]:
     """[id] when `ids` holds exactly one distinct id, else []: a failure names one mistake or
     none."""
     distinct = list(dict.fromkeys(ids))
     return distinct if len(distinct) == 1 else []
 
 
-def _item(value, output):
+def _item(value: Any, output: int | None) -> Any:
     if output is None:
         return value
     try:
@@ -76,7 +83,7 @@ def _item(value, output):
         return None
 
 
-def scale_signature(got, expected, d_k):
+def scale_signature(got: Any, expected: Any, d_k: int) -> tuple[list[str], str]:
     """(ids, sentence) when got equals expected times a constant other than 1, else ([], '').
 
     For scores: the ratio tells missing-scale (sqrt(d_k) too large) from wrong-scale.
@@ -116,7 +123,7 @@ def scale_signature(got, expected, d_k):
     )
 
 
-def nonfinite_rows_message(A):
+def nonfinite_rows_message(A: Any) -> str:
     """'2 of 3 rows hold NaN or inf (the first is row [1]); the others are finite' or ''."""
     A = np.asarray(A, dtype=float)
     if A.ndim < 1:
@@ -133,7 +140,12 @@ def nonfinite_rows_message(A):
     return f"{n_bad} of {n} rows hold NaN or inf (the first is row {list(map(int, first))}){rest}"
 
 
-def weights_signature(A, mask=None, large=False, over_queries_id="softmax-over-queries"):
+def weights_signature(
+    A: Any,
+    mask: np.ndarray | None = None,
+    large: bool = False,
+    over_queries_id: str = "softmax-over-queries",
+) -> tuple[list[str], str]:
     """Ids and a sentence read off an attention matrix A (..., n_q, n_k) by its properties.
 
     An id only where the property is specific to one mistake (columns that sum to 1; weights
@@ -176,7 +188,7 @@ def weights_signature(A, mask=None, large=False, over_queries_id="softmax-over-q
     return [], ""
 
 
-def error_signature(error, function=""):
+def error_signature(error: dict[str, Any] | None, function: str = "") -> tuple[list[str], str]:
     """Ids and a sentence for an exception the student's function raised on a case."""
     error = error or {}
     message = error.get("message", "")
@@ -189,7 +201,7 @@ def error_signature(error, function=""):
     return [], ""
 
 
-def explain(ids):
+def explain(ids: Iterable[str]) -> str:
     """' It looks like <mistake>: <hint>' for the one id of `ids`; '' for none (or several,
     which a judge never passes: one_id)."""
     ids = one_id(ids)

@@ -16,9 +16,7 @@ number of keys differs from d_k.
 
 import numpy as np
 
-from autograder.judging import Judgement
-from autograder.probes.base import Case, probe
-from autograder.probes.numpy_common import (
+from autograder.course.numpy_shared.cases import (
     call,
     call_data,
     loud,
@@ -26,10 +24,12 @@ from autograder.probes.numpy_common import (
     unmodified_case,
     value_case,
 )
+from autograder.judging import Judgement
+from autograder.probes.base import Case, probe
 
 
 @probe("softmax")
-def softmax_cases(rng):
+def softmax_cases(rng: np.random.Generator) -> list[Case]:
     x1 = rng.standard_normal(6) * 2
     x1_list = [float(v) for v in rng.standard_normal(5) * 2]  # "accept lists as well as arrays"
     x2 = rng.standard_normal((4, 4)) * 2
@@ -72,7 +72,7 @@ def softmax_cases(rng):
 
 
 @probe("scaled_scores")
-def scaled_scores_cases(rng):
+def scaled_scores_cases(rng: np.random.Generator) -> list[Case]:
     q, K = rng.standard_normal(8), rng.standard_normal((5, 8))
     q2, K2 = rng.standard_normal(3), rng.standard_normal((7, 3))
     q3, K3 = rng.standard_normal(5), rng.standard_normal((4, 5))
@@ -84,7 +84,7 @@ def scaled_scores_cases(rng):
 
 
 @probe("attend")
-def attend_cases(rng):
+def attend_cases(rng: np.random.Generator) -> list[Case]:
     q, K, V = rng.standard_normal(4), rng.standard_normal((6, 4)), rng.standard_normal((6, 3))
     q2, K2 = overflowing(rng.standard_normal(5) * 40, rng.standard_normal((4, 5)) * 40, 4000.0)
     V2 = rng.standard_normal((4, 2))
@@ -103,7 +103,7 @@ def attend_cases(rng):
 
 
 @probe("attention_for_token")
-def attention_for_token_cases(rng):
+def attention_for_token_cases(rng: np.random.Generator) -> list[Case]:
     n, d, d_k, d_v = 6, 5, 4, 3
 
     def weights():  # scaled by 1/sqrt(d): scores of order 1, so no token's weight is ~0 and

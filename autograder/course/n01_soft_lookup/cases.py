@@ -10,16 +10,16 @@ soft_lookup  2.0  random values, weights and output (1.0); d_v != d with large s
 
 import numpy as np
 
+from autograder.course.numpy_shared.cases import call, overflowing, unmodified_case, value_case
 from autograder.judging import Judgement
 from autograder.probes.base import Case, probe
-from autograder.probes.numpy_common import call, overflowing, unmodified_case, value_case
 
 FRUIT = ["apple", "banana", "lemon", "cherry", "grape", "melon", "peach", "plum"]
 FRENCH = ["pomme", "banane", "citron", "cerise", "raisin", "melon", "pêche", "prune"]
 
 
 @probe("lookup")
-def lookup_cases(rng):
+def lookup_cases(rng: np.random.Generator) -> list[Case]:
     k = 5
     order = rng.permutation(len(FRUIT))[:k]
     table = {FRUIT[i]: FRENCH[i] for i in order}
@@ -50,7 +50,7 @@ def lookup_cases(rng):
 
 
 @probe("similarity")
-def similarity_cases(rng):
+def similarity_cases(rng: np.random.Generator) -> list[Case]:
     d, m = 5, 7
     q, K = rng.standard_normal(d), rng.standard_normal((m, d)) * 2
     q1, K1 = rng.standard_normal(3), rng.standard_normal((1, 3))
@@ -69,7 +69,7 @@ def similarity_cases(rng):
 
 
 @probe("percentages")
-def percentages_cases(rng):
+def percentages_cases(rng: np.random.Generator) -> list[Case]:
     s = rng.standard_normal(6) * 2
     # magnitude 1e4: one large positive score (exp overflows), one large negative one and one
     # of order 1 (a shift by anything but the maximum still overflows or underflows there)
@@ -87,7 +87,7 @@ def percentages_cases(rng):
 
 
 @probe("soft_lookup")
-def soft_lookup_cases(rng):
+def soft_lookup_cases(rng: np.random.Generator) -> list[Case]:
     d, m, d_v = 4, 6, 4
     q, K, V = rng.standard_normal(d), rng.standard_normal((m, d)), rng.standard_normal((m, d_v))
     K2, V2 = rng.standard_normal((5, 3)) * 30, rng.standard_normal((5, 2))
