@@ -86,7 +86,7 @@ class Case:
     function: str  # SPEC's graded name
     name: str  # what this case checks, shown to the student
     points: float
-    requests: list[dict | None]  # None: a stored case's request (judging/store.py) not kept
+    requests: Sequence[dict | None]  # None: a stored case's request (judging/store.py) not kept
     judge: Callable[
         [Sequence[Response]], None
     ]  # a judging.Judgement (storable), or any callable(responses) -> None / Fail
