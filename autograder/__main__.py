@@ -9,7 +9,7 @@ import sys
 from autograder.curriculum import NOTEBOOKS
 
 
-def sandbox_options(cmd):
+def sandbox_options(cmd: argparse.ArgumentParser) -> None:
     """The options of the sandbox itself (`grade`, `nbgrader grade`, `selftest`)."""
     cmd.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     cmd.add_argument(
@@ -37,7 +37,7 @@ def sandbox_options(cmd):
     )
 
 
-def grade_options(cmd):
+def grade_options(cmd: argparse.ArgumentParser) -> None:
     """The grading options `grade` shares with `nbgrader grade`."""
     sandbox_options(cmd)
     cmd.add_argument("--force", action="store_true", help="regrade up-to-date students")
@@ -72,7 +72,7 @@ def grade_options(cmd):
     )
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     from autograder.format_checkers import skip_format_checkers
 
     skip_format_checkers()  # the grading parent's own speed, before nbformat is imported

@@ -42,7 +42,7 @@ class BulkFile:
     lms: str = ""  # "Canvas": the file's date is the download's; `late` is the hand-in's mark
 
 
-def canvas_file(filename):
+def canvas_file(filename: str) -> BulkFile | None:
     """The BulkFile of a Canvas bulk download's file name, or None when it is not one."""
     found = _CANVAS.match(filename)
     if found is None or not found["name"].lower().endswith(NOTEBOOK_SUFFIXES):
@@ -56,7 +56,7 @@ def canvas_file(filename):
     )
 
 
-def moodle_file(filename):
+def moodle_file(filename: str) -> BulkFile | None:
     """The BulkFile of a flat Moodle download's file name, or None when it is not one."""
     found = _MOODLE.match(filename)
     if found is None or found["plugin"] != "file" or not found["name"]:
@@ -66,7 +66,7 @@ def moodle_file(filename):
     return BulkFile(found["student"], found["name"])
 
 
-def moodle_folder(name):
+def moodle_folder(name: str) -> tuple[str | None, str]:
     """(student id, "") for a Moodle download's folder of submitted files; (None, why) for a
     folder of another plugin; (None, "") for a name that is not Moodle's."""
     found = _MOODLE.match(name)
@@ -77,6 +77,6 @@ def moodle_folder(name):
     return found["student"], ""
 
 
-def bulk_file(filename):
+def bulk_file(filename: str) -> BulkFile | None:
     """A Canvas or a flat Moodle download's BulkFile for this file name, or None."""
     return moodle_file(filename) or canvas_file(filename)

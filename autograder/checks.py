@@ -23,14 +23,21 @@ same words as the grader (judging.dependencies), rather than "not implemented".
 import os
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from autograder.curriculum import NOTEBOOK_OF, NOTEBOOKS
 from autograder.harness import serve
 from autograder.judging.answers import judge_cases
-from autograder.judging.base import VISIBLE_SEED, write_requests
-from autograder.judging.dependencies import kernel_unavailable
-from autograder.results import DEPENDENCY_MISSING, DEPENDENCY_NOT_IMPLEMENTED, UNFINISHED
+from autograder.judging.base import VISIBLE_SEED, Case, write_requests
+from autograder.judging.dependencies import Unavailable, kernel_unavailable
+from autograder.results import (
+    DEPENDENCY_MISSING,
+    DEPENDENCY_NOT_IMPLEMENTED,
+    UNFINISHED,
+    TestResult,
+)
 
 # The visible seed's cases as stored data: present in the student handout only.
 STORED = Path(__file__).resolve().parent / "visible"
@@ -42,12 +49,12 @@ class ChecksFailed(AssertionError):
     """A visible check failed under `nbgrader validate` (its message: the report)."""
 
 
-def validating():
+def validating() -> bool:
     """True while `nbgrader validate` runs this kernel's notebook."""
     return os.environ.get("NBGRADER_EXECUTION", "") == "validate"
 
 
-def _stored(function, seed):
+def _stored(function: str, seed: str) -> bool:
     """True if this seed's cases of `function` are stored data (the handout)."""
     from autograder.judging.store import stored_functions
 
@@ -58,7 +65,7 @@ def _stored(function, seed):
     )
 
 
-def cases_and_requests(function, seed, scratch):
+def cases_and_requests(function: str, seed: str, scratch: Path) -> tuple[list[Case], Path]:
     """(cases, folder of their requests) for one graded name: stored data, else the probes."""
     if _stored(function, seed):
         from autograder.judging.store import load_cases, request_dir
@@ -76,7 +83,13 @@ def cases_and_requests(function, seed, scratch):
     return cases, Path(scratch) / function
 
 
-def run_in_process(function, obj, seed=VISIBLE_SEED, namespace=None, unavailable=None):
+def run_in_process(
+    function: str,
+    obj: object,
+    seed: str = VISIBLE_SEED,
+    namespace: dict[str, Any] | None = None,
+    unavailable: Mapping[str, Unavailable] | None = None,
+) -> list[TestResult]:
     """The TestResults of one graded name's cases, calling `obj` in this process.
     `unavailable`: the earlier notebooks' names that could not be imported (earlier_notebooks)."""
     namespace = dict(namespace or {})
@@ -88,7 +101,7 @@ def run_in_process(function, obj, seed=VISIBLE_SEED, namespace=None, unavailable
         return judge_cases(cases, responses, unavailable=unavailable)
 
 
-def earlier_notebooks(function, frame_globals):
+def earlier_notebooks(function: str, frame_globals: Mapping[str, object]) -> dict[str, Unavailable]:
     """The names this notebook takes from earlier notebooks that could not be used here: the
     placeholders coursedata.import_earlier left, and names never defined whose notebook is not
     next to this one (judging.dependencies.kernel_unavailable)."""
@@ -101,7 +114,7 @@ def earlier_notebooks(function, frame_globals):
     )
 
 
-def report(function, results):
+def report(function: str, results: list[TestResult]) -> str:
     failed = [r for r in results if r.status == "failed"]
     if not failed:
         return f"✓ {function} passes all {len(results)} checks."
@@ -119,14 +132,14 @@ def report(function, results):
     return "\n".join(lines)
 
 
-def _graded_names_of(frame_globals):
+def _graded_names_of(frame_globals: Mapping[str, object]) -> dict[str, object]:
     """The graded functions a notebook has defined or imported (its globals), so that a check can
     ask, as the grader does, what the student's own earlier functions make of an input."""
     names = {name for notebook in NOTEBOOKS for name in notebook.graded}
     return {name: frame_globals[name] for name in names if name in frame_globals}
 
 
-def check(function, obj, **namespace):
+def check(function: str, obj: object, **namespace: Any) -> None:
     """Run the visible checks of one graded name on your `obj` and print what they found.
     Under nbgrader (Validate), a check that does not pass also raises ChecksFailed."""
     __tracebackhide__ = True  # IPython shows the report, not this module's frames
@@ -146,7 +159,9 @@ def check(function, obj, **namespace):
     return None  # the cell shows only the report
 
 
-def assert_passes(function, obj, seed="nbgrader-hidden", **namespace):
+def assert_passes(
+    function: str, obj: object, seed: str = "nbgrader-hidden", **namespace: Any
+) -> None:
     """Raise AssertionError unless every case passes (nbgrader's hidden test cells)."""
     frame_globals = sys._getframe(1).f_globals
     namespace = _graded_names_of(frame_globals) | namespace

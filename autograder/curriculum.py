@@ -24,18 +24,18 @@ class Notebook:
     package: str = ""
 
     @property
-    def filename(self):
+    def filename(self) -> str:
         return f"{self.stem}.ipynb"
 
     @property
-    def reference_path(self):
+    def reference_path(self) -> str:
         """The module holding its model answers."""
         if self.package:
             return f"autograder.course.{self.package}.reference"
         return f"autograder.reference.{self.reference_module}"
 
     @property
-    def cases_path(self):
+    def cases_path(self) -> str:
         """The module whose import registers its probes (the hidden tests' cases)."""
         if self.package:
             return f"autograder.course.{self.package}.cases"
@@ -161,7 +161,9 @@ FOLLOWS = {  # optional stem -> the one it follows
 }
 
 
-def handed_out(notebooks=NOTEBOOKS):
+def handed_out(
+    notebooks: tuple[Notebook, ...] = NOTEBOOKS,
+) -> tuple[Notebook, ...]:
     """The notebooks a student receives with `notebooks`: each optional one right after the
     graded notebook it follows, when that one is among them."""
     out = []

@@ -63,15 +63,17 @@ import json
 import math
 import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple, Self
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from autograder import student_ids
 from autograder.curriculum import BY_STEM, NOTEBOOKS
 from autograder.escaping import terminal
+from autograder.results import ResultsJson
 
 METHODS = ("none", "zero", "per-period")
 ALL = "all"
@@ -98,14 +100,14 @@ class LatePolicy:
     extensions: dict = field(default_factory=dict)  # student_ids.key -> {stem: datetime}
     unknown_late_periods: int = 1  # per-period: what a notebook late by an unknown amount owes
 
-    def for_student(self, student):
+    def for_student(self, student: str | None) -> Self:
         """This policy with the student's extended due dates (itself when they have none)."""
         moved = self.extensions.get(student_ids.key(str(student or "")))
         if not moved:
             return self
         return replace(self, due={**self.due, **moved}, extensions={})
 
-    def seconds_late(self, stem, handed_in):
+    def seconds_late(self, stem: str, handed_in: datetime | None) -> float:
         """Seconds after the due date (0 when on time, within the grace, or no due date)."""
         due = self.due.get(stem)
         if due is None or handed_in is None:
@@ -113,7 +115,7 @@ class LatePolicy:
         late = (handed_in - due).total_seconds()
         return late if late > self.grace.total_seconds() else 0.0
 
-    def penalty(self, score, seconds_late):
+    def penalty(self, score: float, seconds_late: float) -> float | None:
         """nbgrader's rule: None when on time; else the method's penalty in [0, score]."""
         if seconds_late <= 0 or self.method == "none":
             return None
@@ -123,12 +125,12 @@ class LatePolicy:
             raw = self.points * math.ceil(seconds_late / self.period.total_seconds())
         return round(min(max(raw, 0.0), max(score, 0.0)), 4)
 
-    def penalty_unknown(self, score):
+    def penalty_unknown(self, score: float) -> float | None:
         """The penalty of a notebook an LMS marked late, by an amount not known: what the
         method takes for `unknown_late_periods` started periods (the whole score for "zero")."""
         return self.penalty(score, self.unknown_late_periods * self.period.total_seconds())
 
-    def describe(self):
+    def describe(self) -> str:
         if self.method == "zero":
             return "a late notebook scores 0"
         if self.method == "per-period":
@@ -137,7 +139,7 @@ class LatePolicy:
         return "no penalty"
 
 
-def _when(text, zone, where):
+def _when(text, zone: tzinfo, where: str) -> datetime:
     if isinstance(text, datetime):  # TOML's own datetime values
         moment = text
     elif isinstance(text, str):
@@ -157,7 +159,7 @@ def _when(text, zone, where):
     return moment
 
 
-def parse_policy(data, source="the deadlines file"):
+def parse_policy(data: Mapping[str, Any], source: str = "the deadlines file") -> LatePolicy:
     """A LatePolicy from the policy's data (a dict, as TOML reads it)."""
     if not isinstance(data, dict):
         raise PolicyError(f"{source}: expected a table")
@@ -215,7 +217,7 @@ def parse_policy(data, source="the deadlines file"):
     )
 
 
-def _zone(name, source):
+def _zone(name, source) -> ZoneInfo:
     """The ZoneInfo of the policy's `timezone`; PolicyError naming the file and the key for any
     name the system's zone database cannot give (ZoneInfo raises OSError for a name longer than
     a file name can be, ValueError for one with a NUL or a path in it, TypeError for a number)."""
@@ -231,11 +233,11 @@ def _zone(name, source):
         ) from None
 
 
-def _finite(value):
+def _finite(value) -> bool:
     return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
 
 
-def _due_dates(table, zone, source, where):
+def _due_dates(table, zone: tzinfo, source, where: str) -> dict[str | None, datetime]:
     """{stem: aware datetime} from a table of notebook = date, with `all` for the rest."""
     if not isinstance(table, dict):
         raise PolicyError(f"{source}: [{where}] must be a table of notebook = date")
@@ -253,7 +255,7 @@ def _due_dates(table, zone, source, where):
     return due
 
 
-def _extensions(table, due, zone, source):
+def _extensions(table, due: dict[str | None, datetime], zone: tzinfo, source):
     """{student_ids.key: {stem: extended due date}} from [extensions]."""
     if not isinstance(table, dict):
         raise PolicyError(f"{source}: [extensions] must be a table of student = hours or dates")
@@ -284,7 +286,7 @@ def _extensions(table, due, zone, source):
     return extensions
 
 
-def load_policy(path):
+def load_policy(path: Path | str) -> LatePolicy:
     path = Path(path)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -295,7 +297,9 @@ def load_policy(path):
     return parse_policy(data, str(path))
 
 
-def apply_late_policy(payload, policy, handed_in):
+def apply_late_policy(
+    payload: ResultsJson, policy: LatePolicy | None, handed_in: Mapping[str, datetime]
+) -> bool:
     """Set payload["late"] and the penalised scores from the tests' raw scores (idempotent).
     With policy None, a late block of an earlier run is removed and the raw scores restored.
 
@@ -307,7 +311,7 @@ def apply_late_policy(payload, policy, handed_in):
         policy = LatePolicy()  # no due dates: every penalty 0
     course = policy
     policy = policy.for_student(payload.get("student"))
-    raw = {}
+    raw: dict[str, float] = {}
     for test in payload.get("tests", []):
         raw[test["notebook"]] = raw.get(test["notebook"], 0.0) + float(test["score"])
     per_notebook, total = {}, 0.0
@@ -353,7 +357,7 @@ def apply_late_policy(payload, policy, handed_in):
     return after != before
 
 
-def late_line(stem, late):
+def late_line(stem: str, late: Mapping[str, Any] | None) -> str:
     """'handed in 3 h 20 min late: 4 points off' for a notebook's row, '' when on time."""
     entry = (late or {}).get("notebooks", {}).get(stem)
     took = f": {entry['penalty']:g} point(s) off" if entry and entry.get("penalty") else ""
@@ -368,7 +372,7 @@ def late_line(stem, late):
     return f"handed in {' '.join(parts[:2])} late{took}"
 
 
-def notebook_of(name):
+def notebook_of(name: str) -> str | None:
     """The stem for a notebook's stem or file name (None if it is not one of the course's)."""
     if name in BY_STEM:
         return name
@@ -377,7 +381,7 @@ def notebook_of(name):
 
 
 # -- when each notebook was handed in -------------------------------------------------------------
-def handed_in_from_files(files):
+def handed_in_from_files(files: Mapping[str, Path]) -> dict[str, datetime]:
     """{stem: time} from the files graded: `files` is {stem: the student's own file graded as
     that notebook} (submissions.Placement.sources: a near name, a copy in a folder, or the zip
     a notebook came from), each dated by its own modification time, never followed through a
@@ -428,12 +432,12 @@ class HandedIn(dict):
     """{stem: time} of one student, and `flags`: what gather saw of their repository
     (GATHER_FLAGS tokens), for a human to check; a flag never changes a score."""
 
-    def __init__(self, *args, flags=(), **kwargs):
+    def __init__(self, *args, flags=(), **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.flags = tuple(flags)
 
 
-def load_handed_in(path):
+def load_handed_in(path: Path | str) -> dict[str, HandedIn]:
     """{student_ids.key(student): HandedIn {stem: time}} from a CSV with the columns student,
     notebook, handed_in (an empty notebook: every notebook of that student), and optionally flags
     (GATHER_FLAGS tokens separated by ";"), as `classroom gather` writes it. A row without a
@@ -442,7 +446,8 @@ def load_handed_in(path):
     import csv
 
     path = Path(path)
-    times, given = {}, set()
+    times: dict[str, HandedIn] = {}
+    given: set[tuple[str, str | None]] = set()
     try:
         with path.open(encoding="utf-8", newline="") as handle:
             rows = list(csv.DictReader(handle))

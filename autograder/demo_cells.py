@@ -21,7 +21,13 @@ AUTOGRADER_SKIP_DEMOS=0 runs every cell.
 import ast
 import functools
 import hashlib
+from collections.abc import Collection, Mapping
 from pathlib import Path
+from symtable import SymbolTable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
 
 TAG = "demo"
 EVERYTHING = "*"  # what a cell binds when it calls globals(), exec, ...: any name at all
@@ -30,28 +36,28 @@ COMPREHENSIONS = {"listcomp", "setcomp", "dictcomp", "genexpr"}
 RELEASED = Path(__file__).resolve().parent.parent / "notebooks"
 
 
-def enabled():
+def enabled() -> bool:
     from autograder.switches import switches
 
     return switches().skip_demos
 
 
-def is_demo(cell):
+def is_demo(cell: Mapping[str, Any]) -> bool:
     return cell.get("cell_type") == "code" and TAG in cell.get("metadata", {}).get("tags", [])
 
 
-def normalise(source):
+def normalise(source: str) -> str:
     """Line endings and trailing blanks do not matter; anything else does."""
     lines = str(source).replace("\r\n", "\n").replace("\r", "\n").split("\n")
     return "\n".join(line.rstrip() for line in lines).strip("\n")
 
 
-def fingerprint(source):
+def fingerprint(source: str) -> str:
     return hashlib.sha256(normalise(source).encode("utf-8")).hexdigest()
 
 
 @functools.cache
-def released_demo_fingerprints(stem, released=RELEASED):
+def released_demo_fingerprints(stem: str, released: Path = RELEASED) -> frozenset[str]:
     """Fingerprints of the `demo` cells of the released notebook `stem` (empty if none)."""
     import nbformat
 
@@ -63,7 +69,7 @@ def released_demo_fingerprints(stem, released=RELEASED):
     return frozenset(fingerprint(cell.source) for cell in nb.cells if is_demo(cell))
 
 
-def skip_plan(notebook_path, stem, released=RELEASED):
+def skip_plan(notebook_path: Path, stem: str, released: Path = RELEASED) -> dict[str, str]:
     """{str(cell index): sha256 of the exact source} for the cells of the submitted notebook at
     `notebook_path` that are released demo cells. Empty when skipping is off or unreadable."""
     if not enabled():
@@ -87,31 +93,31 @@ def skip_plan(notebook_path, stem, released=RELEASED):
 
 
 # -- the safety analysis (for the tags in solutions/) ------------------------------------------
-def _tree(source):
+def _tree(source: str) -> ast.Module:
     from IPython.core.inputtransformer2 import TransformerManager
 
     return ast.parse(TransformerManager().transform_cell(source))
 
 
-def _base_name(node):
+def _base_name(node: ast.expr) -> str | None:
     while isinstance(node, (ast.Attribute, ast.Subscript, ast.Starred)):
         node = node.value
     return node.id if isinstance(node, ast.Name) else None
 
 
-def bound_names(source):
+def bound_names(source: str) -> set[str]:
     """Global names a cell binds or changes: assignments (also of an attribute or an item of a
     name), augmented assignments, deletions, imports, def/class, for/with targets, globals;
     EVERYTHING when it uses globals(), vars(), exec, eval, setattr, ... at all."""
     names = set()
     tree = _tree(source)
 
-    def visit(node, top):
+    def visit(node: ast.AST, top: bool) -> None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             if top:
                 names.add(node.name)
-            for child in node.decorator_list:
-                visit(child, top)
+            for decorator in node.decorator_list:
+                visit(decorator, top)
             if isinstance(node, ast.ClassDef):
                 return  # its body binds class attributes, not globals
             for stmt in node.body:  # a function body binds locals, except declared globals
@@ -144,7 +150,7 @@ def bound_names(source):
     return names
 
 
-def _nested_global_reads(table):
+def _nested_global_reads(table: SymbolTable) -> set[str]:
     """Globals that the functions, classes, lambdas and comprehensions of a scope read."""
     found = set()
     for child in table.get_children():
@@ -157,7 +163,7 @@ def _nested_global_reads(table):
     return found
 
 
-def free_reads(source):
+def free_reads(source: str) -> set[str]:
     """The names a cell reads that it has not bound itself first: what it needs from the cells
     before it. Functions and classes count with every global they read (when they are called
     is unknown); a compound statement's own bindings count as made before its reads."""
@@ -167,10 +173,10 @@ def free_reads(source):
 
     code = TransformerManager().transform_cell(source)
     needed = _nested_global_reads(symtable.symtable(code, "<cell>", "exec"))
-    bound = set()
+    bound: set[str] = set()
     for stmt in ast.parse(code).body:
         loads = set()
-        stack = [stmt]
+        stack: list[ast.AST] = [stmt]
         while stack:
             node = stack.pop()
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
@@ -207,7 +213,7 @@ def free_reads(source):
     return needed
 
 
-def demo_tag_problems(nb, graded):
+def demo_tag_problems(nb: "NotebookNode", graded: Collection[str]) -> list[str]:
     """Why the `demo` tags of a (solution) notebook are unsafe: [] when every tagged cell binds
     or changes only names that no untagged cell reads and that are no graded name."""
     needed = set(graded)

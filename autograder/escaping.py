@@ -23,6 +23,7 @@ newline forges a row), and csv_row quotes every text cell.
 """
 
 import re
+from collections.abc import Iterable
 
 FORMULA_STARTS = "=+-@\t\r"
 SEPARATORS = ",;\t|"  # the list separators spreadsheets use (comma, semicolon, tab, pipe)
@@ -31,7 +32,7 @@ SEPARATORS = ",;\t|"  # the list separators spreadsheets use (comma, semicolon, 
 _FORMULA = re.compile(rf"(^|[{re.escape(SEPARATORS)}])([ ]*)([{re.escape(FORMULA_STARTS)}])")
 
 
-def terminal(text):
+def terminal(text: object) -> str:
     """`text` with every control or invisible formatting character escaped (\\x1b, \\u202e, ...),
     safe to print on a terminal or to put in a Markdown file: no escape sequence, no raw newline,
     no right-to-left override reaches the reader."""
@@ -48,12 +49,12 @@ def terminal(text):
     return "".join(out)
 
 
-def _neutralise(text):
+def _neutralise(text: str) -> str:
     # a tab or CR at the start is escaped by terminal() below, so it never reaches the sheet raw
     return _FORMULA.sub(lambda m: f"{m.group(1)}{m.group(2)}'{m.group(3)}", text)
 
 
-def csv_cell(value):
+def csv_cell(value: object) -> str:
     """A cell a spreadsheet shows as it is: numbers stay numbers (`1.5`); any other value is
     text with no control character and no formula, at its start or after any separator."""
     if isinstance(value, int | float) and not isinstance(value, bool):
@@ -61,7 +62,7 @@ def csv_cell(value):
     return terminal(_neutralise(str(value)))
 
 
-def csv_row(cells, separator=","):
+def csv_row(cells: Iterable[object], separator: str = ",") -> str:
     """One CSV line (no line end): text cells quoted ("" inside), numbers bare."""
     out = []
     for value in cells:
@@ -78,7 +79,7 @@ BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2
 _BIDI_MARKERS = {ord(ch): f"\u27e8U+{ord(ch):04X}\u27e9" for ch in BIDI_CONTROLS}
 
 
-def bidi_markers(text):
+def bidi_markers(text: object) -> str:
     """`text` with each bidirectional control character (U+202E RIGHT-TO-LEFT OVERRIDE, the
     isolates U+2066-2069, ...) replaced by a visible marker such as ⟨U+202E⟩: on a page, the
     characters around it are shown in the order they are stored, as Python reads them."""

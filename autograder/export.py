@@ -20,8 +20,11 @@ results.json of theirs is not exported. Files: OUT/canvas_grades.csv or OUT/mood
 unless --out says otherwise.
 """
 
+import argparse
 import sys
+import types
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 
 from autograder import student_ids
@@ -29,6 +32,7 @@ from autograder.curriculum import NOTEBOOKS
 from autograder.escaping import csv_row, terminal
 from autograder.platforms import canvas, moodle
 from autograder.report import atomic_write, collect_results, not_graded
+from autograder.results import ReportedStudent, ResultsJson
 from autograder.roster import RosterError, match_submissions, read_roster
 
 FORMATS = ("canvas", "moodle")
@@ -37,7 +41,7 @@ DEFAULT_FILES = {"canvas": "canvas_grades.csv", "moodle": "moodle_grades.csv"}
 UNMATCHED_FILE = "export_unmatched.csv"
 
 
-def add_arguments(commands):
+def add_arguments(commands: argparse._SubParsersAction) -> None:
     cmd = commands.add_parser(
         "export", help="write the grades in Canvas's or Moodle's import format, by roster"
     )
@@ -81,11 +85,11 @@ def add_arguments(commands):
     )
 
 
-def grade_columns(students, which):
+def grade_columns(students: Sequence[ReportedStudent], which: str) -> list[tuple[str, float]]:
     """[(title, points possible)]: the notebooks in course order, then the total."""
-    possible = defaultdict(float)
+    possible: defaultdict[str | None, float] = defaultdict(float)
     for s in students:
-        per = defaultdict(float)
+        per: defaultdict[str | None, float] = defaultdict(float)
         for t in s.results.get("tests", []):
             per[t.get("notebook")] += float(t.get("max_score", 0.0))
         for stem, points in per.items():
@@ -100,7 +104,9 @@ def grade_columns(students, which):
     return columns
 
 
-def grades_of(results, columns):
+def grades_of(
+    results: ResultsJson, columns: Sequence[tuple[str, float]]
+) -> dict[str, float] | None:
     """{title: points} of one student, or None when grading failed (no grade to export).
 
     Each notebook's points are results.json's `notebooks.<stem>.score` (late penalty included),
@@ -108,10 +114,12 @@ def grades_of(results, columns):
     tests but no entry there (an older results.json) is the sum of its tests' points."""
     if results.get("internal_error") or not results.get("tests"):
         return None
-    per = defaultdict(float)
+    per: defaultdict[str | None, float] = defaultdict(float)
     for t in results["tests"]:
         per[t.get("notebook")] += float(t.get("score", 0.0))
-    notebooks = results.get("notebooks") if isinstance(results.get("notebooks"), dict) else {}
+    notebooks = results.get("notebooks")
+    if not isinstance(notebooks, dict):
+        notebooks = {}
     for stem, info in notebooks.items():
         if isinstance(info, dict) and isinstance(info.get("score"), int | float):
             per[stem] = float(info["score"])
@@ -124,7 +132,7 @@ def grades_of(results, columns):
 class ExportRefused(Exception):
     """Rows the LMS would not match: nothing written; the lines say which and what to do."""
 
-    def __init__(self, lines):
+    def __init__(self, lines) -> None:
         super().__init__("\n".join(lines))
         self.lines = lines
 
@@ -143,7 +151,7 @@ def _same_student(students):
     return found
 
 
-def _refuse_conflicts(conflicts, grades_dir):
+def _refuse_conflicts(conflicts, grades_dir: Path) -> None:
     if not conflicts:
         return
     raise ExportRefused(
@@ -158,21 +166,21 @@ def _refuse_conflicts(conflicts, grades_dir):
     )
 
 
-def _lms(fmt):
+def _lms(fmt) -> types.ModuleType:
     return canvas if fmt == "canvas" else moodle
 
 
 def export(
-    roster_path,
-    fmt,
-    grades_dir,
-    out=None,
-    which="both",
-    identifier="email",
-    lms_users=None,
-    only_matched=False,
-    moodle_max_grade=moodle.GRADEPOINTMAX,
-):
+    roster_path: Path | str,
+    fmt: str,
+    grades_dir: Path | str,
+    out: Path | str | None = None,
+    which: str = "both",
+    identifier: str = "email",
+    lms_users: Path | str | None = None,
+    only_matched: bool = False,
+    moodle_max_grade: int = moodle.GRADEPOINTMAX,
+) -> tuple[list[str], int]:
     """Write the export and the unmatched list; returns (lines for the terminal, exit status).
 
     Before anything is written, every roster row the LMS would not match (no identity it reads;
@@ -187,7 +195,7 @@ def export(
     lms = _lms(fmt)
     known = lms.read_users(lms_users, identifier) if lms_users else None
     by_name = {s.student: s for s in students}
-    why_refused = {}
+    why_refused: dict[str, str] = {}
     for r in refused:
         why_refused.setdefault(r.student, r.refused)
     _refuse_conflicts(_same_student(students), grades_dir)
@@ -250,7 +258,7 @@ def export(
     return [terminal(line) for line in lines], 0
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int:
     if not 0 < args.moodle_max_grade < 1e9:  # nan fails too
         print("error: --moodle-max-grade must be a number of points > 0", file=sys.stderr)
         return 2

@@ -16,13 +16,13 @@ import sys
 OPTIONAL = ("rfc3987_syntax", "isoduration", "arrow", "fqdn", "uri_template", "webcolors")
 
 
-def skip_format_checkers():
+def skip_format_checkers() -> None:
     """Import jsonschema (if installed) with OPTIONAL blocked, then unblock them."""
     if "jsonschema" in sys.modules:
         return
     blocked = [name for name in OPTIONAL if name not in sys.modules]
     for name in blocked:
-        sys.modules[name] = None
+        sys.modules[name] = None  # type: ignore[assignment]  # None blocks an import
     try:
         import jsonschema  # noqa: F401 - imported now, its format checkers skipped
     except ImportError:

@@ -27,13 +27,15 @@ import hashlib
 import json
 import shutil
 import tomllib
+from collections.abc import Collection
 from pathlib import Path
 
 import nbformat
+from nbformat.notebooknode import NotebookNode
 
 from autograder import __version__
 from autograder.checks import VISIBLE_SEED
-from autograder.curriculum import NOTEBOOKS, handed_out
+from autograder.curriculum import NOTEBOOKS, Notebook, handed_out
 from autograder.release import REPO, SOLUTIONS, release_notebook, render
 
 PACKAGE = REPO / "autograder"
@@ -336,7 +338,9 @@ COLAB_EARLIER = """\
 """
 
 
-def colab_cell(nb, repository, wheel, solutions=SOLUTIONS):
+def colab_cell(
+    nb: Notebook, repository: str, wheel: Path | str, solutions: Path = SOLUTIONS
+) -> NotebookNode:
     """The Colab cell of a handout notebook (nbformat cell): see COLAB_CELL. `wheel`: the
     checker's wheel, in the handout folder published at `repository`."""
     source = nbformat.read(Path(solutions) / nb.filename, as_version=4)
@@ -360,7 +364,7 @@ def colab_cell(nb, repository, wheel, solutions=SOLUTIONS):
     return cell
 
 
-def handout_repository(pyproject=REPO / "pyproject.toml"):
+def handout_repository(pyproject: Path = REPO / "pyproject.toml") -> str:
     """Where the handout is published (pyproject.toml's [project.urls] Handout)."""
     return tomllib.loads(Path(pyproject).read_text())["project"]["urls"]["Handout"]
 
@@ -372,7 +376,7 @@ class PlaceholderRepository(ValueError):
     """The handout would point students' installs at an address nobody owns yet."""
 
 
-def published_file(repository, path):
+def published_file(repository: str, path: str) -> str:
     """The address of `path` in the handout published at `repository` (a GitHub repository,
     or a file:// folder); PlaceholderRepository for the placeholder or any other address."""
     if PLACEHOLDER.lower() in repository.lower():
@@ -394,7 +398,7 @@ def published_file(repository, path):
     )
 
 
-def build_wheel(checker, into):
+def build_wheel(checker: Path, into: Path) -> Path:
     """The checker's wheel (pip wheel, offline, no dependencies), built into `into`."""
     import subprocess
     import sys
@@ -414,7 +418,7 @@ def build_wheel(checker, into):
     return wheel
 
 
-def colab_link(repository, filename):
+def colab_link(repository: str, filename: str) -> str | None:
     """The "Open in Colab" address of a handout notebook, or None for a non-GitHub repository."""
     prefix = "https://github.com/"
     if not repository.startswith(prefix):
@@ -423,7 +427,7 @@ def colab_link(repository, filename):
     return f"https://colab.research.google.com/github/{path}/blob/main/notebooks/{filename}"
 
 
-def student_requirements(pyproject=REPO / "pyproject.toml"):
+def student_requirements(pyproject: Path = REPO / "pyproject.toml") -> list[str]:
     """['numpy==2.4.6', 'torch==2.13.0', ...]: the course's own pins for STUDENT_PACKAGES."""
     pins = tomllib.loads(Path(pyproject).read_text())["project"]["dependencies"]
     by_name = {pin.split("==")[0].strip().lower(): pin.strip() for pin in pins}
@@ -433,12 +437,12 @@ def student_requirements(pyproject=REPO / "pyproject.toml"):
     return [by_name[name] for name in STUDENT_PACKAGES]
 
 
-def requires_python(pyproject=REPO / "pyproject.toml"):
+def requires_python(pyproject: Path = REPO / "pyproject.toml") -> str:
     """The course's supported Pythons (">=3.11,<3.14"): the checker supports the same."""
     return tomllib.loads(Path(pyproject).read_text())["project"]["requires-python"]
 
 
-def checker_requirements():
+def checker_requirements() -> tuple[list[str], dict[str, list[str]]]:
     """(['numpy>=2.2,<3', ...], {'lab': ['jupyterlab>=4.0']}): what the checker's pyproject says."""
     return (
         [f"{name}{spec}" for name, spec in CHECKER_REQUIREMENTS.items()],
@@ -449,18 +453,18 @@ def checker_requirements():
     )
 
 
-def _described(spec):
+def _described(spec: str) -> str:
     """'2.6 or later, before 3' for '>=2.6,<3'."""
     lower, upper = spec.split(",")
     return f"{lower.removeprefix('>=')} or later, before {upper.removeprefix('<')}"
 
 
-def _pin(name):
+def _pin(name: str):
     """The course's version of a package ('2.13.0' for torch)."""
     return next(p.split("==")[1] for p in student_requirements() if p.split("==")[0] == name)
 
 
-def notebooks_of(stage=None):
+def notebooks_of(stage: int | None = None) -> tuple[Notebook, ...]:
     """The notebooks of a stage: 01..stage, or all of them."""
     if stage is None:
         return NOTEBOOKS
@@ -469,7 +473,11 @@ def notebooks_of(stage=None):
     return NOTEBOOKS[:stage]
 
 
-def _copy(patterns, source, target):
+def _copy(
+    patterns: tuple[str, ...],
+    source: Path,
+    target,
+):
     copied = []
     for pattern in patterns:
         files = sorted(source.glob(pattern))
@@ -486,16 +494,16 @@ def _copy(patterns, source, target):
 class _ImportTimeImports(ast.NodeVisitor):
     """The modules a file imports when it is imported: function bodies run later, if ever."""
 
-    def __init__(self, module):
+    def __init__(self, module: str) -> None:
         self.package = module.rsplit(".", 1)[0]
-        self.found = []
+        self.found: list[str] = []
 
-    def visit_FunctionDef(self, node):
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         pass
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
-    def visit_Try(self, node):
+    def visit_Try(self, node: ast.Try) -> None:
         """`try: import x / except ImportError:` is an optional import: x may be absent."""
         caught = {
             name.id
@@ -510,11 +518,12 @@ class _ImportTimeImports(ast.NodeVisitor):
         for part in (*node.handlers, *node.orelse, *node.finalbody):
             self.visit(part)
 
-    def visit_Import(self, node):
+    def visit_Import(self, node: ast.Import) -> None:
         self.found += [alias.name for alias in node.names]
 
-    def visit_ImportFrom(self, node):
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         if node.level == 0:
+            assert node.module is not None  # `from x import y`: only a relative one has none
             self.found.append(node.module)
             return
         base = self.package.split(".")
@@ -522,7 +531,7 @@ class _ImportTimeImports(ast.NodeVisitor):
         self.found.append(".".join(base + ([node.module] if node.module else [])))
 
 
-def check_self_contained(package_root, package="autograder"):
+def check_self_contained(package_root: Path, package: str = "autograder") -> None:
     """Raise if a shipped module imports, at import time, a course module that is not shipped."""
     problems = []
     for path in sorted((package_root / package).rglob("*.py")):
@@ -542,7 +551,10 @@ def check_self_contained(package_root, package="autograder"):
         raise RuntimeError("the checker would not import: " + "; ".join(problems))
 
 
-def _write_checker(checker, notebooks):
+def _write_checker(
+    checker: Path,
+    notebooks: tuple[Notebook, ...] | tuple[Notebook, ...],
+) -> None:
     from autograder.judging.store import save_cases
     from autograder.probes.base import build_cases  # instructor side: the cases' data
 
@@ -581,12 +593,17 @@ def _write_checker(checker, notebooks):
     )
 
 
-def _colab_badge(repository, nb):
+def _colab_badge(repository, nb) -> str:
     link = colab_link(repository, nb.filename)
     return f"[Open in Colab]({link})" if link else "-"
 
 
-def _write_readme(out, notebooks, stage, repository):
+def _write_readme(
+    out: Path,
+    notebooks: tuple[Notebook, ...] | tuple[Notebook, ...],
+    stage,
+    repository,
+) -> None:
     table = "\n".join(
         (
             f"| `{nb.filename}` | {', '.join(f'`{name}`' for name in nb.graded)} | "
@@ -618,7 +635,12 @@ def _write_readme(out, notebooks, stage, repository):
     )
 
 
-def build_handout(out, stage=None, solutions=SOLUTIONS, repository=None):
+def build_handout(
+    out: Path | str,
+    stage: int | None = None,
+    solutions: Path = SOLUTIONS,
+    repository: str | None = None,
+) -> list[Path]:
     """Write the handout into `out` (which must be empty or absent). Returns its files.
     repository: where the handout will be published (default: pyproject.toml's Handout URL),
     for the notebooks' Colab cell and the README's Colab links."""
@@ -646,10 +668,10 @@ def build_handout(out, stage=None, solutions=SOLUTIONS, repository=None):
     return sorted(p for p in out.rglob("*") if p.is_file())
 
 
-def describe(files, out):
+def describe(files: Collection[Path], out: Path | str) -> str:
     """A short summary of a built handout: its parts and their sizes."""
     out = Path(out)
-    parts = {}
+    parts: dict[str, tuple[int, int]] = {}
     for path in files:
         rel = path.relative_to(out)
         key = rel.parts[0] if len(rel.parts) > 1 else rel.name

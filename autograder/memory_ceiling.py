@@ -16,17 +16,18 @@ a message naming the ceiling (autograder.grade); the other students are graded.
 
 import contextlib
 import resource
+from collections.abc import Iterator
 
 GB = 2**30
 BASE_BUDGET = 3 * GB  # the parent's own growth while grading a class: ~0.3-0.5 GB measured
 PER_WORKER = GB // 2  # each worker thread: its stack, a malloc arena, one student's answers
 
 
-def default_budget(workers):
+def default_budget(workers: int) -> int:
     return BASE_BUDGET + max(1, int(workers)) * PER_WORKER
 
 
-def mapped_bytes():
+def mapped_bytes() -> int:
     """The process's address space now (VmSize), or 0 where /proc cannot say."""
     try:
         with open("/proc/self/status", encoding="ascii", errors="replace") as status:
@@ -39,7 +40,7 @@ def mapped_bytes():
 
 
 @contextlib.contextmanager
-def memory_ceiling(budget):
+def memory_ceiling(budget: int) -> Iterator[int | None]:
     """Hold the soft RLIMIT_AS at mapped_bytes() + budget (never above the hard limit); yields
     the ceiling in bytes, or None where it could not be set."""
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
@@ -60,5 +61,5 @@ def memory_ceiling(budget):
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
-def describe(ceiling):
+def describe(ceiling: int | None) -> str:
     return f"{ceiling / GB:.1f} GB" if ceiling else "its limit"

@@ -26,9 +26,14 @@ import json
 import os
 import re
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from autograder.curriculum import NOTEBOOKS
 from autograder.safe_files import MB, UnsafeFile, parse_json, read_bytes
+
+if TYPE_CHECKING:  # imported when a notebook is read (a v4 one needs none of it)
+    from nbformat import NotebookNode
 
 MAX_NOTEBOOK_BYTES = 20 * MB  # a notebook larger than this is not read (with a message)
 MAX_CELLS = 5_000  # the course's notebooks have fewer than 100
@@ -54,7 +59,7 @@ class Match:
     exact: bool  # the name is the notebook's own file name, byte for byte
 
 
-def match_name(name):
+def match_name(name: str) -> Match | None:
     """The Match of a file name (no folder), or None when it names no course notebook.
 
     Exact: "02_dot_product_softmax.ipynb". Near: any letter case, with at most one `Copy of `
@@ -69,7 +74,7 @@ def match_name(name):
     return Match(stem, exact=name == f"{stem}.ipynb")
 
 
-def locate(folder, filename):
+def locate(folder: Path | str, filename: str) -> str | None:
     """The file name in `folder` (its top level) to read as the notebook `filename`: the name
     itself when an entry has it, else the one entry with a near name (match_name), else None
     (none, or several). Entries are names only: nothing is opened or followed here."""
@@ -93,7 +98,12 @@ def locate(folder, filename):
     return near[0] if len(near) == 1 else None
 
 
-def load_notebook(folder, filename, max_bytes=MAX_NOTEBOOK_BYTES, nbgrader_metadata=False):
+def load_notebook(
+    folder: Path | str,
+    filename: str,
+    max_bytes: int = MAX_NOTEBOOK_BYTES,
+    nbgrader_metadata: bool = False,
+) -> tuple["NotebookNode | None", str]:
     """(NotebookNode or None, message for the student or ""). Never raises.
 
     The notebook returned has no outputs and only the metadata grading uses (with
@@ -171,8 +181,8 @@ def _load_notebook(folder, name, max_bytes, nbgrader_metadata=False):
         if not isinstance(cell, dict):
             return None, f"{name} has a cell that is not a cell object; save it again in Jupyter."
         if cell.get("cell_type") == "code":
-            cell.outputs = []
-            cell.execution_count = None
+            cell["outputs"] = []
+            cell["execution_count"] = None
             if not isinstance(cell.get("source", ""), str):
                 return None, f"{name} has a code cell whose source is not text."
     if not any(c.get("cell_type") == "code" and c.get("source", "").strip() for c in cells):
@@ -180,7 +190,7 @@ def _load_notebook(folder, name, max_bytes, nbgrader_metadata=False):
     return nb, message
 
 
-def _slim(data, nbgrader_metadata=False):
+def _slim(data, nbgrader_metadata=False) -> str:
     """Drop, in place, what grading never reads; "" or why the notebook is refused."""
     metadata = data.get("metadata")
     data["metadata"] = {
@@ -217,7 +227,7 @@ def _slim(data, nbgrader_metadata=False):
     return ""
 
 
-def _tags(value):
+def _tags(value) -> bool:
     return (
         isinstance(value, list)
         and len(value) <= MAX_TAGS
@@ -225,7 +235,7 @@ def _tags(value):
     )
 
 
-def _small_names(value, nested=True):
+def _small_names(value, nested=True) -> bool:
     """kernelspec / language_info as Jupyter writes them: a few short strings and numbers, one
     level of nesting (language_info's codemirror_mode)."""
     if not isinstance(value, dict) or len(value) > 20:
@@ -237,7 +247,9 @@ def _small_names(value, nested=True):
     )
 
 
-def code_sources(folder, filename, max_bytes=MAX_NOTEBOOK_BYTES):
+def code_sources(
+    folder: Path | str, filename: str, max_bytes: int = MAX_NOTEBOOK_BYTES
+) -> list[str]:
     """The sources of a notebook's code cells (v4, or the worksheets of v3), read as
     load_notebook reads the file (safe_files: no link followed, bounded bytes and values) but
     without nbformat, for what only reads the code (the similarity report); [] when the file is
@@ -253,7 +265,7 @@ def code_sources(folder, filename, max_bytes=MAX_NOTEBOOK_BYTES):
         return []
     cell_lists = [data.get("cells")]
     cell_lists += [s.get("cells") for s in data.get("worksheets") or () if isinstance(s, dict)]
-    sources = []
+    sources: list[str] = []
     for cells in cell_lists:
         for cell in cells if isinstance(cells, list) else ():
             if len(sources) >= MAX_CELLS:

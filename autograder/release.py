@@ -34,21 +34,23 @@ PIPELINE = (
 )
 
 
-def release_notebook(solution):
+def release_notebook(solution: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """The student version of one solution notebook (a NotebookNode; the input is not modified)."""
     nb = copy.deepcopy(solution)
-    resources = {}
+    resources: dict = {}  # nbgrader's preprocessors' resources
     for step in PIPELINE:
         nb, resources = step().preprocess(nb, resources)
     nb.metadata.pop("widgets", None)
     return nb
 
 
-def render(nb):
+def render(nb: nbformat.NotebookNode) -> str:
     return nbformat.writes(nb) + "\n"
 
 
-def release(solutions_dir=SOLUTIONS, out_dir=STUDENT_NOTEBOOKS, check=False):
+def release(
+    solutions_dir: Path = SOLUTIONS, out_dir: Path = STUDENT_NOTEBOOKS, check: bool = False
+) -> list[str]:
     """Write (or, with check=True, compare) every student notebook. Returns the stale file names."""
     out_dir = Path(out_dir)
     stale = []

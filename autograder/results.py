@@ -25,7 +25,9 @@ NOT_RAN (its notebook's own state); a dependency-missing test also says which ea
 needed, in `depends_on` (a notebook's stem; the field is written only when set).
 """
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Protocol, Self, TypedDict
 
 PASSED = "passed"
 FAILED = "failed"
@@ -58,7 +60,7 @@ NOT_RAN = (MISSING_NOTEBOOK, MISNAMED, CORRUPT, NOT_RUN)  # its notebook's file 
 UNAVAILABLE = (MISSING_NOTEBOOK, MISNAMED, CORRUPT)  # a later notebook cannot use this one
 
 
-def reason_of(test):
+def reason_of(test: Mapping[str, Any]) -> str:
     """A results.json test's reason; by its score for a test written before reasons existed."""
     reason = test.get("reason")
     if reason in REASONS:
@@ -78,21 +80,55 @@ class TestResult:
     reason: str = ""  # one of REASONS; "" (not given): passed or failed by the score
     depends_on: str = ""  # dependency-missing: the earlier notebook's stem it needed
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.reason not in REASONS:
             self.reason = PASSED if self.score >= self.max_score else FAILED
 
     @property
-    def status(self):
+    def status(self) -> str:
         return "passed" if self.score >= self.max_score else "failed"
 
-    def to_json(self):
+    def to_json(self) -> dict[str, object]:
         data = {**asdict(self), "status": self.status}
         if not self.depends_on:
             del data["depends_on"]  # only dependency-missing tests carry it
         return data
 
     @classmethod
-    def from_json(cls, data):
+    def from_json(cls, data: Mapping[str, Any]) -> Self:
         """A test of an earlier results.json (written by to_json)."""
         return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
+
+
+class ResultsJson(TypedDict, total=False):
+    """A student's results.json: grading/payload.py writes it, deadlines.py adds the late
+    penalty, the reports read it (every key may be missing from an older or a refused one)."""
+
+    student: str
+    score: float
+    max_score: float
+    output: str
+    execution_time: float
+    cpu_seconds: float  # every sandbox of the student, as the grading parent measured it
+    submission_messages: list[str]
+    notebooks: dict[str, dict[str, Any]]  # stem -> its state, errors, messages, integrity
+    tests: list[dict[str, Any]]  # TestResult.to_json() each
+    late: dict[str, Any]  # deadlines.apply_late_policy
+    handed_in_flags: list[dict[str, str]]
+    internal_error: str
+    submission_digest: str
+    grading_fingerprint: str
+
+
+class ReportedStudent(Protocol):
+    """A student as the class report reads one: report.SavedResult (graded, from its
+    results.json) or report.not_graded.Refused (refused before grading)."""
+
+    @property
+    def student(self) -> str: ...
+    @property
+    def results(self) -> ResultsJson: ...
+    @property
+    def folder(self) -> str | None: ...
+    @property
+    def refused(self) -> str: ...  # why not graded, "" for a graded student

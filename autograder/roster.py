@@ -33,7 +33,9 @@ would leave the LMS's old one standing.
 
 import csv
 import io
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from autograder import student_ids
 
@@ -64,11 +66,11 @@ class Person:
     row: int  # line of the roster file (the header is line 1)
     fields: dict = field(default_factory=dict)  # column -> value (stripped; "" when absent)
 
-    def get(self, column):
+    def get(self, column: str) -> str:
         return self.fields.get(column, "")
 
     @property
-    def label(self):
+    def label(self) -> str:
         """How the person is named in messages: the first identity the roster gives."""
         for column in ("name", *IDENTITIES, "username", "canvas_id"):
             if self.get(column):
@@ -76,12 +78,12 @@ class Person:
         return f"roster line {self.row}"
 
 
-def _column(header):
+def _column(header: str) -> str:
     key = header.strip().lower().replace(" ", "_").replace("-", "_")
     return ALIASES.get(key.replace("_", ""), key)
 
 
-def read_roster(path):
+def read_roster(path: Path | str) -> list[Person]:
     """[Person] from a roster CSV; RosterError for an unreadable file or a row with no identity."""
     try:
         with open(path, "rb") as handle:
@@ -125,7 +127,7 @@ def read_roster(path):
             problems.append(f"line {line} has no {', '.join(IDENTITIES)}")
             continue
         people.append(person)
-    seen = {}
+    seen: dict[tuple[str, str], int] = {}
     for person in people:
         for column in IDENTITIES:
             value = student_ids.key(person.get(column))
@@ -148,7 +150,7 @@ class Match:
     conflicts: list = field(default_factory=list)  # [(submission, reason)]: the conflicts
 
 
-def _candidates(name, people):
+def _candidates(name: str, people: Sequence[Person]) -> list[Person]:
     """The people a submission's name points to, best rule first (see the module's docstring)."""
     key = student_ids.key
     folded = key(name)
@@ -167,9 +169,9 @@ def _candidates(name, people):
     return [p for p in suffixes if len(p.get("github")) == longest]
 
 
-def match_submissions(people, names):
+def match_submissions(people: Sequence[Person], names: Iterable[str]) -> Match:
     """Match every submission name to at most one person, and every person to at most one name."""
-    claims = {}  # person row -> [names]
+    claims: dict[int, list[str]] = {}  # person row -> [names]
     unmatched, conflicts = [], []
     for name in names:
         found = _candidates(name, people)

@@ -22,8 +22,15 @@ import io
 import json
 import os
 import stat
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from autograder.escaping import terminal
+
+if TYPE_CHECKING:  # numpy is imported where an array is read
+    import numpy as np
+
+RelPath = str | os.PathLike[str] | Sequence[str]  # "a/b", a path, or its components
 
 KB, MB = 2**10, 2**20
 MAX_JSON_DEPTH = 64  # the harness never nests deeper than ~45; nbformat's JSON about 6
@@ -50,26 +57,26 @@ class UnsafeFile(ValueError):
         "too-many",
     )
 
-    def __init__(self, kind, message):
+    def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
         self.kind = kind
         self.message = message
 
 
-def check_name(name):
+def check_name(name: str) -> str:
     """A single path component a student may have chosen; UnsafeFile unless it stays put."""
     if not isinstance(name, str) or name in ("", ".", "..") or "/" in name or "\0" in name:
         raise UnsafeFile("bad-name", f"the name {printable(str(name))[:80]!r} is not allowed")
     return name
 
 
-def _parts(relpath):
+def _parts(relpath: RelPath) -> list[str]:
     if isinstance(relpath, str | os.PathLike):
         relpath = os.fspath(relpath).split("/")
     return [check_name(p) for p in relpath]
 
 
-def _describe(mode):
+def _describe(mode: int) -> tuple[str, str]:
     if stat.S_ISLNK(mode):
         return "symlink", "is a symbolic link"
     if stat.S_ISDIR(mode):
@@ -83,7 +90,7 @@ def _describe(mode):
     return "special", "is not a regular file"
 
 
-def _open_error(exc, shown):
+def _open_error(exc: OSError, shown: str) -> UnsafeFile:
     if exc.errno == errno.ELOOP:  # O_NOFOLLOW on a symbolic link
         return UnsafeFile("symlink", f"{shown} is a symbolic link")
     if exc.errno == errno.ENOTDIR:  # a folder on the way is a file or a link to one
@@ -95,7 +102,7 @@ def _open_error(exc, shown):
     return UnsafeFile("unreadable", f"{shown} could not be opened ({exc.strerror})")
 
 
-def open_below(root, relpath, shown=None):
+def open_below(root: str | os.PathLike[str], relpath: RelPath, shown: str | None = None) -> int:
     """A read-only fd of the regular file root/relpath, no link followed; UnsafeFile otherwise."""
     parts = _parts(relpath)
     shown = shown or "/".join(parts)
@@ -138,7 +145,13 @@ def open_below(root, relpath, shown=None):
     return file_fd
 
 
-def read_bytes(root, relpath, limit, shown=None, tail=False):
+def read_bytes(
+    root: str | os.PathLike[str],
+    relpath: RelPath,
+    limit: int,
+    shown: str | None = None,
+    tail: bool = False,
+) -> bytes:
     """The bytes of a regular file under root, at most `limit` (UnsafeFile beyond, unless tail:
     then its last `limit` bytes)."""
     shown = shown or "/".join(_parts(relpath))
@@ -170,7 +183,7 @@ def read_bytes(root, relpath, limit, shown=None, tail=False):
     return data
 
 
-def json_depth(value):
+def json_depth(value: object) -> int:
     """Nesting depth of decoded JSON, computed without recursion."""
     deepest, stack = 0, [(value, 1)]
     while stack:
@@ -186,7 +199,7 @@ def json_depth(value):
 _CHUNK = 1 << 20
 
 
-def json_values_bound(data):
+def json_values_bound(data: bytes) -> int:
     """An upper bound on the number of values in the JSON text `data` (bytes), found without
     decoding it: every value but the first opens a container or follows a comma, so commas and
     brackets outside strings are counted (keys are at most as many as values). On the bytes, a
@@ -209,7 +222,12 @@ def json_values_bound(data):
     return count
 
 
-def parse_json(data, shown, max_depth=MAX_JSON_DEPTH, max_values=MAX_JSON_VALUES):
+def parse_json(
+    data: bytes | str,
+    shown: str,
+    max_depth: int = MAX_JSON_DEPTH,
+    max_values: int = MAX_JSON_VALUES,
+) -> Any:
     """Decoded JSON of `data` (bytes or str); UnsafeFile('not-json' / 'too-deep' / 'too-many')
     otherwise. The number of values is bounded before anything is decoded: a file small in
     bytes can hold millions of empty objects, each ~70 bytes once decoded (a 5 MB notebook
@@ -241,13 +259,22 @@ def parse_json(data, shown, max_depth=MAX_JSON_DEPTH, max_values=MAX_JSON_VALUES
     return value
 
 
-def read_json(root, relpath, limit, shown=None, max_depth=MAX_JSON_DEPTH, max_values=None):
+def read_json(
+    root: str | os.PathLike[str],
+    relpath: RelPath,
+    limit: int,
+    shown: str | None = None,
+    max_depth: int = MAX_JSON_DEPTH,
+    max_values: int | None = None,
+) -> Any:
     shown = shown or "/".join(_parts(relpath))
     data = read_bytes(root, relpath, limit, shown)
     return parse_json(data, shown, max_depth, max_values or MAX_JSON_VALUES)
 
 
-def load_npy(root, relpath, limit, shown=None):
+def load_npy(
+    root: str | os.PathLike[str], relpath: RelPath, limit: int, shown: str | None = None
+) -> "np.ndarray":
     """An array from a .npy file, never a pickle; the header's shape must match the data."""
     import numpy as np
 
@@ -273,7 +300,7 @@ def load_npy(root, relpath, limit, shown=None):
         raise UnsafeFile("unreadable", f"{shown} is not a valid array file ({exc})") from None
 
 
-def lstat_below(root, name):
+def lstat_below(root: str | os.PathLike[str], name: str) -> os.stat_result | None:
     """os.lstat of root/name (name: one component a student chose), or None if absent."""
     try:
         return os.lstat(os.path.join(root, check_name(name)))
@@ -282,7 +309,7 @@ def lstat_below(root, name):
 
 
 # -- trees ---------------------------------------------------------------------------------------
-def _open_dir(root, parts):
+def _open_dir(root: str | os.PathLike[str], parts: tuple[str, ...]) -> int:
     fd = os.open(root, _DIR_FLAGS)
     try:
         for part in parts:
@@ -295,14 +322,17 @@ def _open_dir(root, parts):
     return fd
 
 
-def walk(root, max_depth=MAX_WALK_DEPTH, max_entries=100_000):
+def walk(
+    root: str | os.PathLike[str], max_depth: int = MAX_WALK_DEPTH, max_entries: int = 100_000
+) -> Iterator[tuple[tuple[str, ...], str | None, Any]]:  # Any: a stat_result, or why (str)
     """Yield (relative parts, name, lstat result) for every entry under root, breadth first,
     never following a link (a link, a loop of links, a FIFO, a socket or a device is yielded as
     what it is, never opened) and never deeper than max_depth folders. What is not walked says
     so, with name None: (parts, None, "too-deep") for a folder nested deeper, (parts, None,
     "too-many") where the walk stopped, and (parts, None, "unreadable") for a folder that could
     not be opened or listed, or an entry that could not be looked at (parts then end with it)."""
-    queue, seen = [()], 0
+    queue: list[tuple[str, ...]] = [()]
+    seen = 0
     while queue:
         parts = queue.pop(0)
         try:
@@ -311,7 +341,7 @@ def walk(root, max_depth=MAX_WALK_DEPTH, max_entries=100_000):
             yield parts, None, "unreadable"
             continue
         try:
-            names = []
+            names: list[str] = []
             try:
                 with os.scandir(fd) as entries:
                     for entry in entries:  # never listed past the cap: a folder may hold millions
@@ -339,7 +369,7 @@ def walk(root, max_depth=MAX_WALK_DEPTH, max_entries=100_000):
             os.close(fd)
 
 
-def remove_tree(path):
+def remove_tree(path: str | os.PathLike[str]) -> None:
     """rm -rf without recursion or long paths: every sub-folder is first moved up into the top
     folder (renamed), then emptied, so a chain of any depth is removed holding two fds. Links are
     removed, never followed."""
@@ -355,7 +385,9 @@ def remove_tree(path):
     counter = 0
     try:
         _make_writable(top)
-        pending = [None]  # None: the top folder itself; names: folders directly inside it
+        pending: list[str | None] = [
+            None
+        ]  # None: the top folder itself; names: folders directly inside it
         while pending:
             name = pending.pop()
             try:
@@ -397,7 +429,7 @@ def remove_tree(path):
     os.rmdir(path)
 
 
-def _make_writable(fd):
+def _make_writable(fd: int) -> None:
     try:
         mode = os.fstat(fd).st_mode
         if mode & 0o700 != 0o700:
@@ -410,7 +442,7 @@ def _make_writable(fd):
 printable = terminal  # the terminal's escaping (autograder/escaping.py), under its old name
 
 
-def _size(n):
+def _size(n: float) -> str:
     for unit in ("bytes", "KB", "MB", "GB", "TB"):
         if n < 1024 or unit == "TB":
             return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"

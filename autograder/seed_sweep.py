@@ -14,22 +14,26 @@ seeds; benchmarks/seed_sweep.py thousands.
 
 import importlib
 import tempfile
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
+from typing import Any
 
 from autograder.checks import SCRATCH
-from autograder.curriculum import NOTEBOOKS
+from autograder.curriculum import NOTEBOOKS, Notebook
 from autograder.harness import serve
 from autograder.judging.answers import judge_cases
+from autograder.judging.base import Case
 from autograder.probes import load
 from autograder.probes.base import PROBES, build_cases, derive_seed, write_requests
+from autograder.results import TestResult
 
 
-def seeds(count, secret="sweep-secret"):
+def seeds(count: int, secret: str = "sweep-secret") -> list[tuple[str, str]]:
     """`count` (secret, student) pairs, each a notebook's seed as grading derives it."""
     return [(f"{secret}-{i % 7}", f"student-{i}") for i in range(count)]
 
 
-def swept_notebooks():
+def swept_notebooks() -> list[tuple[Notebook, list[str]]]:
     """The notebooks whose hidden tests are registered, with their graded names that have some."""
     out = []
     for notebook in NOTEBOOKS:
@@ -40,7 +44,7 @@ def swept_notebooks():
     return out
 
 
-def reference_namespace():
+def reference_namespace() -> dict[str, object]:
     """Every graded name of the course, as the model answers define it."""
     reference = importlib.import_module("autograder.reference")
     names = {name for notebook in NOTEBOOKS for name in notebook.graded}
@@ -53,12 +57,18 @@ def reference_namespace():
     return namespace
 
 
-def trains(case):
+def trains(case: Case) -> bool:
     """True for a case that trains a model (GPT's short training run): the costly kind."""
-    return any(request.get("op") == "train" for request in case.requests)
+    return any(r is not None and r.get("op") == "train" for r in case.requests)
 
 
-def grade(function, obj, seed, namespace, keep=None):
+def grade(
+    function: str,
+    obj: object,
+    seed: str,
+    namespace: dict[str, Any],
+    keep: Callable[[Case], bool] | None = None,
+) -> list[TestResult]:
     """The TestResults of one graded name's hidden cases under `seed`, `obj` answering in this
     process (checks.run_in_process, with `keep(case)` choosing the cases to run)."""
     from autograder.curriculum import NOTEBOOK_OF
@@ -74,7 +84,9 @@ def grade(function, obj, seed, namespace, keep=None):
         return judge_cases(cases, Path(tmp, "responses"))
 
 
-def sweep(pairs, stems=None, training=True):
+def sweep(
+    pairs: Sequence[tuple[str, str]], stems: Collection[str] | None = None, training: bool = True
+) -> list[tuple[str, str, str, str, str, float, str]]:
     """[(secret, student, stem, function, case name, points lost, message)] for every case in
     which the model answers lose points, over the notebooks `stems` (default: all that have
     hidden tests); with training=False, without the cases that train a model."""
@@ -105,7 +117,7 @@ def sweep(pairs, stems=None, training=True):
     return lost
 
 
-def training_cases(pairs):
+def training_cases(pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str, float, str]]:
     """[(secret, student, points lost, message)] of the cases that train a model, alone."""
     namespace = reference_namespace()
     lost = []

@@ -26,7 +26,7 @@ MAX_BYTES = 255  # a file name's limit on Linux and macOS
 _INVISIBLE = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
 
 
-def problem(name):
+def problem(name: str) -> str | None:
     """None when `name` can be a student id; otherwise why not, in words for the instructor."""
     if not isinstance(name, str) or not name:
         return "an empty name is not a student id"
@@ -49,7 +49,7 @@ def problem(name):
     return None
 
 
-def key(name):
+def key(name: str) -> str:
     """What makes two ids one student: the same text once Unicode-normalised (macOS writes
     "é" as e + accent) and case-folded (OUT/Alice and OUT/alice are one folder on a
     case-insensitive disk)."""

@@ -46,6 +46,7 @@ import shutil
 import stat
 import tempfile
 import zipfile
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -68,7 +69,7 @@ MAX_COMPARED_BYTES = 300 * 2**20  # copies of one notebook read to see whether t
 SKIPPED_DIRS = {".ipynb_checkpoints", "__MACOSX", "__pycache__", ".git"}
 
 
-class Placement(dict):
+class Placement(dict[str, list[str]]):
     """Messages about a student's files, notebook stem or GENERAL -> [text], and, as fields,
     what name matching decided (grading reads them; they travel with the messages):
     graded_as {stem: the file taken for that notebook under a near name, as the student knows
@@ -78,12 +79,16 @@ class Placement(dict):
     copies of a notebook taken from one of them; sources {stem: Path}, the student's own file
     graded as that notebook (a zip's member: the zip), whose time is its hand-in time."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.graded_as, self.candidates, self.guesses = {}, {}, {}
-        self.copies = {}  # stem -> [the other copies found, not graded]
-        self.sources = {}  # stem -> the student's file graded (or the zip it came from)
-        self.marks = {}  # stem -> deadlines.LmsMark of that file (Canvas: late or not), if any
+        self.graded_as: dict[str, str] = {}
+        self.candidates: dict[str, list[str]] = {}
+        self.guesses: dict[str, list[str]] = {}
+        self.copies: dict[str, list[str]] = {}  # stem -> [the other copies found, not graded]
+        self.sources: dict[
+            str, Path
+        ] = {}  # stem -> the student's file graded (or the zip it came from)
+        self.marks: dict[str, LmsMark] = {}  # stem -> that file's LmsMark (Canvas: late or not)
 
 
 @dataclass
@@ -91,10 +96,10 @@ class Submission:
     student: str
     folder: Path  # holds the notebooks to grade, by SPEC file name, at its top level
     source: Path  # what the instructor gave us for this student (for "is it up to date?")
-    messages: dict = field(default_factory=Placement)  # notebook stem or GENERAL -> [text]
+    messages: Placement = field(default_factory=Placement)  # notebook stem or GENERAL -> [text]
     refused: str = ""  # why this student is not graded at all (their id, a duplicate)
 
-    def add(self, key, text):
+    def add(self, key: str, text: str) -> None:
         self.messages.setdefault(key, []).append(text)
 
 
@@ -112,7 +117,8 @@ class _Found:
     order: int = 0  # an LMS's upload order (bulk_downloads: Canvas's attachment id), else 0
     mark: object = None  # deadlines.LmsMark: an LMS's late mark, where its dates are not times
 
-    def place(self, target):
+    def place(self, target: Path) -> None:
+        assert self.path is not None  # placed only once found on disk
         if self.unpacked:
             os.replace(self.path, target)
         else:
@@ -123,10 +129,11 @@ class _Unpacked:
     """Files for one student's zip members, named by us, in a folder made on first use: a zip's
     notebooks are streamed to disk, never held in memory (up to MAX_ZIP_BYTES a zip)."""
 
-    def __init__(self, staging, student):
-        self.staging, self.student, self.folder, self.count = Path(staging), student, None, 0
+    def __init__(self, staging, student) -> None:
+        self.staging, self.student, self.count = Path(staging), student, 0
+        self.folder: Path | None = None
 
-    def new_file(self):
+    def new_file(self) -> Path:
         if self.folder is None:
             self.staging.mkdir(parents=True, exist_ok=True)
             prefix = f".unpacked-{_safe(self.student)}-"
@@ -134,21 +141,21 @@ class _Unpacked:
         self.count += 1
         return self.folder / f"{self.count}.ipynb"
 
-    def remove(self):
+    def remove(self) -> None:
         if self.folder is not None:
             shutil.rmtree(self.folder, ignore_errors=True)
 
 
 # -- the whole thing -----------------------------------------------------------------------------
 def discover(
-    path,
-    out=None,
-    staging=None,
-    layout="auto",
-    student=None,
-    graded_groups=None,
-    notices=None,
-):
+    path: Path | str,
+    out: Path | str | None = None,
+    staging: Path | str | None = None,
+    layout: str = "auto",
+    student: str | None = None,
+    graded_groups: Collection[str] | None = None,
+    notices: list[str] | None = None,
+) -> list[Submission]:
     """[Submission] for PATH. layout: auto | class (a folder of students) | student (one).
 
     `staging` is a folder for the students whose notebooks must be gathered (zips, sub-folders,
@@ -177,7 +184,10 @@ def discover(
     if layout == "student" or (layout == "auto" and _is_one_student(path)):
         return [_gather_checked(student or path.name, path, staging, graded_groups)]
     out = Path(os.path.abspath(out)) if out else None
-    entries, bulk = [], {}  # (student id, path); student id -> [(path, BulkFile)]
+    entries: list[tuple[str, Path]] = []
+    bulk: dict[
+        str, list[tuple[Path, bulk_downloads.BulkFile]]
+    ] = {}  # (student id, path); student id -> [(path, BulkFile)]
     for child in sorted(path.iterdir()):
         why = _not_a_submission(child, out)
         uploaded = bulk_downloads.bulk_file(child.name) if child.is_file() else None
@@ -194,7 +204,7 @@ def discover(
     entries += [(name, path) for name in bulk]  # an LMS's flat folder: a student's files in it
     if not entries:  # an empty folder: one student with nothing (every notebook missing)
         return [_gather_checked(student or path.name, path, staging, graded_groups)]
-    by_student = {}
+    by_student: dict[str, list[Path]] = {}
     for name, child in entries:
         by_student.setdefault(student_ids.key(name), []).append(child)
     found = []
@@ -207,7 +217,7 @@ def discover(
     return found
 
 
-def content_digest(sub):
+def content_digest(sub: Submission) -> str | None:
     """The digest ("sha256:<hex>") of what grading reads for this student, never of file times:
     every file of sub.folder the copy into the sandbox takes (its path and bytes), every entry
     it skips and why (autograder/sandbox/copying.py's one rule), and the messages about the
@@ -221,13 +231,13 @@ def content_digest(sub):
         return None
 
 
-def _content_digest(sub):
+def _content_digest(sub) -> str:
     from autograder.safe_files import UnsafeFile
     from autograder.sandbox.copying import read_chunks, submission_files
 
     digest = hashlib.sha256()
 
-    def put(*fields):
+    def put(*fields) -> None:
         for text in fields:
             data = str(text).encode("utf-8", "surrogateescape")
             digest.update(len(data).to_bytes(8, "big") + data)
@@ -250,7 +260,7 @@ def _content_digest(sub):
     return "sha256:" + digest.hexdigest()
 
 
-def _not_a_submission(child, out):
+def _not_a_submission(child: Path, out: Path | None):
     """Why an entry of a class folder is not a student's submission, or "" when it is one.
     A name starting with "_" is a student's (e-mail addresses can); only the folders tools
     make (__MACOSX, __pycache__, .git, ...) and hidden entries are not."""
@@ -271,7 +281,7 @@ def _not_a_submission(child, out):
     return "not a folder or a regular file; skipped"
 
 
-def _gather_checked(student, source, staging, graded_groups, files=None):
+def _gather_checked(student, source: Path, staging: Path, graded_groups, files=None):
     """gather(), for a student whose id student_ids accepts; a refused Submission otherwise.
     `files`: [(path, bulk_downloads.BulkFile)], the student's files of an LMS's flat folder."""
     why = student_ids.problem(student)
@@ -291,7 +301,7 @@ def _gather_checked(student, source, staging, graded_groups, files=None):
         )
 
 
-def _duplicate(student, source, same):
+def _duplicate(student, source, same) -> Submission:
     """Two submissions for one student id (`bob/` and `bob.zip`, or `Bob/` and `bob.zip`):
     neither is graded (which one the student meant is theirs to say), and both are named."""
     names = ", ".join(printable(p.name) + ("/" if p.is_dir() else "") for p in same)
@@ -306,14 +316,14 @@ def _duplicate(student, source, same):
     )
 
 
-def _holds_notebooks(folder):
+def _holds_notebooks(folder: Path) -> bool:
     return any(
         p.suffix.lower() in (".ipynb", ".zip") and not p.is_symlink() and p.is_file()
         for p in folder.iterdir()
     )
 
 
-def _is_one_student(folder):
+def _is_one_student(folder: Path) -> bool:
     """One student's folder: notebooks loose at the top, or a single zip and nothing else, or
     sub-folders named like the notebooks (nbgrader's one assignment per notebook, for one
     student), or a folder of nbgrader's submitted/. Otherwise: a folder of students (folders
@@ -336,7 +346,13 @@ def _is_one_student(folder):
 
 
 # -- one student ---------------------------------------------------------------------------------
-def gather(student, source, staging, graded_groups=None, files=None):
+def gather(
+    student: str,
+    source: Path | str,
+    staging: Path | str,
+    graded_groups: Collection[str] | None = None,
+    files: list[tuple[Path, bulk_downloads.BulkFile]] | None = None,
+) -> Submission:
     """The Submission of one student whose files are at `source` (a folder or a .zip), or are
     `files` ([(path, bulk_downloads.BulkFile)]) of an LMS's flat folder `source`."""
     source = Path(source)
@@ -348,7 +364,7 @@ def gather(student, source, staging, graded_groups=None, files=None):
         unpacked.remove()
 
 
-def _gather(sub, source, staging, graded_groups, unpacked, files=None):
+def _gather(sub: Submission, source: Path, staging, graded_groups, unpacked: _Unpacked, files=None):
     found = []
     if files is not None:
         found += _from_bulk(files, sub, unpacked)
@@ -356,7 +372,7 @@ def _gather(sub, source, staging, graded_groups, unpacked, files=None):
         found += _from_zip(source, source.name, sub, unpacked)
     else:
         found += _walk(source, sub, unpacked)
-    by_stem = {}
+    by_stem: dict[str, list[_Found]] = {}
     for item in found:
         by_stem.setdefault(item.stem, []).append(item)
     for stem, items in by_stem.items():
@@ -445,7 +461,7 @@ def _latest(stem, items, sub):
     return [item for item in items if item.order == latest]
 
 
-def _not_a_file_mode(mode):
+def _not_a_file_mode(mode) -> str:
     """What an entry that is not a regular file is, in words ("is a named pipe (FIFO), ...")."""
     if stat.S_ISFIFO(mode):
         return "is a named pipe (FIFO), not a notebook file"
@@ -480,7 +496,8 @@ def _choose(stem, items, sub):
         )
         _ambiguous(stem, items, sub)
         return None
-    readable, unreadable = [], []
+    readable: list[_Found] = []
+    unreadable: list[_Found] = []
     for item in items:
         (readable if _readable(item) else unreadable).append(item)
     if not readable:  # none can be read: the best is graded, and its page says why it fails
@@ -519,7 +536,7 @@ def _choose(stem, items, sub):
     return _taken(stem, chosen, sub)
 
 
-def _readable(item):
+def _readable(item) -> bool:
     """True when the file can be read as a notebook (notebook_files.load_notebook, bounded)."""
     if item.path is None:
         return False
@@ -545,7 +562,7 @@ def _listed(names):
     return ", ".join(names[:COPIES_NAMED]) + (f" and {more} more" if more > 0 else "")
 
 
-def _ambiguous(stem, items, sub):
+def _ambiguous(stem, items, sub) -> None:
     if isinstance(sub.messages, Placement):
         sub.messages.candidates[stem] = [item.shown for item in items][:20]
 
@@ -557,7 +574,7 @@ def _size(item):
         return 0
 
 
-def _digest(item):
+def _digest(item) -> bytes | None:
     """A hash of a found notebook's bytes, read in chunks without following a link (a student's
     tree may hold thousands of copies of a notebook of up to MAX_NOTEBOOK_BYTES each, sparse on
     disk); None for a file that cannot be read."""
@@ -580,7 +597,8 @@ def _walk(root, sub, unpacked):
     million files costs no more than MAX_FILES entries. Nothing here follows or opens a link
     (a loop of links included), a FIFO, a socket or a device: each entry is classified by its
     own lstat, and one that cannot be looked at is named and skipped, never fatal."""
-    found, seen = [], 0
+    found: list[_Found] = []
+    seen = 0
     stack = [Path(root)]
     while stack:
         here = stack.pop()
@@ -652,11 +670,11 @@ def _walk(root, sub, unpacked):
     return found
 
 
-def _listing(folder, limit):
+def _listing(folder: Path, limit: int):
     """[(name, st_mode or None)] of the entries of `folder`, each classified by its own lstat
     (never followed: a link, a loop of links, is a link), or None when it holds more than
     `limit` (a listing is never read past the limit), or False when it cannot be read."""
-    entries = []
+    entries: list[tuple[str, int | None]] = []
     try:
         with os.scandir(folder) as scan:
             for entry in scan:
@@ -672,7 +690,7 @@ def _listing(folder, limit):
     return entries
 
 
-def _notebook(name, shown, sub, **where):
+def _notebook(name: str, shown: str, sub, **where) -> _Found | None:
     """A _Found for a notebook file named `name` (its own name or a near one, see
     notebook_files.match_name), or None with a message for an unknown name."""
     matched = match_name(name)
@@ -691,7 +709,7 @@ def _notebook(name, shown, sub, **where):
     return _Found(matched.stem, shown, exact=matched.exact, **where)
 
 
-def _from_zip(path, shown, sub, unpacked):
+def _from_zip(path, shown: str, sub, unpacked):
     """Notebook files inside the zip at `path`, streamed to files of ours (`unpacked`) under
     caps; a member's own path is never used to write. The central directory is checked from the
     zip's end record (autograder/zip_directory.py) before zipfile reads any of it."""
@@ -705,6 +723,7 @@ def _from_zip(path, shown, sub, unpacked):
         sub.add(GENERAL, f"{shown} was not read: {refused}; nothing in it was graded.")
         return []
     found, total = [], 0
+    assert archive is not None  # not refused: opened
     with archive:
         for info in archive.infolist():
             name = info.filename
@@ -758,7 +777,9 @@ def _from_zip(path, shown, sub, unpacked):
     return found
 
 
-def _unpack_capped(archive, info, limit, target):
+def _unpack_capped(
+    archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int, target
+) -> int | None:
     """Stream the member into `target`; its size, or None past `limit` (counted as read:
     headers can lie), the file then removed."""
     size = 0
@@ -774,11 +795,11 @@ def _unpack_capped(archive, info, limit, target):
     return size
 
 
-def _mb(n):
+def _mb(n: int) -> str:
     return f"{n / 2**20:g} MB"
 
 
-def _rel(path, root):
+def _rel(path: Path, root) -> str:
     try:
         return str(Path(path).relative_to(root))
     except ValueError:

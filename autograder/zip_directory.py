@@ -19,6 +19,7 @@ parent 447 MB and 7 CPU-s before a member cap could apply. Here, reading at most
 
 import os
 import struct
+from typing import BinaryIO
 
 MAX_ENTRY_BYTES = 1024  # per member: 46-byte header + name + extra + comment, generously
 _END = struct.Struct("<4s4H2LH")  # end of central directory record, 22 bytes
@@ -29,7 +30,7 @@ _ENTRY = struct.Struct("<4s6H3L5H2L")  # central directory file header, 46 bytes
 _ENTRY_SIGNATURE = b"PK\x01\x02"
 
 
-def problem(handle, max_members):
+def problem(handle: BinaryIO, max_members: int) -> str | None:
     """None when the zip open on `handle` (a binary file) lists at most max_members members in
     a central directory of sane size; otherwise why not, in words for the student."""
     try:
@@ -38,7 +39,7 @@ def problem(handle, max_members):
         return f"its end record could not be read ({exc})"
 
 
-def _problem(handle, max_members):
+def _problem(handle: BinaryIO, max_members: int) -> str | None:
     handle.seek(0, os.SEEK_END)
     size = handle.tell()
     found = _end_record(handle, size)
@@ -75,7 +76,7 @@ def _problem(handle, max_members):
     return None
 
 
-def _end_record(handle, size):
+def _end_record(handle: BinaryIO, size: int) -> tuple[int, tuple] | None:
     """(position, fields) of the end of central directory record, as zipfile finds it."""
     if size < _END.size:
         return None
@@ -92,7 +93,7 @@ def _end_record(handle, size):
     return start + at, _END.unpack_from(tail, at)
 
 
-def _zip64_record(handle, where):
+def _zip64_record(handle: BinaryIO, where: int) -> tuple[int, int, int] | None:
     """(position, member count, directory size) from the zip64 end record, or None."""
     if where < _LOCATOR.size + _END64.size:
         return None

@@ -23,6 +23,8 @@ weights: it computes nothing the parent judges.
 """
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
 import torch
 from torch import nn
@@ -41,23 +43,23 @@ GAIN, SHIFT = {"weight", "gamma", "g", "scale", "gain", "w"}, {"bias", "beta", "
 class RoleMismatch(Exception):
     """The model's parameters do not fit the roles: `facts` says how, as plain data."""
 
-    def __init__(self, **facts):
+    def __init__(self, **facts) -> None:
         super().__init__(facts)
         self.facts = facts
 
 
-def _shape(t):
+def _shape(t) -> list[int]:
     return [int(s) for s in t.shape]
 
 
-def find_blocks(model, n):
+def find_blocks(model: nn.Module, n: int) -> list[tuple[str, nn.Module]] | None:
     """[(prefix, module)] of the n blocks, in order, or None."""
     for name, m in model.named_modules():
         if isinstance(m, nn.ModuleList | nn.Sequential) and len(m) == n:
             kids = list(m)
             if all(type(k) is type(kids[0]) for k in kids) and _count(kids[0]) >= 8:
                 return [(f"{name}.{i}" if name else str(i), k) for i, k in enumerate(kids)]
-    by_type = {}
+    by_type: dict[type, list[tuple[str, nn.Module]]] = {}
     for name, m in model.named_children():
         if _count(m) >= 8:
             by_type.setdefault(type(m), []).append((name, m))
@@ -65,13 +67,13 @@ def find_blocks(model, n):
     return found[0] if len(found) == 1 else None
 
 
-def _count(module):
+def _count(module: nn.Module) -> int:
     return sum(1 for _ in module.parameters())
 
 
 def _layers(named):
     """{owner path: {leaf name: parameter}} in registration order."""
-    owners = {}
+    owners: dict[str, dict[str, nn.Parameter]] = {}
     for name, p in named:
         path, _, leaf = name.rpartition(".")
         owners.setdefault(path, {})[leaf] = p
@@ -97,19 +99,27 @@ def _gain_shift(leaves):
     return leaves[names[0]], leaves[names[1]]
 
 
-def _hint(path):
+def _hint(path) -> str | None:
     last = path.rpartition(".")[2].lower()
     return next((role for role, names in HINTS.items() if last in names), None)
 
 
-def block_state(block, ref):
+def block_state(
+    block: nn.Module, ref: Mapping[str, torch.Tensor]
+) -> list[tuple[nn.Parameter, torch.Tensor]]:
     """[(parameter, tensor)] placing ref (notebook 05's names) into one block's parameters."""
     own = dict(block.named_parameters())
     if set(own) == set(ref) and all(own[k].shape == ref[k].shape for k in ref):
         return [(own[k], ref[k]) for k in ref]
     d = ref["ln1.weight"].shape[0]
     d_ff = ref["ff.fc1.weight"].shape[0]
-    norms, square, fused, up, down, narrow, odd = [], [], [], [], [], [], []
+    norms: list[dict[str, torch.Tensor]] = []
+    square: list[tuple[str, list[torch.Tensor]]] = []
+    fused: list[list[torch.Tensor]] = []
+    up: list[tuple[str, list[torch.Tensor]]] = []
+    down: list[tuple[str, list[torch.Tensor]]] = []
+    narrow: list[tuple[str, list[torch.Tensor]]] = []
+    odd: list[str] = []
     for path, leaves in _layers(own.items()).items():
         shapes = [tuple(p.shape) for p in leaves.values()]
         if len(leaves) == 2 and all(s == (d,) for s in shapes):
@@ -139,7 +149,7 @@ def block_state(block, ref):
         )
     pairs = []
 
-    def place(wb, prefix):
+    def place(wb, prefix: str) -> None:
         weight, bias = wb
         pairs.append((weight, ref[f"{prefix}.weight"]))
         if bias is not None:
@@ -181,7 +191,7 @@ def _per_head(narrow, d):
     if not narrow:
         return None
     d_k = narrow[0][1][0].shape[0]
-    by_role = {"q": [], "k": [], "v": []}
+    by_role: dict[str, list[list[torch.Tensor]]] = {"q": [], "k": [], "v": []}
     for path, wb in narrow:
         role = _hint(path)
         if role not in by_role or wb[0].shape[0] != d_k:
@@ -192,7 +202,7 @@ def _per_head(narrow, d):
     return by_role
 
 
-def load_roles(model, roles):
+def load_roles(model: nn.Module, roles: Mapping[str, Any]) -> dict[str, Any]:
     """Copy `roles` into the model's parameters (see the module's docstring); plain facts."""
     blocks = find_blocks(model, len(roles["blocks"]))
     if blocks is None:
@@ -204,7 +214,7 @@ def load_roles(model, roles):
     rest = [(n, p) for n, p in model.named_parameters() if id(p) not in inside]
     V, d = roles["tok"].shape
     T = roles["pos"].shape[0]
-    holders = {}
+    holders: dict[int, list[nn.Module]] = {}
     for m in model.modules():
         for p in m.parameters(recurse=False):
             holders.setdefault(id(p), []).append(m)
@@ -253,6 +263,7 @@ def load_roles(model, roles):
         missing.append("ln_f")
     if missing or extra:
         raise RoleMismatch(missing=missing, extra=extra, tied=tied)
+    assert tok is not None  # else "tok" is missing, raised above
     pairs.append((tok, roles["tok"]))
     if head is not None:
         pairs.append((head, roles["head"].T if tuple(head.shape) == (d, V) else roles["head"]))

@@ -41,6 +41,7 @@ import threading
 import time
 import traceback
 from pathlib import Path
+from typing import Any
 
 from .wire import Reader, Writer
 
@@ -57,7 +58,7 @@ WALL_FACTOR = 4.0
 # graded name -> the request folder of its first timeout, in this kernel: a function that has
 # run out of time once is not called again with a fresh budget by every later test of it (each
 # of them answers a Timeout at once, "after" that first one)
-TIMED_OUT = {}
+TIMED_OUT: dict[str, str] = {}
 
 
 def _alarm(signum, frame):
@@ -71,22 +72,22 @@ class _Deadline:
     instead of computing (Limits.request_wall_factor, sent by the driver; WALL_FACTOR for the
     visible checks). Either raises RequestTimeout in the call."""
 
-    def __init__(self, seconds, wall_factor=WALL_FACTOR):
-        self.seconds = seconds
+    def __init__(self, seconds: float | None, wall_factor: float = WALL_FACTOR) -> None:
+        self.seconds = seconds or 0.0  # used only when armed
         self.armed = seconds and threading.current_thread() is threading.main_thread()
         self.timers = (
             (signal.ITIMER_PROF, signal.SIGPROF, 1),
             (signal.ITIMER_REAL, signal.SIGALRM, wall_factor),
         )
 
-    def __enter__(self):
+    def __enter__(self) -> None:
         if self.armed:
             self.previous = []
             for timer, signum, factor in self.timers:
                 self.previous.append(signal.signal(signum, _alarm))
                 signal.setitimer(timer, self.seconds * factor)
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc) -> None:
         if self.armed:
             for (timer, signum, _), previous in zip(self.timers, self.previous, strict=True):
                 signal.setitimer(timer, 0)
@@ -97,18 +98,18 @@ class _OneThread:
     """torch on one thread during a request: the tests' tensors are tiny, and on a loaded
     machine (graders in parallel) torch's thread pool made them 10-15 times slower."""
 
-    def __enter__(self):
+    def __enter__(self) -> None:
         self.torch = sys.modules.get("torch")
         if self.torch is not None:
             self.threads = self.torch.get_num_threads()
             self.torch.set_num_threads(1)
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc) -> None:
         if self.torch is not None:
             self.torch.set_num_threads(self.threads)
 
 
-def _error(exc):
+def _error(exc: BaseException | LookupError) -> dict[str, list[str] | str] | dict[str, str]:
     if isinstance(exc, RequestTimeout):
         return {"type": "Timeout", "message": "the call did not finish in time"}
     here = str(Path(__file__).parent)
@@ -124,25 +125,33 @@ def _error(exc):
         where.append(f"line {lineno} in {name}")
     where = where[-3:]
     message = str(exc)
-    answer = {
+    answer: dict[str, str | list[str]] = {
         "type": type(exc).__name__,
         "message": message[:500] + (" ..." if len(message) > 500 else ""),
         "where": where,
     }
-    name = getattr(exc, "name", None) if isinstance(exc, NameError) else None
-    if isinstance(name, str) and len(name) <= 100:
-        answer["name"] = name  # which name was undefined, as data (the grader reads no message)
+    undefined = getattr(exc, "name", None) if isinstance(exc, NameError) else None
+    if isinstance(undefined, str) and len(undefined) <= 100:
+        answer["name"] = (
+            undefined  # which name was undefined, as data (the grader reads no message)
+        )
     return answer
 
 
 class Session:
-    def __init__(self, namespace, request_dir, response_dir, wall_factor=None):
+    def __init__(
+        self,
+        namespace: dict[str, Any],
+        request_dir: Path,
+        response_dir: Path,
+        wall_factor: float | None = None,
+    ) -> None:
         self.namespace = namespace
         self.wall_factor = WALL_FACTOR if wall_factor is None else wall_factor
         self.reader = Reader(request_dir, as_tensors=True, packed=True)
         self.writer = Writer(response_dir)
 
-    def value(self, data):
+    def value(self, data: object) -> Any:
         """Decode a request value, resolving the harness's own special forms."""
         if isinstance(data, list):
             return [self.value(x) for x in data]
@@ -174,15 +183,15 @@ class Session:
                 return {k: self.value(v) for k, v in data.items()}
         return self.reader.decode(data)
 
-    def lookup(self, name):
+    def lookup(self, name: str) -> Any:
         if name not in self.namespace:
             raise LookupError(f"MISSING:{name}")
         return self.namespace[name]
 
-    def encode(self, obj):
+    def encode(self, obj: object) -> Any:
         return self.writer.encode(obj)
 
-    def run(self, request):
+    def run(self, request: dict[str, Any]) -> dict[str, Any]:
         op = request["op"]
         started = time.perf_counter()
         try:
@@ -213,11 +222,11 @@ class Session:
                 raise
             return {"error": _error(exc)}
 
-    def op_call(self, request):
+    def op_call(self, request: dict[str, Any]) -> dict[str, Any]:
         fn = self.lookup(request["target"])
         args = self.value(request.get("args", []))
         kwargs = self.value(request.get("kwargs", {}))
-        kept = []
+        kept: list[object] = []  # what the call returned (its input gradients, if asked)
         answer = self._call(fn, args, kwargs, kept)
         if request.get("backward") is not None and kept:
             answer.update(self._input_grads(kept[0], args, request["backward"]))
@@ -227,7 +236,7 @@ class Session:
         ]
         return answer
 
-    def op_calls(self, request):
+    def op_calls(self, request: dict[str, Any]) -> dict[str, Any]:
         fn = self.lookup(request["target"])
         return {
             "calls": [
@@ -236,7 +245,7 @@ class Session:
             ]
         }
 
-    def op_optimizer(self, request):
+    def op_optimizer(self, request: dict[str, Any]) -> dict[str, Any]:
         from .toy import optimizer_groups
 
         fn = self.lookup(request["target"])
@@ -245,7 +254,7 @@ class Session:
             "value": self.encode(optimizer_groups(fn, self.value(request["model"]), args, kwargs))
         }
 
-    def op_step(self, request):
+    def op_step(self, request: dict[str, Any]) -> dict[str, Any]:
         from .toy import one_step
 
         fn = self.lookup(request["target"])
@@ -271,7 +280,7 @@ class Session:
             ]
         }
 
-    def op_object(self, request):
+    def op_object(self, request: dict[str, Any]) -> dict[str, Any]:
         obj = self.lookup(request["target"])(
             *self.value(request.get("init_args", [])), **self.value(request.get("init", {}))
         )
@@ -288,7 +297,7 @@ class Session:
                 steps.append(self._call(method, args, self.value(step.get("kwargs", {}))))
         return {"steps": steps}
 
-    def op_module(self, request):
+    def op_module(self, request: dict[str, Any]) -> dict[str, Any]:
         import torch
 
         torch.manual_seed(request.get("seed", 0))
@@ -371,7 +380,7 @@ class Session:
         the course's own classes (TransformerBlock, LayerNorm), which take our mask convention."""
         import torch
 
-        out = {"blocks": [], "norm_first": [], "ln_f": None}
+        out: dict[str, Any] = {"blocks": [], "norm_first": [], "ln_f": None}
         with torch.no_grad():
             for block in placed["blocks"]:
                 if type(block).__name__ != "TransformerBlock":
@@ -384,7 +393,7 @@ class Session:
                 out["ln_f"] = self._call(ln_f.eval(), [parts["x"]], {})
         return out
 
-    def op_load(self, request):
+    def op_load(self, request: dict[str, Any]) -> dict[str, Any]:
         import torch
 
         torch.manual_seed(request.get("seed", 0))
@@ -414,14 +423,19 @@ class Session:
         )[:3]
         return answer
 
-    def op_train(self, request):
+    def op_train(self, request: dict[str, Any]) -> dict[str, Any]:
         from .toy import train_lm
 
         cls = self.lookup(request["target"])
         return {"value": self.encode(train_lm(cls, **self.value(request["config"])))}
 
 
-def serve(namespace, request_root, response_root, wall_factor=None):
+def serve(
+    namespace: dict[str, Any],
+    request_root: Path | str,
+    response_root: Path | str,
+    wall_factor: float | None = None,
+) -> None:
     """Answer every request under request_root (one sub-directory each, in name order).
     wall_factor: each request's wall backstop as a multiple of its CPU seconds. A request whose
     target has timed out before in this kernel (TIMED_OUT) is not carried out: it answers a
@@ -431,6 +445,7 @@ def serve(namespace, request_root, response_root, wall_factor=None):
         session = Session(namespace, request_dir, response_root / request_dir.name, wall_factor)
         request = Reader(request_dir).read_json("request.json")
         target = request.get("target")
+        answer: dict[str, Any]
         if isinstance(target, str) and target in TIMED_OUT:
             answer = {
                 "error": {

@@ -1,8 +1,11 @@
 """Torch helpers the harness builds for requests: a fixed toy language model and a trainer."""
 
 import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import torch
 from torch import nn
 
@@ -14,7 +17,7 @@ class ToyLM(nn.Module):
     the context to block_size.
     """
 
-    def __init__(self, table, block_size, training=True):
+    def __init__(self, table: npt.ArrayLike, block_size: int, training: bool = True) -> None:
         super().__init__()
         # a (frozen) parameter, so code like next(model.parameters()).device works on it
         self.table = nn.Parameter(
@@ -24,7 +27,7 @@ class ToyLM(nn.Module):
         self.longest_context = 0
         self.train(bool(training))
 
-    def forward(self, idx):
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
         self.longest_context = max(self.longest_context, idx.shape[-1])
         if idx.shape[-1] > self.block_size:
             raise ValueError(f"context of {idx.shape[-1]} tokens > block_size {self.block_size}")
@@ -39,19 +42,28 @@ class AdamW:
     2 CPU-seconds per graded notebook 06) for decorators that only matter under torch.compile.
     """
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
+    def __init__(
+        self,
+        params: Iterable[torch.Tensor],
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 1e-2,
+    ) -> None:
         self.params = list(params)
         if not self.params:
             raise ValueError("optimizer got an empty parameter list")  # as torch.optim says
         self.lr, self.betas, self.eps, self.weight_decay = lr, betas, eps, weight_decay
-        self.state = {}  # id(param) -> (step, exp_avg, exp_avg_sq), made at its first gradient
+        self.state: dict[
+            int, tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+        ] = {}  # id(param) -> (step, exp_avg, exp_avg_sq), made at its first gradient
 
-    def zero_grad(self):
+    def zero_grad(self) -> None:
         for p in self.params:
             p.grad = None
 
     @torch.no_grad()
-    def step(self):
+    def step(self) -> None:
         from torch.optim.adamw import adamw
 
         live = [p for p in self.params if p.grad is not None]
@@ -62,7 +74,7 @@ class AdamW:
         states = [self.state[id(p)] for p in live]
         adamw(
             live,
-            [p.grad for p in live],
+            [p.grad for p in live],  # type: ignore[misc]  # `live`: only those with a grad
             [s[1] for s in states],
             [s[2] for s in states],
             [],
@@ -78,7 +90,16 @@ class AdamW:
         )
 
 
-def train_lm(cls, init, windows, eval_idx, lr=1e-3, seed=0, stop_below=None, stop_window=None):
+def train_lm(
+    cls: Callable[..., nn.Module],
+    init: dict[str, Any],
+    windows: npt.ArrayLike,
+    eval_idx: npt.ArrayLike,
+    lr: float = 1e-3,
+    seed: int = 0,
+    stop_below: float | None = None,
+    stop_window: int | None = None,
+) -> dict[str, Any]:
     """Train cls(**init) with AdamW, one step per batch of `windows` (steps, batch, T + 1: inputs
     [:, :-1], next tokens [:, 1:], all chosen by the parent); the model's logits on eval_idx
     before and after training.
@@ -120,7 +141,7 @@ def _train_lm(cls, init, windows, eval_idx, lr, seed, stop_below, stop_window):
     before = logits()
     opt = AdamW(model.parameters(), lr=lr)  # after a first forward: a stub raises there
     model.train()
-    recent = []  # the last stop_window batch losses
+    recent: list[float] = []  # the last stop_window batch losses
     for batch in windows:
         x, y = batch[:, :-1], batch[:, 1:]
         scores = model(x)
@@ -145,13 +166,13 @@ class LayerNorm(nn.Module):
     and a shift `bias`, not nn.LayerNorm, so that an optimizer which finds the norms by
     isinstance(module, nn.LayerNorm) misses it, as it would miss the course's own."""
 
-    def __init__(self, d_model, eps=1e-5):
+    def __init__(self, d_model: int, eps: float = 1e-5) -> None:
         super().__init__()
         self.eps = eps
         self.weight = nn.Parameter(torch.ones(d_model))
         self.bias = nn.Parameter(torch.zeros(d_model))
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         return nn.functional.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)
 
 
@@ -161,7 +182,14 @@ class TinyLM(nn.Module):
     table, a matrix with its bias, a norm's gain and bias and the head, which may be tied to the
     token table. It records the mode (train or eval) of every forward call in `modes`."""
 
-    def __init__(self, vocab_size, block_size, d_model, tied=False, dropout=0.0):
+    def __init__(
+        self,
+        vocab_size: int,
+        block_size: int,
+        d_model: int,
+        tied: bool = False,
+        dropout: float = 0.0,
+    ) -> None:
         super().__init__()
         self.block_size = int(block_size)
         self.embed = nn.Embedding(vocab_size, d_model)
@@ -172,9 +200,9 @@ class TinyLM(nn.Module):
         self.unembed = nn.Linear(d_model, vocab_size, bias=False)
         if tied:
             self.unembed.weight = self.embed.weight
-        self.modes = []
+        self.modes: list[bool] = []
 
-    def forward(self, idx):
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
         self.modes.append(self.training)
         positions = torch.arange(idx.shape[-1], device=idx.device)
         x = self.drop(self.embed(idx) + self.pos_embed(positions))
@@ -182,7 +210,12 @@ class TinyLM(nn.Module):
         return self.unembed(self.ln(x))
 
 
-def tiny_lm(init, state, mode="train", stale_grads=None):
+def tiny_lm(
+    init: dict[str, Any],
+    state: Mapping[str, npt.ArrayLike],
+    mode: str = "train",
+    stale_grads: float | None = None,
+) -> TinyLM:
     """TinyLM(**init) with `state` (its parameters by name) loaded, in `mode`; with
     `stale_grads` (a number), every parameter starts with a left-over gradient of that value."""
     model = TinyLM(**init)
@@ -200,11 +233,11 @@ class SGD:
     from the change of the parameters. The methods an optimizer is called with in a training
     step (zero_grad, step) and its param_groups."""
 
-    def __init__(self, params, lr):
-        self.param_groups = [{"params": list(params), "lr": lr}]
+    def __init__(self, params: Iterable[nn.Parameter], lr: float) -> None:
+        self.param_groups: list[dict[str, Any]] = [{"params": list(params), "lr": lr}]
         self.steps = 0
 
-    def zero_grad(self, set_to_none=True):
+    def zero_grad(self, set_to_none: bool = True) -> None:
         for p in self.param_groups[0]["params"]:
             if set_to_none:
                 p.grad = None
@@ -212,7 +245,7 @@ class SGD:
                 p.grad.zero_()
 
     @torch.no_grad()
-    def step(self, closure=None):
+    def step(self, closure: object = None) -> None:
         self.steps += 1
         group = self.param_groups[0]
         for p in group["params"]:
@@ -220,15 +253,17 @@ class SGD:
                 p.sub_(group["lr"] * p.grad)
 
 
-def _names(model):
+def _names(model: TinyLM):
     """id(parameter) -> its first name (a tied parameter has several)."""
-    names = {}
+    names: dict[int, str] = {}
     for name, param in model.named_parameters(remove_duplicate=False):
         names.setdefault(id(param), name)
     return names
 
 
-def optimizer_groups(make, model_spec, args, kwargs):
+def optimizer_groups(
+    make: Callable[..., Any], model_spec: dict[str, Any], args: list, kwargs: dict[str, Any]
+) -> dict[str, Any]:
     """Call make(model, *args, **kwargs) (configure_optimizer) on a TinyLM; describe what it
     returned as plain data: its class, whether it is an AdamW, and each parameter group's
     settings and parameters by name ("?" for a tensor that is not the model's)."""
@@ -261,7 +296,14 @@ def _plain(value):
     return repr(value)[:100]
 
 
-def one_step(step, model_spec, lr, args, kwargs, seed=0):
+def one_step(
+    step: Callable[..., Any],
+    model_spec: dict[str, Any],
+    lr: float,
+    args: list,
+    kwargs: dict[str, Any],
+    seed: int = 0,
+) -> dict[str, Any]:
     """Call step(model, optimizer, *args, **kwargs) (train_step) once on a TinyLM with an SGD
     optimizer; answer what it returned and the evidence of what it did: the parameters after,
     the gradients left behind, the model's mode after and of each forward call, the optimizer's

@@ -8,12 +8,13 @@ It takes and returns its cache the way TinyLlama does: one (k, v) per block, eac
 """
 
 import numpy as np
+import numpy.typing as npt
 import torch
 from torch import nn
 
 
 class ToyCachedLM(nn.Module):
-    def __init__(self, table, positions, block_size):
+    def __init__(self, table: npt.ArrayLike, positions: npt.ArrayLike, block_size: int) -> None:
         super().__init__()
         self.table = nn.Parameter(
             torch.as_tensor(np.asarray(table), dtype=torch.float32), requires_grad=False
@@ -23,7 +24,9 @@ class ToyCachedLM(nn.Module):
         )
         self.block_size = int(block_size)
 
-    def forward(self, idx, cache=None):
+    def forward(
+        self, idx: torch.Tensor, cache: list[tuple[torch.Tensor, torch.Tensor]] | None = None
+    ) -> tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]:
         B, T = idx.shape
         T_past = 0 if cache is None else int(cache[0][0].shape[2])
         if T_past + T > self.block_size:

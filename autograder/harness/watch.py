@@ -39,11 +39,13 @@ ANSWER_MODULES = ("autograder.reference", "autograder.probes")
 ANSWER_PATHS = ("autograder/reference", "autograder/probes", "solutions/")
 PATH_EVENTS = {"open", "os.listdir", "os.scandir", "glob.glob", "os.stat", "os.walk"}
 
-_seen = set()
-_originals = {}  # (module, dotted name) -> the object before the notebook ran
+_seen: set[str] = set()
+_originals: dict[
+    tuple[str, str], object
+] = {}  # (module, dotted name) -> the object before the notebook ran
 
 
-def _resolve(module, dotted):
+def _resolve(module: str, dotted: str) -> object:
     obj = sys.modules.get(module)
     for part in dotted.split("."):
         obj = getattr(obj, part, None)
@@ -52,7 +54,7 @@ def _resolve(module, dotted):
     return obj
 
 
-def _hook(event, args):
+def _hook(event: str, args: tuple) -> None:
     try:
         if event == "import":
             name = args[0] if args else None
@@ -71,7 +73,7 @@ def _hook(event, args):
         pass
 
 
-def install():
+def install() -> None:
     for module, names in COMPARISONS.items():
         if module in sys.modules:
             for dotted in names:
@@ -81,7 +83,7 @@ def install():
     sys.addaudithook(_hook)
 
 
-def facts():
+def facts() -> str:
     seen = set(_seen)
     for module, names in COMPARISONS.items():
         if module not in sys.modules:

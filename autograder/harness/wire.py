@@ -10,13 +10,15 @@ import json
 import math
 import os
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import numpy as np
 
 try:  # the grading parent: never follow a path the student controls (see safe_files)
     from autograder import safe_files
 except ImportError:  # inside the sandbox the stub package has none; the harness reads requests
-    safe_files = None
+    safe_files = None  # type: ignore[assignment]  # checked before each use
 
 MAX_JSON_BYTES = 8 * 2**20  # one response.json (arrays are separate files)
 MAX_ARRAY_BYTES = 64 * 2**20  # one .npy file
@@ -28,19 +30,21 @@ MAX_ARRAY_BYTES = 64 * 2**20  # one .npy file
 PACKED = "arrays.npys"
 
 
-def _type_name(obj):
+def _type_name(obj: object) -> str:
     t = type(obj)
     return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
 
 
 class Writer:
-    def __init__(self, directory, packed=False):
+    def __init__(self, directory: Path | str, packed: bool = False) -> None:
         self.directory = Path(directory)
         self.arrays = self.directory / "arrays"
         self.count = 0
-        self.packed = [] if packed else None  # arrays for PACKED, written by write_json
+        self.packed: list[np.ndarray] | None = (
+            [] if packed else None
+        )  # arrays for PACKED, written by write_json
 
-    def _save_array(self, arr):
+    def _save_array(self, arr: np.ndarray) -> str:
         if self.packed is not None:
             self.packed.append(arr)
             return f"#{len(self.packed) - 1}"
@@ -51,7 +55,7 @@ class Writer:
         np.save(self.arrays / f"{name}.npy", arr, allow_pickle=False)
         return name
 
-    def encode(self, obj, depth=0):
+    def encode(self, obj: Any, depth: int = 0) -> Any:  # any value a student returns
         if depth > 20:
             return {"$object": _type_name(obj), "repr": "<nested too deep>"}
         if obj is None or type(obj) in (bool, str):  # exact types: no student subclasses
@@ -94,7 +98,7 @@ class Writer:
             shown = "<unprintable>"
         return {"$object": _type_name(obj), "repr": shown}
 
-    def write_json(self, name, payload):
+    def write_json(self, name: str, payload: object) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         if self.packed:
             with open(self.directory / PACKED, "wb") as handle:
@@ -105,7 +109,7 @@ class Writer:
         tmp.replace(self.directory / name)
 
 
-def _torch_if_loaded():
+def _torch_if_loaded() -> ModuleType | None:
     import sys
 
     return sys.modules.get("torch")
@@ -120,15 +124,21 @@ class Reader:
     is refused raises safe_files.UnsafeFile (a ValueError) with a message for the student.
     """
 
-    def __init__(self, directory, as_tensors=False, root=None, packed=False):
+    def __init__(
+        self,
+        directory: Path | str,
+        as_tensors: bool = False,
+        root: Path | str | None = None,
+        packed: bool = False,
+    ) -> None:
         self.directory = Path(directory)
         self.as_tensors = as_tensors
         self.root = Path(root) if root is not None else self.directory
         self.below = self.directory.relative_to(self.root).parts
         self.packed = packed  # a request (the harness): "#k" names the k-th array of PACKED
-        self._unpacked = None
+        self._unpacked: list[np.ndarray] | None = None
 
-    def _packed_array(self, name):
+    def _packed_array(self, name: str) -> np.ndarray:
         if self._unpacked is None:
             arrays = []
             with open(self.directory / PACKED, "rb") as handle:
@@ -138,7 +148,7 @@ class Reader:
             self._unpacked = arrays
         return self._unpacked[int(name[1:])].copy()  # a fresh array each time, as np.load's
 
-    def load_array(self, name):
+    def load_array(self, name: str) -> np.ndarray:
         if self.packed and isinstance(name, str) and name.startswith("#"):
             return self._packed_array(name)
         if safe_files is None:
@@ -148,12 +158,12 @@ class Reader:
             self.root, [*self.below, "arrays", f"{name}.npy"], MAX_ARRAY_BYTES, f"array {name}"
         )
 
-    def read_json(self, name):
+    def read_json(self, name: str) -> Any:
         if safe_files is None:
             return json.loads((self.directory / name).read_text())
         return safe_files.read_json(self.root, [*self.below, name], MAX_JSON_BYTES, name)
 
-    def decode(self, data):
+    def decode(self, data: object) -> Any:
         if isinstance(data, list):
             return [self.decode(x) for x in data]
         if not isinstance(data, dict):
@@ -183,16 +193,16 @@ class Reader:
         return {k: self.decode(v) for k, v in data.items()}
 
 
-def _hashable(key):
+def _hashable(key: object) -> object:
     return tuple(key) if isinstance(key, list) else key
 
 
 class Opaque:
     """Stands for a value the student returned that is not plain data: only its type and repr."""
 
-    def __init__(self, type_name, shown):
+    def __init__(self, type_name: str, shown: str) -> None:
         self.type_name = type_name
         self.shown = shown
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<{self.type_name}: {self.shown}>"

@@ -18,8 +18,9 @@ run the same judge on the same kind of data.
 
 import importlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 # A notebook's judges live in its folder, autograder/course/<folder>/judges*.py (curriculum's
 # Notebook.package), registered as "<folder>.<name>", e.g. "n08_real_models.gqa_values". Judges
@@ -54,6 +55,7 @@ COURSE_PACKAGE = "autograder.course."
 COURSE_FOLDER = re.compile(r"n[0-9]{2}_[a-z0-9_]+")  # a folder's name: n08_real_models
 
 JUDGES: dict[str, Callable[..., None]] = {}
+_Judge = TypeVar("_Judge", bound=Callable[..., None])
 
 
 def _registered_module(module: str) -> str:
@@ -68,7 +70,7 @@ def _registered_module(module: str) -> str:
     return module.rsplit(".", 1)[-1]  # a judge written elsewhere (a test's own)
 
 
-def judge(function):
+def judge(function: _Judge) -> _Judge:
     """Register a judge under "<prefix>.<name>", e.g. "numpy_judges.value"."""
     JUDGES[f"{_registered_module(function.__module__)}.{function.__name__}"] = function
     return function
@@ -100,5 +102,5 @@ class Judgement:
     name: str
     params: dict = field(default_factory=dict)
 
-    def __call__(self, responses):
+    def __call__(self, responses: Sequence[object]) -> None:
         return resolve(self.name)(responses, **self.params)

@@ -12,12 +12,13 @@ an answer that never came back) is never taken from a file.
 """
 
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from autograder.curriculum import NOTEBOOK_OF
 from autograder.harness.wire import MAX_ARRAY_BYTES, Reader
-from autograder.judging.base import Response, judgement, request_folder
-from autograder.judging.dependencies import culprit, dependency_message
+from autograder.judging.base import Case, Response, judgement, request_folder
+from autograder.judging.dependencies import Unavailable, culprit, dependency_message
 from autograder.results import DEPENDENCY_MISSING, LOST, PASSED, TIMEOUT, TestResult
 from autograder.safe_files import UnsafeFile, check_name, open_below
 
@@ -28,7 +29,7 @@ MAX_ANSWER_ARRAY_BYTES = MAX_ARRAY_BYTES
 MAX_ANSWER_ARRAYS = 10_000  # references to arrays in one answer
 
 
-def checked(raw):
+def checked(raw: object) -> dict:
     """A response in the harness's form, or a lost one (a dict with "lost" and why)."""
     bad = {"lost": "your answer could not be read by the grader: it is not in the harness's form."}
     if not isinstance(raw, dict) or "lost" in raw:
@@ -57,7 +58,7 @@ def checked(raw):
     return raw
 
 
-def check_arrays(raw, root, below):
+def check_arrays(raw: dict, root: Path, below: tuple[str, ...]) -> None:
     """UnsafeFile unless every array the answer names is a regular file of its own arrays/
     folder under the size cap (checked with fstat, not read: the judge reads them later), and
     all the arrays it names, each reference counted, add up to at most MAX_ANSWER_ARRAY_BYTES
@@ -89,7 +90,7 @@ def check_arrays(raw, root, below):
                     stack.append(value)
 
 
-def read_answer(folder, trusted_root, lost):
+def read_answer(folder: Path, trusted_root: Path, lost: str) -> tuple[dict, Reader]:
     """(raw response dict, Reader) for one request folder; `lost` is the text for no answer."""
     reader = Reader(folder, root=trusted_root)
     try:
@@ -104,11 +105,18 @@ def read_answer(folder, trusted_root, lost):
     return raw, reader
 
 
-def _unreadable(exc):
+def _unreadable(exc: UnsafeFile) -> dict[str, str]:
     return {"lost": f"your answer could not be read by the grader: {exc.message}."}
 
 
-def judge_cases(cases, response_root, notes=None, trusted_root=None, reason=LOST, unavailable=None):
+def judge_cases(
+    cases: Sequence[Case],
+    response_root: Path | None,
+    notes: Mapping[str, str] | None = None,
+    trusted_root: Path | None = None,
+    reason: str = LOST,
+    unavailable: Mapping[str, Unavailable] | None = None,
+) -> list[TestResult]:
     """TestResults for every case from the answers under response_root (a folder below
     trusted_root; default: response_root itself). response_root None: no answer came back at
     all, and every case scores 0 with the note for its function (or "*") and `reason`
@@ -117,9 +125,11 @@ def judge_cases(cases, response_root, notes=None, trusted_root=None, reason=LOST
     that does not pass because one of them raised is dependency-missing, and says so."""
     notes = notes or {}
     results = []
-    first_timeout = {}  # function -> the name of its first test that timed out
+    first_timeout: dict[str, str] = {}  # function -> the name of its first test that timed out
+    unavailable = unavailable or {}
     for i, case in enumerate(cases):
         depends_on = ""
+        ids: list[str]
         if response_root is None:
             fraction, message, ids = 0.0, notes.get(case.function) or notes.get("*", ""), []
             why = reason

@@ -11,8 +11,10 @@ grader all build on it (tests/test_import_graph.py keeps it so).
 """
 
 import shutil
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -35,7 +37,13 @@ VISIBLE_SEED = "visible-checks"
 class Fail(Exception):
     """Raised by a judge: the case fails with this message and these misconception ids."""
 
-    def __init__(self, message, misconceptions=(), fraction=0.0, reason=FAILED):
+    def __init__(
+        self,
+        message: str,
+        misconceptions: Iterable[str] = (),
+        fraction: float = 0.0,
+        reason: str = FAILED,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.misconceptions = list(misconceptions)
@@ -51,21 +59,22 @@ class Response:
     reader: Reader | None = None
 
     @property
-    def missing(self):
+    def missing(self) -> Any:
         return self.raw.get("missing")
 
     @property
-    def error(self):
+    def error(self) -> Any:
         return self.raw.get("error")
 
     @property
-    def lost(self):
+    def lost(self) -> Any:
         return self.raw.get("lost")
 
-    def decode(self, data):
+    def decode(self, data: object) -> Any:
+        assert self.reader is not None, "a response read without its folder has no values"
         return self.reader.decode(data)
 
-    def value(self, what="the call"):
+    def value(self, what: str = "the call") -> object:
         """The decoded return value; a raised exception becomes a Fail naming it."""
         if self.error:
             raise Fail(f"{what} raised {self.error['type']}: {self.error['message']}")
@@ -77,24 +86,26 @@ class Case:
     function: str  # SPEC's graded name
     name: str  # what this case checks, shown to the student
     points: float
-    requests: list[dict]
-    judge: object  # a judging.Judgement (storable), or any callable(responses) -> None / Fail
+    requests: Sequence[dict | None]  # None: a stored case's request (judging/store.py) not kept
+    judge: Callable[
+        [Sequence[Response]], None
+    ]  # a judging.Judgement (storable), or any callable(responses) -> None / Fail
     seconds: float = 20.0  # per request, enforced by the harness
     meta: dict = field(default_factory=dict)
 
 
-def request_folder(case_index, request_index):
+def request_folder(case_index: int, request_index: int) -> str:
     """The folder of one request's question and answer: 003_01 for case 3, request 1."""
     return f"{case_index:03d}_{request_index:02d}"
 
 
-def verdict(case, responses):
+def verdict(case: Case, responses: Sequence[Response]) -> tuple[float, str, list[str]]:
     """(fraction of points, message, misconception ids) for one case (judgement without its
     reason)."""
     return judgement(case, responses)[:3]
 
 
-def judgement(case, responses):
+def judgement(case: Case, responses: Sequence[Response]) -> tuple[float, str, list[str], str]:
     """(fraction of points, message, misconception ids, reason) for one case: the reason one of
     autograder.results.REASONS, decided here with the verdict.
 
@@ -149,14 +160,14 @@ def judgement(case, responses):
     return 1.0, "", [], PASSED
 
 
-def _missing_message(name):
+def _missing_message(name: str) -> str:
     return (
         f"`{name}` is not defined after running your notebook. Keep the cell that defines it, "
         f"spelled exactly `{name}`, and make sure the cells before it run without errors."
     )
 
 
-def write_requests(cases, request_root):
+def write_requests(cases: Sequence[Case], request_root: Path | str) -> list[str]:
     """One folder per graded name, one sub-folder per request: what the sandbox will carry out."""
     request_root = Path(request_root)
     if request_root.exists():
@@ -168,7 +179,7 @@ def write_requests(cases, request_root):
     return sorted({case.function for case in cases})
 
 
-def _encode_request(writer, value):
+def _encode_request(writer: Writer, value: object) -> object:
     if isinstance(value, dict):  # plain dicts and the harness's "$..." forms alike
         return {k: _encode_request(writer, v) for k, v in value.items()}
     if isinstance(value, list):

@@ -15,11 +15,13 @@ to arrays in the parent) and float32 tolerances (FLOAT32) to assert_close.
 """
 
 import re
+from collections.abc import Iterable, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from autograder.harness.wire import Opaque
-from autograder.judging.base import Fail
+from autograder.judging.base import Fail, Response
 
 FLOAT64 = {"rtol": 1e-6, "atol": 1e-8}  # SPEC: NumPy notebooks
 FLOAT32 = {"rtol": 1e-4, "atol": 1e-5}  # SPEC: torch notebooks
@@ -28,7 +30,7 @@ FLOAT32 = {"rtol": 1e-4, "atol": 1e-5}  # SPEC: torch notebooks
 # ---------------------------------------------------------------- formatting
 
 
-def fmt(x, digits=3):
+def fmt(x: float | np.ndarray | np.generic, digits: int = 3) -> str:
     """A short human number: 0.31, 2.83, 1.2e+04, nan."""
     x = float(x)
     if not np.isfinite(x):
@@ -38,18 +40,18 @@ def fmt(x, digits=3):
     return f"{x:.{digits}g}"
 
 
-def fmt_index(index):
+def fmt_index(index: tuple[np.integer, ...]) -> str:
     return "[" + ", ".join(str(int(i)) for i in index) + "]"
 
 
-def shape_str(shape):
+def shape_str(shape: Iterable[int]) -> str:
     return str(tuple(int(s) for s in shape))
 
 
 # ---------------------------------------------------------------- what came back
 
 
-def describe_encoded(data):
+def describe_encoded(data: object) -> str:
     """What a wire-encoded value is, in words a student understands ('a Python list', ...)."""
     if data is None:
         return "None"
@@ -84,7 +86,7 @@ _RETURN_NUMPY = "return a NumPy array (np.ndarray)"
 _RETURN_TORCH = "return a torch tensor"
 
 
-def assert_array_type(data, what="the result", framework="numpy"):
+def assert_array_type(data: object, what: str = "the result", framework: str = "numpy") -> None:
     """Fail unless the wire-encoded `data` is an array of the exercise's framework.
 
     NumPy exercises accept an ndarray or a NumPy scalar (a torch tensor or list inside the
@@ -122,7 +124,7 @@ def assert_array_type(data, what="the result", framework="numpy"):
     raise ValueError(f"unknown framework {framework!r}")
 
 
-def error_message(response, what):
+def error_message(response: Response, what: str) -> str:
     """'softmax(x) raised ValueError: ... (line 3 in softmax)' for a response with an error."""
     err = response.error
     where = err.get("where") or []
@@ -189,7 +191,7 @@ _TORCH_ERRORS = (
 )
 
 
-def plain_error_text(message):
+def plain_error_text(message: str) -> str:
     """A library's error message in the words the notebooks use (NumPy's matmul speaks of
     gufunc signatures and core dimensions, which no notebook teaches; PyTorch's `.view` and mask
     errors name fixes notebook 05 teaches); others unchanged."""
@@ -215,7 +217,13 @@ def plain_error_text(message):
     return message
 
 
-def returned(response, what="the result", framework="numpy", count=None, names=None):
+def returned(
+    response: Response,
+    what: str = "the result",
+    framework: str = "numpy",
+    count: int | None = None,
+    names: Sequence[str] | None = None,
+) -> np.ndarray | tuple[np.ndarray, ...]:
     """The response's value as plain np.ndarrays, after checking what kind of value came back.
 
     count=None: one array. count=k: a tuple (or list) of k arrays, e.g. (weights, output);
@@ -245,7 +253,7 @@ def returned(response, what="the result", framework="numpy", count=None, names=N
     return tuple(out)
 
 
-def as_array(value, what="the result"):
+def as_array(value: object, what: str = "the result") -> np.ndarray:
     """A decoded value as a plain ndarray; anything else (Opaque, str, None, dict) is a Fail."""
     if isinstance(value, Opaque):
         raise Fail(f"{what} is {value.type_name}, not an array.")
@@ -259,7 +267,7 @@ def as_array(value, what="the result"):
 # ---------------------------------------------------------------- shape, dtype, non-finite
 
 
-def shape_hint(got, expected):
+def shape_hint(got: Sequence[int], expected: Sequence[int]) -> str:
     """Why a shape might be wrong, in a few words, or ''."""
     got, expected = tuple(got), tuple(expected)
     if not got and expected:
@@ -285,18 +293,18 @@ def shape_hint(got, expected):
     return ""
 
 
-def _axes(sizes):
+def _axes(sizes: Sequence[int]) -> str:
     return "axis" if len(sizes) == 1 else "axes"
 
 
-def _sizes(sizes):
+def _sizes(sizes: Sequence[int]) -> str:
     """'size 2 is' / 'sizes 2, 3 are'."""
     if len(sizes) == 1:
         return f"size {sizes[0]} is"
     return f"sizes {', '.join(map(str, sizes))} are"
 
 
-def assert_shape(got, shape, what="the result"):
+def assert_shape(got: np.ndarray, shape: Sequence[int], what: str = "the result") -> None:
     got_shape = np.shape(got)
     if tuple(got_shape) != tuple(shape):
         hint = shape_hint(got_shape, shape)
@@ -315,7 +323,7 @@ _KIND_NAMES = {
 }
 
 
-def assert_dtype_kind(got, expected, what="the result"):
+def assert_dtype_kind(got: np.ndarray, expected: np.ndarray, what: str = "the result") -> None:
     """Fail when got's dtype kind (bool/int/float/complex) differs from expected's."""
     gk, ek = np.asarray(got).dtype.kind, np.asarray(expected).dtype.kind
     if gk == ek or (ek in "iu" and gk in "iu"):
@@ -336,7 +344,7 @@ def assert_dtype_kind(got, expected, what="the result"):
     raise Fail(f"{what} holds {seen}; expected {_KIND_NAMES.get(ek, ek)}.")
 
 
-def assert_finite_like(got, expected, what="the result"):
+def assert_finite_like(got: np.ndarray, expected: np.ndarray, what: str = "the result") -> None:
     """Fail when got has NaN/inf where expected is finite, with counts and likely causes."""
     got = np.asarray(got)
     if got.dtype.kind not in "fc":
@@ -374,7 +382,12 @@ def assert_finite_like(got, expected, what="the result"):
 # ---------------------------------------------------------------- values
 
 
-def difference_summary(got, expected, rtol=FLOAT64["rtol"], atol=FLOAT64["atol"]):
+def difference_summary(
+    got: np.ndarray,
+    expected: np.ndarray,
+    rtol: float = FLOAT64["rtol"],
+    atol: float = FLOAT64["atol"],
+) -> str:
     """'7 of 20 entries differ (largest difference 0.31, at [2, 1])' or '' if all close."""
     got = np.asarray(got, dtype=float)
     expected = np.asarray(expected, dtype=float)
@@ -393,7 +406,14 @@ def difference_summary(got, expected, rtol=FLOAT64["rtol"], atol=FLOAT64["atol"]
     )
 
 
-def assert_close(got, expected, what="the output", rtol=1e-6, atol=1e-8, hint=""):
+def assert_close(
+    got: npt.ArrayLike,
+    expected: npt.ArrayLike,
+    what: str = "the output",
+    rtol: float = 1e-6,
+    atol: float = 1e-8,
+    hint: str = "",
+) -> None:
     """Fail unless got matches expected: shape, then dtype kind, then NaN/inf, then values.
 
     `hint` is appended to a value mismatch message. A float32 answer that is right only to
@@ -429,7 +449,9 @@ def assert_close(got, expected, what="the output", rtol=1e-6, atol=1e-8, hint=""
     raise Fail(f"{what}: {summary}" + (f"; {hint}" if hint else "."))
 
 
-def is_close(got, expected, rtol=1e-6, atol=1e-8):
+def is_close(
+    got: npt.ArrayLike, expected: npt.ArrayLike, rtol: float = 1e-6, atol: float = 1e-8
+) -> bool:
     """True when got has expected's shape and matches it (NaN matching NaN); never raises."""
     try:
         got = np.asarray(got, dtype=float)
@@ -442,7 +464,7 @@ def is_close(got, expected, rtol=1e-6, atol=1e-8):
         return bool(_close_mask(got, expected, rtol, atol).all())
 
 
-def _close_mask(got, expected, rtol, atol):
+def _close_mask(got: np.ndarray, expected: np.ndarray, rtol: float, atol: float) -> np.ndarray:
     """Elementwise |got - expected| <= atol + rtol |expected|, NaN matching NaN, inf matching inf.
 
     Written with array operators rather than np.isclose/np.allclose, so that a student's code
@@ -459,12 +481,12 @@ def _close_mask(got, expected, rtol, atol):
 # ---------------------------------------------------------------- properties
 
 
-def row_sums(A, axis=-1):
+def row_sums(A: npt.ArrayLike, axis: int = -1) -> np.ndarray:
     with np.errstate(invalid="ignore", over="ignore"):
         return np.asarray(A, dtype=float).sum(axis=axis)
 
 
-def rows_sum_message(A, axis=-1, atol=1e-6):
+def rows_sum_message(A: np.ndarray, axis: int = -1, atol: float = 1e-6) -> str:
     """'row [0, 2] sums to 1.7' for the row farthest from summing to 1, or '' if all do."""
     sums = row_sums(A, axis)
     off = np.abs(sums - 1.0)
@@ -481,7 +503,7 @@ def rows_sum_message(A, axis=-1, atol=1e-6):
     )
 
 
-def columns_sum_to_one(A, atol=1e-6):
+def columns_sum_to_one(A: npt.ArrayLike, atol: float = 1e-6) -> bool:
     """True when A (..., n_q, n_k) with n_q > 1 has every column summing to 1 (a wrong-axis sign)."""
     A = np.asarray(A, dtype=float)
     if A.ndim < 2 or A.shape[-2] < 2:
@@ -490,7 +512,9 @@ def columns_sum_to_one(A, atol=1e-6):
         return bool(np.all(np.abs(A.sum(axis=-2) - 1.0) <= atol))
 
 
-def assert_rows_sum_to_one(A, what="the weights", axis=-1, atol=1e-6, hint=""):
+def assert_rows_sum_to_one(
+    A: npt.ArrayLike, what: str = "the weights", axis: int = -1, atol: float = 1e-6, hint: str = ""
+) -> None:
     """Fail unless A is non-negative and sums to 1 along `axis`."""
     A = np.asarray(A)
     with np.errstate(invalid="ignore"):
@@ -505,7 +529,7 @@ def assert_rows_sum_to_one(A, what="the weights", axis=-1, atol=1e-6, hint=""):
         raise Fail(f"{what}: {message}" + (f"; {hint}" if hint else "."))
 
 
-def assert_unchanged(before, after, what="the input"):
+def assert_unchanged(before: object, after: object, what: str = "the input") -> None:
     """Fail when an input came back modified (the harness answers args_after for op call)."""
     if isinstance(before, dict):
         if not isinstance(after, dict) or set(before) != set(after):

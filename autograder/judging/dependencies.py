@@ -19,13 +19,14 @@ visible checks in the student's kernel from the placeholders and the files next 
 """
 
 import types
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass
 
 from autograder.curriculum import BY_STEM
 from autograder.results import CORRUPT, MISNAMED, MISSING_NOTEBOOK
 
 # notebook -> {earlier notebook: the names its import cell takes from it}
-IMPORTS = {
+IMPORTS: dict[str, dict[str, tuple[str, ...]]] = {
     "03_matrix_attention": {"02_dot_product_softmax": ("softmax", "attention_for_token")},
     "04_multihead_attention": {
         "02_dot_product_softmax": ("softmax",),
@@ -62,7 +63,9 @@ class Unavailable:
     in_kernel: bool = False  # the student's own kernel (the visible checks), not the grader
 
 
-def unavailable_names(stem, notebooks, in_kernel=False):
+def unavailable_names(
+    stem: str, notebooks: dict[str, str], in_kernel: bool = False
+) -> dict[str, Unavailable]:
     """{name: Unavailable} for notebook `stem`: every name its import cell takes from an earlier
     notebook that is in `notebooks` ({stem: reason}). Only the import cell's own notebooks
     count: import_earlier shares the names of one call between its notebooks (04's call gives
@@ -76,7 +79,7 @@ def unavailable_names(stem, notebooks, in_kernel=False):
     }
 
 
-def _errors(raw):
+def _errors(raw: object) -> list[dict]:
     """The harness's error dicts in one answer ("error", "backward_error", and those of an
     object's steps), bounded: answers are the student's bytes, checked only at the top."""
     found, stack, seen = [], [raw], 0
@@ -94,7 +97,7 @@ def _errors(raw):
     return found
 
 
-def _raised_by(error):
+def _raised_by(error: dict) -> str | None:
     """The name an error is about: the innermost frame of a NotImplementedError (a placeholder
     is a function named like what it stands for), the undefined name of a NameError."""
     kind = error.get("type")
@@ -108,7 +111,7 @@ def _raised_by(error):
     return None
 
 
-def culprit(responses, names):
+def culprit(responses: Iterable[object], names: Container[str]) -> str | None:
     """The first name of `names` that raised in these responses (judging.base.Response or raw
     dicts), or None."""
     for response in responses:
@@ -120,7 +123,7 @@ def culprit(responses, names):
     return None
 
 
-def dependency_message(function, name, unavailable):
+def dependency_message(function: str, name: str, unavailable: Unavailable) -> str:
     """The test's message, in the course's words, for a case of `function` that met `name`
     from an earlier notebook that cannot be used."""
     earlier = BY_STEM[unavailable.notebook]
@@ -156,7 +159,9 @@ def dependency_message(function, name, unavailable):
     )
 
 
-def kernel_unavailable(stem, namespace, exists):
+def kernel_unavailable(
+    stem: str, namespace: Mapping[str, object], exists: Callable[[str], bool]
+) -> dict[str, Unavailable]:
     """{name: Unavailable} in the student's kernel for notebook `stem`: the earlier notebooks
     its import cell could not use, read from the placeholders import_earlier left in
     `namespace` (their `course_unavailable` mark) and, for names not defined at all

@@ -13,6 +13,7 @@ object) cannot be stored: save_cases raises, naming the case.
 """
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 from autograder.harness.wire import Reader, Writer
@@ -24,7 +25,7 @@ class NotStorable(TypeError):
     """A case whose judge is not a Judgement of plain data."""
 
 
-def _plain(encoded, where):
+def _plain(encoded: object, where: str) -> None:
     """Raise NotStorable if the wire encoding had to describe some value as an opaque object."""
     if isinstance(encoded, list):
         for item in encoded:
@@ -36,7 +37,7 @@ def _plain(encoded, where):
             _plain(value, where)
 
 
-def save_cases(cases, folder):
+def save_cases(cases: Sequence[Case], folder: Path | str) -> None:
     """Write every case's requests and judge data under folder (see the module docstring)."""
     import shutil
 
@@ -54,7 +55,7 @@ def save_cases(cases, folder):
     (folder / "index.json").write_text(json.dumps(functions))
 
 
-def _save_case(case, directory):
+def _save_case(case: Case, directory: Path) -> None:
     where = f"{case.function}: {case.name}"
     if not isinstance(case.judge, Judgement):
         raise NotStorable(f"{where}: its judge is {type(case.judge).__name__}, not a Judgement")
@@ -75,11 +76,11 @@ def _save_case(case, directory):
     )
 
 
-def stored_functions(folder):
+def stored_functions(folder: Path | str) -> list[str]:
     return json.loads((Path(folder) / "index.json").read_text())
 
 
-def load_cases(folder, function):
+def load_cases(folder: Path | str, function: str) -> list[Case]:
     """One graded name's stored cases, in their original order, their judges ready to run."""
     root = Path(folder) / "cases" / function
     cases = []
@@ -99,7 +100,7 @@ def load_cases(folder, function):
     return cases
 
 
-def request_dir(folder, function):
+def request_dir(folder: Path, function: str) -> Path:
     return Path(folder) / "requests" / function
 
 

@@ -26,6 +26,8 @@ and written with Canvas's own ID, SIS ids and name.
 
 import csv
 import io
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from autograder.escaping import csv_row
 from autograder.roster import Person, RosterError
@@ -37,7 +39,11 @@ IDS = ("canvas_id", "sis_user_id", "sis_login_id")
 HEADER_OF = {"canvas_id": "ID", "sis_user_id": "SIS User ID", "sis_login_id": "SIS Login ID"}
 
 
-def import_csv(people, columns, identifier=None):
+def import_csv(
+    people: Sequence[tuple[Person, Mapping[str, float] | None]],
+    columns: Sequence[tuple[str, float]],
+    identifier: str | None = None,
+) -> str:
     """columns: [(assignment title, points possible)], in order; people: [(Person, grades)]."""
     lines = [
         csv_row([*IDENTITY_HEADER, *(title for title, _ in columns)]),
@@ -56,7 +62,7 @@ def import_csv(people, columns, identifier=None):
     return "\r\n".join(lines) + "\r\n"
 
 
-def read_users(path, identifier=None):
+def read_users(path: Path | str, identifier: str | None = None) -> list[dict[str, str]]:
     """Canvas's students from its gradebook export: [{header: value}] (test student and the
     Points Possible row left out). RosterError when the file is not such an export."""
     rows = _read_csv(path)
@@ -74,7 +80,9 @@ def read_users(path, identifier=None):
     return users
 
 
-def identify(person, identifier=None, known=None):
+def identify(
+    person: Person, identifier: str | None = None, known: list[dict[str, str]] | None = None
+) -> tuple[Person, str] | tuple[None, str]:
     """(the Person as Canvas will match it, a note or ""), or (None, why Canvas would not)."""
     if known is None:
         if any(person.get(c) for c in IDS):
@@ -96,7 +104,7 @@ def identify(person, identifier=None, known=None):
     return None, "not among the students of the --lms-users file"
 
 
-def _as_canvas_has_it(person, user):
+def _as_canvas_has_it(person: Person, user: Mapping[str, str]) -> Person:
     fields = dict(person.fields)
     fields["name"] = user["Student"]
     for column, header in HEADER_OF.items():
@@ -104,7 +112,7 @@ def _as_canvas_has_it(person, user):
     return Person(person.row, fields)
 
 
-def import_steps(columns, identifier=None):
+def import_steps(columns: Sequence[tuple[str, float]], identifier: str | None = None) -> list[str]:
     return [
         "In Canvas: Grades > Import, choose the file; a column whose title is no assignment of "
         "the course becomes one, with the Points Possible the file gives "
@@ -113,7 +121,7 @@ def import_steps(columns, identifier=None):
     ]
 
 
-def _read_csv(path):
+def _read_csv(path: Path | str) -> list[list[str]]:
     try:
         with open(path, "rb") as handle:
             text = handle.read(20 * 2**20).decode("utf-8-sig")

@@ -53,6 +53,7 @@ checkout: files are read from the commit with `git cat-file`, never written by g
 class.
 """
 
+import argparse
 import contextlib
 import json
 import os
@@ -62,9 +63,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from autograder.deadlines import GATHER_FLAGS
 from autograder.notebook_files import match_name
@@ -127,7 +130,7 @@ class Caps:
     paths: int = MAX_PATHS
 
 
-def read_repository_list(path):
+def read_repository_list(path: Path | str) -> list[str]:
     repos = []
     for line in Path(path).read_text(encoding="utf-8").splitlines():
         line = line.strip()
@@ -136,7 +139,7 @@ def read_repository_list(path):
     return repos
 
 
-def student_of(repository, prefix=""):
+def student_of(repository: str, prefix: str = "") -> str:
     """'ada' for '.../attention-ada.git' with prefix 'attention-'."""
     name = re.split(r"[/:]", repository.rstrip("/"))[-1].removesuffix(".git")
     if prefix and name.startswith(prefix):
@@ -146,7 +149,7 @@ def student_of(repository, prefix=""):
     return name
 
 
-def _git(*args, cwd=None, timeout=None):
+def _git(*args, cwd=None, timeout=None) -> bytes:
     """git's output; GatherError when it fails, or takes more than `timeout` (GIT_SECONDS)."""
     returncode, out, err = _run_git(args, cwd, GIT_SECONDS if timeout is None else timeout)
     if returncode != 0:
@@ -180,7 +183,7 @@ def _run_git(args, cwd, timeout):
     return process.returncode, out, err
 
 
-def _git_bounded(args, watched, limit, cwd=None, timeout=CLONE_SECONDS):
+def _git_bounded(args, watched, limit, cwd=None, timeout=CLONE_SECONDS) -> None:
     """git `args` (a clone or a fetch into `watched`), stopped and refused (GatherError) once
     `watched` holds more than `limit` bytes: its size is looked at while git runs, so a huge
     repository is cut off in the transfer, not after it."""
@@ -194,7 +197,8 @@ def _git_bounded(args, watched, limit, cwd=None, timeout=CLONE_SECONDS):
             env={**os.environ, **GIT_ENV},
             start_new_session=True,  # its own group: stopped with every child it started
         )
-        started, too_large = time.monotonic(), False
+        started = time.monotonic()
+        too_large: bool | None = False  # None: out of time
         while process.poll() is None:
             if tree_bytes(watched) > limit:
                 too_large = True
@@ -216,11 +220,11 @@ def _git_bounded(args, watched, limit, cwd=None, timeout=CLONE_SECONDS):
             raise GatherError(f"git {args[0]} failed: {printable(' '.join(text))}")
 
 
-def _mb(n):
+def _mb(n: int) -> str:
     return f"{n / 2**20:g} MB"
 
 
-def update_clone(repository, cache, caps=None):
+def update_clone(repository: str, cache: Path | str, caps: Caps | None = None) -> Path:
     """A bare mirror of `repository` in `cache` (cloned, or fetched when it is there), within
     `caps` (Caps): over them, GatherError, and the clone is removed."""
     caps = caps or Caps()
@@ -248,7 +252,7 @@ def update_clone(repository, cache, caps=None):
     return target
 
 
-def _check_sizes(clone, caps):
+def _check_sizes(clone, caps) -> None:
     """GatherError when the clone is over the caps: its size on disk, or any blob's size."""
     if tree_bytes(clone) > caps.repository_bytes:
         raise GatherError(f"the repository is larger than {_mb(caps.repository_bytes)}: refused")
@@ -267,7 +271,7 @@ def _check_sizes(clone, caps):
             )
 
 
-def chosen_commit(clone, deadline=None):
+def chosen_commit(clone: Path, deadline: datetime | None = None) -> tuple[str, datetime, datetime]:
     """(commit, committer date, author date) on the default branch: the newest, or the newest
     whose committer date is not after the deadline."""
     try:
@@ -285,26 +289,26 @@ def chosen_commit(clone, deadline=None):
     raise GatherError("no commit" + (" before the deadline" if deadline else ""))
 
 
-def _head(clone):
+def _head(clone) -> str:
     try:
         return _git("rev-parse", "--verify", "--quiet", "HEAD^{commit}", cwd=clone).decode().strip()
     except GatherError:
         return ""
 
 
-def _is_ancestor(clone, older, newer):
+def _is_ancestor(clone, older, newer: str):
     """True when commit `older` is in the history of `newer` (False when `older` is gone)."""
     return _run_git(["merge-base", "--is-ancestor", older, newer], clone, GIT_SECONDS)[0] == 0
 
 
-def _commits(clone, head):
+def _commits(clone, head: str):
     if not head:
         return []
     listing = _git("rev-list", f"--max-count={MAX_COMMITS_SEEN}", head, cwd=clone)
     return listing.decode().split()
 
 
-def export_notebooks(clone, commit, target, when):
+def export_notebooks(clone: Path, commit: str, target: Path, when: datetime) -> list[str]:
     """Write every copy of the course's notebooks in `commit` into `target` (a new folder),
     dated `when`; the relative paths written. Every copy is kept, at its path below the
     deepest folder all copies share (`notebooks/01_soft_lookup.ipynb` alone becomes
@@ -315,34 +319,34 @@ def export_notebooks(clone, commit, target, when):
     ...); paths that are not UTF-8, or with a hidden or empty part, are not written, and at
     most MAX_COPIES copies and MAX_COPIES_BYTES are, the shallowest first."""
     listing = _git("ls-tree", "-r", "-z", "--long", commit, cwd=clone).split(b"\0")
-    copies = []  # (path parts, blob)
+    copies: list[tuple[int, list[str], bytes, int]] = []  # (depth, path parts, blob, size)
     for entry in listing:
         if not entry:
             continue
-        meta, _, path = entry.partition(b"\t")
-        mode, kind, blob, size = meta.split()
+        meta, _, name = entry.partition(b"\t")
+        mode, kind, blob, size_text = meta.split()
         if kind != b"blob" or mode not in (b"100644", b"100755"):
             continue  # links, submodules
         try:
-            parts = path.decode("utf-8").split("/")
+            parts = name.decode("utf-8").split("/")
         except UnicodeDecodeError:
             continue
-        if match_name(parts[-1]) is None or int(size) > MAX_NOTEBOOK_BYTES:
+        if match_name(parts[-1]) is None or int(size_text) > MAX_NOTEBOOK_BYTES:
             continue  # other files
         if any(not p or p.startswith(".") for p in parts) or len(parts) > MAX_COPY_DEPTH:
             continue  # ".", "..", hidden folders (checkpoints), or nested past grade's walk
-        copies.append((len(parts), parts, blob, int(size)))
-    kept, total = [], 0  # the shallowest first: a cap never drops the student's own copy
+        copies.append((len(parts), parts, blob, int(size_text)))
+    kept: list[tuple[list[str], bytes]] = []
+    total = 0  # the shallowest first: a cap never drops the student's own copy
     for _, parts, blob, size in sorted(copies):
         if len(kept) >= MAX_COPIES or total + size > MAX_COPIES_BYTES:
             break
         kept.append((parts, blob))
         total += size
-    copies = kept
-    shared = os.path.commonprefix([parts[:-1] for parts, _ in copies]) if copies else []
+    shared = os.path.commonprefix([parts[:-1] for parts, _ in kept]) if kept else []
     target.mkdir(parents=True, exist_ok=False)
     written = []
-    for parts, blob in sorted(copies):
+    for parts, blob in sorted(kept):
         relative = parts[len(shared) :]
         data = _git("cat-file", "blob", blob.decode(), cwd=clone)
         path = target.joinpath(*relative)
@@ -354,7 +358,16 @@ def export_notebooks(clone, commit, target, when):
     return written
 
 
-def gather(repositories, into, cache, prefix="", deadline=None, history=None, caps=None, now=None):
+def gather(
+    repositories: list[str],
+    into: Path | str,
+    cache: str,
+    prefix: str = "",
+    deadline: datetime | None = None,
+    history: dict[str, Any] | None = None,
+    caps: Caps | None = None,
+    now: datetime | None = None,
+) -> tuple[list[Gathered], list[tuple[str, str]]]:
     """([Gathered], [(repository, why)]). `history` (a dict, as load_history reads it) is
     updated in place: the commits seen and when, the head, the commit graded, the flags. `now`:
     the time of this gather (tests give it; default: the clock, per repository, once fetched)."""
@@ -416,7 +429,7 @@ def gather(repositories, into, cache, prefix="", deadline=None, history=None, ca
     return gathered, failed
 
 
-def check_paths(clone, commit, caps):
+def check_paths(clone: Path, commit: str, caps: Caps) -> None:
     """GatherError when `commit`'s tree expands to more than `caps.paths` paths (counted before
     anything lists them: a small repository can expand to 10^9) or cannot be counted in time."""
     try:
@@ -425,7 +438,9 @@ def check_paths(clone, commit, caps):
         raise GatherError(f"commit {commit[:10]}: {exc}: refused") from None
 
 
-def handed_in_time(record, commit, when, deadline):
+def handed_in_time(
+    record: dict[str, Any], commit: str, when: datetime, deadline: datetime | None
+) -> datetime:
     """When `commit` (dated `when`) counts as handed in: its date, or, when a gather at or after
     the deadline did not yet have it, the last such gather before the one that first saw it
     (it was pushed after that gather, whatever its own dates say)."""
@@ -438,7 +453,7 @@ def handed_in_time(record, commit, when, deadline):
     return max([when, *missed])
 
 
-def _observe(clone, record, at, commit, when, deadline):
+def _observe(clone, record, at, commit, when: datetime, deadline) -> list[str]:
     """Update one student's history `record` with what this gather (at time `at`) sees in the
     clone; the flags it raises (GATHER_FLAGS tokens) for the commit to grade."""
     flags = []
@@ -467,7 +482,7 @@ def _observe(clone, record, at, commit, when, deadline):
     return flags
 
 
-def load_history(path):
+def load_history(path: Path) -> dict[str, Any]:
     """The gathers' history at `path` ({"students": {}} when there is none yet); SystemExit
     naming the file and the field for one that is not a history gather wrote."""
     path = Path(path)
@@ -487,7 +502,7 @@ def load_history(path):
     return data
 
 
-def _history_problem(data):
+def _history_problem(data) -> str:
     if not isinstance(data, dict) or not isinstance(data.get("students"), dict):
         return "it is not a history gather wrote (no `students` table)"
     for student, record in data["students"].items():
@@ -513,14 +528,14 @@ def _history_problem(data):
     return ""
 
 
-def _is_time(text):
+def _is_time(text) -> bool:
     try:
         return datetime.fromisoformat(text).tzinfo is not None
     except (TypeError, ValueError):
         return False
 
 
-def write_history(path, history):
+def write_history(path: Path, history: dict[str, Any]) -> None:
     from autograder.report import atomic_write
 
     history["version"] = HISTORY_VERSION
@@ -540,7 +555,9 @@ RECORD_COLUMNS = (
 )
 
 
-def write_record(path, gathered, history=None):
+def write_record(
+    path: Path, gathered: Sequence[Gathered], history: dict[str, Any] | None = None
+) -> None:
     """One row per student: this gather's, then (from the history) every student gathered
     before and not now, whose class folder still holds that commit; `flags`: every flag the
     history keeps for them."""
@@ -570,7 +587,7 @@ def write_record(path, gathered, history=None):
     atomic_write(path, "\n".join(lines) + "\n")
 
 
-def add_arguments(commands):
+def add_arguments(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser("classroom", help="GitHub Classroom: gather the repositories")
     sub = parser.add_subparsers(dest="classroom_command", required=True)
     cmd = sub.add_parser("gather", help="clone or update each repository; write class/<student>/")
@@ -616,14 +633,14 @@ def add_arguments(commands):
     )
 
 
-def _student_or_none(repository, prefix):
+def _student_or_none(repository: str, prefix: str) -> str | None:
     try:
         return student_of(repository, prefix)
     except GatherError:
         return None
 
 
-def history_path(args):
+def history_path(args: argparse.Namespace) -> Path | None:
     if args.history:
         return Path(args.history)
     if args.record:
@@ -632,7 +649,7 @@ def history_path(args):
     return None
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int:
     deadline = None
     if args.deadline:
         try:
@@ -661,6 +678,7 @@ def run(args):
                 repositories, args.into, cache, args.prefix, deadline, history, caps
             )
     if where:
+        assert history is not None  # loaded from `where` above
         write_history(where, history)
     if args.record:
         write_record(args.record, gathered, history)

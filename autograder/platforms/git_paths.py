@@ -11,6 +11,8 @@ repository holds, not what it expands to, and it stops as soon as it passes the 
 import os
 import subprocess
 import time
+from collections.abc import Mapping
+from pathlib import Path
 
 GIT = ["git", "-c", "core.hooksPath=/dev/null"]
 TREE_MODE = b"40000"
@@ -20,7 +22,13 @@ class TooManyPaths(Exception):
     """The tree expands to more paths than allowed (or could not be read in time)."""
 
 
-def count_paths(clone, commit, limit, seconds, env=None):
+def count_paths(
+    clone: Path | str,
+    commit: str,
+    limit: int,
+    seconds: float,
+    env: Mapping[str, str] | None = None,
+) -> int:
     """The number of paths (files, links and submodules, as `git ls-tree -r` lists them) in
     `commit` of the repository `clone`; TooManyPaths once the count passes `limit`, or after
     `seconds`."""
@@ -46,13 +54,16 @@ def count_paths(clone, commit, limit, seconds, env=None):
         try:
             return _count(reader, root, raw_length, limit, ends)
         finally:
+            assert reader.stdin is not None  # stdin=PIPE
             reader.stdin.close()
             reader.kill()
 
 
-def _count(reader, root, raw_length, limit, ends):
-    entries = {}  # tree id -> (paths that are not trees, [subtree ids, with repeats])
-    counted = {}  # tree id -> paths it expands to
+def _count(reader: subprocess.Popen[bytes], root: bytes, raw_length: int, limit, ends):
+    entries: dict[
+        bytes, tuple[int, list[bytes]]
+    ] = {}  # tree id -> (paths that are not trees, [subtree ids, with repeats])
+    counted: dict[bytes, int] = {}  # tree id -> paths it expands to
     stack = [root]
     while stack:
         if time.monotonic() > ends:

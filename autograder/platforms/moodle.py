@@ -22,6 +22,9 @@ without a byte-order mark (Moodle's default encoding), comma-separated, text cel
 formula-free (autograder/escaping.py).
 """
 
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
 from autograder.escaping import csv_row
 from autograder.platforms.canvas import _read_csv
 from autograder.roster import Person, RosterError
@@ -46,7 +49,9 @@ CONSEQUENCE = (
 )
 
 
-def fitted(columns, max_grade=GRADEPOINTMAX):
+def fitted(
+    columns: Sequence[tuple[str, float]], max_grade: float = GRADEPOINTMAX
+) -> list[tuple[str, str, float, float]]:
     """[(title, title written, points possible written, factor)]: a column whose points possible
     are above the site's largest grade is scaled down to it (Moodle aborts the whole import on
     one grade above it), and its title says so."""
@@ -59,11 +64,16 @@ def fitted(columns, max_grade=GRADEPOINTMAX):
     return out
 
 
-def _scaled(grade, factor, top):
+def _scaled(grade: float, factor: float, top: float) -> float:
     return grade if factor == 1.0 else min(round(grade * factor, 4), top)
 
 
-def import_csv(people, columns, identifier="email", max_grade=GRADEPOINTMAX):
+def import_csv(
+    people: Sequence[tuple[Person, Mapping[str, float] | None]],
+    columns: Sequence[tuple[str, float]],
+    identifier: str = "email",
+    max_grade: int = GRADEPOINTMAX,
+) -> str:
     """columns: [(grade item name, points possible)]; people: [(Person, grades or None)] as
     identify returned them. Columns above `max_grade`: scaled (fitted)."""
     source = IDENTIFIERS[identifier]
@@ -79,12 +89,12 @@ def import_csv(people, columns, identifier="email", max_grade=GRADEPOINTMAX):
     return "\n".join(lines) + "\n"
 
 
-def missing_identifier(person, identifier):
+def missing_identifier(person: Person, identifier: str) -> bool:
     # PHP's empty(): "" and "0" are both blank to Moodle's importer
     return person.get(IDENTIFIERS[identifier]) in ("", "0")
 
 
-def read_users(path, identifier="email"):
+def read_users(path: Path | str, identifier: str = "email") -> dict[str, str]:
     """The values of Moodle's user field `identifier` in a CSV Moodle exported (its grade
     export, or a participants download): {folded value: Moodle's own spelling}."""
     rows = _read_csv(path)
@@ -98,7 +108,9 @@ def read_users(path, identifier="email"):
     return {fold(value): value for value in values if value}
 
 
-def identify(person, identifier="email", known=None):
+def identify(
+    person: Person, identifier: str = "email", known: Mapping[str, str] | None = None
+) -> tuple[Person, str] | tuple[None, str]:
     """(the Person as Moodle will find it, a note or ""), or (None, why it would not)."""
     source = IDENTIFIERS[identifier]
     value = person.get(source)
@@ -114,7 +126,9 @@ def identify(person, identifier="email", known=None):
     return Person(person.row, {**person.fields, source: value}), ""
 
 
-def import_steps(columns, identifier="email", max_grade=GRADEPOINTMAX):
+def import_steps(
+    columns: Sequence[tuple[str, float]], identifier: str = "email", max_grade: int = GRADEPOINTMAX
+) -> list[str]:
     lines = [
         f"In Moodle: Grades > Import > CSV file; Map from `{identifier}` to the user field "
         f"`{identifier}`; a `-` is no grade. Map each column to a grade item. A column mapped to "

@@ -16,7 +16,9 @@ nbgrader plugin, so one course can use the same rule on both paths:
     c.PointsPerPeriod.period_hours = 24
 """
 
+from collections.abc import Iterable
 from datetime import timedelta
+from typing import Any
 
 from nbgrader.plugins import BasePlugin
 from nbgrader.preprocessors import AssignLatePenalties
@@ -31,14 +33,18 @@ class PointsPerPeriod(BasePlugin):
     points = Float(1.0, help="points off per started period late").tag(config=True)
     period_hours = Float(24.0, help="the period, in hours").tag(config=True)
 
-    def late_submission_penalty(self, student_id, score, total_seconds_late):
+    def late_submission_penalty(
+        self, student_id: str, score: float, total_seconds_late: float
+    ) -> float | None:
         policy = LatePolicy(
             method="per-period", points=self.points, period=timedelta(hours=self.period_hours)
         )
         return policy.penalty(score, total_seconds_late)
 
 
-def assign_late_penalties(gradebook, config, assignment, student, notebooks):
+def assign_late_penalties(
+    gradebook: Any, config: Any, assignment: str, student: str, notebooks: Iterable[str]
+) -> dict[str, float]:  # gradebook, config: nbgrader's Gradebook and Config (untyped)
     """AssignLatePenalties.preprocess's rule for each of `notebooks` (names) of one submission,
     with the course's configured plugin; the caller commits. Returns {notebook: penalty}."""
     assigner = AssignLatePenalties(config=config)

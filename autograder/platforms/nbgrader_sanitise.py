@@ -65,6 +65,7 @@ import re
 from html.parser import HTMLParser
 
 import nh3
+from nbformat.notebooknode import NotebookNode
 
 from autograder.escaping import bidi_markers
 
@@ -100,7 +101,7 @@ STYLE_PROPERTIES = {
 }  # fmt: skip
 
 
-def _highlight_classes():
+def _highlight_classes() -> set[str]:
     from pygments.token import STANDARD_TYPES
 
     return {name for name in STANDARD_TYPES.values() if name}
@@ -119,7 +120,7 @@ SIZE = re.compile(r"\d{1,5}(px|%)?")
 NUMBER = re.compile(r"\d{1,4}")
 
 
-def url_scheme(value):
+def url_scheme(value: str) -> str:
     """The scheme a browser reads in an href/src value (lower case), "" for a relative URL: as
     the URL standard parses it (leading and trailing C0 controls and spaces stripped, every tab
     and newline removed); the value reaches here with its character references decoded."""
@@ -128,7 +129,7 @@ def url_scheme(value):
     return match.group(1).lower() if match else ""
 
 
-def safe_image_data(value):
+def safe_image_data(value: str) -> bool:
     """True when value is a data: URL of a PNG, JPEG or GIF whose bytes start as one does."""
     match = IMAGE_DATA.fullmatch(value.strip())
     if not match:
@@ -176,7 +177,7 @@ ESCAPED_IN_VALUES = set("&<>\"'`\n\r\t\x0b\x0c")
 MATHJAX_UNSAFE = re.compile(r"\\(?=(?:href|require|style|bbox|class|cssId)(?![A-Za-z]))")
 
 
-def _escape(text, escaped=ESCAPED):
+def _escape(text, escaped: set[str] = ESCAPED) -> str:
     return "".join(f"&#{ord(ch)};" if ch in escaped else ch for ch in text)
 
 
@@ -185,11 +186,11 @@ class _Serialiser(HTMLParser):
     nothing left for another parser to read differently: allowed tags and attributes only,
     values quoted and escaped, text escaped, no comment or declaration."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
-        self.out = []
+        self.out: list[str] = []
 
-    def handle_starttag(self, tag, attrs):
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag not in TEXT_TAGS:
             return
         if tag == "img" and _remote_image(attrs):
@@ -205,7 +206,7 @@ class _Serialiser(HTMLParser):
                 parts.append(f'{name}="{_escape(shown, ESCAPED_IN_VALUES)}"')
         self.out.append(f"<{' '.join(parts)}>")
 
-    def _image_as_link(self, attrs):
+    def _image_as_link(self, attrs) -> None:
         """A remote image is never fetched by the reader's browser (a tracking pixel, or a
         request to any host the instructor can reach): it becomes a link to it."""
         src = attrs.get("src") or ""
@@ -215,16 +216,16 @@ class _Serialiser(HTMLParser):
             f"{_escape(bidi_markers(f'[image: {words}]'))}</a>"
         )
 
-    def handle_startendtag(self, tag, attrs):
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.handle_starttag(tag, attrs)
         if tag in TEXT_TAGS and tag not in VOID_TAGS:
             self.out.append(f"</{tag}>")
 
-    def handle_endtag(self, tag):
+    def handle_endtag(self, tag: str) -> None:
         if tag in TEXT_TAGS and tag not in VOID_TAGS:
             self.out.append(f"</{tag}>")
 
-    def handle_data(self, data):
+    def handle_data(self, data: str) -> None:
         self.out.append(_escape(bidi_markers(MATHJAX_UNSAFE.sub("\\\\\u200b", data))))
 
 
@@ -236,11 +237,11 @@ CSS_FETCHES = re.compile(r"url\s*\(|image|\\|/\*", re.I)
 def _remote_image(attrs):
     """True for an <img> whose src is not a data: URL (the cleaner keeps http(s) and raster data
     only): the browser would fetch it."""
-    src = dict(attrs).get("src")
+    src = dict(attrs).get("src") or ""
     return bool(src) and url_scheme(src) != "data"
 
 
-def clean_html(fragment):
+def clean_html(fragment: str) -> str:
     """An HTML fragment through the allow-list, written on one line with everything escaped."""
     writer = _Serialiser()
     writer.feed(_CLEANER.clean(str(fragment)))
@@ -250,7 +251,7 @@ def clean_html(fragment):
 
 # -- markdown cells -------------------------------------------------------------------------------
 @functools.cache
-def _exporter_settings():
+def _exporter_settings() -> tuple[str, bool]:
     """HTMLExporter's heading-anchor settings (making an exporter costs ~60 ms: once)."""
     from nbconvert.exporters import HTMLExporter
 
@@ -258,7 +259,7 @@ def _exporter_settings():
     return exporter.anchor_link_text, exporter.exclude_anchor_links
 
 
-def render_markdown(source, attachments=None):
+def render_markdown(source: str, attachments: dict[str, dict[str, str]] | None = None) -> str:
     """nbconvert's rendering of a markdown cell, as HTMLExporter (formgrader's and the feedback
     page's) makes it; an attachment: the cell does not hold becomes no image at all."""
     from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
@@ -267,7 +268,7 @@ def render_markdown(source, attachments=None):
     held = dict(attachments or {})
 
     class Renderer(IPythonRenderer):
-        def _embed_image_or_attachment(self, src):
+        def _embed_image_or_attachment(self, src) -> str:
             if src.startswith("attachment:") and src[len("attachment:") :] not in held:
                 return ""
             return super()._embed_image_or_attachment(src)
@@ -289,7 +290,7 @@ UNSHOWABLE = "<div><p><em>(This cell could not be shown safely here.)</em></p></
 MAX_SHOWN_CHARACTERS = 400_000
 
 
-def too_long(size):
+def too_long(size: int) -> str:
     """The notice shown for a cell (or an output) of `size` characters past the budget."""
     return (
         f"<div><p><em>(This holds {size:,} characters, more than this page shows of a "
@@ -297,7 +298,7 @@ def too_long(size):
     )
 
 
-def _passes_through(block):
+def _passes_through(block: str):
     """True when nbconvert's renderer gives back exactly this HTML block."""
     try:
         return render_markdown(block).strip() == block
@@ -305,7 +306,7 @@ def _passes_through(block):
         return False
 
 
-def safe_markdown(source, attachments=None):
+def safe_markdown(source: str, attachments: dict[str, dict[str, str]] | None = None) -> str:
     """A markdown cell's new source: its rendering, cleaned, as one HTML block that nbconvert's
     renderer passes through unchanged (else the source shown as text, else a notice)."""
     candidates = []
@@ -321,13 +322,13 @@ def safe_markdown(source, attachments=None):
     return UNSHOWABLE
 
 
-def safe_text(source):
+def safe_text(source: str) -> str:
     """A markdown cell's source showing text as it is (a block nbconvert passes through)."""
     block = f"<div>{clean_html(f'<pre>{html.escape(str(source))}</pre>')}</div>"
     return block if _passes_through(block) else UNSHOWABLE
 
 
-def _raster(attachments):
+def _raster(attachments) -> dict[str, dict[str, str]]:
     """A cell's attachments as nbconvert inlines them, keeping PNG/JPEG/GIF images only."""
     kept = {}
     for name, bundle in (attachments or {}).items():
@@ -345,7 +346,7 @@ def _raster(attachments):
 RASTER = ("image/png", "image/jpeg", "image/gif")
 
 
-def _text(value):
+def _text(value) -> str:
     if isinstance(value, list):
         return "".join(str(v) for v in value)
     return str(value) if value is not None else ""
@@ -353,7 +354,7 @@ def _text(value):
 
 def _safe_data(data, budget):
     """A display bundle with only what renders safely; {} if nothing does."""
-    kept = {}
+    kept: dict[str, str] = {}
     if not isinstance(data, dict):
         return kept
     if "text/plain" in data:
@@ -378,10 +379,10 @@ def _safe_data(data, budget):
 class Budget:
     """What is left of MAX_SHOWN_CHARACTERS for one notebook."""
 
-    def __init__(self, left=MAX_SHOWN_CHARACTERS):
+    def __init__(self, left: int = MAX_SHOWN_CHARACTERS) -> None:
         self.left = left
 
-    def take(self, size):
+    def take(self, size: int) -> bool:
         """True (and spent) when `size` characters still fit."""
         if size > self.left:
             return False
@@ -389,7 +390,7 @@ class Budget:
         return True
 
 
-def safe_output(output, budget=None):
+def safe_output(output: dict, budget: Budget | None = None) -> NotebookNode | None:
     """One output made safe, or None when nothing of it may be shown."""
     budget = budget if budget is not None else Budget()
     kind = output.get("output_type")
@@ -449,7 +450,7 @@ def _safe_nbgrader(meta):
     return kept
 
 
-def _safe_cell_metadata(metadata, cell_type):
+def _safe_cell_metadata(metadata, cell_type) -> dict[str, list[str]]:
     kept = {}
     tags = metadata.get("tags")
     if isinstance(tags, list):
@@ -462,7 +463,7 @@ def _safe_cell_metadata(metadata, cell_type):
     return kept
 
 
-def _safe_names(value):
+def _safe_names(value) -> dict[str, str] | None:
     if not isinstance(value, dict):
         return None
     kept = {
@@ -477,7 +478,7 @@ def _safe_names(value):
 
 
 # -- the notebook ---------------------------------------------------------------------------------
-def sanitise_notebook(nb):
+def sanitise_notebook(nb: NotebookNode) -> NotebookNode:
     """A copy of nb safe to render as HTML: see the module's docstring."""
     nb = copy.deepcopy(nb)
     metadata = {}
@@ -486,7 +487,8 @@ def sanitise_notebook(nb):
         if names:
             metadata[key] = names
     nb["metadata"] = type(nb.get("metadata", {}))(metadata) if nb.get("metadata") else metadata
-    taken, budget = set(), Budget()
+    taken: set[str] = set()
+    budget = Budget()
     for index, cell in enumerate(nb.cells):
         kind = cell.get("cell_type")
         if kind not in ("markdown", "code", "raw"):  # shown as its source, as text
@@ -528,7 +530,7 @@ def sanitise_notebook(nb):
 CELL_ID = re.compile(r"[A-Za-z0-9_\-]{1,64}")
 
 
-def _give_id(cell, index, taken, minor):
+def _give_id(cell, index: int, taken, minor) -> None:
     """A cell id nbformat accepts and no other cell holds (kept when it is one already); none
     before nbformat 4.5, which has no ids."""
     if not isinstance(minor, int) or minor < 5:

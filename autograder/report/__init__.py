@@ -13,7 +13,9 @@ import os
 import sys
 import tempfile
 from collections import Counter, defaultdict
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
+from typing import Any, cast
 
 from autograder.curriculum import BY_STEM, NOTEBOOKS
 from autograder.escaping import csv_row
@@ -24,6 +26,8 @@ from autograder.report.feedback import feedback_context
 from autograder.report.not_graded import NOT_GRADED, why_not_graded
 from autograder.report.rendering import environment
 from autograder.report.similarity import class_similarity, similarity_csv, similarity_view
+from autograder.results import ReportedStudent, ResultsJson
+from autograder.roster import Person
 
 REPORT_FILES = (
     "grades.csv",
@@ -40,7 +44,7 @@ REPORT_FILES = (
 TEMP_PREFIX = ".partial-"  # in the names of files being written (a killed run may leave one)
 
 
-def atomic_write(path, text):
+def atomic_write(path: Path, text: str) -> None:
     """Write `text` to a temporary file beside `path`, flush it to disk, rename it into place:
     a reader (or a rerun after a crash) sees the old file or the new one, never half of one."""
     path = Path(path)
@@ -58,19 +62,19 @@ def atomic_write(path, text):
         raise
 
 
-def render_feedback(payload):
+def render_feedback(payload: ResultsJson) -> str:
     template = environment().get_template("feedback.html.j2")
     return template.render(**feedback_context(payload))
 
 
-def write_student(folder, payload):
+def write_student(folder: Path | str, payload: ResultsJson) -> None:
     folder = Path(folder)
     atomic_write(folder / "feedback.html", render_feedback(payload))
     atomic_write(folder / "results.json", json.dumps(payload, indent=1))  # last: marks done
 
 
 # -- the class ----------------------------------------------------------------------------------
-def grades_csv(students):
+def grades_csv(students: Sequence[ReportedStudent]) -> str:
     """grades.csv: one quoted, formula-free text cell per student id (autograder/escaping.py).
     A student with no grade (why_not_graded) is a row too: blank notebook cells and NOT GRADED
     as the total, never a 0 a spreadsheet would average."""
@@ -79,7 +83,7 @@ def grades_csv(students):
         if why_not_graded(s):
             lines.append(csv_row([s.student, *("" for _ in NOTEBOOKS), NOT_GRADED]))
             continue
-        per = defaultdict(float)
+        per: defaultdict[str, float] = defaultdict(float)
         for t in s.results.get("tests", []):
             per[t["notebook"]] += t["score"]
         for stem, entry in (s.results.get("late") or {}).get("notebooks", {}).items():
@@ -89,15 +93,17 @@ def grades_csv(students):
     return "\n".join(lines) + "\n"
 
 
-def summarise(students):
+def summarise(students: Sequence[ReportedStudent]) -> dict[str, Any]:
     """Class means per notebook and per test, and the misconceptions most students showed, over
     the students graded; `not_graded` counts the others (no score in any mean)."""
     everyone = students
     students = [s for s in everyone if not why_not_graded(s)]
     n = len(students)
-    per_test = defaultdict(lambda: [0.0, 0.0, 0])  # name -> [score sum, max, count]
-    per_notebook = defaultdict(lambda: [0.0, 0.0])
-    misconceptions = Counter()  # id -> number of students
+    per_test: defaultdict[str, list[float]] = defaultdict(
+        lambda: [0.0, 0.0, 0]
+    )  # name -> [score sum, max, count]
+    per_notebook: defaultdict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    misconceptions: Counter[str] = Counter()  # id -> number of students
     functions_of = defaultdict(set)
     for s in students:
         seen = set()
@@ -148,7 +154,7 @@ def summarise(students):
     }
 
 
-def summary_markdown(summary):
+def summary_markdown(summary: dict[str, Any]) -> str:
     lines = [
         "# Class summary",
         "",
@@ -189,12 +195,14 @@ def summary_markdown(summary):
 
 
 class SavedResult:
-    def __init__(self, student, results, folder=None):
+    refused = ""  # graded (a ReportedStudent, as not_graded.Refused is)
+
+    def __init__(self, student: str, results: ResultsJson, folder: str | None = None) -> None:
         self.student, self.results = student, results
         self.folder = folder  # OUT/<folder>/ holds it (None: named like the student)
 
 
-def collect_results(out, skip=()):
+def collect_results(out: Path, skip: Collection[str] = ()) -> list[SavedResult]:
     """Every OUT/<student>/results.json, including students graded by earlier runs, but those
     of the folders in `skip` (the grading run has them in memory). The student is the one named
     inside (OUT/_grades.csv holds the student whose folder is grades.csv)."""
@@ -212,7 +220,7 @@ def collect_results(out, skip=()):
         saved.append(
             SavedResult(
                 student if isinstance(student, str) else path.parent.name,
-                payload,
+                cast(ResultsJson, payload),  # a JSON object; each key is checked where read
                 folder=path.parent.name,
             )
         )
@@ -220,7 +228,9 @@ def collect_results(out, skip=()):
     return saved
 
 
-def write_similarity(out, students, folders):
+def write_similarity(
+    out: Path, students: Sequence[ReportedStudent], folders: Mapping[str, Path]
+) -> dict[str, Any] | None:
     """OUT/similarity.csv and the class page's section (None when the comparison failed: the
     class report is written without it, with a warning)."""
     try:
@@ -232,7 +242,12 @@ def write_similarity(out, students, folders):
     return similarity_view(report)
 
 
-def write_class(out, students=None, folders=None, roster=None):
+def write_class(
+    out: Path | str,
+    students: Sequence[ReportedStudent] | None = None,
+    folders: Mapping[str, Path] | None = None,
+    roster: Sequence[Person] | None = None,
+) -> dict[str, Any]:
     """grades.csv, the summary and the class page over `students` (default: every results.json
     under out, and the students not_graded.json names); not_graded.json from those refused;
     with `folders` ({student: the folder graded}), similarity.csv and the class page's
@@ -241,7 +256,9 @@ def write_class(out, students=None, folders=None, roster=None):
     out = Path(out)
     if students is None:
         students = sorted([*collect_results(out), *not_graded.read(out)], key=lambda s: s.student)
-    refused = not_graded.unique(s for s in students if getattr(s, "refused", ""))
+    refused = not_graded.unique(
+        s for s in students if isinstance(s, not_graded.Refused) and s.refused
+    )  # grading's class_results: SavedResults and Refused records
     graded = [s for s in students if not getattr(s, "refused", "")]
     students = sorted([*graded, *refused], key=lambda s: s.student)  # `bob/`, `bob.zip`: once
     atomic_write(out / not_graded.FILE, not_graded.dumps(refused))

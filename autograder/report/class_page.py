@@ -24,9 +24,11 @@ page, hence no link. Totals, means and histograms are over the students graded.
 
 import re
 from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeGuard
 from urllib.parse import quote
 
-from autograder.curriculum import NOTEBOOK_OF, NOTEBOOKS
+from autograder.curriculum import NOTEBOOK_OF, NOTEBOOKS, Notebook
 from autograder.deadlines import GATHER_FLAGS, late_line
 from autograder.escaping import terminal
 from autograder.integrity import INTEGRITY_FACTS
@@ -34,7 +36,7 @@ from autograder.misconceptions import CATALOGUE
 from autograder.report.feedback import notebook_state
 from autograder.report.not_graded import GRADER_FAILED, NOT_GRADED, why_not_graded
 from autograder.report.rendering import environment
-from autograder.report.sections import teaching_sections
+from autograder.report.sections import Section, teaching_sections
 from autograder.results import (
     CORRUPT,
     MISNAMED,
@@ -42,8 +44,10 @@ from autograder.results import (
     NOT_IMPLEMENTED,
     NOT_RUN,
     TIMEOUT,
+    ReportedStudent,
     reason_of,
 )
+from autograder.roster import Person
 
 BINS = 10  # bars of each histogram
 # what the "every student" table shows of each (not_graded: why a student has no grade, or "")
@@ -81,13 +85,13 @@ FLAG_NOTE = (
 )
 
 
-def feedback_href(folder):
+def feedback_href(folder: str) -> str:
     """The relative link from OUT/class.html to OUT/<folder>/feedback.html, percent-encoded
     (an id such as `javascript:x` or `a/../b` stays one path segment)."""
     return quote(folder, safe="") + "/feedback.html"
 
 
-def _histogram(values, top):
+def _histogram(values: list[float], top: float):
     """BINS equal bins over [0, top]; the last one includes `top` (full marks)."""
     counts = [0] * BINS
     width = top / BINS if top > 0 else 1.0
@@ -116,6 +120,11 @@ def _median(values):
     return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
+def _number(value: object) -> TypeGuard[int | float]:
+    """An int or a float read from results.json (never a bool)."""
+    return type(value) in (int, float)
+
+
 def _notebook_state(info, tests):
     """'not-submitted' | 'misnamed' | 'unreadable' | 'not-started' | 'complete' | 'in-progress'
     | 'not-graded'."""
@@ -132,7 +141,7 @@ def _notebook_state(info, tests):
     return "in-progress" if state == "one-reason" else state
 
 
-def _run_troubles(results, by_notebook):
+def _run_troubles(results, by_notebook) -> list[tuple[str, str]]:
     """[(kind, notebook stem)] for a student not graded, a crashed kernel or a timeout (of a
     notebook's cell, or of a function on a test), from the results' structured fields."""
     troubles = []
@@ -185,7 +194,7 @@ def _untouched(by_notebook, states):
 
 def _integrity(results):
     """[{notebook, what}] of one student: the grader's own words, never the student's text."""
-    seen = {}
+    seen: dict[tuple[str, str], bool] = {}
     for stem, info in (results.get("notebooks") or {}).items():
         if not isinstance(info, dict):
             continue
@@ -214,29 +223,42 @@ def _integrity(results):
     return found
 
 
-def _section(function, sections):
+def _section(function: str, sections):
     s = sections.get(function)
     return None if s is None else {"filename": s.filename, "title": s.title, "href": s.href}
 
 
-def class_data(students, sections=None, roster=None):
+def class_data(
+    students: Sequence[ReportedStudent],
+    sections: Mapping[str, Section] | None = None,
+    roster: Sequence[Person] | None = None,
+) -> dict[str, Any]:
     """Everything the class page shows, as plain data (the content of class.json). roster:
     [roster.Person]; when any has a section, the page shows each section's means and help list."""
     sections = teaching_sections() if sections is None else sections
     n = len(students)
     max_score = max((float(s.results.get("max_score", 0.0) or 0.0) for s in students), default=0)
-    per_notebook = {nb.stem: {"scores": [], "states": Counter()} for nb in NOTEBOOKS}
-    nb_max = defaultdict(float)
-    functions = defaultdict(lambda: {"students": 0, "complete": 0, "score": 0.0, "max": 0.0})
-    tests = {}  # name -> counts, in the order first seen (the notebooks' order)
-    misconceptions = defaultdict(lambda: {"students": [], "functions": set()})
+    per_notebook: dict[str, dict[str, Any]] = {
+        nb.stem: {"scores": [], "states": Counter()} for nb in NOTEBOOKS
+    }
+    nb_max: defaultdict[str, float] = defaultdict(float)
+    functions: defaultdict[Any, dict[str, float]] = defaultdict(
+        lambda: {"students": 0, "complete": 0, "score": 0.0, "max": 0.0}
+    )
+    tests: dict[
+        str, dict[str, Any]
+    ] = {}  # name -> counts, in the order first seen (the notebooks' order)
+    misconceptions: defaultdict[str, dict[str, Any]] = defaultdict(
+        lambda: {"students": [], "functions": set()}
+    )
     rows = []
     for s in students:
         if getattr(s, "refused", ""):
             rows.append(_refused_row(s))
             continue
         results = s.results
-        by_notebook, by_function = defaultdict(list), defaultdict(list)
+        by_notebook: defaultdict[Any, list[dict[str, Any]]] = defaultdict(list)
+        by_function: defaultdict[Any, list[dict[str, Any]]] = defaultdict(list)
         for t in results.get("tests", []):
             by_notebook[t.get("notebook")].append(t)
             by_function[t.get("function")].append(t)
@@ -264,7 +286,7 @@ def class_data(students, sections=None, roster=None):
             f["complete"] += all(t.get("status") == "passed" for t in mine)
             f["score"] += sum(float(t.get("score", 0.0)) for t in mine)
             f["max"] += sum(float(t.get("max_score", 0.0)) for t in mine)
-        seen = {}
+        seen: dict[str, set[Any]] = {}  # misconception -> the functions it was seen in
         for t in results.get("tests", []):
             for m in t.get("misconceptions", []):
                 seen.setdefault(m, set()).add(t.get("function"))
@@ -344,7 +366,9 @@ def class_data(students, sections=None, roster=None):
 EXPENSIVE_SHOWN = 5  # the most expensive students listed on the class page
 
 
-def most_expensive(students, shown=EXPENSIVE_SHOWN):
+def most_expensive(
+    students: Sequence[ReportedStudent], shown: int = EXPENSIVE_SHOWN
+) -> list[dict[str, Any]]:
     """The students whose grading cost the most CPU (results.json's `cpu_seconds`: every
     sandbox of theirs, counted by the grading parent from its cgroup), most first, each with its
     wall seconds and how many times the class's median CPU it is; [] where nothing was counted
@@ -355,10 +379,12 @@ def most_expensive(students, shown=EXPENSIVE_SHOWN):
     measured = []
     for s in students:
         results = None if getattr(s, "refused", "") else getattr(s, "results", None)
-        cpu = results.get("cpu_seconds") if isinstance(results, dict) else None
-        if type(cpu) in (int, float) and math.isfinite(cpu) and cpu > 0:
+        if not isinstance(results, dict):
+            continue
+        cpu = results.get("cpu_seconds")
+        if _number(cpu) and math.isfinite(cpu) and cpu > 0:
             wall = results.get("execution_time")
-            wall = float(wall) if type(wall) in (int, float) and math.isfinite(wall) else None
+            wall = float(wall) if _number(wall) and math.isfinite(wall) else None
             measured.append((float(cpu), s, wall))
     if not measured:
         return []
@@ -399,7 +425,7 @@ def _refused_row(s):
     }
 
 
-def _notebook_view(nb, entry, top):
+def _notebook_view(nb: Notebook, entry, top: float):
     scores, states = entry["scores"], entry["states"]
     return {
         "stem": nb.stem,
@@ -419,11 +445,11 @@ def _numbers(stems):
     return ", ".join(stem[:2] for stem in stems)
 
 
-def _quoted(names):
+def _quoted(names) -> str:
     return ", ".join(f"'{n}'" for n in names)
 
 
-def _file_entry(stem, trouble):
+def _file_entry(stem, trouble) -> str:
     """One notebook whose file could not be graded, named for what it is."""
     number = stem[:2]
     if trouble["state"] == "misnamed":
@@ -440,7 +466,7 @@ def _file_entry(stem, trouble):
     return text + _used_by(trouble["needed_by"])
 
 
-def _used_by(stems):
+def _used_by(stems) -> str:
     """' (03, 04 use it)': the later notebooks whose tests waited for this one."""
     if not stems:
         return ""
@@ -452,7 +478,7 @@ def _help_first(rows):
     urgent first) and `kinds` (their HELP_ORDER kinds); students by their most urgent kind, then
     by total. A missing notebook counts when most of the class handed it in (a notebook not yet
     assigned is missing for everyone, and says nothing about one student)."""
-    handed_in = Counter()
+    handed_in: Counter[str] = Counter()
     graded = [r for r in rows if any(v != "not-graded" for v in r["states"].values())]
     for r in graded:
         handed_in.update(stem for stem, v in r["states"].items() if v != "not-submitted")
@@ -460,7 +486,8 @@ def _help_first(rows):
 
     chosen = {}  # student -> [(kind, text)]
     for r in rows:
-        entries, where = [], {}  # kind -> the notebooks it happened in
+        entries: list[tuple[str, str]] = []
+        where: dict[str, list[str]] = {}  # kind -> the notebooks it happened in
         for kind, stem in r["troubles"]:
             stems = where.setdefault(kind, [])
             if stem and stem not in stems:
@@ -500,8 +527,8 @@ def _help_first(rows):
         for r in rows
         if any(v not in ("not-submitted", "not-graded") for v in r["states"].values())
     ]
-    few, many = LOWEST
-    lowest = min(many, max(few, len(rows) // 10))
+    least, most = LOWEST
+    lowest = min(most, max(least, len(rows) // 10))
     for r in sorted(submitted, key=lambda r: (r["score"], r["student"]))[:lowest]:
         chosen.setdefault(r["student"], []).append(("lowest", "among the lowest totals"))
     rank = {kind: i for i, kind in enumerate(HELP_ORDER)}
@@ -519,7 +546,7 @@ def _help_first(rows):
     ]  # fmt: skip
 
 
-def _misconceptions_view(misconceptions, course_order, sections):
+def _misconceptions_view(misconceptions, course_order: dict[str, int], sections):
     out = []
     for m, entry in misconceptions.items():
         where = sorted(entry["functions"], key=lambda f: course_order.get(f, len(course_order)))
@@ -552,7 +579,8 @@ def _late_of(results):
     late = results.get("late")
     if not isinstance(late, dict) or not isinstance(late.get("notebooks"), dict):
         return None
-    notebooks, extended = [], []
+    notebooks: list[dict[str, Any]] = []
+    extended: list[str] = []
     for stem, entry in late["notebooks"].items():
         if not isinstance(entry, dict):
             continue
@@ -627,7 +655,7 @@ def _sections_of(students, roster):
     return {name: rows[row].get("section") or NO_SECTION for row, name in match.by_person.items()}
 
 
-def help_first_csv(data):
+def help_first_csv(data: Mapping[str, Any]) -> str:
     """OUT/help_first.csv: the class page's help list, one row a student, in its order."""
     from autograder.escaping import csv_row
 
@@ -643,5 +671,5 @@ def help_first_csv(data):
     return "\n".join(lines) + "\n"
 
 
-def render_class_page(data):
+def render_class_page(data: Mapping[str, Any]) -> str:
     return environment().get_template("class.html.j2").render(**data)

@@ -19,17 +19,20 @@ messages. Only the report's own words are written here; the tests' messages come
 
 import re
 from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
-from autograder.curriculum import BY_STEM, NOTEBOOKS
+from autograder.curriculum import BY_STEM, NOTEBOOKS, Notebook
 from autograder.deadlines import late_line
 from autograder.judging.dependencies import IMPORTS
 from autograder.misconceptions import CATALOGUE
-from autograder.report.sections import teaching_sections
+from autograder.report.sections import Section, teaching_sections
 from autograder.results import (
     DEPENDENCY_MISSING,
     DEPENDENCY_NOT_IMPLEMENTED,
     MISSING_NOTEBOOK,
     UNFINISHED,
+    ResultsJson,
     reason_of,
 )
 
@@ -37,7 +40,7 @@ NOT_IMPLEMENTED = "not implemented yet"  # the page's own words for a stub
 SENTENCE_ENDS = (". ", "? ", "! ", "; ", "\n")  # what ends the sentence before a hint's lead-in
 
 
-def strip_hints(output, ids):
+def strip_hints(output: str, ids: Iterable[str]) -> str:
     """`output` without the sentences that restate the catalogue's mistake and hint for `ids`
     ("It looks like <mistake>: <hint>"): the page states each hint once, in its own box."""
     text = output
@@ -67,7 +70,7 @@ def _misconception(id_):
     return {"id": id_, "mistake": m.mistake if m else "", "hint": m.hint if m else ""}
 
 
-def _function_view(name, tests, section, explained):
+def _function_view(name: str, tests, section, explained):
     failed = [t for t in tests if t["status"] != "passed"]
     passed = [t for t in tests if t["status"] == "passed"]
     ids = []
@@ -75,7 +78,7 @@ def _function_view(name, tests, section, explained):
         for id_ in t.get("misconceptions", []):
             if id_ not in ids:
                 ids.append(id_)
-    messages = {}  # message -> names of the tests that gave it, in order
+    messages: dict[str, list[str]] = {}  # message -> names of the tests that gave it, in order
     for t in failed:
         message = strip_hints(t["output"], t.get("misconceptions", [])) if t["output"] else ""
         messages.setdefault(message, []).append(_short(t["name"], name))
@@ -127,7 +130,7 @@ def _one_hint(function):
     return function["failures"][0]["message"] if function["failures"] else ""
 
 
-def _earlier_cause(function, notebook, states):
+def _earlier_cause(function, notebook: Notebook, states):
     """Why `function` fails when the cause is an earlier notebook, read from its tests' reasons:
     an earlier notebook it uses is missing, misnamed or unreadable (dependency-missing: its
     message says so), or something it calls is not implemented and an earlier notebook it uses
@@ -149,7 +152,7 @@ def _earlier_cause(function, notebook, states):
     return ""
 
 
-def notebook_state(tests):
+def notebook_state(tests: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
     """('complete' | 'not-started' | 'one-reason' | 'in-progress', the one reason or '')."""
     failed = [t for t in tests if t.get("status") != "passed"]
     if not failed:
@@ -164,13 +167,15 @@ def notebook_state(tests):
     return "in-progress", ""
 
 
-def feedback_context(payload, sections=None):
+def feedback_context(
+    payload: ResultsJson, sections: Mapping[str, Section] | None = None
+) -> dict[str, Any]:
     """Everything the template shows, in reading order (see the module's docstring)."""
     sections = teaching_sections() if sections is None else sections
     by_notebook = defaultdict(list)
     for test in payload.get("tests", []):
         by_notebook[test["notebook"]].append(test)
-    explained = {}  # misconception id -> the function whose box explains it
+    explained: dict[str, str] = {}  # misconception id -> the function whose box explains it
     notebooks, fix_first, states = [], [], {}
     for nb in NOTEBOOKS:
         tests = by_notebook.get(nb.stem, [])

@@ -36,6 +36,7 @@ import ast
 import functools
 import hashlib
 import heapq
+from collections.abc import Collection, Sequence
 
 K = 12  # tokens per k-gram
 WINDOW = 8  # k-grams per winnowing window: a shared run of K + WINDOW - 1 = 19 tokens is seen
@@ -49,7 +50,7 @@ _KEPT_METHODS = {"forward", "extra_repr"}
 DEEP = 100  # expression nesting walked; a deeper subtree is one placeholder (honest code never nests so)
 
 
-def prune_deep(root, limit=DEEP):
+def prune_deep(root: ast.AST, limit: int = DEEP) -> ast.AST:
     """`root`, with every expression nested more than `limit` levels below it replaced in place
     by one placeholder name, found without recursion. The walkers below recurse: without this, a
     copy padded with one expression a few hundred levels deep would be skipped, not compared."""
@@ -76,11 +77,11 @@ class TooLarge(Exception):
     """A definition past MAX_TOKENS: it gets no fingerprint."""
 
 
-def _is_docstring(stmt):
+def _is_docstring(stmt) -> bool:
     return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
 
 
-def _is_print(stmt):
+def _is_print(stmt) -> bool:
     return (
         isinstance(stmt, ast.Expr)
         and isinstance(stmt.value, ast.Call)
@@ -89,11 +90,11 @@ def _is_print(stmt):
     )
 
 
-def _kept(body):
+def _kept(body: list[ast.stmt]):
     return [s for s in body if not (_is_docstring(s) or _is_print(s) or isinstance(s, ast.Pass))]
 
 
-def _append_target(stmt):
+def _append_target(stmt) -> tuple[str, ast.expr] | None:
     """(list name, element) when `stmt` is `name.append(element)`."""
     if (
         isinstance(stmt, ast.Expr)
@@ -108,13 +109,14 @@ def _append_target(stmt):
     return None
 
 
-def _as_build(loop):
+def _as_build(loop: ast.For):
     """(list name, [(target, iter, [conditions])], element) of a loop that only appends to one
     list (through nested loops and `if`s without `else`), or None."""
     if not isinstance(loop, ast.For) or loop.orelse:
         return None
-    generators, node = [], loop
-    conditions = []
+    generators: list[tuple[ast.expr, ast.expr, list[ast.expr]]] = []
+    node: ast.For | ast.If = loop
+    conditions: list[ast.expr] = []
     while True:
         body = _kept(node.body)
         if isinstance(node, ast.For):
@@ -135,7 +137,7 @@ def _as_build(loop):
             return found[0], generators, found[1]
 
 
-def _is_empty_list(value):
+def _is_empty_list(value: ast.expr) -> bool:
     return (isinstance(value, ast.List) and not value.elts) or (
         isinstance(value, ast.Call)
         and isinstance(value.func, ast.Name)
@@ -145,7 +147,7 @@ def _is_empty_list(value):
     )
 
 
-def _chain(node):
+def _chain(node: ast.expr):
     """(base Name or None, dotted name such as `self.w`, the subscripts' slices) of an
     attribute or subscript chain."""
     attrs, slices = [], []
@@ -175,7 +177,7 @@ def _facts(root):
     place (a bare call, or anything that leaves or reaches outside: return, raise, yield, ...)."""
     facts, params, local = {}, set(), set()
 
-    def visit(node, defs, uses):
+    def visit(node: ast.AST, defs, uses) -> bool:
         """Adds node's names to defs and uses; True when it holds something that acts."""
         acts = isinstance(node, _ACTS)
         if isinstance(node, ast.Name):
@@ -204,7 +206,8 @@ def _facts(root):
             defs.add(node.name)
             local.add(node.name)
         if isinstance(node, ast.stmt):
-            mine_defs, mine_uses = set(), set()
+            mine_defs: set[str] = set()
+            mine_uses: set[str] = set()
             for child in ast.iter_child_nodes(node):
                 acts |= visit(child, mine_defs, mine_uses)
             facts[id(node)] = (mine_defs, mine_uses, acts or isinstance(node, ast.Expr))
@@ -215,31 +218,31 @@ def _facts(root):
             acts |= visit(child, defs, uses)
         return acts
 
-    uses = set()
+    uses: set[str] = set()
     visit(root, set(), uses)
     return facts, params, local - params, uses
 
 
-def _conflict(defs, keys):
+def _conflict(defs, keys) -> bool:
     return any(d == k or k.startswith(d + ".") or d.startswith(k + ".") for d in defs for k in keys)
 
 
 class _Tokens:
-    def __init__(self, params, local, helpers, own, facts):
+    def __init__(self, params, local, helpers, own, facts) -> None:
         self.params, self.local, self.helpers, self.own = params, local, helpers, own
         self.facts = facts
-        self.out = []
+        self.out: list[tuple[str, int]] = []
         self.line = 1
 
-    def emit(self, token):
+    def emit(self, token) -> None:
         self.out.append((token, self.line))
         if len(self.out) > MAX_TOKENS:
             raise TooLarge
 
     # -- statements ---------------------------------------------------------------------------
-    def block(self, body):
+    def block(self, body) -> None:
         units = self._units(_kept(body))
-        order = range(len(units))
+        order: range | list[int] = range(len(units))
         if 1 < len(units) <= MAX_BLOCK:
             order = _canonical_order(units, self.facts)
         for i in order:
@@ -279,13 +282,13 @@ class _Tokens:
         finally:
             self.out = saved + []  # the caller extends it with the unit's tokens
 
-    def _build_assign(self, assign, build):
+    def _build_assign(self, assign: ast.Assign, build) -> None:
         self.line = assign.lineno
         self.emit("Assign")
         self.expr(assign.targets[0])
         self._build(*build[1:])
 
-    def _build(self, generators, element):
+    def _build(self, generators, element) -> None:
         self.emit("BUILD")
         for target, iterable, conditions in generators:
             self.emit("for")
@@ -299,7 +302,7 @@ class _Tokens:
         self.expr(element)
         self.emit("END")
 
-    def stmt(self, node):
+    def stmt(self, node: ast.stmt) -> None:
         self.line = getattr(node, "lineno", self.line)
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             self.emit("def")
@@ -340,13 +343,13 @@ class _Tokens:
                 elif isinstance(value, ast.AST):
                     self.any(value)
 
-    def any(self, node):
+    def any(self, node: ast.AST) -> None:
         if isinstance(node, ast.stmt):
             self.stmt(node)
         else:
             self.expr(node)
 
-    def _def_name(self, name):
+    def _def_name(self, name: str):
         if name == self.own:
             return SELF_FN
         if name.startswith("__") and name.endswith("__") or name in _KEPT_METHODS:
@@ -354,7 +357,7 @@ class _Tokens:
         return METHOD
 
     # -- expressions ---------------------------------------------------------------------------
-    def expr(self, node):
+    def expr(self, node: ast.AST) -> None:
         if isinstance(node, ast.expr_context):
             return
         self.line = getattr(node, "lineno", self.line)
@@ -369,7 +372,8 @@ class _Tokens:
             self.expr(node.value)
             owner = node.value
             chosen = isinstance(owner, ast.Name) and owner.id in self.params | {"self"}
-            self.emit("." + (ATTR if chosen and owner.id == "self" else node.attr))
+            is_self = chosen and isinstance(owner, ast.Name) and owner.id == "self"
+            self.emit("." + (ATTR if is_self else node.attr))
         elif isinstance(node, ast.ListComp | ast.GeneratorExp | ast.SetComp):
             generators = [(g.target, g.iter, g.ifs) for g in node.generators]
             self._build(generators, node.elt)
@@ -385,7 +389,7 @@ class _Tokens:
             for child in ast.iter_child_nodes(node):
                 self.any(child)
 
-    def name(self, name):
+    def name(self, name: str):
         if name in self.params:
             return PARAM
         if name == self.own:
@@ -397,7 +401,7 @@ class _Tokens:
         return name
 
 
-def _canonical_order(units, known):
+def _canonical_order(units, known) -> list[int]:
     """The smallest order of the units (by their tokens) in which every unit that must stay
     after another does (`known`: _facts of the statements)."""
     n = len(units)
@@ -411,7 +415,7 @@ def _canonical_order(units, known):
                 any(p[2] for p in parts) and len(parts) == 1,
             )
         )
-    after = [[] for _ in range(n)]
+    after: list[list[int]] = [[] for _ in range(n)]
     waiting = [0] * n
     for j in range(n):
         dj, uj, aj = facts[j]
@@ -434,14 +438,18 @@ def _canonical_order(units, known):
     return order
 
 
-def names_read(definition):
+def names_read(definition: ast.AST) -> tuple[frozenset[str], tuple]:
     """(the names a definition reads, what normalised_tokens needs of it): one walk for
     both."""
     found = _facts(definition)
     return frozenset(n for n in found[3] if "." not in n), found
 
 
-def normalised_tokens(definition, helpers=frozenset(), facts=None):
+def normalised_tokens(
+    definition: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef,
+    helpers: Collection[str] = frozenset(),
+    facts: tuple | None = None,
+) -> list[tuple[str, int]]:
     """[(token, line)] of a FunctionDef or ClassDef (lines as in its own source); TooLarge past
     MAX_TOKENS. `helpers`: names of the student's own top-level functions it may call; `facts`:
     names_read's second half, when it was already walked."""
@@ -457,14 +465,14 @@ _BASE = 1_000_003
 
 
 @functools.lru_cache(maxsize=65536)
-def _token_value(token):
+def _token_value(token) -> int:
     """A token's stable 60-bit value (the same in every run: Python's hash() of a string is
     not)."""
     digest = hashlib.blake2b(token.encode("utf-8", "backslashreplace"), digest_size=8).digest()
     return int.from_bytes(digest, "big") % _MODULUS
 
 
-def kgram_hashes(tokens, k=K):
+def kgram_hashes(tokens: Sequence[tuple[str, int]], k: int = K) -> list[tuple[int, int]]:
     """[(hash, start)] of every k consecutive tokens (one for a definition shorter than k): a
     rolling polynomial hash of the tokens' values, modulo a 61-bit prime."""
     values = [_token_value(t) for t, _ in tokens]
@@ -482,12 +490,18 @@ def kgram_hashes(tokens, k=K):
     return out
 
 
-def winnow(tokens, k=K, window=WINDOW, skip=frozenset()):
+def winnow(
+    tokens: Sequence[tuple[str, int]],
+    k: int = K,
+    window: int = WINDOW,
+    skip: Collection[int] = frozenset(),
+) -> dict[int, frozenset[int]]:
     """{hash: the lines of its tokens} chosen by robust winnowing (the rightmost smallest hash
     of each window), leaving out the hashes in `skip` (what the released notebook gave)."""
     hashes = [h for h, _ in kgram_hashes(tokens, k)]
     lines = [line for _, line in tokens]
-    chosen, last = {}, -1
+    chosen: dict[int, frozenset[int]] = {}
+    last = -1
     for start in range(max(1, len(hashes) - window + 1)):
         span = hashes[start : start + window]
         smallest = min(span)

@@ -21,17 +21,23 @@ another PATH, say the class when this run regrades one student) are carried over
 """
 
 import json
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
 
 from autograder import student_ids
+from autograder.results import ReportedStudent, ResultsJson
 from autograder.safe_files import MB, UnsafeFile, read_json
+
+T = TypeVar("T", bound=ReportedStudent)
 
 FILE = "not_graded.json"  # in OUT, beside grades.csv (a class file: report/__init__.py)
 NOT_GRADED = "NOT GRADED"  # grades.csv's total for a student with no grade (never a 0)
 GRADER_FAILED = "the grader could not grade this submission"
 
 
-def why_not_graded(student):
+def why_not_graded(student: ReportedStudent) -> str:
     """Why this student of the report has no grade: refused before grading (`refused`), or an
     internal error of the grader; "" for a graded student."""
     if getattr(student, "refused", ""):
@@ -47,15 +53,17 @@ class Refused:
     student: str
     refused: str
     path: str = ""
-    results: dict = field(default_factory=dict)  # none: never graded
+    results: ResultsJson = field(default_factory=lambda: ResultsJson())  # none: never graded
     folder: None = None  # no OUT/<student>/ (a refused id may not be a file name)
 
 
-def record(student, reason, path=""):
+def record(student: str, reason: str, path: str = "") -> Refused:
     return Refused(student, reason, "" if path is None else str(path))
 
 
-def in_report(out, refused_now, seen, path):
+def in_report(
+    out: Path, refused_now: Iterable[tuple[str, str]], seen: Collection[str], path: str
+) -> list[Refused]:
     """The refused students a class run over `path` reports: this run's (`refused_now`,
     [(student, reason)]) and the earlier ones it keeps (carried_over; `seen`: every student it
     found), one record per student and reason."""
@@ -63,14 +71,14 @@ def in_report(out, refused_now, seen, path):
     return unique([*now, *carried_over(read(out), path, seen)])
 
 
-def without_stale(saved, refused):
+def without_stale(saved: Iterable[T], refused: Iterable[Refused]) -> list[T]:
     """`saved` (results.json read from OUT) but those of a student refused now: bob graded once,
     now `bob/` and `bob.zip`, has no grade (the refusal is what is true now)."""
     keys = {student_ids.key(r.student) for r in refused}
     return [s for s in saved if student_ids.key(s.student) not in keys]
 
 
-def read(out):
+def read(out: Path) -> list[Refused]:
     """The records OUT/not_graded.json holds; [] when there is none or it cannot be read."""
     try:
         data = read_json(out, [FILE], 4 * MB)
@@ -87,7 +95,7 @@ def read(out):
     return records
 
 
-def carried_over(records, path, seen):
+def carried_over(records: Iterable[Refused], path: str, seen: Collection[str]) -> list[Refused]:
     """The earlier records a run over `path` keeps: not refused by a run over the same PATH, and
     not of a student this run saw (`seen`: the ids of every student it found)."""
     path = str(path) if path is not None else None
@@ -95,15 +103,15 @@ def carried_over(records, path, seen):
     return [r for r in records if r.path != path and student_ids.key(r.student) not in seen]
 
 
-def unique(records):
+def unique(records: Iterable[T]) -> list[T]:
     """One record per (student, reason): `bob/` and `bob.zip` are one student, named once."""
-    found = {}
+    found: dict[tuple[str, str], T] = {}
     for r in records:
         found.setdefault((r.student, r.refused), r)
     return list(found.values())
 
 
-def dumps(records):
+def dumps(records: Iterable[Refused]) -> str:
     """OUT/not_graded.json's text (JSON escapes what it needs: ids that are not UTF-8 too)."""
     entries = [{"student": r.student, "reason": r.refused, "path": r.path} for r in records]
     return json.dumps({"students": entries}, indent=1) + "\n"

@@ -20,10 +20,12 @@ import functools
 import multiprocessing
 import os
 import re
+from collections.abc import Collection, Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from autograder.curriculum import NOTEBOOKS
+from autograder.curriculum import NOTEBOOKS, Notebook
 from autograder.demo_cells import RELEASED  # notebooks/, as release.py writes it
 from autograder.notebook_files import code_sources
 from autograder.report.fingerprints import (
@@ -53,7 +55,9 @@ class Answer:
 
     student: str
     code: str  # the definition and the student's helpers it calls, as written
-    prints: dict = field(default_factory=dict)  # fingerprint -> the lines of `code` it covers
+    prints: dict[int, frozenset[int]] = field(
+        default_factory=dict
+    )  # fingerprint -> the lines of `code` it covers
     size: int = 0  # tokens (report/fingerprints.py) of the definition and its helpers
 
 
@@ -76,18 +80,19 @@ class Definitions:
     (the cell's, when they alone do not parse), and a text met again (the released helpers,
     the common answer) is parsed once."""
 
-    def __init__(self, sources):
-        self.sources, self.where = [], {}
+    def __init__(self, sources) -> None:
+        self.sources: list[str] = []
+        self.where: dict[str, tuple[int, int]] = {}
         for source in sources:
             if isinstance(source, str) and len(source) <= MAX_CELL_CHARS:
                 for match in _DEFINED.finditer(source):
                     self.where[match.group(1)] = (len(self.sources), match.start())
                 self.sources.append(source)
 
-    def names(self):
+    def names(self) -> set[str]:
         return set(self.where)
 
-    def get(self, name):
+    def get(self, name: str) -> Definition | None:
         """The Definition of `name`, or None."""
         if name not in self.where:
             return None
@@ -103,7 +108,7 @@ def _own_lines(source, start):
     """The lines of the top-level definition starting at `start` in a cell: its decorators,
     then every line up to the next one that starts a new top-level statement."""
     before = source[:start].split("\n")[:-1]
-    decorators = []
+    decorators: list[str] = []
     while before and before[-1].startswith("@"):
         decorators.insert(0, before.pop())
     lines = source[start:].split("\n")
@@ -115,7 +120,7 @@ def _own_lines(source, start):
     return "\n".join(decorators + lines[:end])
 
 
-def _definition(text, name):
+def _definition(text, name) -> Definition | None:
     """The Definition of `name` when `text` is that definition alone, else None (a text of
     at most MAX_CACHED characters is kept for the next student)."""
     if len(text) > MAX_CELL_CHARS:
@@ -125,7 +130,7 @@ def _definition(text, name):
     return _read_definition(text, name)
 
 
-def _read_definition(text, name):
+def _read_definition(text, name) -> Definition | None:
     tree = _parse(text)
     if tree is None or len(tree.body) != 1:
         return None
@@ -142,7 +147,7 @@ def _read_definition(text, name):
 _definition_cached = functools.lru_cache(maxsize=CACHED)(_read_definition)
 
 
-def _cell_definition(source, name):
+def _cell_definition(source, name) -> Definition | None:
     """The Definition of `name` from its whole cell, or None."""
     tree = _parse(source)
     found = None
@@ -164,7 +169,7 @@ def _parse(source):
         return None
 
 
-def _tokens(definition, helpers):
+def _tokens(definition: Definition, helpers):
     """normalised_tokens of a Definition, with the student's helpers it reads (a short one
     cached: the common answer is normalised once); None past the bounds."""
     if len(definition.text) <= MAX_CACHED:
@@ -182,7 +187,13 @@ def _read_tokens(definition, helpers):
 _tokens_cached = functools.lru_cache(maxsize=CACHED)(_read_tokens)
 
 
-def answer(student, name, defined, given, released_prints):
+def answer(
+    student: str,
+    name: str,
+    defined: Definitions,
+    given: Collection[str],
+    released_prints: Collection[int],
+) -> Answer | None:
     """The Answer of `name` in a student's Definitions, or None (not defined, or nothing of
     the student's own once the released notebook's fingerprints are taken away)."""
     first = defined.get(name)
@@ -196,7 +207,9 @@ def answer(student, name, defined, given, released_prints):
             if found is not None and len(chosen) <= MAX_HELPERS:
                 chosen[callee] = found
                 todo.append(found)
-    code_lines, prints, size = [], {}, 0
+    code_lines: list[str] = []
+    prints: dict[int, frozenset[int]] = {}
+    size = 0
     for callee, definition in chosen.items():
         if code_lines:
             code_lines.append("")
@@ -213,10 +226,11 @@ def answer(student, name, defined, given, released_prints):
     return Answer(student, "\n".join(code_lines), prints, size)
 
 
-def released_fingerprints(sources):
+def released_fingerprints(sources: Iterable[str]) -> tuple[set[str], set[int]]:
     """({names defined}, {every k-gram hash}) of the released notebook's own definitions."""
     defined = Definitions(sources)
-    names, every = set(), set()
+    names: set[str] = set()
+    every: set[int] = set()
     for name in defined.names():
         found = defined.get(name)
         tokens = _tokens(found, frozenset()) if found is not None else None
@@ -226,7 +240,11 @@ def released_fingerprints(sources):
     return names, every
 
 
-def class_answers(folders, released=None, workers=None):
+def class_answers(
+    folders: Mapping[str, Path],
+    released: Mapping[str, tuple[set[str], set[int]]] | None = None,
+    workers: int | None = None,
+) -> dict[str, list[Answer]]:
     """{graded name: [Answer]} of the students `folders` names ({student: folder}), in the
     notebooks whose released version `released` holds (default: notebooks/). A class of at
     least PARALLEL_FROM students is read by `workers` processes (default: the cores this
@@ -244,7 +262,9 @@ def class_answers(folders, released=None, workers=None):
         context = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(workers, mp_context=context) as pool:
             parts = list(pool.map(_answers_of, jobs))
-    out = {name: [] for nb in NOTEBOOKS if nb.stem in released for name in nb.graded}
+    out: dict[str, list[Answer]] = {
+        name: [] for nb in NOTEBOOKS if nb.stem in released for name in nb.graded
+    }
     for part in parts:
         for name, answers in part.items():
             out[name] += answers
@@ -261,7 +281,7 @@ def _answers_of(job):
         if nb.stem not in released:
             continue
         given, skip = released[nb.stem]
-        per_name = {name: [] for name in nb.graded}
+        per_name: dict[str, list[Answer]] = {name: [] for name in nb.graded}
         for student in sorted(folders):
             try:
                 found = _notebook_answers(student, folders[student], nb, given, skip)
@@ -273,14 +293,14 @@ def _answers_of(job):
     return out
 
 
-def _notebook_answers(student, folder, nb, given, skip):
+def _notebook_answers(student, folder, nb: Notebook, given, skip):
     """{graded name: Answer} of one student's notebook."""
     defined = Definitions(code_sources(folder, nb.filename))
     found = {name: answer(student, name, defined, given, skip) for name in nb.graded}
     return {name: one for name, one in found.items() if one is not None}
 
 
-def released_notebooks():
+def released_notebooks() -> dict[str, tuple[set[str], set[int]]]:
     """{stem: (names the released notebook defines, its fingerprints)} from notebooks/."""
     out = {}
     for nb in NOTEBOOKS:

@@ -18,7 +18,7 @@ TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
 @functools.cache
-def environment():
+def environment() -> Environment:
     env = Environment(
         loader=FileSystemLoader(str(TEMPLATES)),
         autoescape=select_autoescape(["html", "j2"]),
@@ -30,7 +30,7 @@ def environment():
     return env
 
 
-def _shown(value):
+def _shown(value: object) -> object:
     """What a template prints for `value`: bidi controls as visible markers (escaping.py)."""
     if isinstance(value, Markup):
         return Markup(bidi_markers(value))  # the markers hold nothing HTML reads

@@ -8,9 +8,11 @@ grader installed elsewhere) the page names the notebook and no section.
 """
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from autograder.curriculum import NOTEBOOKS
@@ -28,33 +30,33 @@ class Section:
     anchor: str  # the id Jupyter gives that heading: "4.-Characters-as-tokens"
 
     @property
-    def title(self):
+    def title(self) -> str:
         """The heading without its "(5 min, ★☆☆)": what a link reads."""
         return re.sub(r"\s*\([^()]*★[^()]*\)", "", self.heading).strip()
 
     @property
-    def href(self):
+    def href(self) -> str:
         return f"{self.filename}#{self.anchor}"
 
 
-def heading_text(markdown):
+def heading_text(markdown: str) -> str:
     """A heading's text as rendered: inline code and emphasis markers dropped."""
     text = re.sub(r"`([^`]*)`", r"\1", markdown)
     text = re.sub(r"(\*\*|__|\*)(.+?)\1", r"\2", text)
     return text.strip()
 
 
-def anchor_of(text):
+def anchor_of(text: str) -> str:
     """The id nbconvert and JupyterLab give a heading: spaces become '-', the rest is
     URL-quoted as nbconvert does (browsers match a percent-encoded fragment either way)."""
     return quote(text.replace(" ", "-"), safe="?/:@!$&'()*+,;=")
 
 
-def _grade_id(cell):
+def _grade_id(cell: Mapping[str, Any]) -> str | None:
     return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
 
 
-def sections_of(path, graded):
+def sections_of(path: Path, graded: tuple[str, ...]) -> dict[str, Section]:
     """{graded name: Section} for the exercise cells (nbgrader grade_id == name) of one notebook."""
     import nbformat
 
@@ -76,7 +78,7 @@ def sections_of(path, graded):
 
 
 @cache
-def teaching_sections(folders=FOLDERS):
+def teaching_sections(folders: tuple[Path, ...] = FOLDERS) -> dict[str, Section]:
     """{graded name: Section} over the six notebooks, from the first folder holding each one."""
     sections = {}
     for nb in NOTEBOOKS:

@@ -26,12 +26,15 @@ Similarity is a reason to look, never a verdict: NOTE says so on the page.
 
 import math
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from itertools import combinations
+from pathlib import Path
+from typing import Any, TypedDict
 
 from autograder.curriculum import NOTEBOOK_OF, NOTEBOOKS
 from autograder.escaping import csv_row, terminal
-from autograder.report.own_code import class_answers
-from autograder.results import FAILED, reason_of
+from autograder.report.own_code import Answer, class_answers
+from autograder.results import FAILED, ReportedStudent, reason_of
 
 THRESHOLD = 0.5  # a pair's score from which it is listed
 SHARED_WRONG = 0.25  # ... or from which, when both answers are wrong the same way
@@ -57,13 +60,13 @@ EVIDENCE = {
 }
 
 
-def common_limit(answers):
+def common_limit(answers: int) -> int:
     """How many students may share a fingerprint before it is the class's common answer and
     weighs nothing: a tenth of the answers, at least COMMON_FLOOR."""
     return max(COMMON_FLOOR, math.ceil(answers / 10))
 
 
-def rarity(holders, limit):
+def rarity(holders: int, limit: int) -> float:
     """The weight of a fingerprint `holders` students share: 1 for two, falling as log(1 / the
     number) does (an IDF), to 0 past `limit`."""
     if holders < 2 or holders > limit:
@@ -72,7 +75,7 @@ def rarity(holders, limit):
 
 
 # -- comparing the class ----------------------------------------------------------------------------
-def _wrong_ways(results):
+def _wrong_ways(results: Mapping[str, Any]) -> dict[Any, tuple]:
     """{function: (failed tests, misconceptions, messages)} of one student's answers judged
     wrong."""
     failed = defaultdict(list)
@@ -91,7 +94,7 @@ def _wrong_ways(results):
     }
 
 
-def _evidence(mine, theirs):
+def _evidence(mine: tuple | None, theirs: tuple | None) -> str:
     if not mine or not theirs:
         return ""
     if mine == theirs:
@@ -99,18 +102,20 @@ def _evidence(mine, theirs):
     return "same-mistake" if mine[:2] == theirs[:2] and mine[1] else ""
 
 
-def score_pairs(answers):
+def score_pairs(answers: Sequence[Answer]) -> dict[tuple[str, str], tuple[float, list[int]]]:
     """{(student a, student b): (score, shared fingerprints)} of the pairs that share a rare
     fingerprint, a < b."""
     count = len(answers)
     if count < 2:
         return {}
-    holders = defaultdict(list)
-    for a in answers:
-        for value in a.prints:
-            holders[value].append(a.student)
+    holders: defaultdict[int, list[str]] = defaultdict(list)
+    for answer in answers:
+        for value in answer.prints:
+            holders[value].append(answer.student)
     limit = common_limit(count)
-    shared = defaultdict(lambda: [0.0, []])
+    shared: defaultdict[tuple[str, str], list[Any]] = defaultdict(
+        lambda: [0.0, []]
+    )  # weight, values
     for value, who in holders.items():
         weight = rarity(len(who), limit)
         if not weight:
@@ -129,14 +134,19 @@ def score_pairs(answers):
     return out
 
 
-def class_similarity(students, folders, released=None):
+def class_similarity(
+    students: Sequence[ReportedStudent],
+    folders: Mapping[str, Path],
+    released: Mapping[str, tuple[set[str], set[int]]] | None = None,
+) -> dict[str, Any]:
     """The similarity report of the students (SavedResult-like: .student, .results, .folder)
     whose graded folders `folders` names: {"pairs", "compared", "students"}."""
     results = {s.student: (getattr(s, "results", None) or {}) for s in students}
     links = {s.student: getattr(s, "folder", None) or s.student for s in students}
     mine = {student: folder for student, folder in folders.items() if student in results}
     wrong_ways = {student: _wrong_ways(results[student]) for student in mine}
-    pairs, compared = [], {}
+    pairs: list[dict[str, Any]] = []
+    compared: dict[str, int] = {}
     for name, answers in class_answers(mine, released).items():
         compared[name] = len(answers)
         by_student = {a.student: a for a in answers}
@@ -165,7 +175,7 @@ def class_similarity(students, folders, released=None):
 
 
 # -- what is written --------------------------------------------------------------------------------
-def similarity_csv(report):
+def similarity_csv(report: Mapping[str, Any]) -> str:
     """OUT/similarity.csv: one row per listed pair and graded name, every cell through
     escaping.csv_row."""
     lines = [csv_row(CSV_COLUMNS)]
@@ -189,15 +199,23 @@ def similarity_csv(report):
     return "\n".join(lines) + "\n"
 
 
-def _marked(one, shared):
+class MarkedLine(TypedDict):
+    """One line of an answer on the similarity page (the template reads these keys)."""
+
+    n: int | str  # its number; "" on the line saying how many more were left out
+    text: str
+    hit: bool  # a shared fingerprint lies on it
+
+
+def _marked(one: Answer, shared: list[int]) -> list[MarkedLine]:
     """[{"n", "text", "hit"}] of an answer's lines, `hit` where a shared fingerprint lies; every
     invisible or control character shown as its escape (escaping.terminal), HTML escaping left
     to the template."""
-    hits = set()
+    hits: set[int] = set()
     for value in shared:
         hits |= one.prints[value]
     lines = one.code.split("\n")
-    shown = [
+    shown: list[MarkedLine] = [
         {"n": i, "text": terminal(line.expandtabs(4)), "hit": i in hits}
         for i, line in enumerate(lines[:MAX_SHOWN_LINES], start=1)
     ]
@@ -208,7 +226,7 @@ def _marked(one, shared):
     return shown
 
 
-def similarity_view(report):
+def similarity_view(report: Mapping[str, Any]) -> dict[str, Any]:
     """The class page's section: per notebook, its listed pairs (both answers side by side,
     the lines holding a shared fingerprint marked) and its clusters (three or more students
     linked by listed pairs on one graded name)."""
@@ -249,18 +267,18 @@ def similarity_view(report):
     }
 
 
-def _root(parent, x):
+def _root(parent: dict[str, str], x: str) -> str:
     while parent.setdefault(x, x) != x:
         parent[x] = parent[parent[x]]
         x = parent[x]
     return x
 
 
-def _clusters(pairs):
+def _clusters(pairs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """[{"function", "students"}] of the groups of three or more students linked by pairs."""
     out = []
     for function in dict.fromkeys(p["function"] for p in pairs):
-        parent = {}
+        parent: dict[str, str] = {}
         for p in pairs:
             if p["function"] == function:
                 parent[_root(parent, p["student_a"])] = _root(parent, p["student_b"])

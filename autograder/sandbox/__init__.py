@@ -39,6 +39,7 @@ import time
 import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any, BinaryIO
 
 from autograder.safe_files import remove_tree
 from autograder.switches import switches
@@ -166,7 +167,14 @@ class Sandbox(Isolation):
     The isolation (which defences this machine allows, the bwrap command line) is inherited
     from isolation.Isolation; limits.py, copying.py and status.py hold the rest."""
 
-    def __init__(self, limits=None, mode="auto", lib_root=None, warm=None, course=None):
+    def __init__(
+        self,
+        limits: Limits | None = None,
+        mode: str = "auto",
+        lib_root: Path | str | None = None,
+        warm: bool | None = None,
+        course: CourseFiles | None = None,
+    ) -> None:
         self.limits = limits or Limits()
         self.course = course or CourseFiles()
         # Warm kernels (zygote.py): each notebook's kernel is forked from one pre-loaded process
@@ -191,7 +199,7 @@ class Sandbox(Isolation):
         self._owned_lib = lib_root is None
         self.lib = Path(lib_root or tempfile.mkdtemp(prefix="autograder-lib-"))
         self._build_lib()
-        self._slots = []  # free uid slots (one uid per concurrent sandbox)
+        self._slots: list[int] = []  # free uid slots (one uid per concurrent sandbox)
         self._next_slot = 0
         self._slot_lock = threading.Lock()
         self.running = Running()  # the sandboxes running now (processes.py): stop() kills them
@@ -205,12 +213,12 @@ class Sandbox(Isolation):
             self._next_slot += 1
             return self._next_slot - 1
 
-    def _give_slot(self, slot):
+    def _give_slot(self, slot) -> None:
         with self._slot_lock:
             self._slots.append(slot)
 
     # -- the read-only files the sandbox sees -------------------------------------------------
-    def _build_lib(self):
+    def _build_lib(self) -> None:
         lib = self.lib / "lib"
         stub = lib / "autograder"
         stub.mkdir(parents=True, exist_ok=True)
@@ -240,22 +248,28 @@ class Sandbox(Isolation):
         self._warm_matplotlib()
         share_read_only(self.lib)  # the sandbox's unprivileged uid must read all of it
 
-    def _warm_matplotlib(self):
+    def _warm_matplotlib(self) -> None:
         """matplotlib's font cache, built once per machine (fontcache.py); each sandbox gets a
         copy (saves seconds per kernel)."""
         fontcache.warm(self.mplconfig)
 
-    def stop(self):
+    def stop(self) -> None:
         """The grading run is stopping: kill every running sandbox now and start no other (their
         workers' run() raises SandboxStopped). Safe in a signal handler."""
         self.running.stop()
 
-    def close(self):
+    def close(self) -> None:
         if self._owned_lib:
             shutil.rmtree(self.lib, ignore_errors=True)
 
     # -- one student's run --------------------------------------------------------------------
-    def run(self, submission, jobs, work, log_path=None):
+    def run(
+        self,
+        submission: Path | str,
+        jobs: list[NotebookJob],
+        work: Path | str,
+        log_path: Path | str | None = None,
+    ) -> dict[str, NotebookRun]:
         """Run `jobs` (NotebookJobs) on a copy of `submission`; returns {stem: NotebookRun}.
 
         `work` is a fresh private directory (outside the submission and the output folder).
@@ -273,7 +287,9 @@ class Sandbox(Isolation):
             job.stem: NotebookRun(job.stem, responses=dirs["responses"] / job.stem) for job in jobs
         }
         log = open(log_path or (work / "sandbox.log"), "ab")  # noqa: SIM115
-        launched = []  # every Sampler of this student's sandboxes: what they cost, read here
+        launched: list[
+            Sampler
+        ] = []  # every Sampler of this student's sandboxes: what they cost, read here
         try:
             found = self._run_pending(work, jobs, dirs, log, launched)
             suspects = {job.stem: self._suspect(job, found.get(job.stem)) for job in jobs}
@@ -338,7 +354,7 @@ class Sandbox(Isolation):
         return "starved" if starved else ""
 
     @staticmethod
-    def _forget(dirs, job):
+    def _forget(dirs, job) -> None:
         """Before a notebook runs again: the answers and status of its first run are dropped."""
         answers = dirs["responses"] / job.stem
         if answers.exists():
@@ -346,7 +362,7 @@ class Sandbox(Isolation):
         answers.mkdir()
         (dirs["status"] / f"{job.stem}.json").unlink(missing_ok=True)
 
-    def control_works(self, work, log):
+    def control_works(self, work: Path, log: BinaryIO) -> bool:
         """The grader's own check: a one-cell notebook in an empty submission runs in a sandbox
         made like the students' (a kernel starts, the cell runs, the status comes back)."""
         control = Path(tempfile.mkdtemp(prefix="control-", dir=work.parent))
@@ -367,7 +383,7 @@ class Sandbox(Isolation):
         finally:
             remove_tree(control)
 
-    def _prepare(self, submission, jobs, work):
+    def _prepare(self, submission: Path | str, jobs: list[NotebookJob], work: Path):
         """The run's folders in `work`: the submission's copy, $HOME, requests, answers, status."""
         dirs = {name: work / name for name in ("submission", "home", "responses", "status")}
         for d in dirs.values():
@@ -386,7 +402,7 @@ class Sandbox(Isolation):
             (dirs["responses"] / job.stem).mkdir(exist_ok=True)
         return dirs
 
-    def _run_pending(self, work, jobs, dirs, log, launched=None):
+    def _run_pending(self, work: Path, jobs, dirs, log: BinaryIO, launched=None):
         """{stem: (status as read, the Sampler of its sandbox)} for the jobs whose status came
         back; a sandbox that stops part way is restarted on the rest while it makes progress.
         Each launch's Sampler is appended to `launched`."""
@@ -419,7 +435,7 @@ class Sandbox(Isolation):
     def _job_file(self, work, pending):
         p = self._paths(work)
         root = p["root"]
-        job = {
+        job: dict[str, Any] = {  # job.json, as inside/driver.py reads it
             "workdir": f"{root}/submission",
             "status_dir": f"{root}/status",
             "timeout": self.limits.timeout,
@@ -465,13 +481,13 @@ class Sandbox(Isolation):
     def _budget(self, pending):
         return budget(self.limits, pending)
 
-    def _preexec(self, cgroup, cpu_seconds=None):
+    def _preexec(self, cgroup, cpu_seconds=None) -> None:
         preexec(self.limits, cgroup, cpu_seconds)
 
     def _cgroup(self):
         return make_cgroup(self.cgroups, self.limits)
 
-    def _env(self, work):
+    def _env(self, work) -> dict[str, str]:
         p = self._paths(work)
         home = f"{p['root']}/home"
         env = {
@@ -501,7 +517,9 @@ class Sandbox(Isolation):
             Path(env["TMPDIR"]).mkdir(parents=True, exist_ok=True)
         return env
 
-    def _take_folders(self, proc, handshake, info_read, log):
+    def _take_folders(
+        self, proc: subprocess.Popen[bytes], handshake: socket.socket, info_read: int, log
+    ):
         """Once the driver says its mounts are set up: hold its answers and status folders."""
         deadline = (
             time.monotonic() + self.limits.startup_seconds + self.limits.handshake_slack_seconds
@@ -529,7 +547,7 @@ class Sandbox(Isolation):
             return child, {}
         return child, folders
 
-    def _hand_over(self, work, pending, uid):
+    def _hand_over(self, work, pending, uid) -> None:
         """The folders the sandbox writes (answers, status) belong to its uid, the rest it reads."""
         if not self.pull:
             for path in [work / "responses", work / "status"]:
@@ -655,7 +673,7 @@ class Sandbox(Isolation):
             self._release(cgroup, slot, drain, log)
         return sampler
 
-    def _release(self, cgroup, slot, drain, log=None):
+    def _release(self, cgroup, slot, drain: threading.Thread, log=None) -> None:
         """After a sandbox, or a launch that failed: kill what is left in its cgroup (saying so
         in the log when it hit its process cap), remove the cgroup, wait for the end of its
         output, and only then free its uid slot for another sandbox."""
@@ -672,7 +690,7 @@ class Sandbox(Isolation):
             self._give_slot(slot)
 
 
-def _open_cpu_usage(cgroup):
+def _open_cpu_usage(cgroup) -> int | None:
     """A read-only descriptor of the cgroup's CPU accounting file (cpu.stat or cpuacct.usage),
     or None."""
     found = cgroup.cpu_usage_file() if cgroup is not None else None
@@ -684,7 +702,7 @@ def _open_cpu_usage(cgroup):
         return None
 
 
-def _wait(proc, seconds, cpu_seconds, sampler):
+def _wait(proc: subprocess.Popen[bytes], seconds, cpu_seconds, sampler) -> str:
     """Wait for the sandbox: "" when it ended by itself; "wall" when `seconds` passed first;
     "cpu" when its cgroup counted more than `cpu_seconds` of CPU first (read by this parent, so
     nothing in the sandbox can hide it)."""
@@ -702,7 +720,7 @@ def _wait(proc, seconds, cpu_seconds, sampler):
             return "cpu"
 
 
-def _drain(fd, log, keep):
+def _drain(fd, log, keep) -> None:
     """Copy the sandbox's stdout/stderr to the log: the first `keep` bytes and the last `keep`.
 
     A flood of output (os.write(2, ...) in a kernel) costs CPU only, never disk or memory.

@@ -37,6 +37,7 @@ without it the grader refuses to run in bubblewrap, and says which option and wh
 import functools
 import re
 import subprocess
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 # every option the sandbox passes -> (first release, arguments that exercise it before
@@ -83,7 +84,7 @@ class BubblewrapUnsupported(Exception):  # noqa: N818 - not a RuntimeError on pu
     never silently replaced by less isolation."""
 
 
-def version_tuple(text):
+def version_tuple(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
 
 
@@ -94,13 +95,13 @@ class Features:
     missing: frozenset = field(default_factory=frozenset)
     said: str = ""  # what bwrap printed when an option was refused
 
-    def has(self, option):
+    def has(self, option: str) -> bool:
         return option not in self.missing
 
-    def name(self):
+    def name(self) -> str:
         return f"bubblewrap {self.version}" if self.version else f"bubblewrap ({self.path})"
 
-    def unsupported(self, needed):
+    def unsupported(self, needed: Iterable[str]) -> str | None:
         """One sentence saying why this bwrap cannot run the sandbox, or None. `needed`: the
         options this sandbox cannot do without (those of OPTIONS minus what it can replace)."""
         lacking = sorted(o for o in needed if o in self.missing)
@@ -116,7 +117,7 @@ class Features:
         )
 
 
-def _run(bwrap, args):
+def _run(bwrap: str, args: list[str]) -> tuple[bool, str, str]:
     try:
         done = subprocess.run(
             [bwrap, *args, "--version"],
@@ -131,7 +132,7 @@ def _run(bwrap, args):
 
 
 @functools.cache
-def probe(bwrap):
+def probe(bwrap: str) -> Features:
     """The Features of the bwrap at `bwrap` (a path). One run when every option is known."""
     ok, out, err = _run(bwrap, [])
     version = ".".join(map(str, version_tuple(out))) if ok else ""

@@ -29,14 +29,16 @@ import itertools
 import os
 import signal
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Literal, overload
 
 V1_CONTROLLERS = ("pids", "memory", "freezer", "cpu", "cpuacct")
 CPU_PERIOD_US = 100_000
 _names = itertools.count()
 
 
-def disabled_by_env(environ=None):
+def disabled_by_env(environ: Mapping[str, str] | None = None) -> bool:
     from autograder.switches import switches
 
     return not switches(environ).cgroups
@@ -44,7 +46,7 @@ def disabled_by_env(environ=None):
 
 def _mounts(mountinfo="/proc/self/mountinfo"):
     """(mount point, fs type, super options) of every mount."""
-    found = []
+    found: list[tuple[str, str, set[str]]] = []
     try:
         lines = Path(mountinfo).read_text().splitlines()
     except OSError:
@@ -60,7 +62,7 @@ def _mounts(mountinfo="/proc/self/mountinfo"):
 
 def _own_paths(cgroup_file="/proc/self/cgroup"):
     """{controller or "" (v2): our cgroup's path in that hierarchy}."""
-    paths = {}
+    paths: dict[str, str] = {}
     try:
         lines = Path(cgroup_file).read_text().splitlines()
     except OSError:
@@ -73,12 +75,12 @@ def _own_paths(cgroup_file="/proc/self/cgroup"):
     return paths
 
 
-def _write(path, text):
+def _write(path, text: str) -> None:
     with open(path, "w") as handle:
         handle.write(text)
 
 
-def _start_ticks(pid):
+def _start_ticks(pid) -> int | None:
     """The start time of process `pid` (clock ticks since boot, /proc/PID/stat), or None."""
     try:
         with open(f"/proc/{int(pid)}/stat", "rb") as handle:
@@ -88,19 +90,19 @@ def _start_ticks(pid):
         return None
 
 
-def _pid_namespace():
+def _pid_namespace() -> int:
     try:
         return os.stat("/proc/self/ns/pid").st_ino
     except OSError:
         return 0
 
 
-def owner_tag(pid=None):
+def owner_tag(pid: int | None = None) -> str:
     """START.PIDNS of process `pid` (default: this one): with its pid, what names a run."""
     return f"{_start_ticks(pid or os.getpid()) or 0}.{_pid_namespace()}"
 
 
-def stale(name):
+def stale(name: str) -> bool:
     """True when the cgroup `name` (one of ours) belongs to a run that is gone; False for a live
     run's, another pid namespace's, or a name that is not one of ours."""
     parts = name.split("-")
@@ -121,14 +123,14 @@ def stale(name):
 class Cgroup:
     """The cgroup(s) of one sandbox: one directory (v2) or one per controller (v1)."""
 
-    def __init__(self, version, dirs):
+    def __init__(self, version: int, dirs: dict[str, Path]) -> None:
         self.version = version
         self.dirs = dirs  # {controller (v1) or "" (v2): Path}
         # opened now, written in the child between fork and exec: no Python-level I/O there
         # (v1 hierarchies mounted together, cpu,cpuacct, share one directory)
         self._procs = sorted({str(d / "cgroup.procs") for d in dirs.values()})
 
-    def attach_self(self):
+    def attach_self(self) -> None:
         """Move the calling process into the cgroup(s). Safe in a preexec_fn (plain syscalls)."""
         for path in self._procs:
             fd = os.open(path, os.O_WRONLY)
@@ -137,7 +139,7 @@ class Cgroup:
             finally:
                 os.close(fd)
 
-    def pids(self):
+    def pids(self) -> set[int]:
         found = set()
         for d in self.dirs.values():
             try:
@@ -146,7 +148,7 @@ class Cgroup:
                 pass
         return found
 
-    def _freeze(self, frozen):
+    def _freeze(self, frozen: bool) -> None:
         if self.version == 2:
             path, text = self.dirs[""] / "cgroup.freeze", "1" if frozen else "0"
         elif "freezer" in self.dirs:
@@ -158,7 +160,7 @@ class Cgroup:
         except OSError:
             pass
 
-    def kill(self, patience=10.0):
+    def kill(self, patience: float = 10.0) -> bool:
         """SIGKILL every process in the cgroup (frozen first, so none can fork); wait until empty."""
         if self.version == 2 and (self.dirs[""] / "cgroup.kill").exists():
             try:
@@ -181,7 +183,7 @@ class Cgroup:
                 return False
             time.sleep(0.02)
 
-    def cpu_usage_file(self):
+    def cpu_usage_file(self) -> tuple[str, float] | None:
         """(path, unit in seconds) of the file holding the cgroup's CPU time, or None. In v1,
         cpuacct.stat (user and system, in clock ticks) where it exists: cpuacct.usage can be
         reset by whoever may write it, which a sandbox running as root could try through the
@@ -195,12 +197,16 @@ class Cgroup:
             return str(self.dirs["cpuacct"] / "cpuacct.usage"), 1e-9
         return None
 
-    def cpu_seconds(self):
+    def cpu_seconds(self) -> float | None:
         """CPU time used by every process of the cgroup so far, or None when not accounted."""
         found = self.cpu_usage_file()
         return read_cpu_usage(*found) if found else None
 
-    def wait_seconds(self, with_priority=False):
+    @overload
+    def wait_seconds(self, with_priority: Literal[False] = False) -> float | None: ...
+    @overload
+    def wait_seconds(self, with_priority: Literal[True]) -> tuple[float | None, bool]: ...
+    def wait_seconds(self, with_priority: bool = False) -> float | tuple[float | None, bool] | None:
         """Seconds the cgroup's live threads have spent runnable but waiting for a CPU (the
         scheduler's run_delay in /proc/TID/schedstat), or None where it is not reported. With
         with_priority: (that, whether any of them has lowered its own priority: lowered_priority)."""
@@ -224,13 +230,16 @@ class Cgroup:
         waited = total / 1e9 if seen or not tids else None
         return (waited, slowed) if with_priority else waited
 
-    def peak_pids(self):
+    def peak_pids(self) -> int | None:
+        folder = self.dirs.get("pids", self.dirs.get(""))
+        if folder is None:
+            return None
         try:
-            return int((self.dirs.get("pids", self.dirs.get("")) / "pids.peak").read_text())
+            return int((folder / "pids.peak").read_text())
         except (OSError, ValueError, TypeError):
             return None
 
-    def remove(self, attempts=50):
+    def remove(self, attempts: int = 50) -> None:
         """Remove the directories (after kill); a few retries while the kernel reaps."""
         for d in dict.fromkeys(self.dirs.values()):
             for _ in range(attempts):
@@ -246,12 +255,12 @@ class Cgroup:
 class Tree:
     """Where this process may create cgroups, and how to cap them."""
 
-    def __init__(self, version, bases, cpu=False):
+    def __init__(self, version: int, bases: dict[str, Path], cpu: bool = False) -> None:
         self.version = version
         self.bases = bases  # {controller (v1) or "" (v2): Path of our own cgroup}
         self.cpu_capped = cpu or "cpu" in bases  # v2: the cpu controller is enabled
 
-    def remove_stale(self, patience=5.0):
+    def remove_stale(self, patience: float = 5.0) -> list[str]:
         """The cgroups a grading run killed with SIGKILL left behind (stale()): what still runs
         in them is killed, and they are removed. Returns the names removed."""
         names = set()
@@ -271,14 +280,14 @@ class Tree:
                 removed.append(name)
         return removed
 
-    def describe(self):
+    def describe(self) -> str:
         if self.version == 2:
             return f"cgroup v2 at {self.bases['']}"
         return "cgroup v1 (" + ", ".join(sorted(c for c in self.bases if c != "freezer")) + ")"
 
-    def create(self, pids, memory_bytes, cpus=1.0):
+    def create(self, pids: int, memory_bytes: int, cpus: float = 1.0) -> Cgroup:
         name = f"autograder-{os.getpid()}-{next(_names)}-{_owner()}"
-        made = {}
+        made: dict[str, Path] = {}
         try:
             for controller, base in self.bases.items():
                 path = base / name
@@ -293,7 +302,7 @@ class Tree:
             raise
         return group
 
-    def _cap(self, group, pids, memory_bytes):
+    def _cap(self, group: Cgroup, pids, memory_bytes) -> None:
         if self.version == 2:
             d = group.dirs[""]
             _write(d / "pids.max", str(pids))
@@ -312,7 +321,7 @@ class Tree:
                 except OSError:
                     pass
 
-    def _cap_cpu(self, group, cpus):
+    def _cap_cpu(self, group: Cgroup, cpus) -> None:
         """The same weight for every sandbox, and at most `cpus` CPUs."""
         if not self.cpu_capped:
             return
@@ -330,13 +339,13 @@ class Tree:
             self.cpu_capped = False
 
     @property
-    def controllers(self):
+    def controllers(self) -> set[str]:
         if self.version == 2:
             return {"pids", "memory"} | ({"cpu"} if self.cpu_capped else set())
         return {c for c in self.bases if c != "freezer"}
 
 
-def _try_v2(mounts, own):
+def _try_v2(mounts, own) -> Tree | None:
     if "" not in own:
         return None
     for point, fstype, _options in mounts:
@@ -360,7 +369,7 @@ def _try_v2(mounts, own):
     return None
 
 
-def _enable_cpu(base, available):
+def _enable_cpu(base, available) -> bool:
     """Enable the cpu controller for our children if we may; False when it stays off."""
     if "cpu" not in available:
         return False
@@ -372,7 +381,7 @@ def _enable_cpu(base, available):
         return False
 
 
-def _try_v1(mounts, own):
+def _try_v1(mounts, own) -> Tree | None:
     bases = {}
     for controller in V1_CONTROLLERS:
         if controller not in own:
@@ -391,7 +400,7 @@ def _try_v1(mounts, own):
 SCHED_BATCH, SCHED_IDLE = 3, 5
 
 
-def lowered_priority(tid):
+def lowered_priority(tid: int) -> bool:
     """True when thread `tid` runs with a nice value above this process's own (the grader may
     run under `nice`; a sandbox cannot raise its priority, only lower it) or under SCHED_BATCH
     or SCHED_IDLE."""
@@ -405,7 +414,7 @@ def lowered_priority(tid):
         return False
 
 
-def read_cpu_usage(path, unit):
+def read_cpu_usage(path: str | Path, unit: float) -> float | None:
     """Seconds of CPU in a cgroup's cpu.stat (usage_usec), cpuacct.usage (ns) or cpuacct.stat
     (user + system, in clock ticks); None if unread.
     (inside/driver.py reads the same files with its own copy, _file_cpu: it imports nothing of
@@ -427,17 +436,17 @@ def read_cpu_usage(path, unit):
     return None if ticks is None else ticks * unit
 
 
-_OWNERS = {}  # pid -> owner_tag (per process: a forked child has a pid of its own)
+_OWNERS: dict[int, str] = {}  # pid -> owner_tag (per process: a forked child has a pid of its own)
 
 
-def _owner():
+def _owner() -> str:
     pid = os.getpid()
     if pid not in _OWNERS:
         _OWNERS[pid] = owner_tag(pid)
     return _OWNERS[pid]
 
 
-def _can_make_child(base):
+def _can_make_child(base) -> bool:
     probe = base / f"autograder-probe-{os.getpid()}-{next(_names)}-{_owner()}"
     try:
         probe.mkdir()
@@ -450,7 +459,11 @@ def _can_make_child(base):
     return True
 
 
-def find_tree(mountinfo="/proc/self/mountinfo", cgroup_file="/proc/self/cgroup", environ=None):
+def find_tree(
+    mountinfo: str = "/proc/self/mountinfo",
+    cgroup_file: str = "/proc/self/cgroup",
+    environ: Mapping[str, str] | None = None,
+) -> Tree | None:
     """The best usable cgroup tree here, or None (disabled, not mounted, or not writable)."""
     if disabled_by_env(environ):
         return None

@@ -7,6 +7,7 @@ sandbox's uid.
 
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 MAX_FILE_BYTES = 64 * 2**20  # one file of a student's folder copied into the sandbox
@@ -18,7 +19,9 @@ _CUT_SHORT = {
 }
 
 
-def submission_files(source, max_file_bytes=MAX_FILE_BYTES, max_total_bytes=MAX_TOTAL_BYTES):
+def submission_files(
+    source: Path, max_file_bytes: int = MAX_FILE_BYTES, max_total_bytes: int = MAX_TOTAL_BYTES
+) -> Iterator[tuple]:
     """What a student's folder gives the sandbox, in the walk's order: ("folder", parts),
     ("file", parts, size) or ("skipped", relative path, why). One rule for the copy and for
     the digest of what is graded (autograder/submissions.py): regular files only; symbolic
@@ -50,7 +53,7 @@ def submission_files(source, max_file_bytes=MAX_FILE_BYTES, max_total_bytes=MAX_
             yield ("file", (*parts, name), info.st_size)
 
 
-def read_chunks(source, parts, size):
+def read_chunks(source: Path, parts: tuple[str, ...], size: int) -> Iterator[bytes]:
     """The bytes of the regular file source/parts, at most `size` (what it said it was), in
     chunks; opened without following links (autograder.safe_files; UnsafeFile if refused)."""
     from autograder.safe_files import open_below
@@ -66,7 +69,12 @@ def read_chunks(source, parts, size):
             yield chunk
 
 
-def copy_submission(source, target, max_file_bytes=MAX_FILE_BYTES, max_total_bytes=MAX_TOTAL_BYTES):
+def copy_submission(
+    source: Path | str,
+    target: Path | str,
+    max_file_bytes: int = MAX_FILE_BYTES,
+    max_total_bytes: int = MAX_TOTAL_BYTES,
+) -> list[tuple[str, str]]:
     """Copy the regular files of a student's folder (submission_files' rule); returns
     [(relative path, why skipped)]. Every file is opened without following links
     (autograder.safe_files), and the walk is iterative."""
@@ -95,7 +103,7 @@ def copy_submission(source, target, max_file_bytes=MAX_FILE_BYTES, max_total_byt
     return skipped
 
 
-def tree_bytes(root):
+def tree_bytes(root: Path) -> int:
     """Total size of the regular files under root (no links followed; iterative). The tree may
     be changing while it is walked (a git fetch, a running sandbox): what is gone between the
     listing and its look counts nothing, never an error."""
@@ -116,7 +124,7 @@ def tree_bytes(root):
     return total
 
 
-def share_read_only(root):
+def share_read_only(root: Path) -> None:
     """Make a tree the grader wrote readable (not writable) by the sandbox's uid: a+rX."""
     stack = [str(root)]
     while stack:

@@ -14,12 +14,13 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Literal
 
 PATTERN = "fontlist-*.json"
 MAX_BYTES = 16 * 2**20  # matplotlib's own is ~40 KB
 
 
-def kept_folder():
+def kept_folder() -> Path | None:
     """Where the built cache is kept for this matplotlib version; None without matplotlib."""
     from importlib.metadata import PackageNotFoundError, version
 
@@ -36,7 +37,7 @@ def kept_folder():
     return root / "autograder" / f"matplotlib-{release}"
 
 
-def _read(path):
+def _read(path: Path) -> bytes | None:
     """The bytes of a font cache file, or None (a link, not a regular file, too large, not JSON)."""
     from autograder.safe_files import UnsafeFile, parse_json, read_bytes
 
@@ -48,7 +49,7 @@ def _read(path):
     return data
 
 
-def _copy(source, target):
+def _copy(source: Path, target: Path) -> bool:
     """Copy the font cache files of source into target (each written whole, then renamed)."""
     copied = 0
     for path in sorted(Path(source).glob(PATTERN)):
@@ -62,7 +63,7 @@ def _copy(source, target):
     return copied > 0
 
 
-def _build(target):
+def _build(target: Path) -> None:
     env = dict(os.environ, MPLCONFIGDIR=str(target), MPLBACKEND="Agg")
     try:
         subprocess.run(
@@ -77,7 +78,7 @@ def _build(target):
         pass
 
 
-def warm(target, kept=None):
+def warm(target: Path, kept: Path | Literal[False] | None = None) -> bool:
     """Put matplotlib's font cache into target; True if target now holds one.
 
     kept: the folder the built cache is kept in (default kept_folder()); False: keep none."""

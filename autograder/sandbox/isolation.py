@@ -14,9 +14,10 @@ import sys
 import time
 from pathlib import Path
 
-from .bubblewrap import OPTIONS, REPLACEABLE, BubblewrapUnsupported, probe
-from .cgroups import find_tree
+from .bubblewrap import OPTIONS, REPLACEABLE, BubblewrapUnsupported, Features, probe
+from .cgroups import Tree, find_tree
 from .copying import tree_bytes
+from .limits import Limits
 from .notices import warn_once
 from .seccomp import build_filter
 from .userns import UID_BASE, make_userns
@@ -42,7 +43,7 @@ INSIDE_OPT = "/opt/grader"
 INSIDE_LIB = "/opt/grader/lib"
 
 
-def bwrap_works(bwrap):
+def bwrap_works(bwrap: str) -> bool:
     try:
         done = subprocess.run(
             [bwrap, "--unshare-net", "--unshare-pid", "--die-with-parent", "--new-session"]
@@ -57,7 +58,7 @@ def bwrap_works(bwrap):
     return done.returncode == 0
 
 
-def _within(path, root):
+def _within(path: Path, root: Path) -> bool:
     try:
         Path(path).resolve().relative_to(Path(root).resolve())
         return True
@@ -66,9 +67,31 @@ def _within(path, root):
 
 
 class Isolation:
-    """The isolation half of Sandbox: which defences are in force, and the bwrap arguments."""
+    """The isolation half of Sandbox: which defences are in force, and the bwrap arguments.
 
-    def _isolate(self):
+    What it reads, the subclass sets before it calls _isolate (the first block below); what
+    _isolate decides is the second."""
+
+    # -- set by the subclass (Sandbox.__init__) before _isolate
+    limits: Limits
+    mode: str  # "bwrap" or "none"
+    bwrap: str | None  # the bwrap executable, if there is one
+    lib: Path  # the read-only files the sandbox sees (driver, zygote, the harness's package)
+    mplconfig: Path  # matplotlib's config and font cache, shown read-only
+    extra_data: list[Path]  # files shown at their own paths (CourseFiles.data)
+    # -- decided by _isolate
+    identity: str
+    pull: bool
+    seccomp: bytes | None
+    features: Features | None
+    size_by_driver: bool
+    cgroups: Tree | None
+
+    def close(self) -> None:
+        """Release what the subclass holds (Sandbox.close); called when bubblewrap is refused."""
+        raise NotImplementedError
+
+    def _isolate(self) -> None:
         """Decide once which defences are in force; warn once about each missing one."""
         self.identity = "none"  # "userns" (own namespace, unprivileged uid) / "user" / "root"
         # answers and status in tmpfs mounts the grader copies out (pull.py); else host folders
@@ -104,7 +127,7 @@ class Isolation:
                 "unprivileged uid.",
             )
 
-    def _check_bubblewrap(self):
+    def _check_bubblewrap(self) -> None:
         """Probe this bwrap's options; refuse one that lacks an option the sandbox cannot do
         without (BubblewrapUnsupported, never a silent fall back to less isolation)."""
         self.features = probe(self.bwrap)
@@ -117,7 +140,7 @@ class Isolation:
             raise BubblewrapUnsupported(problem)
         self.size_by_driver = not self.features.has("--size")
 
-    def _tmpfs_sizes(self, work):
+    def _tmpfs_sizes(self, work: Path) -> dict[str, int]:
         """{mount point: bytes} of every tmpfs of the sandbox (one place for both ways of
         capping them: bwrap's --size, or the driver's remount)."""
         lim = self.limits
@@ -132,17 +155,17 @@ class Isolation:
             sizes[f"{INSIDE_ROOT}/status"] = lim.status_bytes
         return sizes
 
-    def _tmpfs(self, path, sizes):
+    def _tmpfs(self, path: str, sizes: dict[str, int]) -> list[str]:
         return tmpfs(path, None if self.size_by_driver else sizes[path])
 
-    def driver_options(self, work):
+    def driver_options(self, work: Path) -> list[str]:
         """The driver's own options before --as: which tmpfs it must cap (bwrap < 0.7.0)."""
         if not self.size_by_driver:
             return []
         sizes = self._tmpfs_sizes(work)
         return [arg for path, size in sizes.items() for arg in ("--cap-tmpfs", f"{path}={size}")]
 
-    def _warn_no_cgroups(self):
+    def _warn_no_cgroups(self) -> None:
         limit = (
             f"RLIMIT_NPROC of the sandbox's uid ({self.limits.processes})"
             if self.mode == "bwrap" and (os.geteuid() != 0 or not userns_disabled())
@@ -159,7 +182,8 @@ class Isolation:
             "cgroups (root, or a delegated cgroup) for hard per-sandbox caps.",
         )
 
-    def _userns_works(self):
+    def _userns_works(self) -> bool:
+        assert self.bwrap is not None  # asked in mode "bwrap" only
         fd = make_userns(UID_BASE)
         if fd is None:
             return False
@@ -181,12 +205,19 @@ class Isolation:
             os.close(fd)
         return done.returncode == 0
 
-    def _bwrap_args(self, work, userns_fd=None, seccomp_fd=None, identity=None):
+    def _bwrap_args(
+        self,
+        work: Path,
+        userns_fd: int | None = None,
+        seccomp_fd: int | None = None,
+        identity: str | None = None,
+    ) -> list[str]:
         identity = identity or self.identity
         sizes = self._tmpfs_sizes(work)
         # without --size the driver remounts each tmpfs with its size, then drops these two
         # (driver.py, --cap-tmpfs) before anything else runs
         capping = ["CAP_SYS_ADMIN", "CAP_SETPCAP"] if self.size_by_driver else []
+        assert self.bwrap is not None  # built in mode "bwrap" only
         args = [self.bwrap]
         if identity == "userns":
             # our own namespace (userns.py): bwrap sets up as root-in-namespace, then the driver
@@ -252,13 +283,13 @@ class Isolation:
         return args[:flags] + with_parent_dirs(args[flags:])
 
     @staticmethod
-    def _python_paths():
+    def _python_paths() -> list[Path]:
         """The Python installation and the venv, read-only; never the project directory."""
         paths = {Path(sys.base_prefix).resolve(), Path(sys.prefix)}
         for entry in site.getsitepackages():
             if Path(entry).is_dir():
                 paths.add(Path(entry))
-        keep = []
+        keep: list[Path] = []
         for path in sorted(paths, key=lambda p: len(p.parts)):
             if str(path).startswith(("/usr/", "/bin", "/lib")) or str(path) == "/usr":
                 continue
@@ -268,7 +299,7 @@ class Isolation:
         return keep
 
     @staticmethod
-    def _editable_hooks():
+    def _editable_hooks() -> list[Path]:
         """Editable installs point `autograder`/`coursedata` at the project: blank their hooks."""
         hooks = []
         for entry in site.getsitepackages():
@@ -286,7 +317,7 @@ DEST_OPS = {"--ro-bind": 2, "--bind": 2, "--symlink": 2, "--tmpfs": 1, "--proc":
 MODIFIERS = {"--perms", "--size"}  # each takes one value and applies to the next operation
 
 
-def with_parent_dirs(ops):
+def with_parent_dirs(ops: list[str]) -> list[str]:
     """`ops` with `--perms 0755 --dir P` put before each operation for every parent P of its
     destination that is not there yet. bwrap would make a missing parent 0700 (unwalkable by
     the sandbox's uid), and a parent made before a later tmpfs over it (a venv under /tmp, the
@@ -319,13 +350,13 @@ def with_parent_dirs(ops):
     return out + pending
 
 
-def tmpfs(path, size):
+def tmpfs(path: str, size: float | None) -> list[str]:
     """A world-writable (sticky) tmpfs at path; capped by bwrap's --size unless size is None."""
     capped = [] if size is None else ["--size", str(int(size))]
     return ["--perms", "1777", *capped, "--tmpfs", path]
 
 
-def child_pid(info_fd):
+def child_pid(info_fd: int) -> int:
     """The sandbox's pid-1 as bwrap reports it on --info-fd (read to its end, then closed)."""
     try:
         with os.fdopen(info_fd, "rb") as info:
@@ -334,7 +365,7 @@ def child_pid(info_fd):
         return 0
 
 
-def kill_namespace(child):
+def kill_namespace(child: int) -> None:
     """SIGKILL the sandbox's pid-1 (the kernel then kills its whole pid namespace) and wait."""
     if child <= 0:
         return

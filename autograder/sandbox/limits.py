@@ -16,9 +16,23 @@ machine's available memory.
 """
 
 import resource
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
+from .cgroups import Cgroup, Tree
 from .notices import warn_once
+
+
+class Pending(Protocol):
+    """What the budgets read of a NotebookJob (sandbox/__init__.py)."""
+
+    @property
+    def stem(self) -> str: ...
+    @property
+    def serve_seconds(self) -> Mapping[str, float]: ...
+    @property
+    def wall_factor(self) -> float | None: ...
 
 
 @dataclass
@@ -28,8 +42,8 @@ class Limits:
     # {stem: CPU seconds} of a notebook's cells, and of its hidden tests together, derived from
     # the self-test's measurement (grading/selftest.py, derive): when set, each notebook gets its
     # own figures instead of `timeout`
-    measured: dict = field(default_factory=dict)
-    measured_tests: dict = field(default_factory=dict)
+    measured: dict[str, float] = field(default_factory=dict)
+    measured_tests: dict[str, float] = field(default_factory=dict)
     timeout_given: bool = True  # False: `timeout` is the static default, measured figures win
     wall_factor: float = 1.0  # the wall-clock backstop of every time limit: this x its CPU s
     idle_seconds: float = 15.0  # ... plus these wall seconds (sleeping, waiting) per budget
@@ -81,7 +95,7 @@ class Limits:
     measured_factor: float = 4.0
     measured_floor_seconds: float = 5.0
 
-    def driver_times(self):
+    def driver_times(self) -> dict[str, float]:
         """The budgets the sandbox's driver applies, as job.json carries them."""
         return {
             "request_wall_factor": self.request_wall_factor,
@@ -98,11 +112,13 @@ class Limits:
             "idle_seconds": self.idle_seconds,
         }
 
-    def wall_seconds(self, cpu_seconds, factor=None):
+    def wall_seconds(self, cpu_seconds: float, factor: float | None = None) -> float:
         """The wall-clock backstop of a budget of `cpu_seconds` (the driver's Run.wall)."""
         return cpu_seconds * (factor or self.wall_factor) + self.idle_seconds
 
-    def notebook_budgets(self, stem, serve_seconds):
+    def notebook_budgets(
+        self, stem: str, serve_seconds: Mapping[str, float]
+    ) -> tuple[float, float]:
         """(CPU s of the notebook's cells, CPU s of all its hidden tests together): the measured
         figure of the notebook when there is one and --timeout was not given, else `timeout`;
         the tests never more than the sum of their names' own budgets (serve_seconds)."""
@@ -112,7 +128,11 @@ class Limits:
             tests = float(self.measured_tests.get(stem, cells))
         return cells, min(tests, float(sum(serve_seconds.values())))
 
-    def derive(self, cpu_per_notebook, cells_per_notebook=None):
+    def derive(
+        self,
+        cpu_per_notebook: Mapping[str, float],
+        cells_per_notebook: Mapping[str, float] | None = None,
+    ) -> dict[str, tuple[float, float]]:
         """Use the self-test's measured CPU seconds of the solutions, per notebook (all of it,
         and of its cells alone when measured): the notebook's cells get measured_factor x their
         figure, and its tests together as much of theirs (each at least the floor), unless
@@ -121,7 +141,7 @@ class Limits:
         if self.timeout_given:
             return {}
 
-        def scaled(cpu):
+        def scaled(cpu: float) -> float:
             return round(max(self.measured_floor_seconds, self.measured_factor * float(cpu)), 1)
 
         cells_per_notebook = cells_per_notebook or {}
@@ -136,11 +156,11 @@ class Limits:
         return {stem: (self.measured[stem], self.measured_tests[stem]) for stem in self.measured}
 
     @property
-    def cgroup_memory(self):
+    def cgroup_memory(self) -> int:
         return self.sandbox_memory_bytes or self.memory_bytes
 
 
-def preexec(limits, cgroup, cpu_seconds=None):
+def preexec(limits: Limits, cgroup: Cgroup | None, cpu_seconds: float | None = None) -> None:
     """In the child between fork and exec (plain syscalls only): cgroup first, then rlimits.
     Without a cgroup (nothing then counts the sandbox's processes together), every process of
     the sandbox is also held to `cpu_seconds`, the whole sandbox's CPU budget (RLIMIT_CPU)."""
@@ -162,7 +182,7 @@ def preexec(limits, cgroup, cpu_seconds=None):
             pass
 
 
-def make_cgroup(tree, limits):
+def make_cgroup(tree: Tree | None, limits: Limits) -> Cgroup | None:
     """A new cgroup for one sandbox in `tree` (cgroups.find_tree), or None (warned once)."""
     if tree is None:
         return None
@@ -177,7 +197,7 @@ def make_cgroup(tree, limits):
         return None
 
 
-def budget(limits, pending):
+def budget(limits: Limits, pending: Iterable[Pending]) -> float:
     """Wall-clock seconds the whole sandbox may take for the NotebookJobs `pending`: each
     notebook's two budgets (cells, tests) and its start-up, times the wall factor, each budget's
     idle allowance, and some room for starting and stopping."""
@@ -190,7 +210,7 @@ def budget(limits, pending):
     return total
 
 
-def cpu_budget(limits, pending):
+def cpu_budget(limits: Limits, pending: Iterable[Pending]) -> float:
     """CPU seconds the whole sandbox may use for the NotebookJobs `pending` (every process of it,
     read from its cgroup by the parent): each notebook's two budgets and a slack."""
     lim = limits
@@ -199,7 +219,9 @@ def cpu_budget(limits, pending):
     )
 
 
-def cpu_clock(cgroup, own_pid_namespace, fd=None):
+def cpu_clock(
+    cgroup: Cgroup | None, own_pid_namespace: bool, fd: int | None = None
+) -> dict[str, str | int | float]:
     """How the driver measures the sandbox's CPU time (driver.CpuClock): the sandbox's cgroup
     (every process it ever had, reaped or not), through `fd` (its accounting file opened by the
     parent, read-only, passed into the sandbox) or its path; else, in the sandbox's own pid
@@ -215,7 +237,7 @@ def cpu_clock(cgroup, own_pid_namespace, fd=None):
     return {"kind": "process"}
 
 
-def warn_about_cpu(tree):
+def warn_about_cpu(tree: Tree | None) -> None:
     """Once: where the sandboxes have cgroups but no cpu controller (no CPU cap)."""
     if tree is not None and not tree.cpu_capped:  # no cgroup at all: isolation warns
         warn_once(
@@ -226,7 +248,7 @@ def warn_about_cpu(tree):
         )
 
 
-def available_memory():
+def available_memory() -> int | None:
     """Bytes of memory the machine can give now (MemAvailable), or None."""
     try:
         with open("/proc/meminfo") as handle:
@@ -238,7 +260,7 @@ def available_memory():
     return None
 
 
-def bound_workers(workers, limits, available=None):
+def bound_workers(workers: int, limits: Limits, available: float | None = None) -> tuple[int, str]:
     """(workers, message or ""): at most as many sandboxes as the machine's available memory
     holds at their cap each (at least one)."""
     available = available_memory() if available is None else available

@@ -3,11 +3,11 @@
 import threading
 import warnings
 
-_warned = set()
+_warned: set[str] = set()
 _warned_lock = threading.Lock()
 
 
-def warn_once(key, text):
+def warn_once(key: str, text: str) -> None:
     """Print `text` as a RuntimeWarning once per grading process (not once per sandbox)."""
     with _warned_lock:
         if key in _warned:

@@ -14,9 +14,13 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from .cgroups import Cgroup
 
 
-def reap(proc, timeout=10.0):
+def reap(proc: subprocess.Popen, timeout: float = 10.0) -> None:
     """Wait up to `timeout` seconds for `proc` (a Popen) to end, then kill it; it is reaped."""
     try:
         proc.wait(timeout=timeout)
@@ -25,7 +29,7 @@ def reap(proc, timeout=10.0):
         proc.wait()
 
 
-def kill_group(proc):
+def kill_group(proc: subprocess.Popen) -> None:
     """SIGKILL `proc`'s whole process group (it was started in a session of its own); reap it."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -39,19 +43,26 @@ class SandboxStopped(BaseException):  # noqa: N818 - says what happened, like Ke
     KeyboardInterrupt, so that nothing takes it for a failure of the student or of the grader."""
 
 
+class _Job(Protocol):
+    """What a Launch reads of a NotebookJob (sandbox/__init__.py)."""
+
+    @property
+    def stem(self) -> str: ...
+
+
 @dataclass(eq=False)
 class Launch:
     """One running sandbox: its process (the leader of a session of its own), its cgroup, the
     NotebookJobs it runs in order, and where it writes their status files."""
 
-    proc: object
-    cgroup: object
-    jobs: list
-    status: object = None  # a Path, or an open folder's descriptor (pull.Folder.fd)
+    proc: subprocess.Popen[bytes]
+    cgroup: Cgroup | None
+    jobs: list[_Job]
+    status: Path | int | None = None  # a Path, or an open folder's descriptor (pull.Folder.fd)
     thread: int = field(default_factory=threading.get_ident)  # the worker that started it
     started: float = field(default_factory=time.monotonic)
 
-    def kill(self):
+    def kill(self) -> None:
         """SIGKILL its process group and everything in its cgroup; never waits (the worker that
         started it reaps it and removes the cgroup)."""
         if self.proc.returncode is None:
@@ -62,7 +73,7 @@ class Launch:
         if self.cgroup is not None:
             self.cgroup.kill(patience=0)
 
-    def begun(self):
+    def begun(self) -> list[str]:
         """The stems of its jobs whose status file exists (each notebook writes one as it starts),
         in the jobs' order. One lstat per job: the sandbox may fill the folder with other names."""
         found = []
@@ -85,16 +96,22 @@ class Running:
     """The sandboxes running now. stop() may be called from a signal handler in the main thread,
     which may hold the lock at that moment: hence a re-entrant lock."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._lock = threading.RLock()
-        self._live = []
+        self._live: list[Launch] = []
         self.stopping = False
 
-    def check(self):
+    def check(self) -> None:
         if self.stopping:
             raise SandboxStopped("the grading run is stopping")
 
-    def add(self, proc, cgroup, jobs, status=None):
+    def add(
+        self,
+        proc: subprocess.Popen[bytes],
+        cgroup: Cgroup | None,
+        jobs: list[_Job],
+        status: Path | int | None = None,
+    ) -> Launch:
         launch = Launch(proc, cgroup, list(jobs), status)
         with self._lock:
             self._live.append(launch)
@@ -103,24 +120,24 @@ class Running:
             launch.kill()
         return launch
 
-    def watch(self, launch, status):
+    def watch(self, launch: Launch, status: Path | int | None) -> None:
         with self._lock:
             launch.status = status
 
-    def discard(self, launch):
+    def discard(self, launch: Launch) -> None:
         """Before its folders are closed: begun() never reads a closed (or reused) descriptor."""
         with self._lock:
             if launch in self._live:
                 self._live.remove(launch)
 
-    def stop(self):
+    def stop(self) -> None:
         with self._lock:
             self.stopping = True
             live = list(self._live)
         for launch in live:
             launch.kill()
 
-    def progress(self):
+    def progress(self) -> list[tuple[Launch, list[str]]]:
         """[(launch, stems begun)] of the sandboxes running now."""
         with self._lock:
             return [(launch, launch.begun()) for launch in self._live]

@@ -17,6 +17,8 @@ size holding nothing (no disk used); devices and sockets are left out.
 
 import os
 import stat
+from pathlib import Path
+from typing import Self
 
 FLAGS_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 FLAGS_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -26,7 +28,7 @@ FLAGS_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 FLAGS_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
-def _create(path, size=0):
+def _create(path: str, size: int = 0) -> int:
     """A new regular file at path (refused if anything is there), truncated to size."""
     fd = os.open(path, FLAGS_NEW, 0o600)
     if size:
@@ -35,11 +37,11 @@ def _create(path, size=0):
 
 
 class Folder:
-    def __init__(self, fd):
-        self.fd = fd
+    def __init__(self, fd: int) -> None:
+        self.fd: int | None = fd
 
     @classmethod
-    def open(cls, pid, inside_path):
+    def open(cls, pid: int, inside_path: str) -> Self:
         root = os.open(f"/proc/{int(pid)}/root", FLAGS_DIR & ~os.O_NOFOLLOW)
         try:
             fd = root
@@ -52,16 +54,22 @@ class Folder:
         finally:
             os.close(root)
 
-    def close(self):
+    def close(self) -> None:
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
 
     def copy_to(
-        self, target, max_bytes, max_file_bytes=64 * 2**20, max_files=100_000, max_depth=32
-    ):
+        self,
+        target: Path,
+        max_bytes: int,
+        max_file_bytes: int = 64 * 2**20,
+        max_files: int = 100_000,
+        max_depth: int = 32,
+    ) -> tuple[int, int, int]:
         """Copy into `target` (created); returns (files copied, bytes copied, entries not copied)."""
         files = total = skipped = folders = 0
+        assert self.fd is not None, "copy_to after close"
         stack = [(os.dup(self.fd), str(target), 0)]
         while stack:
             dir_fd, out, depth = stack.pop()
@@ -109,10 +117,10 @@ class Folder:
         return files, total, skipped
 
 
-def _names(dir_fd, limit):
+def _names(dir_fd: int, limit: int) -> list[str]:
     """At most `limit` names of the folder (a student can make a million empty files on a
     tmpfs capped in bytes: they are never all listed, nor stat'ed one by one)."""
-    names = []
+    names: list[str] = []
     with os.scandir(dir_fd) as entries:
         for entry in entries:
             if len(names) >= max(limit, 0):
@@ -121,7 +129,7 @@ def _names(dir_fd, limit):
     return names
 
 
-def _copy_file(dir_fd, name, destination, budget):
+def _copy_file(dir_fd: int, name: str, destination: str, budget: int) -> int:
     try:
         src = os.open(name, FLAGS_FILE, dir_fd=dir_fd)
     except OSError:

@@ -36,11 +36,11 @@ ARCHES = {
 }
 
 
-def _op(code, k=0, jt=0, jf=0):
+def _op(code: int, k: int = 0, jt: int = 0, jf: int = 0) -> bytes:
     return struct.pack("=HBBI", code, jt, jf, k)
 
 
-def build_filter(machine=None):
+def build_filter(machine: str | None = None) -> bytes | None:
     """The filter's bytes for this machine (platform.machine()), or None if it is not known."""
     spec = ARCHES.get(machine or platform.machine())
     if spec is None:

@@ -24,6 +24,8 @@ starved, nor is one the parent killed for using up its CPU budget.
 import threading
 import time
 
+from .cgroups import Cgroup
+
 INTERVAL = 0.5
 SHARE = 0.75  # starved: the sandbox ran less than this part of its CPU share (cpus) ...
 WAITING = 0.5  # starved: waited for others' CPU at least this part of the time it did not run
@@ -32,9 +34,9 @@ WAITING = 0.5  # starved: waited for others' CPU at least this part of the time 
 class Sampler:
     """Samples (time, the sandbox's CPU seconds, its threads' seconds waiting for a CPU)."""
 
-    def __init__(self, cgroup):
+    def __init__(self, cgroup: Cgroup | None) -> None:
         self.cgroup = cgroup
-        self.samples = []
+        self.samples: list[tuple[float, float | None, float | None]] = []
         self.slowed = False  # a thread of the sandbox was seen with its priority lowered
         self.over = ""  # "cpu" or "wall": the parent killed the sandbox at that budget
         self._done = threading.Event()
@@ -42,7 +44,7 @@ class Sampler:
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
-    def _sample(self):
+    def _sample(self) -> None:
         if self.cgroup is None:
             self.samples.append((time.monotonic(), None, None))
             return
@@ -50,31 +52,31 @@ class Sampler:
         self.slowed = self.slowed or slowed
         self.samples.append((time.monotonic(), self.cgroup.cpu_seconds(), wait))
 
-    def _run(self):
+    def _run(self) -> None:
         while not self._done.wait(INTERVAL):
             self._sample()
 
-    def stop(self):
+    def stop(self) -> None:
         self._done.set()
         self._thread.join()
         self._sample()
 
-    def cpu_used(self):
+    def cpu_used(self) -> float | None:
         """The sandbox's CPU seconds from the first sample to the last, or None unmeasured."""
         measured = [s[1] for s in list(self.samples) if s[1] is not None]
         return measured[-1] - measured[0] if measured else None
 
-    def share(self, start, end, cpus=1.0):
+    def share(self, start: float, end: float, cpus: float = 1.0) -> float | None:
         """The part of its CPU share (`cpus`) the sandbox got between `start` and `end`, or None
         unmeasured: what a second run's wall must make up for (rerun_wall_factor)."""
-        inside = [s for s in self.samples if start <= s[0] <= end and s[1] is not None]
+        inside = [(t, cpu) for t, cpu, _ in self.samples if start <= t <= end and cpu is not None]
         if len(inside) < 2:
-            inside = [s for s in self.samples if s[1] is not None]
+            inside = [(t, cpu) for t, cpu, _ in self.samples if cpu is not None]
         if len(inside) < 2 or inside[-1][0] - inside[0][0] <= 0:
             return None
         return max(0.0, inside[-1][1] - inside[0][1]) / (cpus * (inside[-1][0] - inside[0][0]))
 
-    def starved(self, start, end, cpus=1.0):
+    def starved(self, start: float, end: float, cpus: float = 1.0) -> bool:
         """True when the sandbox was starved between `start` and `end` (time.monotonic, as the
         sandbox reported them: clipped to what was measured, so a lie only moves the window)."""
         if self.slowed:
@@ -84,7 +86,7 @@ class Sampler:
             inside = self.samples
         used = queued = elapsed = 0.0
         for (t0, cpu0, wait0), (t1, cpu1, wait1) in zip(inside, inside[1:], strict=False):
-            if None in (cpu0, cpu1, wait0, wait1):
+            if cpu0 is None or cpu1 is None or wait0 is None or wait1 is None:
                 continue  # not measured: no evidence either way
             dt = t1 - t0
             ran = max(0.0, cpu1 - cpu0)
@@ -98,7 +100,7 @@ class Sampler:
         return queued >= WAITING * idle
 
 
-def rerun_wall_factor(share, least, most):
+def rerun_wall_factor(share: float | None, least: float, most: float) -> float:
     """A starved notebook's second run: its wall backstop as a multiple of its CPU budgets, far
     enough for the CPU the first run got (`share` of its share, Sampler.share) with a margin
     of two, at least `least` and at most `most` (Limits.starved_wall_factor, starved_wall_most).
@@ -109,7 +111,7 @@ def rerun_wall_factor(share, least, most):
     return min(most, max(least, 2.0 / share))
 
 
-def others_held(waited, ran, share):
+def others_held(waited: float, ran: float, share: float) -> float:
     """Of `waited` thread-seconds on the run queue in an interval where the sandbox ran `ran`
     CPU seconds and could have run `share`: the seconds other programs held the CPU it could
     have had. What its threads wait beyond that they wait for each other (more threads than

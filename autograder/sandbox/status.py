@@ -4,14 +4,38 @@ Everything in the sandbox runs as the student, so the parent believes only type-
 facts from it and writes every sentence the student reads itself.
 """
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Protocol
 
 from autograder.integrity import INTEGRITY_FACTS
 
 MAX_STATUS_BYTES = 2**20
 
 
-def read_status(path):
+class Job(Protocol):
+    """What the status is checked against: a NotebookJob (sandbox/__init__.py)."""
+
+    @property
+    def serve_seconds(self) -> Mapping[str, float]: ...
+
+
+class Run(Protocol):
+    """What apply_status writes: a NotebookRun (sandbox/__init__.py)."""
+
+    executed_ok: bool
+    cell_errors: list[dict]
+    notes: dict[str, str]
+    messages: list[str]
+    seconds: float
+    cpu_seconds: float
+    cells_cpu_seconds: float
+    timed_out: bool
+    kernel_died: bool
+    integrity: list[str]
+
+
+def read_status(path: Path) -> dict | None:
     """A notebook's status file as JSON, or None. Read without following links, only a regular
     file under MAX_STATUS_BYTES (autograder.safe_files): code in the sandbox may have replaced it."""
     from autograder.safe_files import UnsafeFile, read_json
@@ -23,7 +47,7 @@ def read_status(path):
         return None
 
 
-def clean_status(status, job):
+def clean_status(status: dict | None, job: Job) -> dict | None:
     """The structured facts of a status file, type-checked; its free text is dropped.
 
     Everything in the sandbox runs as the student (the driver too), so a status file may have
@@ -35,7 +59,7 @@ def clean_status(status, job):
     if not isinstance(status, dict):
         return None
 
-    def flag(key):
+    def flag(key: str) -> bool:
         return status.get(key) is True
 
     errors = []
@@ -56,10 +80,11 @@ def clean_status(status, job):
     unrun = status.get("tests_out_of_time")
     unrun = sorted(n for n in (unrun if isinstance(unrun, list) else []) if n in lost)
 
-    def number(key, default):
+    def number(key: str, default: float) -> float:
         value = status.get(key)
-        ok = type(value) in (int, float) and 0 <= value < 1e12
-        return float(value) if ok else default
+        if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < 1e12:
+            return float(value)
+        return default
 
     integrity = status.get("integrity")
     integrity = integrity[:20] if isinstance(integrity, list) else []
@@ -83,7 +108,7 @@ def clean_status(status, job):
     }
 
 
-def suspicion(status, job):
+def suspicion(status: dict | None, job: Job) -> str:
     """Why a notebook's outcome may be the sandbox's failure rather than the student's, or "".
 
     "never-ran": the sandbox stopped before it; "kernel-start": its kernel did not start;
@@ -103,13 +128,13 @@ def suspicion(status, job):
     return ""
 
 
-def window(status, job):
+def window(status: dict | None, job: Job) -> tuple[float, float]:
     """(started_at, ended_at) as the notebook's status reports them (time.monotonic)."""
     status = clean_status(status, job) if status is not None else None
     return (status["started_at"], status["ended_at"]) if status else (0.0, float("inf"))
 
 
-def apply_status(run, status, job):
+def apply_status(run: Run, status: dict | None, job: Job) -> None:
     status = clean_status(status, job) if status is not None else None
     if status is not None and status["kernel_start_failed"]:
         run.messages.append(

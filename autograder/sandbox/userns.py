@@ -20,6 +20,7 @@ AUTOGRADER_USERNS=0 disables it (to test the fallback).
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 
 from .processes import reap
 
@@ -41,13 +42,13 @@ os.read(0, 1)
 """
 
 
-def disabled_by_env(environ=None):
+def disabled_by_env(environ: Mapping[str, str] | None = None) -> bool:
     from autograder.switches import switches
 
     return not switches(environ).userns
 
 
-def make_userns(uid, gid=None):
+def make_userns(uid: int, gid: int | None = None) -> int | None:
     """A new user namespace mapping 0->0 and uid->uid (root only); its fd, or None."""
     if os.geteuid() != 0 or disabled_by_env():
         return None
@@ -62,6 +63,7 @@ def make_userns(uid, gid=None):
         )
     except OSError:
         return None
+    assert helper.stdout is not None and helper.stdin is not None  # both PIPE
     fd = None
     try:
         if helper.stdout.read(1) != b"R":

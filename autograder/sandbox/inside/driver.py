@@ -35,11 +35,12 @@ import hashlib
 import json
 import os
 import sys
+from collections.abc import Iterable
 
 
-def _drop_to(spec):
-    uid, _, gid = spec.partition(":")
-    uid, gid = int(uid), int(gid or uid)
+def _drop_to(spec: str) -> None:
+    uid_text, _, gid_text = spec.partition(":")
+    uid, gid = int(uid_text), int(gid_text or uid_text)
     os.setgroups([])
     os.setresgid(gid, gid, gid)
     os.setresuid(uid, uid, uid)
@@ -52,14 +53,14 @@ PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
 CAPABILITY_V3 = 0x20080522
 
 
-def _cap_tmpfs(specs):
+def _cap_tmpfs(specs: list[str]) -> None:
     """Remount each PATH=BYTES tmpfs with size=BYTES (bubblewrap < 0.7.0 has no --size)."""
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
     for spec in specs:
-        path, _, size = spec.rpartition("=")
-        size = int(size)
+        path, _, size_text = spec.rpartition("=")
+        size = int(size_text)
         flags = MS_REMOUNT | MS_NOSUID | MS_NODEV
         if libc.mount(b"tmpfs", path.encode(), b"tmpfs", flags, f"size={size}".encode()) != 0:
             error = os.strerror(ctypes.get_errno())
@@ -69,7 +70,7 @@ def _cap_tmpfs(specs):
             raise SystemExit(f"driver: the tmpfs {path} is still larger than {size} bytes")
 
 
-def _drop_bounding_set():
+def _drop_bounding_set() -> None:
     """No capability can come back through an exec (CAP_SETPCAP, held for this, is needed)."""
     import ctypes
 
@@ -78,7 +79,7 @@ def _drop_bounding_set():
         libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)  # past the last capability: EINVAL, ignored
 
 
-def _clear_capabilities():
+def _clear_capabilities() -> None:
     """Ambient, effective, permitted and inheritable sets emptied."""
     import ctypes
 
@@ -89,7 +90,7 @@ def _clear_capabilities():
         raise SystemExit("driver: could not drop its capabilities")
 
 
-def _capabilities_left():
+def _capabilities_left() -> list[str]:
     """The capability sets of this process that are not empty (from /proc/self/status)."""
     with open("/proc/self/status") as status:
         fields = dict(line.split(":", 1) for line in status if line.startswith("Cap"))
@@ -136,7 +137,7 @@ BLOCKED_IMPORTS = (
     "jsonpointer",
 )
 for _optional in BLOCKED_IMPORTS:
-    sys.modules.setdefault(_optional, None)
+    sys.modules.setdefault(_optional, None)  # type: ignore[arg-type]  # None blocks an import
 
 import nbformat  # noqa: E402
 from jupyter_client.manager import AsyncKernelManager  # noqa: E402
@@ -215,13 +216,13 @@ class CpuClock:
     sandbox's CPU budget by RLIMIT_CPU). An unreadable clock reads 0 (the wall budget still
     applies)."""
 
-    def __init__(self, spec):
+    def __init__(self, spec: dict | None) -> None:
         spec = spec or {}
         self.kind = spec.get("kind", "process")
         self.path, self.unit = spec.get("path"), float(spec.get("unit", 1e-6))
         self.fd = spec.get("fd")
 
-    def __call__(self, pid=0):
+    def __call__(self, pid: int = 0):
         if self.kind == "cgroup-fd":
             return _fd_cpu(self.fd, self.unit)
         if self.kind == "cgroup":
@@ -231,7 +232,7 @@ class CpuClock:
         return _tree_cpu(os.getpid())
 
 
-def _fd_cpu(fd, unit):
+def _fd_cpu(fd, unit: float):
     try:
         text = os.pread(int(fd), 4096, 0).decode("ascii", "replace")
     except (OSError, TypeError, ValueError):
@@ -239,7 +240,7 @@ def _fd_cpu(fd, unit):
     return _parse_cpu(text, unit)
 
 
-def _tree_cpu(root):
+def _tree_cpu(root: int):
     """The CPU seconds of `root` and of every live process descended from it or in its session
     (its own time plus its reaped children's)."""
     parents, sessions, cpu = {}, {}, {}
@@ -265,7 +266,7 @@ def _tree_cpu(root):
     return total
 
 
-def _stat_fields(pid):
+def _stat_fields(pid: int | str) -> list[bytes] | None:
     """The fields of /proc/PID/stat after the command name (which may hold spaces), or None."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
@@ -275,15 +276,15 @@ def _stat_fields(pid):
     return data[data.rfind(b")") + 2 :].split()
 
 
-def _proc_cpu(pid):
-    fields = _stat_fields(pid)
+def _proc_cpu(pid: int | str) -> float:
+    fields = _stat_fields(pid) or []  # none: 0.0, as before
     try:
         return sum(int(x) for x in fields[11:15]) / TICKS  # utime stime cutime cstime
     except (ValueError, TypeError, IndexError):
         return 0.0
 
 
-def _file_cpu(path, unit):
+def _file_cpu(path, unit: float) -> float:
     try:
         with open(path) as handle:
             text = handle.read(4096)
@@ -292,7 +293,7 @@ def _file_cpu(path, unit):
     return _parse_cpu(text, unit)
 
 
-def _parse_cpu(text, unit):
+def _parse_cpu(text: str, unit):
     """cgroups.read_cpu_usage's reading of cpu.stat, cpuacct.usage or cpuacct.stat (0.0 for
     None; tests/test_inside_constants.py pins the two together)."""
     ticks = None
@@ -319,34 +320,36 @@ class Watchdog:
     GRACE_WALL = TIMES["grace_wall_seconds"]  # Limits.grace_wall_seconds
     TICK = 0.25
 
-    def __init__(self, clock, grace_cpu=None, grace_wall=None):
+    def __init__(
+        self, clock: CpuClock, grace_cpu: float | None = None, grace_wall: float | None = None
+    ) -> None:
         self.clock = clock
         self._grace = (grace_cpu, grace_wall)  # None: the class's (job["times"] sends both)
         self.lock = threading.Lock()
-        self.armed = None  # (kernel pid, CPU reading at which it fires)
-        self.fired_at = None
+        self.armed: tuple[int, float] | None = None  # (kernel pid, CPU reading at which it fires)
+        self.fired_at: float | None = None
         threading.Thread(target=self._watch, daemon=True).start()
 
     @property
-    def grace_cpu(self):
+    def grace_cpu(self) -> float:
         return self.GRACE_CPU if self._grace[0] is None else float(self._grace[0])
 
     @property
-    def grace_wall(self):
+    def grace_wall(self) -> float:
         return self.GRACE_WALL if self._grace[1] is None else float(self._grace[1])
 
-    def arm(self, pid, cpu_seconds):
+    def arm(self, pid: int, cpu_seconds: float) -> None:
         with self.lock:
             self.fired_at = None
             self.armed = (pid, self.clock(pid) + cpu_seconds)
 
     @property
-    def fired(self):
+    def fired(self) -> bool:
         """True when the watchdog interrupted the cell now running (or the last one)."""
         with self.lock:
             return self.fired_at is not None
 
-    def disarm(self):
+    def disarm(self) -> bool:
         """Stop watching; True if the limit was reached."""
         with self.lock:
             self.armed = None
@@ -371,12 +374,12 @@ class Watchdog:
                     self.armed = None
 
 
-def _kernel_pid(client):
+def _kernel_pid(client: "QuietClient"):
     """The pid of the process jupyter_client launched for the kernel (0 when it has none)."""
     return getattr(getattr(client.km, "provisioner", None), "pid", 0) or 0
 
 
-def _signal_kernel(pid, signum):
+def _signal_kernel(pid, signum: int) -> None:
     """Like jupyter_client's provisioner: the kernel's process group if it has its own."""
     try:
         group = os.getpgid(pid)
@@ -388,19 +391,19 @@ def _signal_kernel(pid, signum):
         pass
 
 
-def _short(text, limit=MAX_MESSAGE):
+def _short(text: object, limit: int = MAX_MESSAGE) -> str:
     text = str(text)
     return text if len(text) <= limit else text[:limit] + " ..."
 
 
-def _first_line(source):
+def _first_line(source) -> str:
     for line in source.splitlines():
         if line.strip() and not line.lstrip().startswith("#"):
             return _short(line.strip(), 80)
     return ""
 
 
-def _released_demo(cell, index, spec):
+def _released_demo(cell, index: int, spec):
     """A cell the parent found to be a released demonstration cell (autograder/demo_cells.py),
     still byte for byte as the parent read it."""
     wanted = spec.get("skip", {}).get(str(index))
@@ -412,9 +415,9 @@ class QuietClient(NotebookClient):
     plain-text results of the cells the driver itself runs are appended to it."""
 
     printed = 0
-    captured = None
+    captured: list[str] | None = None
 
-    def output(self, outs, msg, display_id, cell_index):
+    def output(self, outs, msg, display_id, cell_index) -> nbformat.NotebookNode | None:
         if msg["msg_type"] == "execute_result" and self.captured is not None:
             data = msg.get("content", {}).get("data", {})
             self.captured.append(str(data.get("text/plain", ""))[:2000])
@@ -446,12 +449,12 @@ class Zygote:
     the notebook then gets the usual cold kernel (the waiter falls back by itself as well).
     """
 
-    socket = None
+    socket: str | None = None
     pid = 0
     alive_fd = -1  # the write end of the zygote's stdin: closing it tells the zygote to exit
 
     @classmethod
-    def start(cls):
+    def start(cls) -> None:
         if not ZYGOTE.exists():
             return
         try:
@@ -479,7 +482,7 @@ class Zygote:
             cls.socket, cls.pid = None, 0
 
     @classmethod
-    def alive(cls):
+    def alive(cls) -> bool:
         if cls.pid <= 0:
             return False
         try:
@@ -491,7 +494,7 @@ class Zygote:
         return cls.pid > 0
 
     @classmethod
-    def stop(cls, patience=TIMES["zygote_stop_seconds"]):
+    def stop(cls, patience: float = TIMES["zygote_stop_seconds"]) -> None:
         if cls.alive_fd >= 0:
             os.close(cls.alive_fd)
             cls.alive_fd = -1
@@ -508,12 +511,13 @@ class Zygote:
                 cls.pid = 0
 
 
-def _become_zygote(listener_fd, read_end):
+def _become_zygote(listener_fd: int, read_end: int) -> None:
     """In the forked child: load zygote.py and serve (zygote.serve_forked); never returns."""
     try:
         import importlib.util
 
         spec = importlib.util.spec_from_file_location("__zygote__", ZYGOTE)
+        assert spec is not None and spec.loader is not None  # a .py file always has both
         zygote = sys.modules["__zygote__"] = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(zygote)
     except BaseException:  # noqa: BLE001 - never return into the driver
@@ -528,11 +532,12 @@ class WarmKernelManager(AsyncKernelManager):
     preload = ""  # what the zygote imports before forking this notebook's kernel (zygote.py)
     ready_seconds = TIMES["zygote_ready_seconds"]  # the waiter's patience for the zygote
 
-    def format_kernel_cmd(self, extra_arguments=None):
+    def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
         command = super().format_kernel_cmd(extra_arguments)
         if Zygote.alive() and command[1:3] == ["-m", "ipykernel_launcher"]:
             # the waiter needs only the standard library: -I -S skip site-packages' start-up
             # (its cold-kernel fallback execs a normal interpreter, with this environment)
+            assert Zygote.socket is not None  # alive: started with its socket
             launch = [sys.executable, "-I", "-S", str(ZYGOTE), "--launch", Zygote.socket]
             launch += ["--ready", repr(float(self.ready_seconds))]
             return [*launch, "--preload", self.preload, *command[3:]]
@@ -540,7 +545,7 @@ class WarmKernelManager(AsyncKernelManager):
 
 
 class Run:
-    def __init__(self, job, spec, watchdog):
+    def __init__(self, job: dict, spec: dict, watchdog: Watchdog) -> None:
         self.job = job
         self.spec = spec
         self.watchdog = watchdog
@@ -566,25 +571,32 @@ class Run:
         self.path = Path(job["status_dir"]) / f"{spec['stem']}.json"
         self.save()
 
-    def wall(self, cpu_seconds):
+    def wall(self, cpu_seconds: float) -> float:
         """The wall-clock backstop of a budget of `cpu_seconds`: wall_factor x as many, plus a
         small fixed allowance for waiting (Limits.wall_seconds), not a multiple of the CPU: a
         notebook that sleeps holds a worker little longer than one that computes."""
         return cpu_seconds * self.wall_factor + self.times["idle_seconds"]
 
-    def save(self):
+    def save(self) -> None:
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.status))
         tmp.replace(self.path)
 
-    def message(self, text):
+    def message(self, text: str) -> None:
         self.status["messages"].append(text)
 
-    def note_all(self, names, text):
+    def note_all(self, names: Iterable[str], text: str) -> None:
         for name in names:
             self.status["notes"].setdefault(name, text)
 
-    def run_cell(self, client, cell, index, cpu_seconds, wall_seconds):
+    def run_cell(
+        self,
+        client: "QuietClient",
+        cell: nbformat.NotebookNode,
+        index: int,
+        cpu_seconds: float,
+        wall_seconds: float,
+    ) -> None:
         """execute_cell with its time charged to CPU seconds and `wall_seconds` as a backstop;
         CellTimeoutError when either runs out."""
         client.timeout = max(1, int(wall_seconds + 0.999))
@@ -603,7 +615,7 @@ class Run:
         if self.watchdog.disarm():
             raise CellTimeoutError("out of CPU time")
 
-    def interrupt_and_probe(self, client):
+    def interrupt_and_probe(self, client: "QuietClient") -> bool:
         """After a timeout: True if the kernel answers again. When the watchdog stopped the cell
         (its CPU seconds ran out) the kernel has already answered; when the wall-clock backstop
         did, the cell may still run: interrupt it first. Either way a probe cell runs, charged
@@ -611,7 +623,8 @@ class Run:
         a slow machine is never taken for a kernel that cannot be stopped."""
         if not self.watchdog.fired:
 
-            async def interrupt():
+            async def interrupt() -> None:
+                assert client.km is not None  # the kernel has started: a cell ran
                 await ensure_async(client.km.interrupt_kernel())
 
             try:
@@ -632,7 +645,7 @@ class Run:
         except Exception:  # noqa: BLE001 - timeout again, dead kernel: unrecoverable
             return False
 
-    def execute(self):
+    def execute(self) -> None:
         spec, job = self.spec, self.job
         started = time.monotonic()
         graded = list(spec["serve"])
@@ -765,13 +778,15 @@ class Run:
         self.status["finished"] = True
         self.save()
 
-    def run_quietly(self, client, source, seconds=None):
+    def run_quietly(
+        self, client: "QuietClient", source: str, seconds: float | None = None
+    ) -> str | None:
         """Run one cell of the driver's own in the kernel; its text result, or None. The cell is
         appended to the notebook while it runs (nbclient stores a cell at its index: index -1
         would overwrite the notebook's last cell before it has run)."""
         cell = nbformat.v4.new_code_cell(source)
         client.nb.cells.append(cell)
-        client.timeout = seconds if seconds is not None else self.times["quiet_cell_seconds"]
+        client.timeout = seconds if seconds is not None else self.times["quiet_cell_seconds"]  # type: ignore[assignment]  # nbclient's stub says int; it takes float seconds
         client.captured = []
         try:
             client.execute_cell(cell, len(client.nb.cells) - 1)
@@ -782,7 +797,7 @@ class Run:
             client.nb.cells.pop()
         return captured[0] if captured else None
 
-    def integrity(self, client):
+    def integrity(self, client: "QuietClient") -> list[str]:
         """The watch's tokens (autograder/integrity.py); [] when it cannot say."""
         import ast
 
@@ -795,7 +810,13 @@ class Run:
             sorted({t for t in tokens if t in INTEGRITY_TOKENS}) if isinstance(tokens, list) else []
         )
 
-    def run_driver_cell(self, client, source, cpu_seconds, wall_seconds=None):
+    def run_driver_cell(
+        self,
+        client: "QuietClient",
+        source: str,
+        cpu_seconds: float,
+        wall_seconds: float | None = None,
+    ) -> nbformat.NotebookNode:
         """Run one of the driver's own cells (charged like any cell); the cell, with its outputs.
 
         A KeyboardInterrupt that the watchdog did not send is a stray: an interrupt meant for an
@@ -820,7 +841,7 @@ class Run:
             print("[driver] a stray KeyboardInterrupt: the cell runs again", file=sys.stderr)
         return cell
 
-    def serve(self, client, graded):
+    def serve(self, client: "QuietClient", graded: list[str]) -> None:
         spec, job = self.spec, self.job
         source = SERVE_PRELUDE.format(harness=job["harness"])
         try:
@@ -894,7 +915,7 @@ class Run:
             self.save()
 
 
-def seed(pairs):
+def seed(pairs: list[list[str]]) -> None:
     """Fill the size-capped tmpfs mounts (the folder's copy, $HOME) from their read-only sources."""
     for source, target in pairs:
         if not os.path.isdir(source):
@@ -908,7 +929,7 @@ def seed(pairs):
                 shutil.copy2(entry.path, destination)
 
 
-def kill_strays(keep):
+def kill_strays(keep: set[int]) -> None:
     """SIGKILL every process of this pid namespace but pid 1, this one and `keep`.
 
     Between notebooks: whatever a notebook left running (setsid daemons, a fork bomb's children)
@@ -949,7 +970,7 @@ class OutputCap:
         pass
 
     @classmethod
-    def start(cls, keep):
+    def start(cls, keep: int) -> None:
         read_end, write_end = os.pipe()
         sys.stdout.flush()
         sys.stderr.flush()
@@ -969,7 +990,7 @@ class OutputCap:
         cls.pid = pid
 
     @classmethod
-    def _pass_on(cls, fd, keep):
+    def _pass_on(cls, fd: int, keep) -> None:
         def stop(signum, frame):
             raise cls._Stop()
 
@@ -998,7 +1019,7 @@ class OutputCap:
         _write_all(2, bytes(tail))
 
     @classmethod
-    def stop(cls, patience=TIMES["output_stop_seconds"]):
+    def stop(cls, patience: float = TIMES["output_stop_seconds"]) -> None:
         """At the driver's end: its own ends of the pipe closed, the tail passed on (a process
         left behind that still holds the pipe only delays this by `patience` seconds)."""
         if cls.pid <= 0:
@@ -1023,7 +1044,7 @@ class OutputCap:
         cls.pid = 0
 
 
-def _write_all(fd, data):
+def _write_all(fd: int, data: bytes) -> None:
     while data:
         try:
             data = data[os.write(fd, data) :]
@@ -1031,7 +1052,7 @@ def _write_all(fd, data):
             return
 
 
-def handshake(fd):
+def handshake(fd: int) -> None:
     """Tell the grader our mounts are set up; wait until it holds our answer and status folders."""
     try:
         os.write(fd, b"r")
@@ -1040,7 +1061,7 @@ def handshake(fd):
         os.close(fd)
 
 
-def main(job_path):
+def main(job_path: str) -> int:
     job = json.loads(Path(job_path).read_text())
     times = {**TIMES, **job.get("times", {})}
     OutputCap.start(int(job.get("log_bytes", LOG_BYTES)))
@@ -1050,7 +1071,7 @@ def main(job_path):
         OutputCap.stop(times["output_stop_seconds"])
 
 
-def _main(job, times):
+def _main(job, times) -> int:
 
     if job.get("handshake_fd") is not None:
         handshake(int(job["handshake_fd"]))
@@ -1067,7 +1088,7 @@ def _main(job, times):
     return 0
 
 
-def run_all(job):
+def run_all(job: dict) -> None:
     times = {**TIMES, **job.get("times", {})}
     watchdog = Watchdog(
         CpuClock(job.get("cpu_clock")), times["grace_cpu_seconds"], times["grace_wall_seconds"]

@@ -29,6 +29,8 @@ import signal
 import socket
 import sys
 import types
+from importlib.abc import Loader
+from importlib.machinery import ModuleSpec
 
 # the waiter's patience for the zygote (it may still be importing torch): the default of
 # Limits.zygote_ready_seconds, which the driver sends (--ready; tests/test_inside_constants.py)
@@ -71,7 +73,7 @@ def _cold_kernel(args):
 
 
 # -- the waiter: the process jupyter_client launched ----------------------------------------------
-def launch(path, args):
+def launch(path: str, args: list[str]) -> None:
     preload, ready = "", READY_SECONDS
     if args[:1] == ["--ready"]:  # the waiter's patience (Limits.zygote_ready_seconds)
         ready, args = float(args[1]), args[2:]
@@ -91,7 +93,7 @@ def launch(path, args):
         sock.close()
         _cold_kernel(args)  # no zygote: the usual kernel, in this very process
 
-    def relay(signum, _frame):
+    def relay(signum, _frame) -> None:
         try:
             os.kill(pid, signum)
         except OSError:
@@ -113,7 +115,9 @@ def launch(path, args):
 
 
 # -- the zygote ---------------------------------------------------------------------------------
-def _import_all(names):
+def _import_all(
+    names: list[str] | tuple[str, ...],
+) -> None:
     """Import `names` with the cyclic garbage collector paused (imports make many objects and
     few cycles: about 10 % of torch's import time went to collections), then freeze everything
     imported so far: the kernels forked later never scan it again, nor copy its pages to do so."""
@@ -134,29 +138,29 @@ def _import_all(names):
 class _LazyFinder:
     """A meta-path finder for the modules in LAZY: the usual spec, with a deferring loader."""
 
-    def find_spec(self, name, path=None, target=None):
+    def find_spec(self, name, path=None, target=None) -> ModuleSpec | None:
         if name not in LAZY:
             return None
         import importlib.machinery
 
         spec = importlib.machinery.PathFinder.find_spec(name, path, target)
-        if spec is not None and hasattr(spec.loader, "exec_module"):
+        if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
             spec.loader = _DeferringLoader(spec.loader)
         return spec
 
 
-class _DeferringLoader:
+class _DeferringLoader(Loader):
     """Creates the module as the real loader would and runs its code on first use (like
     importlib.util.LazyLoader, whose modules run as soon as anything, even the import system's
     own look at __spec__ when the module is imported a second time, touches them)."""
 
-    def __init__(self, loader):
+    def __init__(self, loader: Loader) -> None:
         self.loader = loader
 
-    def create_module(self, spec):
+    def create_module(self, spec: ModuleSpec) -> types.ModuleType | None:
         return self.loader.create_module(spec)
 
-    def exec_module(self, module):
+    def exec_module(self, module: types.ModuleType) -> None:
         object.__setattr__(module, "__class__", _Deferred)
 
 
@@ -168,11 +172,12 @@ class _Deferred(types.ModuleType):
         {"__spec__", "__name__", "__loader__", "__package__", "__file__", "__path__", "__class__"}
     )
 
-    def _run(self):
+    def _run(self) -> None:
         spec = object.__getattribute__(self, "__spec__")
         loader = spec.loader.loader if isinstance(spec.loader, _DeferringLoader) else spec.loader
         object.__setattr__(self, "__class__", types.ModuleType)
         spec.loader = self.__loader__ = loader
+        assert loader is not None  # _LazyFinder defers only a spec with a loader
         loader.exec_module(self)
 
     def __getattribute__(self, name):
@@ -181,22 +186,22 @@ class _Deferred(types.ModuleType):
         _Deferred._run(self)
         return getattr(self, name)
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name, value) -> None:
         _Deferred._run(self)
         setattr(self, name, value)
 
-    def __delattr__(self, name):
+    def __delattr__(self, name) -> None:
         _Deferred._run(self)
         delattr(self, name)
 
 
-def _preload():
+def _preload() -> None:
     os.environ.setdefault("MPLBACKEND", "Agg")
     _import_all(PRELOAD)
     sys.meta_path.insert(0, _LazyFinder())
 
 
-def _preload_on_demand(wish):
+def _preload_on_demand(wish) -> None:
     wanted = set(str(wish).split(","))
     missing = [name for name in ON_DEMAND if name in wanted and name not in sys.modules]
     if missing:
@@ -206,7 +211,9 @@ def _preload_on_demand(wish):
         torch.set_num_threads(1)
 
 
-def _child(conn, request, fds, closing):
+def _child(
+    conn: socket.socket, request, fds: list[int], closing: list[int | socket.socket]
+) -> None:
     """In the forked process: become a fresh kernel; never returns."""
     code = 1
     try:
@@ -262,7 +269,7 @@ def _child(conn, request, fds, closing):
         _exit(code)
 
 
-def _exit(code):
+def _exit(code: int):
     """Leave this forked process at once (no atexit, no cleanup of the parent's objects)."""
     try:
         sys.stdout.flush()
@@ -272,7 +279,7 @@ def _exit(code):
     os._exit(code if isinstance(code, int) else 1)
 
 
-def _reseed():
+def _reseed() -> None:
     """A cold kernel draws fresh random state; a forked one would share the zygote's."""
     np = sys.modules.get("numpy")
     if np is not None:
@@ -282,7 +289,7 @@ def _reseed():
         torch.seed()
 
 
-def serve_forked(listener_fd, alive_fd, unblock=()):
+def serve_forked(listener_fd: int, alive_fd: int, unblock: tuple[str, ...] = ()) -> None:
     """serve() in a process forked from the driver (driver.py, Zygote.start); never returns.
 
     The driver's imports are kept (what ipykernel shares with jupyter_client is not paid again);
@@ -311,7 +318,7 @@ def serve_forked(listener_fd, alive_fd, unblock=()):
         _exit(code)
 
 
-def serve(fd):
+def serve(fd: int) -> int:
     # the driver bound and listens on it already: waiters queue there while the imports run
     listener = socket.socket(fileno=fd)
     _preload()
@@ -326,8 +333,8 @@ def serve(fd):
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # die with the driver
     except Exception:  # noqa: BLE001
         pass
-    conns = {}  # socket -> kernel pid
-    pids = {}  # kernel pid -> socket
+    conns: dict[socket.socket, int] = {}  # socket -> kernel pid
+    pids: dict[int, socket.socket] = {}  # kernel pid -> socket
     stdin = sys.stdin.fileno()
     while True:
         readable, _, _ = select.select([listener, wake_r, stdin, *conns], [], [])
