@@ -16,6 +16,7 @@ to arrays in the parent) and float32 tolerances (FLOAT32) to assert_close.
 
 import re
 from collections.abc import Iterable, Sequence
+from typing import TypedDict, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -24,7 +25,16 @@ from autograder.harness.wire import Opaque
 from autograder.judging.base import Fail, Response
 
 FLOAT64 = {"rtol": 1e-6, "atol": 1e-8}  # SPEC: NumPy notebooks
-FLOAT32 = {"rtol": 1e-4, "atol": 1e-5}  # SPEC: torch notebooks
+
+
+class Tolerance(TypedDict):
+    """The rtol and atol of a comparison (numpy.isclose's), passed on as keywords."""
+
+    rtol: float
+    atol: float
+
+
+FLOAT32: Tolerance = {"rtol": 1e-4, "atol": 1e-5}  # SPEC: torch notebooks
 
 
 # ---------------------------------------------------------------- formatting
@@ -217,6 +227,27 @@ def plain_error_text(message: str) -> str:
     return message
 
 
+@overload
+def returned(
+    response: Response,
+    what: str = ...,
+    framework: str = ...,
+    count: None = None,
+    names: Sequence[str] | None = ...,
+) -> np.ndarray: ...
+@overload
+def returned(
+    response: Response,
+    what: str = ...,
+    framework: str = ...,
+    *,
+    count: int,
+    names: Sequence[str] | None = ...,
+) -> tuple[np.ndarray, ...]: ...
+@overload
+def returned(
+    response: Response, what: str, framework: str, count: int, names: Sequence[str] | None = ...
+) -> tuple[np.ndarray, ...]: ...
 def returned(
     response: Response,
     what: str = "the result",

@@ -88,6 +88,7 @@ def _cases(function, seed):
     cases = PROBES[function](rng)
     for case in cases:
         for request in case.requests:
+            assert request is not None  # a built case keeps every request (judging.base.Case)
             request.setdefault("target", function)
             request.setdefault("seconds", case.seconds)
     return cases

@@ -43,12 +43,15 @@ from autograder.judging import compare, judge
 from autograder.judging.base import Fail
 from autograder.judging.compare import FLOAT32, fmt
 
-PE_TOL = {"rtol": 1e-4, "atol": 5e-5}  # sin of angles up to ~30 rad computed in float32
+PE_TOL: compare.Tolerance = {
+    "rtol": 1e-4,
+    "atol": 5e-5,
+}  # sin of angles up to ~30 rad computed in float32
 
 
 # Angles of thousands of radians computed in float64, then rounded to float32: within 6e-8.
 # The same angles computed in float32 are off by 1e-4 (half an ulp of 2000).
-FAR_TOL = {"rtol": 1e-6, "atol": 2e-6}
+FAR_TOL: compare.Tolerance = {"rtol": 1e-6, "atol": 2e-6}
 
 
 @judge

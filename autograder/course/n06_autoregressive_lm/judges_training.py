@@ -19,11 +19,14 @@ import numpy as np
 from autograder.course.torch_shared.checks import explain
 from autograder.judging import judge
 from autograder.judging.base import Fail
-from autograder.judging.compare import describe_encoded, error_message, fmt
+from autograder.judging.compare import Tolerance, describe_encoded, error_message, fmt
 from autograder.results import NOT_IMPLEMENTED
 
 LR_TOL = {"rel": 1e-9, "abs": 1e-12}  # a formula of Python floats
-GRAD_TOL = {"rtol": 1e-3, "atol": 1e-5}  # a float32 update of parameters of order 1, by SGD
+GRAD_TOL: Tolerance = {
+    "rtol": 1e-3,
+    "atol": 1e-5,
+}  # a float32 update of parameters of order 1, by SGD
 
 
 def _message(id_, text):

@@ -190,7 +190,7 @@ def close_or_diagnose(
     expected: Any,
     variants: Variants,
     what: Any,
-    tol: dict[str, float] = FLOAT32,
+    tol: compare.Tolerance = FLOAT32,
     hint: str = "",
     fraction: float = 0.0,
 ) -> None:

@@ -79,7 +79,7 @@ def module_answer(response: Response, cls_name: str, what: str) -> Response:
 
 
 def grads_match(
-    response: Response, reference: dict, cls_name: str, tol: dict[str, float] | None = None
+    response: Response, reference: dict, cls_name: str, tol: compare.Tolerance | None = None
 ) -> None:
     """Check the gradients a module answer carries against the reference's, stored as
     {"output", "y_index", "input_grads", "param_grads"} when the case was built."""

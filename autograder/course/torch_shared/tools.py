@@ -78,6 +78,7 @@ def fingerprints(cases: Iterable[Case]) -> set[str]:
     out = set()
     for case in cases:
         for request in case.requests:
+            assert request is not None  # a built case keeps every request (judging.base.Case)
             digest = hashlib.sha256()
             _feed(digest, {k: v for k, v in request.items() if k not in ("target", "seconds")})
             out.add(digest.hexdigest())
