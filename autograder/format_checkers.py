@@ -7,7 +7,7 @@ compiles a grammar at import time: about 2.5 CPU-seconds per grading run, for fo
 notebook validation never uses. jsonschema skips a checker whose import fails, so these modules
 are blocked while jsonschema is imported, and unblocked right after: nothing else in the process
 sees the block. Importing the package (`from autograder.checks import check` in a student's
-notebook) does none of this, so a student's `import webcolors` works (tests/test_student_kernel.py).
+notebook) does none of this, so a student's `import webcolors` works (tests/checks/test_student_kernel.py).
 The sandbox's driver blocks the same modules for itself (sandbox/inside/driver.py).
 """
 

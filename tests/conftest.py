@@ -12,7 +12,7 @@ from autograder.probes import autoregressive_lm as lm_probes
 
 # The grader's self-test (autograder/grading/selftest.py) guards real runs, once per environment; every
 # small run of the tests, with limits of its own, would be an environment of its own (two
-# students graded each time). tests/test_selftest.py tests the self-test itself.
+# students graded each time). tests/grading/test_selftest.py tests the self-test itself.
 os.environ.setdefault("AUTOGRADER_SKIP_SELFTEST", "1")
 
 # as `python -m autograder` does: jsonschema without its slow optional format checkers

@@ -11,7 +11,7 @@ import ast
 import functools
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "autograder"
+PACKAGE = Path(__file__).resolve().parents[2] / "autograder"
 
 
 @functools.cache  # each test walks the same files: parse each once
@@ -144,14 +144,14 @@ def test_the_sandbox_knows_no_course():
 
 
 # -- the tests' own imports ------------------------------------------------------------------------
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 
 
 def imports_between_test_files(folder=TESTS):
-    """{(file, test module or conftest it imports)} over tests/*.py, at any depth."""
-    test_modules = {p.stem for p in folder.glob("test_*.py")} | {"conftest"}
+    """{(file, test module or conftest it imports)} over tests/**/*.py, at any depth."""
+    test_modules = {p.stem for p in folder.rglob("test_*.py")} | {"conftest"}
     found = set()
-    for path in sorted(folder.glob("*.py")):
+    for path in sorted(folder.rglob("*.py")):
         for node in ast.walk(tree_of(path)):
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
@@ -160,14 +160,16 @@ def imports_between_test_files(folder=TESTS):
             else:
                 continue
             found.update(
-                (path.name, n.split(".")[0]) for n in names if n.split(".")[0] in test_modules
+                (path.relative_to(folder).as_posix(), n.split(".")[0])
+                for n in names
+                if n.split(".")[0] in test_modules
             )
     return found
 
 
 def test_no_test_file_imports_another_test_file_or_conftest():
-    """Shared catalogues and helpers live in tests/fixtures.py and the data modules beside it
-    (tests/*_mutants.py, browser_cdp.py, headless_chromium.py, processes.py, ...); a test file
+    """Shared catalogues and helpers live in tests/support/fixtures.py and the data modules beside it
+    (tests/catalogues/*_mutants.py, tests/support/browser_cdp.py, headless_chromium.py, processes.py, ...); a test file
     imports those only."""
     assert imports_between_test_files() == set()
 
@@ -177,9 +179,12 @@ def test_the_import_rule_sees_an_import_of_a_test_file(tmp_path):
     (tmp_path / "test_b.py").write_text("def f():\n    from test_a import X\n")
     (tmp_path / "helper.py").write_text("import conftest\nimport fixtures\n")
     (tmp_path / "conftest.py").write_text("")
+    (tmp_path / "room").mkdir()  # tests/<room>/: a folder below is read too
+    (tmp_path / "room" / "test_c.py").write_text("import test_b\n")
     assert imports_between_test_files(tmp_path) == {
         ("test_b.py", "test_a"),
         ("helper.py", "conftest"),
+        ("room/test_c.py", "test_b"),
     }
 
 

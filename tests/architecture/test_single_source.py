@@ -18,7 +18,7 @@ from IPython.core.inputtransformer2 import TransformerManager
 
 from autograder.curriculum import NOTEBOOKS
 
-SOLUTIONS = Path(__file__).resolve().parent.parent / "solutions"
+SOLUTIONS = Path(__file__).resolve().parents[2] / "solutions"
 DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 CASES = [

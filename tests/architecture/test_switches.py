@@ -8,7 +8,7 @@ import pytest
 
 from autograder.switches import flag, switches
 
-PACKAGE = Path(__file__).resolve().parents[1] / "autograder"
+PACKAGE = Path(__file__).resolve().parents[2] / "autograder"
 
 
 def _switch_reads(tree):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import autograder
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def released_versions(text):

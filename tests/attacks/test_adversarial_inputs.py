@@ -22,7 +22,7 @@ from autograder.escaping import csv_row, terminal
 from autograder.report import grades_csv
 from autograder.submissions import discover
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 NB1 = "01_soft_lookup.ipynb"
 FORMULA = tuple("=+-@")
 

@@ -6,7 +6,7 @@ One course with notebook 01 as its only assignment, set up as `nbgrader init` do
 a wrong `percentages`, so that a test cell carries a long failing verdict) and loaded with
 payloads: raw HTML, markdown link syntax, raw cells, outputs of every mime type, attachments,
 hostile metadata, an exception message. Each payload calls alert(N) when it runs. Both pages
-are opened in a real headless Chromium (tests/browser_cdp.py): formgrader's grading page
+are opened in a real headless Chromium (tests/support/browser_cdp.py): formgrader's grading page
 (served by Jupyter, logged in as the instructor) and `nbgrader generate_feedback`'s page. Every
 element is hovered and focused and every non-http(s) link clicked; no dialog may open, and the
 notebook's part of the page may hold no script, frame, form, style, event handler or
@@ -41,7 +41,7 @@ from fixtures import (
 
 pytestmark = pytest.mark.slow  # grades an nbgrader course in the sandbox, drives Chromium
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SECRET = "hostile-test-secret"
 STUDENT = "mallory"
 

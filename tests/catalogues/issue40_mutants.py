@@ -2,7 +2,7 @@
 with another's), and RegexBPETokenizer's, written as a student writes them from the handout.
 
 WRONG: (key, graded name, the answer, expected id or None, key phrase of the message or None),
-as in tests/training_mutants.py and tests/modern_lm_mutants.py. KNOWN_MISSES: mistakes the
+as in tests/catalogues/training_mutants.py and tests/catalogues/modern_lm_mutants.py. KNOWN_MISSES: mistakes the
 checks cannot see by behaviour (kept for the measurement, benchmarks/checks_catalogue.py, and
 not asserted caught). RIGHT: (graded name, a right answer written another way).
 """

@@ -737,7 +737,7 @@ RIGHT = [
 
 __all__ = ["WRONG", "RIGHT", "rms_norm"]
 
-# issue 40's mistakes in notebook 07 and RegexBPETokenizer's (tests/issue40_mutants.py)
+# issue 40's mistakes in notebook 07 and RegexBPETokenizer's (tests/catalogues/issue40_mutants.py)
 from issue40_mutants import NOTEBOOK_07_RIGHT, NOTEBOOK_07_WRONG  # noqa: E402
 
 WRONG += NOTEBOOK_07_WRONG

@@ -1,5 +1,5 @@
 """Wrong answers to notebooks 01-04, each with the misconception id its failed tests must name
-(MUTANTS: graded name, id, answer). A data module, not a test file: tests/test_diagnosis_numpy.py
+(MUTANTS: graded name, id, answer). A data module, not a test file: tests/catalogues/test_diagnosis_numpy.py
 checks each diagnosis, test_judging_numpy.py and test_mistake_catalogue_numpy.py reuse it."""
 
 import math

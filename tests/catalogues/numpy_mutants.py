@@ -5,9 +5,9 @@ the messages must say what was observed instead).
 Entries are (graded name, id or None, the answer, the student's other functions): the last,
 when given, are the student's own earlier functions the grader finds in the notebook's
 namespace (a correct function built on a wrong earlier one must be blamed on that one).
-tests/test_mistake_catalogue_numpy.py measures the whole catalogue (this one with
+tests/catalogues/test_mistake_catalogue_numpy.py measures the whole catalogue (this one with
 numpy_diagnosis_mutants.MUTANTS and MUTANTS here). MUTANTS, CORRECT and WEIRD are
-tests/test_probes_numpy.py's catalogues (wrong answers, right answers written another way,
+tests/course/numpy_shared/test_probes_numpy.py's catalogues (wrong answers, right answers written another way,
 weird outputs); a data module, not a test file.
 """
 

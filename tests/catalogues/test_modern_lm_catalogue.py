@@ -1,5 +1,5 @@
 """Notebook 07: every catalogued mistake is caught and named by the visible check and by the
-grader alike; answers written other ways keep full marks (tests/modern_lm_mutants.py).
+grader alike; answers written other ways keep full marks (tests/catalogues/modern_lm_mutants.py).
 
 For each wrong answer, on the visible seed and two hidden seeds (other secrets, other
 students): it loses marks, the tests name exactly its expected id (or, without one, the message

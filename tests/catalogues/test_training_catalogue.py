@@ -1,7 +1,7 @@
 """Notebook 06's training pieces and top_p: every catalogued mistake is caught and named for
 what it is, by the visible check and by the grader under other seeds alike, and every right
 answer written another way (torch's schedulers, nanoGPT's optimizer groups, clipping by hand,
-a nucleus found in a Python loop) gets full marks. The catalogue: tests/training_mutants.py.
+a nucleus found in a Python loop) gets full marks. The catalogue: tests/catalogues/training_mutants.py.
 """
 
 import pytest

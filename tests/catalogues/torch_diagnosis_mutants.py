@@ -1,5 +1,5 @@
 """Wrong answers to notebooks 05-06, each with the diagnosis it should get (CATALOGUE). A data
-module, not a test file: tests/test_diagnosis_torch.py checks them; test_torch_catalogue.py and
+module, not a test file: tests/catalogues/test_diagnosis_torch.py checks them; test_torch_catalogue.py and
 test_torch_hidden_inputs.py reuse them."""
 
 import math

@@ -1,5 +1,5 @@
 """Wrong answers to notebooks 05-06 that the visible checks once let through (dropout, the
-tokenizer's errors, views of the loss). A data module, not a test file: tests/test_checks_gaps.py
+tokenizer's errors, views of the loss). A data module, not a test file: tests/course/torch_shared/test_checks_gaps.py
 grades them; test_judging_torch.py and torch_mutants.py reuse them."""
 
 import torch

@@ -1,5 +1,5 @@
 """Answers to notebooks 05-06, right and wrong, and the builders that make a student's module
-from them (make_mha, make_gpt, ...). A data module, not a test file: tests/test_probes_torch.py
+from them (make_mha, make_gpt, ...). A data module, not a test file: tests/course/torch_shared/test_probes_torch.py
 grades them; test_checks_gaps, test_diagnosis_torch, test_judging_torch and the catalogue tests
 reuse them."""
 
@@ -411,7 +411,7 @@ def make_generate(bug=None, sampler="multinomial"):
 @with_top_p
 def generate_categorical(model, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None):
     """Samples with torch.distributions, ignoring the generator: the right distribution, but
-    seeded samples cannot be reproduced (tests/test_checks_gaps.py)."""
+    seeded samples cannot be reproduced (tests/course/torch_shared/test_checks_gaps.py)."""
     out = idx.clone().to(next(model.parameters()).device)
     for _ in range(max_new_tokens):
         logits = model(out[:, -model.block_size :])[:, -1] / temperature

@@ -1,5 +1,5 @@
 """Wrong and right answers to notebook 06's training pieces (lr_at, configure_optimizer,
-train_step) and to generate's top_p and mode, for tests/test_training_catalogue.py.
+train_step) and to generate's top_p and mode, for tests/catalogues/test_training_catalogue.py.
 
 MUTANTS: (key, graded name, the answer, expected id or None, key phrase of the message or
 None). Without an id the phrase is required: the message must say what was seen.
@@ -434,7 +434,7 @@ def with_top_p(fn):
     return generate
 
 
-# issue 40's mistakes in notebook 06's training pieces and generate (tests/issue40_mutants.py)
+# issue 40's mistakes in notebook 06's training pieces and generate (tests/catalogues/issue40_mutants.py)
 from issue40_mutants import NOTEBOOK_06_RIGHT, NOTEBOOK_06_WRONG  # noqa: E402
 
 MUTANTS += NOTEBOOK_06_WRONG

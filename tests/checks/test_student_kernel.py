@@ -10,7 +10,7 @@ import pytest
 
 from autograder.format_checkers import OPTIONAL
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 PROBE = """
 import json, sys

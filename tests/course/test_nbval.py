@@ -10,7 +10,7 @@ and that no other cell of solutions/ and no cell of notebooks/ carries outputs.
 Refresh the stored outputs after changing such a cell (this runs the solutions headless, with
 NBGRADER_EXECUTION set as nbval's kernels have it, and stores only the tagged cells' outputs):
 
-    python tests/test_nbval.py --store [01_soft_lookup ...]
+    python tests/course/test_nbval.py --store [01_soft_lookup ...]
 """
 
 import os
@@ -20,12 +20,12 @@ from pathlib import Path
 import nbformat
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
 from fixtures import LECTURE, SOLUTIONS, WITH_SOLUTION, lecture_lines  # noqa: E402
 
 pytestmark = pytest.mark.slow  # executes whole notebooks (`pytest -m "not slow"` skips it)
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 NUMBERS, CHECKED = "lecture-numbers", "nbval-check-output"
 
 
@@ -55,7 +55,7 @@ def test_the_stored_outputs_hold_the_lectures_numbers(notebook):
     expected = LECTURE[notebook.stem]
     assert set(found) == set(expected), (
         f"stored lecture lines {sorted(found)}, expected {sorted(expected)}: "
-        "run `python tests/test_nbval.py --store`"
+        "run `python tests/course/test_nbval.py --store`"
     )
     for key, value in expected.items():
         if isinstance(np.asarray(value()).flat[0], str):

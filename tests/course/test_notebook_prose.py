@@ -13,7 +13,7 @@ import pytest
 
 from autograder.reference import multi_head_attention
 
-SOLUTIONS = Path(__file__).resolve().parent.parent / "solutions"
+SOLUTIONS = Path(__file__).resolve().parents[2] / "solutions"
 
 
 def markdown_cells(stem):

@@ -28,7 +28,7 @@ from coursedata import (
 )
 from coursedata import shakespeare as shakespeare_module
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SHARED_TEXT = REPO.parent / "shared" / "data" / "tinyshakespeare" / "input.txt"
 GITHUB_URL = (
     "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"

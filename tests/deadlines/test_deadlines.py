@@ -28,7 +28,7 @@ from autograder.deadlines import (
     parse_policy,
 )
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 DUE = datetime(2026, 10, 1, 12, 0, tzinfo=UTC)
 
 

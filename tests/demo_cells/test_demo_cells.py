@@ -18,7 +18,7 @@ from autograder.grading.course_files import course_files
 from autograder.release import release_notebook, render
 from autograder.sandbox import NotebookJob, Sandbox
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SOLUTIONS = REPO / "solutions"
 STEM = "01_soft_lookup"
 

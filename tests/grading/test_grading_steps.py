@@ -20,7 +20,7 @@ from autograder.grading.student import StudentResult
 from autograder.report import write_student
 from autograder.sandbox import CourseFiles, Limits, Sandbox
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 STEM = "01_soft_lookup"
 
 

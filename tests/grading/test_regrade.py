@@ -12,7 +12,7 @@ from autograder.__main__ import main
 from autograder.curriculum import NOTEBOOKS
 from autograder.report import write_student
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow  # grades in a real sandbox (`pytest -m "not slow"` skips it)
 
 

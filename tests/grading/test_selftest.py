@@ -3,7 +3,7 @@ environment (a pass is cached under a key that changes with the environment), it
 grade when the sandbox fails and names the cause, and skipping it is possible and loud.
 
 The self-test's grading itself (the solutions at full marks and a blank at 0 through a real
-sandbox) is run in tests/test_bwrap_versions.py, through Ubuntu 22.04's bubblewrap."""
+sandbox) is run in tests/sandbox/test_bwrap_versions.py, through Ubuntu 22.04's bubblewrap."""
 
 import json
 import os
@@ -18,7 +18,7 @@ import pytest
 from autograder.grading import selftest
 from autograder.sandbox import Limits
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 BROKEN_BWRAP = """#!{python} -IS
 import os, sys

@@ -3,8 +3,8 @@ item 4): the record one route writes is the one the next route reads, whatever f
 from and whatever it imported; and it is not reused once the course, the grader or the limits
 change.
 
-The self-test's own grading is replaced by a counter here (tests/test_selftest.py tests the
-cache itself; tests/test_bwrap_versions.py the real grading): what is tested is which runs
+The self-test's own grading is replaced by a counter here (tests/grading/test_selftest.py tests the
+cache itself; tests/sandbox/test_bwrap_versions.py the real grading): what is tested is which runs
 reuse which record. The routes are the real ones, through `python -m autograder`'s main, with
 the grading of the students stubbed out after the self-test."""
 
@@ -51,7 +51,7 @@ def solved(folder):
 
 def nbgrader_course(root, monkeypatch):
     """An nbgrader course (its configuration written by `init`) with one submission; the
-    gradebook's assignments and writes stubbed (tests/test_nbgrader_course.py runs them)."""
+    gradebook's assignments and writes stubbed (tests/platforms/test_nbgrader_course.py runs them)."""
     course = root / "course"
     nbgrader.init_course(course, generate=False)
     folder = solved(course / "submitted" / "ada" / NB01)

@@ -15,6 +15,7 @@ from types import SimpleNamespace
 import nbformat
 import pytest
 from fixtures import StandInSandbox, stand_in_grading
+from processes import marker, processes_with
 
 import autograder
 from autograder.grading import workspace
@@ -24,7 +25,6 @@ from autograder.report import TEMP_PREFIX
 from autograder.sandbox import NotebookJob, cgroups
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.processes import Running, SandboxStopped
-from tests.processes import marker, processes_with
 
 REPO = Path(autograder.__file__).resolve().parent.parent
 SOLVED_01 = REPO / "solutions" / "01_soft_lookup.ipynb"

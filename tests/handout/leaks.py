@@ -1,4 +1,4 @@
-"""Find the course's answers in a folder: the leak detector of tests/test_handout.py.
+"""Find the course's answers in a folder: the leak detector of tests/handout/test_handout.py.
 
 What counts as an answer (the SECRETS):
 - the body of every function and class of autograder/reference/ (the model answers);
@@ -44,7 +44,7 @@ from IPython.core.inputtransformer2 import TransformerManager
 
 from autograder.curriculum import GRADED_NAMES, NOTEBOOKS
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SOLUTIONS = REPO / "solutions"
 RELEASED = REPO / "notebooks"
 REFERENCE = REPO / "autograder" / "reference"

@@ -1,7 +1,7 @@
 """The student handout (`python -m autograder handout`): what it holds, that it holds no answer,
 that its visible checks say what the full package says, and that it works installed alone.
 
-The leak test's rules are tests/leaks.py's docstring: normalised code blocks (ast, docstrings
+The leak test's rules are tests/handout/leaks.py's docstring: normalised code blocks (ast, docstrings
 dropped, names alpha-renamed) of the model answers, the probes, the variants and the solution
 regions, looked for among the bundle's blocks, plus a plain-text scan for long identical lines.
 The detector itself is tested by planting answers in a copy of the bundle.

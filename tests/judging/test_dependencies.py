@@ -44,7 +44,7 @@ from autograder.results import (
 )
 from autograder.sandbox import NotebookJob, NotebookRun
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SOFTMAX_02 = "02_dot_product_softmax"
 ATTENTION_03 = "03_matrix_attention"
 

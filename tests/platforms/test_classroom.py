@@ -290,7 +290,7 @@ def test_gather_on_a_backdated_push_shows_the_flag_and_the_regrade(tmp_path, cap
     flags it, and a plain `grade` (no --force) grades it again, with the flag in results.json;
     file times older than the results never make it "up to date". It was pushed after the
     first gather, itself after the deadline: late, whatever the commit's date says."""
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     deadline = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=2)
     released = (repo / "notebooks" / A).read_text()
     ada = _repo(tmp_path / "remote", "attention-ada", [(deadline - timedelta(days=1), {A: released})])  # fmt: skip

@@ -25,7 +25,7 @@ from autograder.probes.base import build_cases
 
 pytestmark = pytest.mark.slow  # grades in a real sandbox (`pytest -m "not slow"` skips it)
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 CLASS = REPO / "examples" / "class"
 SECRET = "gradescope-test-secret"
 VISIBILITY = {"hidden", "after_due_date", "after_published", "visible"}

@@ -1,6 +1,6 @@
 """The cleaning of student notebooks for nbgrader's pages (autograder/platforms/nbgrader_sanitise),
 without a browser: every output kind, metadata, and markdown through nbconvert's own renderer.
-tests/test_nbgrader_hostile.py drives the real pages in Chromium.
+tests/attacks/test_nbgrader_hostile.py drives the real pages in Chromium.
 
 Oracles: nbconvert's renderer (what formgrader and the feedback page run) on the cell as the
 student wrote it, for the course's own honest markdown; a plain reading of each href/src as a
@@ -25,7 +25,7 @@ from autograder.platforms.nbgrader_sanitise import (
     sanitise_notebook,
 )
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 40).decode()
 
 

@@ -1,5 +1,5 @@
 """What the instructor's browser fetches and shows from a student's notebook and messages, in a
-real headless Chromium (tests/browser_cdp.py): a remote image in a student's markdown is never
+real headless Chromium (tests/support/browser_cdp.py): a remote image in a student's markdown is never
 fetched, and bidi control characters show as visible markers, on the notebook pages nbgrader
 renders (formgrader's and generate_feedback's, both nbconvert's HTMLExporter over the
 sanitised notebook) and on our own feedback page.
@@ -7,7 +7,7 @@ sanitised notebook) and on our own feedback page.
 The "remote" host is a server on 127.0.0.1 run here, which records every request it gets: the
 oracle is what reached it, not what the page's HTML says.
 
-Chromium is Debian's `chromium` (`apt-get install chromium`); see tests/headless_chromium.py.
+Chromium is Debian's `chromium` (`apt-get install chromium`); see tests/support/headless_chromium.py.
 """
 
 import base64

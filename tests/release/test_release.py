@@ -13,7 +13,7 @@ import pytest
 from autograder.curriculum import NOTEBOOKS, handed_out
 from autograder.release import release, release_notebook
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SOLUTIONS = REPO / "solutions"
 WITH_SOLUTION = [nb for nb in handed_out() if (SOLUTIONS / nb.filename).exists()]  # + optional
 

@@ -1,4 +1,4 @@
-"""A class of notebook 03 built for the similarity report (tests/test_similarity.py and
+"""A class of notebook 03 built for the similarity report (tests/report/test_similarity.py and
 benchmarks/similarity_cost.py): who copied from whom is known, so what the report lists can be
 scored. A data module, not a test file.
 
@@ -8,7 +8,7 @@ scored. A data module, not a test file.
 Every student starts from the released notebook (notebooks/03) and fills in the exercise cells:
 - six students write the common answer, each in their own names and layout (the reference's
   recipe: the one most of a class writes, independently);
-- five write a right answer another way: tests/numpy_mutants.py's hidden alternatives
+- five write a right answer another way: tests/catalogues/numpy_mutants.py's hidden alternatives
   (CORRECT), each once, under the graded name;
 - four pairs copy: an unusual answer and its copy disguised by renaming, reordering independent
   statements, comments, a new docstring, a print, a loop rewritten as a comprehension; one pair
@@ -24,7 +24,7 @@ from pathlib import Path
 import nbformat
 import numpy_mutants as M
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 RELEASED = REPO / "notebooks" / "03_matrix_attention.ipynb"
 STEM = "03_matrix_attention"
 
@@ -102,7 +102,7 @@ COMMON_MASK = [
 
 
 def _renamed(function, name):
-    """The source of a tests/numpy_mutants.py function under the graded name."""
+    """The source of a tests/catalogues/numpy_mutants.py function under the graded name."""
     source = inspect.getsource(function)
     old = function.__name__
     return re.sub(rf"\b{old}\b", name, source).replace("stable_softmax", "softmax")

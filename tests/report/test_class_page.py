@@ -5,7 +5,7 @@ notebooks are complete, in progress, not started or not submitted, some with a t
 crashed kernel or an internal error, misconceptions, integrity facts, a 200-character id and
 ids written as HTML or script. The counts the page must show are tallied here, from the choices
 the builder made, never from the code under test. The example class (examples/class) is graded
-for real once. Both pages are opened in headless Chromium (like tests/test_feedback_browser.py)
+for real once. Both pages are opened in headless Chromium (like tests/report/test_feedback_browser.py)
 with a script that records what a reader meets: the visible text, whether anything is wider
 than the window, whether a click on a column's title sorts the table, and whether a student's
 id became markup.
@@ -31,7 +31,7 @@ from autograder.probes.base import build_cases
 from autograder.report import SavedResult, render_class_page, write_class
 from autograder.report.class_page import HELP_ORDER, class_data
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 NOT_IMPLEMENTED = "softmax is not implemented yet (it raises NotImplementedError)."
 LONG_ID = "a" * 120 + "-" + "b" * 79  # 200 characters, no space to break at
 HOSTILE = [

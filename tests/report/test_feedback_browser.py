@@ -46,7 +46,7 @@ from autograder.results import (
 
 pytestmark = pytest.mark.slow  # a real headless Chromium, and one student graded in the sandbox (`pytest -m "not slow"` skips it)
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 REFERENCE = REPO / "autograder" / "reference"
 RECORD_VISIBLE_TEXT = (
     "<script>const p = document.createElement('pre'); p.id = 'visible-text';"

@@ -1,9 +1,9 @@
 """The similarity report (autograder/report/similarity.py, report/fingerprints.py): which
-answers were shared, on a class whose copies are known (tests/similarity_class.py).
+answers were shared, on a class whose copies are known (tests/report/similarity_class.py).
 
 What is checked, against the class's own record of who copied (never the code's output):
 copies disguised by renaming, reordering, comments, a print, a loop written as a comprehension
-rank above every independent pair; right answers written another way (tests/numpy_mutants.py's
+rank above every independent pair; right answers written another way (tests/catalogues/numpy_mutants.py's
 hidden alternatives) and the common answer are not listed; stubs give nothing; a shared wrong
 answer is shown as such; hostile code is text on the page (headless Chromium); similarity.csv's
 first columns. The disguises are also checked one by one, on hand-written pairs.
@@ -350,7 +350,7 @@ def test_write_class_writes_similarity_csv_only_when_asked(built, tmp_path):
 
 @pytest.mark.parametrize("off", [False, True])
 def test_a_class_run_compares_the_students_it_graded(tmp_path, monkeypatch, off):
-    """`grade` (its grading stood in, tests/fixtures.py) writes similarity.csv from the
+    """`grade` (its grading stood in, tests/support/fixtures.py) writes similarity.csv from the
     folders it graded; --no-similarity writes none."""
     from argparse import Namespace
 

@@ -14,7 +14,7 @@ from autograder.report.feedback import notebook_state
 from autograder.results import REASONS, reason_of
 from autograder.results import TestResult as Result
 
-PACKAGE = Path(__file__).resolve().parents[1] / "autograder"
+PACKAGE = Path(__file__).resolve().parents[2] / "autograder"
 
 
 def case(judge=None, seconds=20.0):

@@ -1,7 +1,7 @@
 """The sandbox on the bubblewrap that courses' images have: Ubuntu 22.04's 0.6.1 (no --size, no
 --disable-userns), Debian 12's 0.8.0, Ubuntu 24.04's 0.9.0, and a 0.4.0 (Ubuntu 20.04) that
 lacks an option it cannot do without. Each is played by a stand-in `bwrap` put first on PATH
-(tests/bwrap_standin.py: it refuses every option its version does not have, from bubblewrap's
+(tests/sandbox/bwrap_standin.py: it refuses every option its version does not have, from bubblewrap's
 own history, and otherwise runs the real bwrap), so the real isolation is in force throughout.
 """
 
@@ -19,7 +19,7 @@ from bwrap_standin import refused, standin
 from autograder.sandbox import Limits, NotebookJob, Sandbox
 from autograder.sandbox.bubblewrap import OPTIONS, BubblewrapUnsupported, probe
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 MB = 2**20
 pytestmark = pytest.mark.skipif(
     shutil.which("bwrap") is None, reason="needs the real bubblewrap behind the stand-in"

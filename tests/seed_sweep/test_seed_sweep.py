@@ -77,7 +77,7 @@ def test_the_benchmark_sweeps_and_ends_with_its_json_line():
     import sys
     from pathlib import Path
 
-    script = Path(__file__).resolve().parent.parent / "benchmarks" / "seed_sweep.py"
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "seed_sweep.py"
     done = subprocess.run(
         [sys.executable, str(script), "--seeds", "2", "--training-seeds", "1", "--jobs", "1"],
         capture_output=True,

@@ -24,7 +24,7 @@ from autograder.results import CORRUPT, MISNAMED, MISSING_NOTEBOOK
 from autograder.sandbox import Limits
 from autograder.submissions import discover
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 B = "02_dot_product_softmax.ipynb"
 SOFTMAX = "02_dot_product_softmax"
 

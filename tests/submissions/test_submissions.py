@@ -17,7 +17,7 @@ from fixtures import stand_in_todo
 from autograder import submissions
 from autograder.submissions import GENERAL, discover
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 A, B, E, F = (
     "01_soft_lookup.ipynb",
     "02_dot_product_softmax.ipynb",

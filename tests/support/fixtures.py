@@ -3,7 +3,7 @@ the nbgrader cells that hold written answers, the lecture's worked numbers and e
 solutions (test_notebooks, test_nbval, test_notebook06_story), an nbgrader course's helpers
 (test_nbgrader_course, test_nbgrader_hostile) and GPT's cheap training case.
 
-The rule (tests/test_import_graph.py keeps it): a test file imports from here, from the data
+The rule (tests/architecture/test_import_graph.py keeps it): a test file imports from here, from the data
 modules of mistakes (tests/*_mutants.py) and from the helper modules beside them, never from
 another test file nor from conftest.py."""
 
@@ -31,7 +31,7 @@ from autograder.probes import autoregressive_lm as lm_probes
 from autograder.probes.base import Case
 from autograder.sandbox import NotebookJob
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 NB01, NB02, NB03 = "01_soft_lookup", "02_dot_product_softmax", "03_matrix_attention"

@@ -1,6 +1,6 @@
 """Issue 29 item 7: notebook 06's GPT judges catch, by behaviour, four mistakes that passed the
 visible checks (dropout moved after the final norm, the initialisation run before the layers
-exist; in tests/training_mutants.py: temperature ignored whenever top_k is given, generate
+exist; in tests/catalogues/training_mutants.py: temperature ignored whenever top_k is given, generate
 leaving the model in train mode), and blame notebook 05 only on evidence: a float causal mask
 and one block object repeated are the GPT's own faults, said as such. Each is checked by the
 visible check and by the grader under two other seeds; GPT's training case is swapped for a

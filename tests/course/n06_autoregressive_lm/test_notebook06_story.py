@@ -19,10 +19,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "support"))
 from fixtures import executed_solution, stdout  # noqa: E402
 
-SOLUTION = Path(__file__).resolve().parent.parent / "solutions" / "06_autoregressive_lm.ipynb"
+SOLUTION = Path(__file__).resolve().parents[3] / "solutions" / "06_autoregressive_lm.ipynb"
 STEM = "06_autoregressive_lm"
 
 

@@ -19,11 +19,11 @@ import nbformat
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "support"))
 from fixtures import executed_solution, stdout  # noqa: E402
 
 STEM = "06b_inside_the_lm"
-SOLUTION = Path(__file__).resolve().parent.parent / "solutions" / f"{STEM}.ipynb"
+SOLUTION = Path(__file__).resolve().parents[3] / "solutions" / f"{STEM}.ipynb"
 
 
 def cells():

@@ -12,7 +12,9 @@ from autograder.curriculum import NOTEBOOKS
 from autograder.release import SOLUTIONS, release_notebook
 
 ANSWERS = SOLUTIONS / "answers"
-WITH_ANSWERS = NOTEBOOKS[:4]  # 05-06 (their questions' lists differ): tests/test_answers_05_06.py
+WITH_ANSWERS = NOTEBOOKS[
+    :4
+]  # 05-06 (their questions' lists differ): tests/course/torch_shared/test_answers_05_06.py
 QUESTION = re.compile(r"^(\d+)\. \*\*(.+?)\*\*", re.MULTILINE)
 
 

@@ -35,7 +35,7 @@ from autograder.probes.base import build_cases
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the mutants overflow on purpose
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 JUDGING = ROOT / "autograder" / "judging"
 # What the student handout does not have: the model answers, the probes, the variants.
 FORBIDDEN = (

@@ -3,7 +3,7 @@
 A property case (permutation equivariance, causality, "an unknown key raises KeyError") gives
 its points only to an answer whose outputs depend on its inputs, or that is right: zeros, uniform
 weights or no computation at all have those properties without any attention (or any lookup).
-tests/test_adversarial_more.py covers the identity "attention" (A = I) and keeps the points of a
+tests/attacks/test_adversarial_more.py covers the identity "attention" (A = I) and keeps the points of a
 real attention with a wrong scale.
 """
 

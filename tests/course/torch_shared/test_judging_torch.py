@@ -2,7 +2,7 @@
 
 Every case built with the visible seed is a Judgement of plain data (judging.store can save it),
 and for the reference and a representative set of mutants and alternatives per graded name
-(tests/test_probes_torch.py's catalogue), the results of the stored cases (load_cases + serve +
+(tests/course/torch_shared/test_probes_torch.py's catalogue), the results of the stored cases (load_cases + serve +
 judge_cases, as the student handout runs them) equal the live cases' results field by field.
 The judges import no model answer, probe or variant.
 """

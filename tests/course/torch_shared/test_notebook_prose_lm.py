@@ -18,10 +18,10 @@ import torch
 
 from autograder.reference.modern_lm import BPETokenizer
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "support"))
 from fixtures import executed_solution, stdout  # noqa: E402
 
-SOLUTIONS = Path(__file__).resolve().parent.parent / "solutions"
+SOLUTIONS = Path(__file__).resolve().parents[3] / "solutions"
 LM = ("06_autoregressive_lm", "07_modern_lm")
 
 
