@@ -18,6 +18,12 @@ os.environ.setdefault("AUTOGRADER_SKIP_SELFTEST", "1")
 # as `python -m autograder` does: jsonschema without its slow optional format checkers
 skip_format_checkers()
 
+# One thread per test process: the tests' models are tiny, and `-n 2` already runs a process per
+# core; two threads each made four on two cores, and each of torch's threads spun waiting for the
+# other (a tiny model's training step took 11 ms instead of a fraction of one on a busy machine).
+# What a sandbox runs is a process of its own and keeps its own threads.
+torch.set_num_threads(1)
+
 
 @pytest.fixture
 def no_training(monkeypatch):

@@ -265,6 +265,7 @@ print(json.dumps([[r.name, r.score, r.output, r.misconceptions] for r in results
 """
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_stored_cases_are_judged_with_the_answers_probes_and_variants_out_of_reach(
     stored, tmp_path
 ):

@@ -496,7 +496,10 @@ def test_generate_alternatives(fn):
 # ================================================================ GPT
 
 
-@pytest.mark.parametrize("cls", [make_gpt(tie=True, buffer=True), GPTTorchLayers])
+@pytest.mark.parametrize(
+    "cls",  # each trains a GPT: the second, built from torch's own layers, with the slow tests
+    [make_gpt(tie=True, buffer=True), pytest.param(GPTTorchLayers, marks=pytest.mark.slow)],
+)
 def test_gpt_alternatives(cls):
     assert_full(run("GPT", cls))
 
