@@ -8,6 +8,7 @@ says the key phrase), no test names another id, and the hidden runs agree with t
 
 import pytest
 import real_models_mutants as mutants
+from sweeps import first_of_each_name
 
 from autograder.checks import VISIBLE_SEED, run_in_process
 from autograder.curriculum import BY_STEM
@@ -63,7 +64,9 @@ def test_a_mistake_is_caught_and_named_by_check_and_grader_alike(entry):
         assert _lost(hidden) and _ids(hidden) == want, _show(hidden)
 
 
-@pytest.mark.parametrize(("name", "obj"), mutants.RIGHT, ids=lambda v: getattr(v, "__name__", v))
+@pytest.mark.parametrize(
+    ("name", "obj"), first_of_each_name(mutants.RIGHT), ids=lambda v: getattr(v, "__name__", v)
+)
 def test_right_answers_written_other_ways_keep_full_marks(name, obj):
     for seed in (VISIBLE_SEED, *HIDDEN):
         results = _run(name, obj, seed)
