@@ -1,5 +1,5 @@
 """The one door for the grader's AUTOGRADER_* environment variables: all of them parsed here,
-by `switches()`, and nowhere else (tests/architecture/test_switches.py keeps it so).
+by `switches()`, and nowhere else (tests/test_switches.py keeps it so).
 
     switches().warm_kernels       # a Switches, read from os.environ now (or from `environ`)
 
