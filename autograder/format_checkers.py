@@ -7,7 +7,7 @@ compiles a grammar at import time: about 2.5 CPU-seconds per grading run, for fo
 notebook validation never uses. jsonschema skips a checker whose import fails, so these modules
 are blocked while jsonschema is imported, and unblocked right after: nothing else in the process
 sees the block. Importing the package (`from autograder.checks import check` in a student's
-notebook) does none of this, so a student's `import webcolors` works (tests/test_student_kernel.py).
+notebook) does none of this, so a student's `import webcolors` works (tests/checks/test_student_kernel.py).
 The sandbox's driver blocks the same modules for itself (sandbox/inside/driver.py).
 """
 
@@ -31,3 +31,11 @@ def skip_format_checkers() -> None:
         for name in blocked:
             if sys.modules.get(name, 0) is None:
                 del sys.modules[name]
+
+
+def pytest_addoption(parser):
+    """The test run is a grading parent too: pyproject.toml's addopts load this module as a pytest
+    plugin (`-p autograder.format_checkers`) before the installed plugins, and nbval imports
+    nbformat, so jsonschema, as it loads; pytest calls this hook as soon as the module is loaded.
+    It adds no option."""
+    skip_format_checkers()

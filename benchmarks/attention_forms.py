@@ -4,7 +4,7 @@ written in other forms, every form and nanoGPT side by side in one process, one 
     taskset -c 1 python benchmarks/attention_forms.py --nanogpt PATH [--rounds 8]
 
 Each form replaces only the reference MultiHeadAttention's forward for self-attention, and
-computes the same values (tests/test_benchmarks.py checks each against the reference):
+computes the same values (tests/benchmarks/test_benchmarks.py checks each against the reference):
 
   explicit   the reference: q k^T / sqrt(d_k), the mask added as -inf, softmax, weights @ v
   fused_qkv  the same, the three projections as one matrix product (their weights concatenated)

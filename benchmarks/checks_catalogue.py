@@ -4,8 +4,8 @@ every right answer keeps full marks.
 
     python benchmarks/checks_catalogue.py [--hidden 2] [--only KEY_PART]
 
-The class: tests/training_mutants.py, tests/modern_lm_mutants.py (the existing catalogues) and
-tests/issue40_mutants.py (every item of issue 40 and RegexBPETokenizer's mistakes, with the
+The class: tests/catalogues/training_mutants.py, tests/catalogues/modern_lm_mutants.py (the existing catalogues) and
+tests/catalogues/issue40_mutants.py (every item of issue 40 and RegexBPETokenizer's mistakes, with the
 mistakes no behaviour shows kept as KNOWN_MISSES). For each wrong answer: caught (loses marks)
 by the visible check (the public seed) and by the hidden tests (`--hidden` other secrets);
 named = exactly its expected id (for an entry without one: no id at all, and its message says
@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "catalogues")]
 
 from autograder.checks import VISIBLE_SEED, run_in_process  # noqa: E402
 from autograder.course.n06_autoregressive_lm import reference as R06  # noqa: E402
@@ -33,7 +33,7 @@ def _class():
     import modern_lm_mutants as m07
     import training_mutants as t06
 
-    # the two catalogues already hold issue 40's entries (tests/issue40_mutants.py)
+    # the two catalogues already hold issue 40's entries (tests/catalogues/issue40_mutants.py)
     wrong = [(*e, True) for e in t06.MUTANTS + m07.WRONG]
     wrong += [(key, name, obj, None, None, False) for key, name, obj in i40.KNOWN_MISSES]
     right = [(key, name, obj) for key, name, obj in t06.RIGHT]

@@ -9,7 +9,7 @@ grader (the neighbour too), so a version can be compared with an earlier one sid
 (b) grades the honest student (the solutions) while another grading run, started first, grades a
 neighbour whose every notebook starts 200 busy processes, each in its own process session, and
 then loops (Neighbour; stopped when the honest student is done, so the table does not wait for
-the neighbour's own time limits). tests/test_load_fairness.py grades the two in one run with
+the neighbour's own time limits). tests/sandbox/test_load_fairness.py grades the two in one run with
 --workers 2. (c) grades the honest student alone while this script runs 4 x cores busy
 processes of its own (LoadGenerator). Prints one table row per case: the honest student's score,
 the wall seconds of its grading (results.json execution_time) and of the whole run, and how many

@@ -12,7 +12,7 @@ body instead, as a student would write it. Some students also add cells of their
 experiment that raises, a cheat). Outputs are empty, as after "Restart & Clear Output".
 
 The class is built from whichever solution notebooks exist, so it grows with the course; rerun
-this script (and commit examples/class/) whenever solutions/ changes. tests/test_examples.py
+this script (and commit examples/class/) whenever solutions/ changes. tests/examples/test_examples.py
 fails when examples/class/ is stale.
 
 Students (see CLASS below): what each one got wrong is in its `mistakes`, the misconception id

@@ -4,7 +4,7 @@ print the lectures' numbers) with fresh ones.
 
 The kernels nbval starts inherit this process's environment: NBGRADER_EXECUTION is set, as the
 grader sets it, so the notebooks' demos take their short budgets (notebook 06 trains for seconds,
-not minutes). The stored outputs are refreshed with `python tests/test_nbval.py --store`.
+not minutes). The stored outputs are refreshed with `python tests/course/test_nbval.py --store`.
 """
 
 import os

@@ -12,11 +12,17 @@ from autograder.format_checkers import skip_format_checkers
 
 # The grader's self-test (autograder/grading/selftest.py) guards real runs, once per environment; every
 # small run of the tests, with limits of its own, would be an environment of its own (two
-# students graded each time). tests/test_selftest.py tests the self-test itself.
+# students graded each time). tests/grading/test_selftest.py tests the self-test itself.
 os.environ.setdefault("AUTOGRADER_SKIP_SELFTEST", "1")
 
 # as `python -m autograder` does: jsonschema without its slow optional format checkers
 skip_format_checkers()
+
+# One thread per test process: the tests' models are tiny, and `-n 2` already runs a process per
+# core; two threads each made four on two cores, and each of torch's threads spun waiting for the
+# other (a tiny model's training step took 11 ms instead of a fraction of one on a busy machine).
+# What a sandbox runs is a process of its own and keeps its own threads.
+torch.set_num_threads(1)
 
 
 @pytest.fixture
