@@ -72,7 +72,7 @@ def cases_and_requests(function: str, seed: str, scratch: Path) -> tuple[list[Ca
 
         return load_cases(STORED, function), request_dir(STORED, function)
     try:
-        from autograder.probes.base import build_cases
+        from autograder.course.probes import build_cases
     except ImportError:  # the handout: no probes, and this seed's cases were not stored
         raise LookupError(
             f"this copy of the course holds only the visible checks (seed {VISIBLE_SEED!r}) of "

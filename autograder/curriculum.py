@@ -16,11 +16,9 @@ class Notebook:
     stem: str  # file name without .ipynb, e.g. "03_matrix_attention"
     title: str
     framework: str  # "numpy" or "torch"
-    reference_module: str  # module of autograder.reference holding its model answers
     graded: tuple[str, ...]  # SPEC's graded names, in the order the notebook teaches them
     # The folder of autograder/course/ holding all of its code (reference, cases, judges,
-    # variants), for the notebooks moved to that layout; "" for the older one, where its code is
-    # autograder/reference/<reference_module>.py, probes/<reference_module>.py, ...
+    # variants): "n03_matrix_attention"; "" for an optional notebook, which has none
     package: str = ""
 
     @property
@@ -30,16 +28,12 @@ class Notebook:
     @property
     def reference_path(self) -> str:
         """The module holding its model answers."""
-        if self.package:
-            return f"autograder.course.{self.package}.reference"
-        return f"autograder.reference.{self.reference_module}"
+        return f"autograder.course.{self.package}.reference"
 
     @property
     def cases_path(self) -> str:
         """The module whose import registers its probes (the hidden tests' cases)."""
-        if self.package:
-            return f"autograder.course.{self.package}.cases"
-        return f"autograder.probes.{self.reference_module}"
+        return f"autograder.course.{self.package}.cases"
 
 
 NOTEBOOKS = (
@@ -47,7 +41,6 @@ NOTEBOOKS = (
         "01_soft_lookup",
         "A dictionary as a soft lookup",
         "numpy",
-        "soft_lookup",
         ("lookup", "similarity", "percentages", "soft_lookup"),
         package="n01_soft_lookup",
     ),
@@ -55,7 +48,6 @@ NOTEBOOKS = (
         "02_dot_product_softmax",
         "Dot products and softmax, one query at a time",
         "numpy",
-        "dot_product_softmax",
         ("softmax", "scaled_scores", "attend", "attention_for_token"),
         package="n02_dot_product_softmax",
     ),
@@ -63,7 +55,6 @@ NOTEBOOKS = (
         "03_matrix_attention",
         "Attention in matrix form",
         "numpy",
-        "matrix_attention",
         ("attention_scores", "causal_mask", "scaled_dot_product_attention", "self_attention"),
         package="n03_matrix_attention",
     ),
@@ -71,7 +62,6 @@ NOTEBOOKS = (
         "04_multihead_attention",
         "Multi-head attention: heads and shapes",
         "numpy",
-        "multihead_attention",
         ("mha_shapes", "split_heads", "merge_heads", "multi_head_attention"),
         package="n04_multihead_attention",
     ),
@@ -79,7 +69,6 @@ NOTEBOOKS = (
         "05_transformer_block",
         "The transformer block (PyTorch)",
         "torch",
-        "transformer_block",
         (
             "sinusoidal_positional_encoding",
             "layer_norm",
@@ -93,7 +82,6 @@ NOTEBOOKS = (
         "06_autoregressive_lm",
         "Training an auto-regressive language model (PyTorch)",
         "torch",
-        "autoregressive_lm",
         (
             "make_examples",
             "CharTokenizer",
@@ -111,7 +99,6 @@ NOTEBOOKS = (
         "07_modern_lm",
         "From GPT-2 to today's small language models (PyTorch)",
         "torch",
-        "modern_lm",
         (
             "BPETokenizer",
             "RegexBPETokenizer",
@@ -128,7 +115,6 @@ NOTEBOOKS = (
         "08_real_models",
         "Your model meets a real one (PyTorch)",
         "torch",
-        "real_models",
         ("GroupedQueryAttention", "Llama", "load_hf_llama", "kv_cache_bytes"),
         package="n08_real_models",
     ),
@@ -144,14 +130,12 @@ OPTIONAL = (
         "05b_encoder_decoder",
         "Encoder, decoder, and before transformers (optional, not graded)",
         "torch",
-        "",  # no model answers: nothing is graded
         (),
     ),
     Notebook(
         "06b_inside_the_lm",
         "Inside the language model (optional, not graded)",
         "torch",
-        "",
         (),
     ),
 )

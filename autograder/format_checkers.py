@@ -33,7 +33,7 @@ def skip_format_checkers() -> None:
                 del sys.modules[name]
 
 
-def pytest_addoption(parser):
+def pytest_addoption(parser: object) -> None:
     """The test run is a grading parent too: pyproject.toml's addopts load this module as a pytest
     plugin (`-p autograder.format_checkers`) before the installed plugins, and nbval imports
     nbformat, so jsonschema, as it loads; pytest calls this hook as soon as the module is loaded.

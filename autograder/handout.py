@@ -16,8 +16,8 @@ writes
 The checker's `autograder` holds the modules that run and judge a visible check (checks,
 curriculum, results, harness/, judging/), the misconception catalogue, and the visible seed's
 cases as plain data (judging.store, in autograder/visible/): inputs, expected outputs and the
-outputs of the known-wrong variants, computed here. It holds no probe, no variant and nothing of
-autograder/reference/, so `check("softmax", softmax)` judges the same cases the same way as the
+outputs of the known-wrong variants, computed here. It holds no probe, no variant and no model
+answer (of autograder/course/, only the judges ship), so `check("softmax", softmax)` judges the same cases the same way as the
 full package without being able to compute an answer. tests/test_handout.py checks that no
 answer is in the bundle, and runs it installed in a venv without the course.
 """
@@ -51,7 +51,7 @@ SHIPPED = (
     "safe_files.py",  # how answers are read: never through a link, never past a size cap
     "harness/*.py",
     "judging/*.py",
-    "misconceptions/__init__.py",  # the catalogue's text; the *_variants.py modules stay here
+    "course/misconceptions.py",  # the catalogue's text; the variants*.py modules stay here
     # a notebook in its own folder ships its judges only: reference, cases, variants stay here
     "course/__init__.py",
     "course/*/__init__.py",
@@ -555,13 +555,13 @@ def _write_checker(
     checker: Path,
     notebooks: tuple[Notebook, ...] | tuple[Notebook, ...],
 ) -> None:
+    from autograder.course.probes import build_cases  # instructor side: the cases' data
     from autograder.judging.store import save_cases
-    from autograder.probes.base import build_cases  # instructor side: the cases' data
 
     package = checker / "autograder"
     _copy(SHIPPED, PACKAGE, package)
     (package / "__init__.py").write_text(INIT.format(version=__version__))
-    for sub in ("harness", "judging", "misconceptions"):
+    for sub in ("harness", "judging", "course"):
         if not (package / sub / "__init__.py").is_file():
             raise FileNotFoundError(f"autograder/{sub}/__init__.py is missing")
     _copy(SHIPPED_DATA, COURSEDATA, checker / "coursedata")
@@ -573,7 +573,7 @@ def _write_checker(
     save_cases(cases, package / "visible")
 
     packages = ["autograder", "autograder.harness", "autograder.judging"]
-    packages += ["autograder.misconceptions", "coursedata"]
+    packages += ["autograder.course.misconceptions", "coursedata"]
     packages += sorted(
         ".".join(path.relative_to(checker).parent.parts)
         for path in (package / "course").rglob("__init__.py")

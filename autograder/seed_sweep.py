@@ -4,7 +4,7 @@ every notebook, in this process, under many (secret, student) seeds.
     lost = sweep(seeds)            # [(seed, stem, function, case, points lost, message)]
 
 A notebook takes part as soon as its probes are registered (probes.load), so a new notebook's
-hidden tests join without a change here. The answers are autograder.reference's, served by the
+hidden tests join without a change here. The answers are autograder.course.model_answers's, served by the
 harness in this process exactly as in a student's kernel (checks.run_in_process: the same
 requests, the same judges), with every graded name of the course in the namespace, as a
 notebook that imports its earlier exercises has them. No sandbox: this checks the judges and
@@ -19,12 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from autograder.checks import SCRATCH
+from autograder.course.probes import PROBES, build_cases, derive_seed, load, write_requests
 from autograder.curriculum import NOTEBOOKS, Notebook
 from autograder.harness import serve
 from autograder.judging.answers import judge_cases
 from autograder.judging.base import Case
-from autograder.probes import load
-from autograder.probes.base import PROBES, build_cases, derive_seed, write_requests
 from autograder.results import TestResult
 
 
@@ -46,7 +45,7 @@ def swept_notebooks() -> list[tuple[Notebook, list[str]]]:
 
 def reference_namespace() -> dict[str, object]:
     """Every graded name of the course, as the model answers define it."""
-    reference = importlib.import_module("autograder.reference")
+    reference = importlib.import_module("autograder.course.model_answers")
     names = {name for notebook in NOTEBOOKS for name in notebook.graded}
     namespace = {}
     for name in names:

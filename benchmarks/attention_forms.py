@@ -33,8 +33,8 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import train_lm  # noqa: E402  (the same batches, optimizer, step and machine facts)
 
+from autograder.course.model_answers import GPT  # noqa: E402
 from autograder.course.n05_transformer_block.reference import MultiHeadAttention  # noqa: E402
-from autograder.reference import GPT  # noqa: E402
 
 EXPLICIT = MultiHeadAttention.forward
 

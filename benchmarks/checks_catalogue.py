@@ -23,7 +23,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "catalogues")]
 
 from autograder.checks import VISIBLE_SEED, run_in_process  # noqa: E402
 from autograder.course.n06_autoregressive_lm import reference as R06  # noqa: E402
-from autograder.probes.base import derive_seed  # noqa: E402
+from autograder.course.probes import derive_seed  # noqa: E402
 
 NOTEBOOK_06 = {"lr_at", "configure_optimizer", "train_step", "generate"}
 

@@ -372,10 +372,10 @@ def profile(notebooks, timeout, work_root):
     import nbformat
 
     from autograder import demo_cells
+    from autograder.course.probes import build_cases, derive_seed, judge_cases, write_requests
     from autograder.grading.course_files import course_files
     from autograder.grading.plan import registered_probes
     from autograder.grading.settings import DEFAULT_SECRET
-    from autograder.probes.base import build_cases, derive_seed, judge_cases, write_requests
     from autograder.release import render
     from autograder.sandbox import Limits, NotebookJob, Sandbox
 

@@ -54,7 +54,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from autograder.reference import GPT, CharTokenizer, lm_loss
+from autograder.course.model_answers import GPT, CharTokenizer, lm_loss
 
 NANOGPT_CPU = dict(
     steps=2000,

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder import demo_cells
+from autograder.course.probes import PROBES, build_cases, derive_seed
 from autograder.curriculum import GRADED_NAMES, NOTEBOOKS, Notebook
 from autograder.judging.base import write_requests
 from autograder.notebook_files import load_notebook
-from autograder.probes.base import PROBES, build_cases, derive_seed
 from autograder.results import CORRUPT, MISNAMED, MISSING_NOTEBOOK, NOT_RUN
 from autograder.sandbox import NotebookJob
 
@@ -53,7 +53,7 @@ def notebook_file(folder, filename):
 
 def registered_probes():
     """The graded names that have hidden tests (probe modules may still be being written)."""
-    from autograder.probes import load_all
+    from autograder.course.probes import load_all
 
     load_all()
     return {name for name in GRADED_NAMES if name in PROBES}

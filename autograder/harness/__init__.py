@@ -3,7 +3,7 @@
 This package runs INSIDE the student's process (the sandboxed kernel, or the student's own
 kernel for the visible checks). It trusts nothing there and decides nothing: it calls what it
 is asked to call and writes back plain data (JSON and .npy files). Every verdict is made by the
-trusted parent (autograder.probes). It imports only the standard library, numpy and (lazily)
+trusted parent (autograder.course.probes). It imports only the standard library, numpy and (lazily)
 torch, never `autograder`, because inside the sandbox autograder is not there.
 
 Wire format (one directory per request, one per response):

@@ -7,9 +7,10 @@ Two things are noted, by behaviour, never by reading the notebook's source:
 - "comparison-patched": after the notebook's cells, one of numpy's or torch's comparison
   functions (np.allclose, np.testing.assert_allclose, torch.allclose, ...) is no longer the
   function it was before them (for torch, imported by the notebook itself: no longer torch's);
-- "answers-looked-up": the notebook tried to import the course's model answers or hidden tests
-  (autograder.reference, autograder.probes) or to open, list or glob a path of theirs
-  (autograder/reference, autograder/probes, solutions/), seen by an audit hook (PEP 578).
+- "answers-looked-up": the notebook tried to import the course's model answers, hidden tests or
+  known-wrong variants (autograder.course.model_answers, .probes, or a notebook folder's
+  reference, cases*, variants* or tools modules) or to open, list or glob a path of theirs
+  (the same files under autograder/course/, solutions/), seen by an audit hook (PEP 578).
 
 Neither changes a verdict: the verdicts are made outside this process, where none of this has
 any effect. Code in the notebook can defeat both (an audit hook lives in its own process); the
@@ -19,6 +20,7 @@ inside it would reach the student's own call.
 
 import json
 import os
+import re
 import sys
 
 COMPARISONS = {
@@ -35,8 +37,12 @@ COMPARISONS = {
     ),
     "torch": ("allclose", "isclose", "equal", "testing.assert_close"),
 }
-ANSWER_MODULES = ("autograder.reference", "autograder.probes")
-ANSWER_PATHS = ("autograder/reference", "autograder/probes", "solutions/")
+# what holds an answer: the index and the case registry, and in each folder of autograder/course/
+# its reference, its cases (cases.py, cases_<topic>.py; tools.py builds them) and its variants
+_ANSWER_FILES = r"(model_answers|probes|[a-z0-9_]+[./](reference|cases(_[a-z0-9_]+)?|variants(_[a-z0-9_]+)?|tools))"
+ANSWER_MODULE = re.compile(rf"autograder\.course\.{_ANSWER_FILES}(\.|$)")
+ANSWER_PATH = re.compile(rf"autograder/course/{_ANSWER_FILES}(\.py|/|$)")
+ANSWER_PATHS = ("solutions/",)
 PATH_EVENTS = {"open", "os.listdir", "os.scandir", "glob.glob", "os.stat", "os.walk"}
 
 _seen: set[str] = set()
@@ -58,15 +64,17 @@ def _hook(event: str, args: tuple) -> None:
     try:
         if event == "import":
             name = args[0] if args else None
-            if isinstance(name, str) and name.startswith(ANSWER_MODULES):
+            if isinstance(name, str) and ANSWER_MODULE.match(name):
                 _seen.add("answers-looked-up")
         elif event in PATH_EVENTS and args:
             path = args[0]
             if isinstance(path, int) or path is None:
                 return
             text = os.fsdecode(path).replace("\\", "/")
-            if any(marker in text for marker in ANSWER_PATHS) or text.rstrip("/").endswith(
-                "/solutions"
+            if (
+                ANSWER_PATH.search(text)
+                or any(marker in text for marker in ANSWER_PATHS)
+                or text.rstrip("/").endswith("/solutions")
             ):
                 _seen.add("answers-looked-up")
     except Exception:  # noqa: BLE001, S110 - never disturb the student's own call

@@ -1,11 +1,11 @@
 """Judging: the verdict of a hidden-test case, from the student's plain answers and plain data.
 
-The hidden tests have two halves. A probe (autograder/probes/) *builds* a case: it draws the
+The hidden tests have two halves. A probe (a notebook folder's cases*.py, autograder/course/) *builds* a case: it draws the
 inputs from a seed and works out, with the model answers and the known-wrong variants, what a
 right answer and each typical mistake would return. It stores all of that as plain data in a
 Judgement. A *judge* (this package) then decides, from that data and the student's answers
 alone, whether the case passes, and if not what went wrong. Judges hold no model answer and
-import neither autograder.reference nor the variants, so this package is what the student
+import neither autograder.course.model_answers nor the variants, so this package is what the student
 handout ships, with the visible cases' data (judging.store): the visible check and the grader
 run the same judge on the same kind of data.
 

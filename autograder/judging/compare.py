@@ -1,7 +1,7 @@
 """Tolerant comparisons of plain data, with kind and precise messages (used by the judges).
 
 Every function here works on plain NumPy data in the trusted parent and raises
-autograder.probes.base.Fail with a message that helps the student find the mistake: what was
+autograder.course.probes.Fail with a message that helps the student find the mistake: what was
 expected (a shape, a dtype, "rows sum to 1") and what was seen (counts, the largest
 difference), never the expected array itself.
 

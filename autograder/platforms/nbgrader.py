@@ -33,7 +33,7 @@ autograder.safe_files (no link followed, no FIFO or device opened, bounded size)
 not written and why. Student ids enter the gradebook only when gradebook_id_problem accepts them.
 
 `nbgrader autograde` would run students' code in the instructor's environment, where
-`autograder.reference` (the model answers) can be imported, and judge in the student's own
+`autograder.course.model_answers` (the model answers) can be imported, and judge in the student's own
 kernel; the configuration written by `init` makes it refuse (refuse_kernel_grading).
 """
 
@@ -376,7 +376,7 @@ def _lines_output(lines):
 def _verdict_output(tests, name):
     """A grade cell's output: one line per hidden test of `name`, the lines of a test that lost
     points (its ✗, message and hint) in red, and the first line too when any point was lost."""
-    from autograder.misconceptions import CATALOGUE
+    from autograder.course.misconceptions import CATALOGUE
 
     earned = sum(float(t.get("score", 0)) for t in tests)
     worth = sum(float(t.get("max_score", 0)) for t in tests)

@@ -17,9 +17,9 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
+from autograder.course.misconceptions import CATALOGUE
 from autograder.curriculum import BY_STEM, NOTEBOOKS
 from autograder.escaping import csv_row
-from autograder.misconceptions import CATALOGUE
 from autograder.report import not_graded
 from autograder.report.class_page import HELP_CSV, class_data, help_first_csv, render_class_page
 from autograder.report.feedback import feedback_context

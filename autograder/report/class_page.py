@@ -28,11 +28,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeGuard
 from urllib.parse import quote
 
+from autograder.course.misconceptions import CATALOGUE
 from autograder.curriculum import NOTEBOOK_OF, NOTEBOOKS, Notebook
 from autograder.deadlines import GATHER_FLAGS, late_line
 from autograder.escaping import terminal
 from autograder.integrity import INTEGRITY_FACTS
-from autograder.misconceptions import CATALOGUE
 from autograder.report.feedback import notebook_state
 from autograder.report.not_graded import GRADER_FAILED, NOT_GRADED, why_not_graded
 from autograder.report.rendering import environment

@@ -22,10 +22,10 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from autograder.course.misconceptions import CATALOGUE
 from autograder.curriculum import BY_STEM, NOTEBOOKS, Notebook
 from autograder.deadlines import late_line
 from autograder.judging.dependencies import IMPORTS
-from autograder.misconceptions import CATALOGUE
 from autograder.report.sections import Section, teaching_sections
 from autograder.results import (
     DEPENDENCY_MISSING,

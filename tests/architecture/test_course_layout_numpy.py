@@ -14,15 +14,14 @@ from pathlib import Path
 import pytest
 
 from autograder import handout
-from autograder import reference as answers
 from autograder.checks import VISIBLE_SEED
+from autograder.course import model_answers as answers
+from autograder.course.misconceptions import CATALOGUE
 from autograder.course.numpy_shared.variants import variants_of
+from autograder.course.probes import PROBES, build_cases, load
 from autograder.curriculum import BY_STEM, NOTEBOOK_OF, NOTEBOOKS
 from autograder.grading import fingerprint
 from autograder.judging import COURSE_FOLDER, JUDGES, LEGACY_PREFIXES, resolve
-from autograder.misconceptions import CATALOGUE
-from autograder.probes import load
-from autograder.probes.base import PROBES, build_cases
 
 PACKAGE = Path(handout.PACKAGE)
 COURSE = PACKAGE / "course"
@@ -147,7 +146,7 @@ def test_the_moved_judges_keep_their_stored_names():
 
 def _is_answer_case_or_variant(module):
     parts = module.split(".")
-    if module.startswith(("autograder.reference", "autograder.probes")):
+    if module.startswith(("autograder.course.model_answers", "autograder.course.probes")):
         return True
     if parts[:2] == ["autograder", "misconceptions"] and parts[-1].endswith("_variants"):
         return True

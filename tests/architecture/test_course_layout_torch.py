@@ -13,10 +13,9 @@ from pathlib import Path
 import pytest
 
 from autograder import handout
+from autograder.course.probes import PROBES, build_cases, load
 from autograder.curriculum import NOTEBOOKS
 from autograder.judging import LEGACY_PREFIXES, Judgement, resolve
-from autograder.probes import load
-from autograder.probes.base import PROBES, build_cases
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "autograder"
@@ -92,10 +91,9 @@ def _answer_modules():
             out |= {_module(p) for p in folder.glob(f"{kind}*.py")}
     out |= {_module(p) for p in (PACKAGE / "misconceptions").glob("*_variants.py")}
     out |= {_module(p) for p in (PACKAGE / "probes").glob("*.py")} - {
-        "autograder.probes",
-        "autograder.probes.base",
+        "autograder.course.probes",
     }
-    return out | {"autograder.course.torch_shared.tools", "autograder.reference"}
+    return out | {"autograder.course.torch_shared.tools", "autograder.course.model_answers"}
 
 
 def _defined(path):
@@ -171,7 +169,7 @@ def test_the_judges_of_05_to_08_import_no_answer_case_or_variant_even_indirectly
         assert sorted(reached & forbidden) == [], path.relative_to(ROOT)
         reached_all |= reached
     # the scan followed the judges' imports into the case model and the misconception catalogue
-    assert {"autograder.judging.compare", "autograder.misconceptions"} <= reached_all
+    assert {"autograder.judging.compare", "autograder.course.misconceptions"} <= reached_all
 
 
 def test_every_legacy_prefix_of_05_to_07_lists_existing_judges_modules():

@@ -8,8 +8,8 @@ a N-D input, default axis=-N").
 
 import pytest
 
+from autograder.course.probes import build_cases
 from autograder.curriculum import NOTEBOOKS
-from autograder.probes.base import build_cases
 
 SEEDS = (0, 1, 2, 3, 7, 11, 2024, 99991)
 

@@ -384,9 +384,9 @@ def test_judging_many_aliased_answers_at_once_stays_small(tmp_path):
     """In-process twin of the aliaser: the judge refuses before it decodes."""
     import resource
 
+    from autograder.course.probes import build_cases
     from autograder.judging.answers import judge_cases
     from autograder.judging.base import request_folder
-    from autograder.probes.base import build_cases
 
     cases = build_cases("01_soft_lookup", 7, functions={"lookup"})
     for i, case in enumerate(cases):
@@ -410,10 +410,10 @@ def test_judging_many_aliased_answers_at_once_stays_small(tmp_path):
 # -- a language model that knew the text before its training run ----------------------------------
 def _training_answer(tmp_path, logits_before, logits_after):
     """The training case of GPT with one answer written as the harness writes it."""
+    from autograder.course.probes import build_cases
     from autograder.harness.wire import Writer
     from autograder.judging.answers import judge_cases
     from autograder.judging.base import request_folder
-    from autograder.probes.base import build_cases
 
     cases = build_cases("06_autoregressive_lm", 11, functions={"GPT"})
     [i] = [k for k, c in enumerate(cases) if "training run" in c.name]
@@ -516,9 +516,9 @@ def test_an_odd_object_returned_scores_nothing(kind):
 )
 def test_an_odd_array_file_written_into_an_answer_scores_nothing(tmp_path, array):
     """Arrays written straight into the answer (not through the harness's Writer)."""
+    from autograder.course.probes import build_cases
     from autograder.judging.answers import judge_cases
     from autograder.judging.base import request_folder
-    from autograder.probes.base import build_cases
 
     cases = build_cases("01_soft_lookup", 3, functions={"percentages"})
     for i, case in enumerate(cases):

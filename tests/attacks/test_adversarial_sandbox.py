@@ -25,11 +25,10 @@ from processes import marker, processes_with
 
 import autograder
 from autograder.checks import VISIBLE_SEED, run_in_process
+from autograder.course.probes import build_cases, load_all
 from autograder.curriculum import BY_STEM
 from autograder.grading.classrun import grade_class
 from autograder.grading.settings import Settings
-from autograder.probes import load_all
-from autograder.probes.base import build_cases
 from autograder.sandbox import Limits, Sandbox
 
 pytestmark = pytest.mark.slow  # grades in a real sandbox (`pytest -m "not slow"` skips it)

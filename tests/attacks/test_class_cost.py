@@ -253,9 +253,9 @@ def test_a_function_that_timed_out_once_answers_every_later_test_at_once(tmp_pat
 
 
 def test_the_later_tests_say_which_test_ran_out_of_time_first(tmp_path):
+    from autograder.course.probes import build_cases
     from autograder.judging.answers import judge_cases
     from autograder.judging.base import write_requests
-    from autograder.probes.base import build_cases
     from autograder.results import TIMEOUT
 
     cases = [c for c in build_cases(STEM, 7) if c.function == "similarity"][:3]

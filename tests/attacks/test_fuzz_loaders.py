@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 
 import autograder
 from autograder.__main__ import main
+from autograder.course.probes import build_cases
 from autograder.judging.answers import judge_cases
 from autograder.notebook_files import load_notebook
-from autograder.probes.base import build_cases
 from autograder.safe_files import UnsafeFile, load_npy, parse_json, read_json
 from autograder.sandbox import NotebookJob, NotebookRun
 from autograder.sandbox.status import apply_status, read_status

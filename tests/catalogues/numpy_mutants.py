@@ -16,8 +16,8 @@ import math
 import numpy as np
 import torch
 
-from autograder import reference as R
 from autograder.checks import run_in_process
+from autograder.course import model_answers as R
 from autograder.curriculum import BY_STEM
 
 NUMPY_STEMS = (

@@ -24,8 +24,8 @@ from numpy_mutants import MUTANTS as PROBE_MUTANTS
 from numpy_mutants import NEW_MUTANTS
 
 from autograder.checks import run_in_process
+from autograder.course.probes import derive_seed
 from autograder.curriculum import NOTEBOOK_OF
-from autograder.probes.base import derive_seed
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 

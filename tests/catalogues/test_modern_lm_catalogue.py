@@ -11,9 +11,9 @@ import pytest
 from sweeps import first_of_each_name
 
 from autograder.checks import VISIBLE_SEED, run_in_process
+from autograder.course.misconceptions import CATALOGUE
+from autograder.course.probes import derive_seed
 from autograder.curriculum import BY_STEM
-from autograder.misconceptions import CATALOGUE
-from autograder.probes.base import derive_seed
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -23,7 +23,7 @@ from torch_probe_mutants import NAMES_05, NAMES_06, show
 
 from autograder.checks import VISIBLE_SEED, run_in_process
 from autograder.course.n06_autoregressive_lm import cases_gpt as lm_probes
-from autograder.probes.base import derive_seed
+from autograder.course.probes import derive_seed
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -8,9 +8,9 @@ import pytest
 import training_mutants as tm
 
 from autograder.checks import VISIBLE_SEED, run_in_process
+from autograder.course.misconceptions import CATALOGUE
 from autograder.course.n06_autoregressive_lm import reference as R
-from autograder.misconceptions import CATALOGUE
-from autograder.probes.base import derive_seed
+from autograder.course.probes import derive_seed
 from autograder.results import NOT_IMPLEMENTED
 
 pytestmark = pytest.mark.usefixtures("one_thread")

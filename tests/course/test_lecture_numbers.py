@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from autograder.reference import (
+from autograder.course.model_answers import (
     causal_mask,
     lookup,
     merge_heads,

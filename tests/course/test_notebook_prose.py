@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autograder.reference import multi_head_attention
+from autograder.course.model_answers import multi_head_attention
 
 SOLUTIONS = Path(__file__).resolve().parents[2] / "solutions"
 

@@ -9,8 +9,8 @@ import math
 import nbformat
 import pytest
 
+from autograder.course.probes import build_cases
 from autograder.curriculum import NOTEBOOKS
-from autograder.probes.base import build_cases
 from autograder.release import SOLUTIONS
 
 WRITTEN = [nb for nb in NOTEBOOKS if (SOLUTIONS / nb.filename).exists()]
@@ -31,5 +31,5 @@ def test_notebook_points_equal_probe_points(notebook):
     for name in notebook.graded:
         assert math.isclose(in_notebook[name], in_probes[name]), (
             f"{notebook.filename}: test_{name} is worth {in_notebook[name]} points in the "
-            f"notebook but {in_probes[name]} in autograder/probes"
+            f"notebook but {in_probes[name]} in its hidden tests (autograder/course/)"
         )

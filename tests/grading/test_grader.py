@@ -19,10 +19,9 @@ import pytest
 
 import autograder
 from autograder.__main__ import main
+from autograder.course.misconceptions import CATALOGUE
+from autograder.course.probes import PROBES, build_cases, load_all
 from autograder.curriculum import BY_STEM, NOTEBOOKS
-from autograder.misconceptions import CATALOGUE
-from autograder.probes import load_all
-from autograder.probes.base import PROBES, build_cases
 
 pytestmark = pytest.mark.slow  # grades in a real sandbox (`pytest -m "not slow"` skips it)
 

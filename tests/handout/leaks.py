@@ -1,9 +1,9 @@
 """Find the course's answers in a folder: the leak detector of tests/handout/test_handout.py.
 
 What counts as an answer (the SECRETS):
-- the body of every function and class of autograder/reference/ (the model answers);
-- every probe (autograder/probes/*.py, autograder/course/*/cases*.py and tools.py) and variant
-  (autograder/misconceptions/*_variants.py, course/*/variants*.py) source: each function and
+- the body of every function and class of autograder/course/*/reference.py (the model answers);
+- every probe (autograder/course/probes.py, course/*/cases*.py and tools.py) and variant
+  (course/*/variants*.py) source: each function and
   class body, and the module's top-level code;
 - every solution region (### BEGIN SOLUTION ... ### END SOLUTION) of every exercise of solutions/.
 
@@ -48,9 +48,6 @@ from autograder.curriculum import GRADED_NAMES, NOTEBOOKS
 REPO = Path(__file__).resolve().parents[2]
 SOLUTIONS = REPO / "solutions"
 RELEASED = REPO / "notebooks"
-REFERENCE = REPO / "autograder" / "reference"
-PROBES = REPO / "autograder" / "probes"
-MISCONCEPTIONS = REPO / "autograder" / "misconceptions"
 COURSE = REPO / "autograder" / "course"  # one folder per notebook: reference, cases, variants
 
 MIN_NODES = 12  # structural nodes: a block smaller than this is too common to call a leak
@@ -280,7 +277,7 @@ def collect_secrets():
         for line in new_lines:
             found_lines.setdefault(line, set()).add(where)
 
-    for path in sorted(REFERENCE.glob("*.py")) + sorted(COURSE.glob("*/reference.py")):
+    for path in sorted(COURSE.glob("*/reference.py")):
         source = path.read_text()
         for node in ast.parse(source).body:
             if isinstance(node, DEFINITIONS):
@@ -293,7 +290,8 @@ def collect_secrets():
                 )
     course = sorted(COURSE.glob("*/cases*.py")) + sorted(COURSE.glob("*/variants*.py"))
     course += sorted(COURSE.glob("*/tools.py"))  # what builds the cases a folder shares
-    for path in sorted(PROBES.glob("*.py")) + sorted(MISCONCEPTIONS.glob("*_variants.py")) + course:
+    course.append(COURSE / "probes.py")  # the registry that builds every notebook's cases
+    for path in course:
         source = path.read_text()
         tree = ast.parse(source)
         add(str(path.relative_to(REPO)), blocks(tree), secret_lines(source, tree))

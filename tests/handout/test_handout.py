@@ -28,7 +28,7 @@ import pytest
 import torch
 
 import autograder.checks as checks
-from autograder import reference as R
+from autograder.course import model_answers as R
 from autograder.curriculum import BY_STEM, FOLLOWS, GRADED_NAMES, NOTEBOOKS, OPTIONAL, handed_out
 from autograder.handout import SHIPPED, STUDENT_PACKAGES, build_handout
 from autograder.release import REPO, SOLUTIONS
@@ -384,8 +384,10 @@ def test_the_secrets_cover_every_answer(secrets):
     # notebook 06's training loop
     practice = {"softmax_t", "split_heads_t"} | UNGRADED_EXERCISES
     assert regions == (set(GRADED_NAMES) | practice) - TOO_SMALL
-    assert any(w.startswith("autograder/probes/") for w in wheres)
-    assert any(w.startswith("autograder/misconceptions/") for w in wheres)
+    assert any(w.startswith("autograder/course/probes.py") for w in wheres)
+    for folder in {nb.package for nb in NOTEBOOKS}:
+        assert any(w.startswith(f"autograder/course/{folder}/cases") for w in wheres), folder
+        assert any(w.startswith(f"autograder/course/{folder}/variants") for w in wheres), folder
 
 
 PLANTED_RENAMED = '''
@@ -678,8 +680,8 @@ def _outputs(nb):
 def test_the_installed_handout_has_no_course_package(installed):
     venv, _ = installed
     for module in (
-        "autograder.reference",
-        "autograder.probes",
+        "autograder.course.model_answers",
+        "autograder.course.probes",
         "autograder.course.numpy_shared.variants",
         "autograder.course.n03_matrix_attention.reference",
     ):
@@ -792,12 +794,12 @@ def test_the_build_refuses_a_checker_that_would_import_what_it_lacks(handout, tm
     shutil.copytree(handout / "checker" / "autograder", checker / "autograder")
     check_self_contained(checker)  # the real one imports only what it ships
     (checker / "autograder" / "judging" / "sneaky.py").write_text(
-        "def later():\n    import autograder.reference  # only when called: allowed\n\n"
+        "def later():\n    import autograder.course.model_answers  # only when called: allowed\n\n"
         "try:\n    from autograder import optional  # may be absent: allowed\n"
         "except ImportError:\n    optional = None\n\n"
-        "from autograder.probes.base import build_cases\n"
+        "from autograder.course.probes import build_cases\n"
     )
-    with pytest.raises(RuntimeError, match=r"sneaky.py imports autograder.probes.base$"):
+    with pytest.raises(RuntimeError, match=r"sneaky.py imports autograder.course.probes$"):
         check_self_contained(checker)
 
 

@@ -17,6 +17,7 @@ import pytest
 
 from autograder import checks
 from autograder.course.n03_matrix_attention import reference as matrix_attention
+from autograder.course.probes import build_cases
 from autograder.curriculum import BY_STEM
 from autograder.grading.payload import build_results
 from autograder.grading.plan import NotebookPlan
@@ -31,7 +32,6 @@ from autograder.judging.dependencies import (
     unavailable_names,
 )
 from autograder.platforms.gradescope import notebook_summary
-from autograder.probes.base import build_cases
 from autograder.report import SavedResult
 from autograder.report.class_page import class_data
 from autograder.report.feedback import feedback_context

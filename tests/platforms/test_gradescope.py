@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from autograder.course.probes import build_cases
 from autograder.curriculum import BY_STEM
-from autograder.probes.base import build_cases
 
 pytestmark = pytest.mark.slow  # grades in a real sandbox (`pytest -m "not slow"` skips it)
 

@@ -30,9 +30,9 @@ from fixtures import (
     without_venv_on_path,
 )
 
+from autograder.course.probes import build_cases
 from autograder.curriculum import BY_STEM
 from autograder.platforms.nbgrader import FAILED_COLOUR
-from autograder.probes.base import build_cases
 
 pytestmark = (
     pytest.mark.slow

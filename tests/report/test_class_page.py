@@ -25,9 +25,9 @@ from pathlib import Path
 import pytest
 from headless_chromium import run_chromium
 
+from autograder.course.probes import build_cases
 from autograder.curriculum import NOTEBOOKS
 from autograder.integrity import INTEGRITY_FACTS
-from autograder.probes.base import build_cases
 from autograder.report import SavedResult, render_class_page, write_class
 from autograder.report.class_page import HELP_ORDER, class_data
 
@@ -221,7 +221,7 @@ def test_an_import_error_naming_the_model_answers_is_flagged():
         "student": "s",
         "notebooks": {"03_matrix_attention": {"cell_errors": [
             {"cell": 3, "type": "ModuleNotFoundError",
-             "message": "No module named 'autograder.reference'", "line": "import x"}]}},
+             "message": "No module named 'autograder.course.model_answers'", "line": "import x"}]}},
         "tests": [{"name": "causal_mask: n = 5", "score": 0.0, "max_score": 1.0,
                    "status": "failed", "output": "wrong", "notebook": "03_matrix_attention",
                    "function": "causal_mask", "misconceptions": []}],

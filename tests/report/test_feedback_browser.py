@@ -31,9 +31,9 @@ import pytest
 from headless_chromium import run_chromium
 
 from autograder.__main__ import main
+from autograder.course.misconceptions import CATALOGUE
 from autograder.curriculum import BY_STEM, NOTEBOOKS
 from autograder.judging.dependencies import Unavailable, dependency_message
-from autograder.misconceptions import CATALOGUE
 from autograder.report import render_feedback
 from autograder.report.sections import teaching_sections
 from autograder.results import (

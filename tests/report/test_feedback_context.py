@@ -1,9 +1,9 @@
 """The feedback page's words (autograder/report/feedback.py), read as a student reads them: no
 sentence cut in half, and a failure caused by an earlier notebook blamed on that notebook."""
 
+from autograder.course.misconceptions import CATALOGUE
 from autograder.curriculum import BY_STEM
 from autograder.judging.dependencies import Unavailable, dependency_message
-from autograder.misconceptions import CATALOGUE
 from autograder.report.feedback import feedback_context, strip_hints
 from autograder.results import MISSING_NOTEBOOK
 

@@ -118,8 +118,8 @@ def test_the_project_the_reference_other_students_and_the_network_are_out_of_rea
     assert reference.exists()
     cells = [
         f"open({str(reference)!r}).read()",
-        "import autograder.reference",
-        "from autograder.probes import base",
+        "import autograder.course.model_answers",
+        "from autograder.course.probes import base",
         f"import os\nos.listdir({str(other)!r})",
         f"open({str(other / '01_soft_lookup.ipynb')!r}).read()",
         f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=3)",

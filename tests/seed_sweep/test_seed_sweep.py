@@ -10,8 +10,8 @@ import pytest
 
 from autograder import seed_sweep
 from autograder.course.n06_autoregressive_lm.judges import _window_check
+from autograder.course.probes import derive_seed
 from autograder.judging.base import Fail
-from autograder.probes.base import derive_seed
 
 SEEDS = 200
 TRAINING_SEEDS = 24
@@ -103,7 +103,7 @@ def test_a_saturated_softmax_does_not_fail_a_right_causal_answer():
 def test_an_answer_that_ignores_the_changed_tokens_still_fails_the_causal_case():
     """The check the fix above must keep: outputs that do not follow the changed tokens (here,
     each row's output frozen to the first call's) fail unless right on both calls."""
-    from autograder.reference import self_attention
+    from autograder.course.model_answers import self_attention
 
     first = {}
 

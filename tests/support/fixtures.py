@@ -26,9 +26,9 @@ import torch
 from nbclient import NotebookClient
 
 from autograder.course.n06_autoregressive_lm import cases_gpt as lm_probes
+from autograder.course.probes import Case
 from autograder.curriculum import NOTEBOOKS
 from autograder.harness.wire import Reader, Writer
-from autograder.probes.base import Case
 from autograder.sandbox import NotebookJob
 
 REPO = Path(__file__).resolve().parents[2]

@@ -11,8 +11,8 @@ soft_lookup  2.0  random values, weights and output (1.0); d_v != d with large s
 import numpy as np
 
 from autograder.course.numpy_shared.cases import call, overflowing, unmodified_case, value_case
+from autograder.course.probes import Case, probe
 from autograder.judging import Judgement
-from autograder.probes.base import Case, probe
 
 FRUIT = ["apple", "banana", "lemon", "cherry", "grape", "melon", "peach", "plum"]
 FRENCH = ["pomme", "banane", "citron", "cerise", "raisin", "melon", "pêche", "prune"]

@@ -26,8 +26,8 @@ from autograder.course.numpy_shared.cases import (
     unmodified_case,
     value_case,
 )
+from autograder.course.probes import Case, probe
 from autograder.judging import Judgement
-from autograder.probes.base import Case, probe
 
 
 def _shapes_case(name, points, n, d, d_k, H):

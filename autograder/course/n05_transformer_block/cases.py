@@ -16,9 +16,9 @@ import numpy as np
 from autograder.course.n05_transformer_block import cases_attention, cases_block  # noqa: F401 (their probes)
 from autograder.course.n05_transformer_block import reference as ref
 from autograder.course.n05_transformer_block import variants as tv
+from autograder.course.probes import Case
 from autograder.course.torch_shared.tools import np_, reference_input_grads, tensor, torch_probe
 from autograder.judging import Judgement
-from autograder.probes.base import Case
 
 # ---------------------------------------------------------------- layer_norm
 

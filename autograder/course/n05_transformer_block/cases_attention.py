@@ -6,6 +6,7 @@ import torch
 
 from autograder.course.n05_transformer_block import reference as ref
 from autograder.course.n05_transformer_block import variants as tv
+from autograder.course.probes import Case
 from autograder.course.torch_shared.tools import (
     linear_state,
     load,
@@ -15,7 +16,6 @@ from autograder.course.torch_shared.tools import (
     torch_probe,
 )
 from autograder.judging import Judgement
-from autograder.probes.base import Case
 
 
 def _causal(n):

@@ -12,6 +12,7 @@ from autograder.course.n05_transformer_block.cases_attention import (
     _gradients_judge,
     mha_state,
 )
+from autograder.course.probes import Case
 from autograder.course.torch_shared.tools import (
     linear_state,
     load,
@@ -22,7 +23,6 @@ from autograder.course.torch_shared.tools import (
     torch_probe,
 )
 from autograder.judging import Judgement
-from autograder.probes.base import Case
 
 # ---------------------------------------------------------------- FeedForward
 

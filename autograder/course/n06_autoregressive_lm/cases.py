@@ -29,9 +29,9 @@ from autograder.course.n06_autoregressive_lm import (  # noqa: F401 (their probe
     cases_training,
     cases_values,
 )
+from autograder.course.probes import Case
 from autograder.course.torch_shared.tools import torch_probe
 from autograder.judging import Judgement
-from autograder.probes.base import Case
 
 # ---------------------------------------------------------------- make_examples
 

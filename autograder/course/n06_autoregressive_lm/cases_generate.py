@@ -9,9 +9,9 @@ import torch
 from autograder.course.n06_autoregressive_lm import variants as lmv
 from autograder.course.n06_autoregressive_lm import variants_training as trv
 from autograder.course.n06_autoregressive_lm.cases_top_p import _table, _toy, top_p_cases
+from autograder.course.probes import Case
 from autograder.course.torch_shared.tools import torch_probe
 from autograder.judging import Judgement
-from autograder.probes.base import Case
 
 
 @torch_probe("generate")

@@ -18,9 +18,9 @@ from autograder.course.n06_autoregressive_lm.cases_values import (
     gpt_values_case,
     reference_gpt,
 )
+from autograder.course.probes import Case
 from autograder.course.torch_shared.tools import np_, tensor, torch_probe
 from autograder.judging import Judgement
-from autograder.probes.base import Case
 
 # ---------------------------------------------------------------- GPT
 

@@ -8,8 +8,8 @@ import torch
 
 from autograder.course.n06_autoregressive_lm import variants as lmv
 from autograder.course.n06_autoregressive_lm import variants_training as trv
+from autograder.course.probes import Case
 from autograder.judging import Judgement
-from autograder.probes.base import Case
 
 # ---------------------------------------------------------------- the toy model (cases_generate.py too)
 

@@ -14,10 +14,10 @@ import numpy as np
 import torch
 
 from autograder.course.n06_autoregressive_lm import variants_training as trv
+from autograder.course.probes import Case
 from autograder.course.torch_shared.tools import np_, torch_probe
 from autograder.harness.toy import TinyLM
 from autograder.judging import Judgement
-from autograder.probes.base import Case
 
 # ---------------------------------------------------------------- lr_at
 

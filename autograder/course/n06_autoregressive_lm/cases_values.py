@@ -11,6 +11,7 @@ from autograder.course.n05_transformer_block import variants as tv
 from autograder.course.n05_transformer_block.cases_block import block_state
 from autograder.course.n06_autoregressive_lm import reference as ref
 from autograder.course.n06_autoregressive_lm import variants as lmv
+from autograder.course.probes import Case
 from autograder.course.torch_shared.tools import (
     load,
     norm_state,
@@ -20,7 +21,6 @@ from autograder.course.torch_shared.tools import (
     torch_probe,
 )
 from autograder.judging import Judgement
-from autograder.probes.base import Case
 
 # ---------------------------------------------------------------- the GPT's sizes (cases_gpt.py too)
 

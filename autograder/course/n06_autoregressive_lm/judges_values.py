@@ -6,6 +6,7 @@ pieces contribute to a wrong answer. Plain data only.
 
 import numpy as np
 
+from autograder.course.misconceptions import CATALOGUE
 from autograder.course.torch_shared.checks import close_or_diagnose, hint_for, one_diagnosis
 from autograder.course.torch_shared.checks_modules import (
     differentiable_and_unchanged,
@@ -15,7 +16,6 @@ from autograder.course.torch_shared.checks_modules import (
 from autograder.judging import compare, judge
 from autograder.judging.base import Fail
 from autograder.judging.compare import FLOAT32
-from autograder.misconceptions import CATALOGUE
 from autograder.results import NOT_IMPLEMENTED
 
 

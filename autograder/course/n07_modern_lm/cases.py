@@ -30,9 +30,9 @@ from autograder.course.n07_modern_lm.variants import (
     rms_norm_variants,
     rope_variants,
 )
+from autograder.course.probes import Case
 from autograder.course.torch_shared.tools import np_, reference_input_grads, tensor, torch_probe
 from autograder.judging import Judgement
-from autograder.probes.base import Case
 
 # ---------------------------------------------------------------- BPETokenizer
 

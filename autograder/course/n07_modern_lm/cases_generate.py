@@ -8,9 +8,9 @@ import torch
 
 from autograder.course.n06_autoregressive_lm import variants_training as trv
 from autograder.course.n07_modern_lm.variants_generate import cached_greedy, sampling_distribution
+from autograder.course.probes import Case
 from autograder.course.torch_shared.tools import torch_probe
 from autograder.judging import Judgement
-from autograder.probes.base import Case
 
 TRIES = 200  # redraws until every mistake changes the answer (a draw rarely needs more than 5)
 

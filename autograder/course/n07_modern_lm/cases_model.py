@@ -11,9 +11,9 @@ from autograder.course.n07_modern_lm.variants_model import (
     llama_variants,
     swiglu_variants,
 )
+from autograder.course.probes import Case
 from autograder.course.torch_shared.tools import load, np_, reference_grads, tensor, torch_probe
 from autograder.judging import Judgement
-from autograder.probes.base import Case
 
 # ---------------------------------------------------------------- SwiGLU
 

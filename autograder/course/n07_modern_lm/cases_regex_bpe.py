@@ -11,9 +11,9 @@ modern_lm.regex_specials / regex_special_decode.
 """
 
 from autograder.course.n07_modern_lm import variants_regex_bpe as rv
+from autograder.course.probes import Case
 from autograder.course.torch_shared.tools import torch_probe
 from autograder.judging import Judgement
-from autograder.probes.base import Case
 
 LETTERS = ("ab", "ba", "aa", "ca", "é", "ée", "a", "b", "ü", "aab")
 TAILS = ("", "", "'s", "'t", "'ve", "12", "1", "!!", ",", "?")

@@ -1,7 +1,7 @@
 """Known-wrong versions of notebook 07's RegexBPETokenizer, run when the probe BUILDS its cases
 (cases_regex_bpe.py); the judges see only their outputs, as plain data.
 
-The right mode (variant None) is written here again, independently of autograder.reference:
+The right mode (variant None) is written here again, independently of autograder.course.model_answers:
 chunks by GPT-2's pattern, pairs counted over every chunk in text order, merges inside chunks.
 """
 

@@ -16,9 +16,9 @@ import torch
 from autograder.course.n07_modern_lm.reference import CausalSelfAttention
 from autograder.course.n08_real_models import reference as ref
 from autograder.course.n08_real_models import variants as mv
+from autograder.course.probes import Case
 from autograder.course.torch_shared.tools import load, np_, tensor, torch_probe
 from autograder.judging import Judgement
-from autograder.probes.base import Case
 
 J = "n08_real_models."
 

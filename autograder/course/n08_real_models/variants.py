@@ -1,7 +1,7 @@
 """Known-wrong answers to notebook 08, computed in the trusted parent: what each mistake returns.
 
 Each variant is the reference with one step done wrong, named by its misconception id (the ids
-and their hints are in autograder/misconceptions/__init__.py). cases.py stores their outputs next
+and their hints are in autograder/course/misconceptions.py). cases.py stores their outputs next
 to the right ones; the judges name the id whose output a student's answer matches.
 """
 

@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from autograder import reference as ref
+from autograder.course import model_answers as ref
 from autograder.course.numpy_shared.judges_calls import SCORES, WEIGHTS
 from autograder.course.numpy_shared.variants import variant_outputs
+from autograder.course.probes import Case
 from autograder.judging import Judgement, compare
-from autograder.probes.base import Case
 
 PARAMS = {
     "lookup": ("table", "query"),

@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from autograder.course.misconceptions import CATALOGUE
 from autograder.judging.compare import fmt, is_close
-from autograder.misconceptions import CATALOGUE
 
 # Functions whose answers exponentiate scores (an OverflowError there is exp overflowing).
 EXP_FUNCTIONS = {"percentages", "soft_lookup", "softmax", "attend", "attention_for_token"}

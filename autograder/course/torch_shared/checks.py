@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
+from autograder.course.misconceptions import CATALOGUE
 from autograder.judging import compare
 from autograder.judging.base import Fail
 from autograder.judging.compare import FLOAT32
-from autograder.misconceptions import CATALOGUE
 
 # the known-wrong outputs a case stores: (misconception id or other label, output) pairs
 Variants = Sequence[tuple[str, Any]]

@@ -14,7 +14,7 @@ from typing import TypeVar
 import numpy as np
 import torch
 
-from autograder.probes.base import Case, derive_seed, probe
+from autograder.course.probes import Case, derive_seed, probe
 
 Builder = Callable[[np.random.Generator], list[Case]]  # a probe: rng -> its cases
 M = TypeVar("M", bound=torch.nn.Module)

@@ -16,7 +16,7 @@ from autograder.checks import VISIBLE_SEED, run_in_process
 from autograder.course.n05_transformer_block.reference import LayerNorm, TransformerBlock
 from autograder.course.n06_autoregressive_lm import cases_gpt as lm_probes
 from autograder.course.n06_autoregressive_lm import reference as R
-from autograder.probes.base import derive_seed
+from autograder.course.probes import derive_seed
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

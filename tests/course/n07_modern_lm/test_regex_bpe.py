@@ -9,7 +9,7 @@ import regex
 from autograder.checks import VISIBLE_SEED, run_in_process
 from autograder.course.n07_modern_lm import variants_regex_bpe as rv
 from autograder.course.n07_modern_lm.reference import GPT2_PATTERN, BPETokenizer, RegexBPETokenizer
-from autograder.probes.base import derive_seed
+from autograder.course.probes import derive_seed
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -241,9 +241,9 @@ def test_a_course_folders_judges_are_found_by_their_registered_names_only():
 
 
 def test_08s_answers_and_probes_are_found_through_its_folder():
-    from autograder import reference
+    from autograder.course import model_answers as reference
+    from autograder.course.probes import PROBES, build_cases
     from autograder.curriculum import BY_STEM
-    from autograder.probes.base import PROBES, build_cases
 
     nb = BY_STEM["08_real_models"]
     assert nb.reference_path == "autograder.course.n08_real_models.reference"

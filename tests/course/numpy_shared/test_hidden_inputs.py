@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from autograder.checks import VISIBLE_SEED
+from autograder.course.probes import build_cases, derive_seed, fingerprints
 from autograder.curriculum import BY_STEM, NOTEBOOKS
 from autograder.judging.compare import is_close
-from autograder.probes.base import build_cases, derive_seed, fingerprints
 
 NUMPY_STEMS = [nb.stem for nb in NOTEBOOKS[:4]]
 SECRETS = ("course-secret-one", "another secret, 2026")
@@ -40,7 +40,7 @@ def test_no_hidden_request_equals_a_visible_one(stem):
 
 def test_the_fingerprint_tells_requests_apart():
     """Equal values, equal fingerprints; any change of value, dtype, shape or target, not."""
-    from autograder.probes.base import request_fingerprint as fp
+    from autograder.course.probes import request_fingerprint as fp
 
     x = np.arange(6.0).reshape(2, 3)
     base = {"op": "call", "target": "softmax", "args": [x], "kwargs": {}}

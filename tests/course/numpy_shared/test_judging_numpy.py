@@ -25,14 +25,14 @@ import pytest
 from numpy_diagnosis_mutants import MUTANTS as DIAGNOSED
 from numpy_mutants import CORRECT, MUTANTS, NAMES, NUMPY_STEMS, WEIRD
 
-from autograder import reference as R
 from autograder.checks import VISIBLE_SEED, run_in_process
+from autograder.course import model_answers as R
+from autograder.course.probes import build_cases
 from autograder.curriculum import NOTEBOOK_OF, NOTEBOOKS
 from autograder.harness import serve
 from autograder.judging import Judgement
 from autograder.judging.answers import judge_cases
 from autograder.judging.store import load_cases, request_dir, save_cases
-from autograder.probes.base import build_cases
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the mutants overflow on purpose
 
@@ -40,8 +40,8 @@ ROOT = Path(__file__).resolve().parents[3]
 JUDGING = ROOT / "autograder" / "judging"
 # What the student handout does not have: the model answers, the probes, the variants.
 FORBIDDEN = (
-    "autograder.reference",
-    "autograder.probes",
+    "autograder.course.model_answers",
+    "autograder.course.probes",
     "autograder.course.n05_transformer_block.variants",
     *(
         f"autograder.course.{folder}.{kind}"
@@ -51,7 +51,7 @@ FORBIDDEN = (
 )
 # The one import of a forbidden module allowed in judging/: save_cases writes the requests with
 # the probes' writer, on the instructor's side (it is never called where cases are loaded).
-INSTRUCTOR_ONLY = {("store.py", "save_cases", "autograder.probes.base")}
+INSTRUCTOR_ONLY = {("store.py", "save_cases", "autograder.course.probes")}
 
 
 def _stub(*args, **kwargs):
@@ -196,7 +196,7 @@ def test_the_import_scan_sees_a_forbidden_import(tmp_path):
         "import autograder.course.n03_matrix_attention.variants as nv\n"
     )
     modules = {module for _, module in _imports(planted)}
-    assert "autograder.reference.softmax" in modules
+    assert "autograder.course.model_answers.softmax" in modules
     assert "autograder.course.n03_matrix_attention.variants" in modules
 
 

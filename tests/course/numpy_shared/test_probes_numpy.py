@@ -16,8 +16,8 @@ import pytest
 import torch
 from numpy_mutants import CORRECT, MUTANTS, NAMES, WEIRD, run, swap
 
-from autograder import reference as R
-from autograder.misconceptions import CATALOGUE
+from autograder.course import model_answers as R
+from autograder.course.misconceptions import CATALOGUE
 from autograder.results import NOT_IMPLEMENTED
 
 SPEC_IDS = [

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from autograder.reference import (
+from autograder.course.model_answers import (
     attend,
     attention_for_token,
     attention_scores,

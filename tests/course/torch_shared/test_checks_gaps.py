@@ -44,7 +44,7 @@ from training_mutants import with_top_p
 from autograder.checks import VISIBLE_SEED, run_in_process
 from autograder.course.n05_transformer_block import cases_block as block_probes
 from autograder.course.n05_transformer_block import judges as block_judges
-from autograder.probes.base import build_cases
+from autograder.course.probes import build_cases
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -65,12 +65,12 @@ from torch_probe_mutants import (
 )
 
 from autograder.checks import VISIBLE_SEED, run_in_process
+from autograder.course.probes import build_cases, write_requests
 from autograder.curriculum import NOTEBOOK_OF
 from autograder.harness import serve
 from autograder.judging import Judgement
 from autograder.judging.answers import judge_cases
 from autograder.judging.store import load_cases, request_dir, save_cases
-from autograder.probes.base import build_cases, write_requests
 
 NAMES = NAMES_05 + NAMES_06
 
@@ -233,7 +233,7 @@ def test_stored_cases_judge_exactly_as_live_ones(name, subject, stored, tmp_path
 STUDENT_SIDE = """
 import importlib.abc, json, re, sys
 
-FORBIDDEN = ("autograder.reference", "autograder.probes", "autograder.misconceptions.")
+FORBIDDEN = ("autograder.course.model_answers", "autograder.course.probes", "autograder.course.misconceptions.")
 # a notebook folder's answers, cases and variants, and what builds the torch cases
 COURSE = re.compile(r"autograder[.]course[.][a-z0-9_]+[.](reference|cases|variants|tools)")
 

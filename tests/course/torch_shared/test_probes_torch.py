@@ -53,8 +53,8 @@ from torch_probe_mutants import (
     show,
 )
 
-from autograder import reference as R
 from autograder.checks import run_in_process
+from autograder.course import model_answers as R
 from autograder.results import NOT_IMPLEMENTED
 
 pytestmark = pytest.mark.usefixtures("one_thread")

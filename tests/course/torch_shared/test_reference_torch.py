@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from autograder.reference import (
+from autograder.course.model_answers import (
     GPT,
     CharTokenizer,
     FeedForward,

@@ -12,8 +12,8 @@ from torch_mutants import MORE
 from torch_probe_mutants import show
 
 from autograder.checks import VISIBLE_SEED, run_in_process
+from autograder.course.probes import build_cases, derive_seed
 from autograder.course.torch_shared.tools import fingerprints
-from autograder.probes.base import build_cases, derive_seed
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -109,8 +109,8 @@ def test_a_probe_with_a_fixed_request_is_refused_and_a_repeated_draw_is_redrawn(
     probe whose request never changes raises instead of handing out visible inputs."""
     import torch
 
+    from autograder.course.probes import PROBES, Case
     from autograder.course.torch_shared import tools as torch_tools
-    from autograder.probes.base import PROBES, Case
 
     def fixed(rng):
         return [Case("toy", "fixed", 1.0, [{"op": "call", "args": [torch.zeros(2)]}], None)]

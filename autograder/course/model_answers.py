@@ -13,25 +13,13 @@ from autograder.curriculum import NOTEBOOKS
 # Every answer is imported on first use (PEP 562), from its notebook's module: the checks of
 # notebooks 01-04 never pay for importing torch.
 
-_TORCH_MODULE_OF = {
-    name: f"autograder.reference.{nb.reference_module}"
-    for nb in NOTEBOOKS
-    if nb.framework == "torch" and not nb.package
-    for name in nb.graded
-}
-
-
-# graded name -> the module of its notebook's folder (autograder/course/), for those moved there
-_COURSE_MODULE_OF = {
-    name: nb.reference_path for nb in NOTEBOOKS if nb.package for name in nb.graded
-}
+# graded name -> the reference.py of its notebook's folder
+_COURSE_MODULE_OF = {name: nb.reference_path for nb in NOTEBOOKS for name in nb.graded}
 _COURSE_MODULE_OF |= {"LayerNorm": "autograder.course.n05_transformer_block.reference"}
 
 
 def __getattr__(name):
-    if name in _TORCH_MODULE_OF:
-        module = importlib.import_module(_TORCH_MODULE_OF[name])
-    elif name in _COURSE_MODULE_OF:
+    if name in _COURSE_MODULE_OF:
         module = importlib.import_module(_COURSE_MODULE_OF[name])
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -39,5 +27,5 @@ def __getattr__(name):
 
 
 __all__ = [
-    *_TORCH_MODULE_OF, *_COURSE_MODULE_OF,
+    *_COURSE_MODULE_OF,
 ]  # fmt: skip

@@ -11,11 +11,12 @@ two runners.
 
 import functools
 import hashlib
+import importlib
 from collections.abc import Callable
 
 import numpy as np
 
-from autograder.curriculum import BY_STEM
+from autograder.curriculum import BY_STEM, NOTEBOOKS
 from autograder.judging.answers import judge_cases  # noqa: F401 - the probes' vocabulary
 from autograder.judging.base import (  # noqa: F401 - the probes' vocabulary
     VISIBLE_SEED,
@@ -52,8 +53,6 @@ def build_cases(stem, seed, functions=None):
     For any seed but the visible checks' own, no request equals a request of the visible checks
     (whose cases and answers the student handout ships): see `draw`.
     """
-    from autograder.probes import load
-
     load(stem)  # registers this notebook's probes
 
     cases = []
@@ -139,3 +138,16 @@ def request_fingerprint(request):
 
     walk(request)
     return digest.hexdigest()
+
+
+def load(stem: str) -> None:
+    """Register one notebook's probes, importing its folder's cases.py (which imports its
+    cases_<topic>.py siblings): only what that notebook needs, no torch for 01-04. It runs on
+    first use (build_cases), never at import: the cases import the case model, which imports
+    this module."""
+    importlib.import_module(BY_STEM[stem].cases_path)
+
+
+def load_all() -> None:
+    for notebook in NOTEBOOKS:
+        load(notebook.stem)
