@@ -199,6 +199,6 @@ def test_the_handout_ships_the_judges_and_nothing_that_computes_an_answer(tmp_pa
         p
         for p in shipped
         if p.parts[0] == "course"
-        and not p.name.startswith(("judges", "checks", "signatures", "__init__"))
+        and not p.name.startswith(("judges", "checks", "signatures", "misconceptions", "__init__"))
     ]
     handout.check_self_contained(tmp_path)  # what ships imports only what ships

@@ -192,7 +192,7 @@ def test_a_course_folders_judges_import_no_model_answer_case_or_variant():
 def test_the_import_scan_sees_a_forbidden_import(tmp_path):
     planted = tmp_path / "planted.py"
     planted.write_text(
-        "def judge(r):\n    from ..reference import softmax\n    return softmax\n"
+        "def judge(r):\n    from ..course.model_answers import softmax\n    return softmax\n"
         "import autograder.course.n03_matrix_attention.variants as nv\n"
     )
     modules = {module for _, module in _imports(planted)}
