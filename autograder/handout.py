@@ -573,7 +573,7 @@ def _write_checker(
     save_cases(cases, package / "visible")
 
     packages = ["autograder", "autograder.harness", "autograder.judging"]
-    packages += ["autograder.course.misconceptions", "coursedata"]
+    packages += ["coursedata"]
     packages += sorted(
         ".".join(path.relative_to(checker).parent.parts)
         for path in (package / "course").rglob("__init__.py")
