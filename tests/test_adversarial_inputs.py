@@ -183,9 +183,11 @@ class NoSandbox:
     """grade_class's sandbox, for classes whose grading is faked (nothing runs)."""
 
     def __init__(self, *args, **kwargs):
+        from autograder.sandbox import Limits
         from autograder.sandbox.processes import Running
 
         self.running = Running()  # none ever runs
+        self.limits = Limits()
 
     def stop(self):
         self.running.stop()
@@ -200,7 +202,9 @@ def fake_grading(monkeypatch, grade_one=None):
     from autograder.grading import student as grade_module
     from autograder.report import write_student
 
-    def fake_grade(student, folder, settings, sandbox, placement=None, kept=None, source=None):
+    def fake_grade(
+        student, folder, settings, sandbox, placement=None, kept=None, source=None, run=None
+    ):
         if grade_one is not None:
             grade_one(student)
         payload = {"score": 1.0, "max_score": 1.0, "student": student, "tests": []}
@@ -208,7 +212,7 @@ def fake_grading(monkeypatch, grade_one=None):
         return grade_module.StudentResult(student, payload)
 
     monkeypatch.setattr(classrun, "grade_student", fake_grade)
-    monkeypatch.setattr(classrun, "Sandbox", NoSandbox)
+    monkeypatch.setattr(classrun, "open_sandbox", NoSandbox)
     return command
 
 

@@ -16,6 +16,7 @@ import platform
 import shutil
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import nbformat
@@ -25,9 +26,9 @@ from processes import marker, processes_with
 
 import autograder
 from autograder.checks import VISIBLE_SEED, run_in_process
+from autograder.config import Config
 from autograder.curriculum import BY_STEM
 from autograder.grading.classrun import grade_class
-from autograder.grading.settings import Settings
 from autograder.probes import load_all
 from autograder.probes.base import build_cases
 from autograder.sandbox import Limits, Sandbox
@@ -322,12 +323,11 @@ def graded(tmp_path_factory):
     stop, uids = threading.Event(), set()
     watcher = threading.Thread(target=watch_uids, args=(stop, uids), daemon=True)
     watcher.start()
-    settings = Settings(out=out, secret=secret, limits=LIMITS, workers=2, force=True)
+    # one NumPy notebook per student: a cold kernel is cheaper than a torch-laden zygote
+    cold = replace(Config().switches, warm_kernels=False)  # AUTOGRADER_WARM_KERNELS=0
+    settings = Config(out=out, secret=secret, limits=LIMITS, workers=2, force=True, switches=cold)
     try:
-        with pytest.MonkeyPatch.context() as patch:
-            # one NumPy notebook per student: a cold kernel is cheaper than a torch-laden zygote
-            patch.setenv("AUTOGRADER_WARM_KERNELS", "0")
-            done, _summary = grade_class(subs, settings, progress=False)
+        done, _summary = grade_class(subs, settings, progress=False)
     finally:
         stop.set()
         watcher.join()

@@ -1,6 +1,7 @@
 """Grading, as steps in order (docs/architecture.md draws them with the data between them).
 
-    settings.py   Settings: what the `grade` options decide
+    run_state.py  RunState: what a run learns as it goes (autograder/config.py's Config: what it is told)
+    sandboxes.py  the one chooser of the sandbox (bubblewrap, a student user, none), every platform
     workspace.py  OUT's lock, the scratch folder, the run's work folders
     classrun.py   the class run: discover, keep the up-to-date, self-test, grade each, report
     saved.py      what OUT holds from earlier runs: up to date, kept verdicts, superseded folders

@@ -41,7 +41,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from autograder.safe_files import remove_tree
-from autograder.switches import switches
 
 from . import fontcache
 from .copying import copy_submission, share_read_only
@@ -166,14 +165,27 @@ class Sandbox(Isolation):
     The isolation (which defences this machine allows, the bwrap command line) is inherited
     from isolation.Isolation; limits.py, copying.py and status.py hold the rest."""
 
-    def __init__(self, limits=None, mode="auto", lib_root=None, warm=None, course=None):
+    def __init__(
+        self,
+        limits=None,
+        mode="auto",
+        lib_root=None,
+        warm=True,
+        course=None,
+        *,
+        userns=True,
+        cgroups=True,
+        cache=None,
+    ):
+        """The switches come from the grader's Config (grading/sandboxes.py): `warm`, `userns`
+        and `cgroups` (AUTOGRADER_WARM_KERNELS, _USERNS, _CGROUPS), `cache` (the grader's cache
+        folder, for the font cache; None: none kept)."""
         self.limits = limits or Limits()
         self.course = course or CourseFiles()
         # Warm kernels (zygote.py): each notebook's kernel is forked from one pre-loaded process
         # per student instead of started cold. AUTOGRADER_WARM_KERNELS=0 turns them off.
-        if warm is None:
-            warm = switches().warm_kernels
         self.warm = bool(warm)
+        self.use_userns, self.use_cgroups, self.cache = bool(userns), bool(cgroups), cache
         self.bwrap = shutil.which("bwrap")
         if mode == "auto":
             mode = "bwrap" if self.bwrap and bwrap_works(self.bwrap) else "none"
@@ -243,7 +255,7 @@ class Sandbox(Isolation):
     def _warm_matplotlib(self):
         """matplotlib's font cache, built once per machine (fontcache.py); each sandbox gets a
         copy (saves seconds per kernel)."""
-        fontcache.warm(self.mplconfig)
+        fontcache.warm(self.mplconfig, fontcache.kept_folder(self.cache) if self.cache else False)
 
     def stop(self):
         """The grading run is stopping: kill every running sandbox now and start no other (their

@@ -20,7 +20,6 @@ from .copying import tree_bytes
 from .notices import warn_once
 from .seccomp import build_filter
 from .userns import UID_BASE, make_userns
-from .userns import disabled_by_env as userns_disabled
 
 ETC_ENTRIES = (
     "passwd",
@@ -77,7 +76,7 @@ class Isolation:
         self.features = None  # what this bwrap supports (bubblewrap.py)
         self.size_by_driver = False  # no --size: the driver caps each tmpfs (driver.py)
         # cgroups also serve without bubblewrap: caps, and a kill that reaches setsid orphans
-        self.cgroups = find_tree()
+        self.cgroups = find_tree() if self.use_cgroups else None
         if self.cgroups is None:
             self._warn_no_cgroups()
         if self.mode != "bwrap":
@@ -145,7 +144,7 @@ class Isolation:
     def _warn_no_cgroups(self):
         limit = (
             f"RLIMIT_NPROC of the sandbox's uid ({self.limits.processes})"
-            if self.mode == "bwrap" and (os.geteuid() != 0 or not userns_disabled())
+            if self.mode == "bwrap" and (os.geteuid() != 0 or self.use_userns)
             else "RLIMIT_NPROC, which does not apply to root"
         )
         warn_once(
@@ -160,6 +159,8 @@ class Isolation:
         )
 
     def _userns_works(self):
+        if not self.use_userns:  # AUTOGRADER_USERNS=0 (to test the fall back)
+            return False
         fd = make_userns(UID_BASE)
         if fd is None:
             return False
