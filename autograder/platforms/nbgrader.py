@@ -736,14 +736,14 @@ def scripts_first():
     """This interpreter's scripts folder first on PATH: nbgrader's Gradebook runs `alembic` from
     PATH, which holds the venv's only when the venv is activated."""
     scripts = sysconfig.get_path("scripts")
+    # not a setting: PATH handed on to nbgrader's child (alembic), put back after
     before = os.environ.get("PATH")
     os.environ["PATH"] = os.pathsep.join([scripts, *(before or os.defpath).split(os.pathsep)])
     try:
         yield
-    finally:
-        if before is None:
-            os.environ.pop("PATH", None)
-        else:
+    finally:  # PATH put back as it was
+        os.environ.pop("PATH", None)
+        if before is not None:
             os.environ["PATH"] = before
 
 
