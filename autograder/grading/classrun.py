@@ -180,7 +180,8 @@ def _grade_class(
     run = run or RunState()
     run.fingerprint = run.fingerprint or fingerprint(config)  # how they are graded, once
     sorted_ = _keep_up_to_date(found, config, run)
-    done, unfinished = list(sorted_.done), []
+    done: list[StudentResult] = list(sorted_.done)
+    unfinished: list[str] = []
     if sorted_.todo:
         graded, unfinished = _grade_todo(sorted_, config, run, progress, stop)
         done += graded
@@ -249,7 +250,7 @@ def _keep_up_to_date(found: list[Submission], config: Config, run: RunState) -> 
         saved = read_saved(results) if fresh or config.notebooks else None
         before = saved if saved is not None or config.force else read_saved(results)
         changed = other_configuration(before, run.fingerprint)
-        if changed and before.get("submission_digest") == digest:
+        if changed and before is not None and before.get("submission_digest") == digest:
             out.elsewhere.append(student)  # the same content, under another configuration
         in_full = not config.notebooks or (
             (saved or {}).get("submission_digest") == digest and not changed

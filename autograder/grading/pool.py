@@ -86,8 +86,8 @@ def grade_pool(
             if future not in collected and future.done() and not future.cancelled():
                 collected[future] = None if future.exception() else future.result()
         done = [result for result in collected.values() if result is not None]
-        finished = {result.student for result in done}
-        return done, [s.student for s in todo if s.student not in finished]
+        graded = {result.student for result in done}
+        return done, [s.student for s in todo if s.student not in graded]
 
 
 def failed_now(result: StudentResult | None) -> str:

@@ -28,6 +28,7 @@ applied to the sandbox's copy (selftest.apply_budgets), never to the Config.
 import dataclasses
 import os
 from pathlib import Path
+from typing import Any
 
 from autograder.config import Config
 from autograder.grading.course_files import course_files
@@ -50,7 +51,7 @@ def open_sandbox(config: Config, lib_root: Path | None = None) -> Sandbox:
     """The sandbox this run grades in, the first of kinds() that works here. Raises the last
     kind's RuntimeError (bubblewrap asked for and unusable here), or BubblewrapUnsupported."""
     tried = kinds(config.platform, config.sandbox_mode, os.geteuid() == 0)
-    options = {
+    options: dict[str, Any] = {
         "lib_root": lib_root,
         "course": course_files(),
         "warm": config.switches.warm_kernels,

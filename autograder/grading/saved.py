@@ -11,7 +11,9 @@ of their id, moved aside.
 import json
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from autograder import student_ids
 from autograder.curriculum import NOTEBOOKS
@@ -20,7 +22,7 @@ from autograder.report import SavedResult, collect_results, not_graded
 from autograder.safe_files import MB, UnsafeFile, printable, read_bytes
 
 
-def up_to_date(digest, results_path, graded_under=None):
+def up_to_date(digest: str, results_path: Path, graded_under: str | None = None) -> bool:
     """True when OUT/<student>/results.json was graded from this very content, under this very
     configuration: its `submission_digest` (submissions.content_digest, recorded when it was
     graded) is `digest`, and its `grading_fingerprint` (grading/fingerprint.py: the secret's
@@ -35,17 +37,19 @@ def up_to_date(digest, results_path, graded_under=None):
     )
 
 
-def other_configuration(saved, graded_under):
+def other_configuration(saved: dict[str, Any] | None, graded_under: str | None) -> bool:
     """True when saved results of this very content were graded under another configuration."""
-    return bool(saved) and saved.get("grading_fingerprint") != graded_under
+    return saved is not None and bool(saved) and saved.get("grading_fingerprint") != graded_under
 
 
-def kept_verdicts(saved, regrade):
+def kept_verdicts(
+    saved: dict[str, Any] | None, regrade: Sequence[str]
+) -> dict[str, tuple[list[dict[str, Any]], dict[str, Any]]]:
     """{stem: (tests, info)} of the notebooks `--notebook` does not name, from the last results;
     {} (grade everything) when there are none, or when they lack a notebook."""
     if not regrade or not saved:
         return {}
-    kept = {}
+    kept: dict[str, tuple[list[dict[str, Any]], dict[str, Any]]] = {}
     for nb in NOTEBOOKS:
         if nb.stem in regrade:
             continue
@@ -57,7 +61,7 @@ def kept_verdicts(saved, regrade):
     return kept
 
 
-def read_saved(results):
+def read_saved(results: Path) -> dict[str, Any] | None:
     try:
         payload = json.loads(read_bytes(results.parent, [results.name], 64 * MB))
     except (UnsafeFile, ValueError, RecursionError):
@@ -68,13 +72,13 @@ def read_saved(results):
 SUPERSEDED = ".superseded"  # OUT's folder for the results of a student now graded under another
 
 
-def supersede(out, done):
+def supersede(out: Path, done: Sequence[Any]) -> list[tuple[str, str, str]]:
     """Move aside the results that this run's students supersede: OUT/<folder>/results.json of
     an earlier run whose student is one of this run's under another spelling of the same id
     (student_ids.key: `Ada/` renamed `ada/`, a name macOS wrote in NFD). Each such folder goes
     to OUT/.superseded/ (kept for the instructor, out of every report and export), and is
     named on stderr; [(the folder moved, where it is now, the student now)]."""
-    now = {}
+    now: dict[str, str] = {}
     for r in done:
         if r.results and not r.refused:
             now.setdefault(student_ids.key(r.student), r.student)
@@ -117,7 +121,7 @@ def _free_name(path):
     return path.with_name(f"{path.name}-{number}")
 
 
-def class_results(out, done, path=None):
+def class_results(out: Path, done: Sequence[Any], path: str | None = None) -> list[Any]:
     """Every student of OUT for the class report: this run's from memory (as their results.json
     reads back), the others (graded into OUT by earlier runs, not seen now) from disk, and the
     students refused before grading (report/not_graded.py): this run's, and those an earlier

@@ -282,10 +282,10 @@ def guard(
     with lock:  # a second run waits for the first one's self-test, then reuses its pass
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not fresh and os.path.lexists(passed):
-            report, why = cached_pass(folder, passed.name, key)
-            if report is not None:
-                apply_budgets(sandbox.limits, report, out)
-                return report
+            kept, why = cached_pass(folder, passed.name, key)
+            if kept is not None:
+                apply_budgets(sandbox.limits, kept, out)
+                return kept
             print(f"self-test: the cached entry {passed} is ignored ({why}).", file=out)
         report = _run_and_say(sandbox, config, workers, work_root, out)
         try:

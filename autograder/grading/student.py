@@ -249,7 +249,7 @@ def judge(
         tests += results
     order = {nb.stem: i for i, nb in enumerate(NOTEBOOKS)}
     tests.sort(key=lambda t: order[t.notebook])  # stable: each notebook's tests keep their order
-    notebooks = {stem: notebooks[stem] for stem in sorted(notebooks, key=order.get)}
+    notebooks = {stem: notebooks[stem] for stem in sorted(notebooks, key=order.__getitem__)}
     return tests, notebooks
 
 

@@ -33,6 +33,7 @@ import tempfile
 import time
 import traceback
 import zipfile
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -60,7 +61,7 @@ DEFAULTS = {
 
 
 # -- building the zip ----------------------------------------------------------------------------
-def pinned_requirements():
+def pinned_requirements() -> list[str]:
     """The course's pinned runtime dependencies, as installed (they mirror pyproject.toml)."""
     pins = []
     for requirement in importlib.metadata.requires("attention-course") or []:
@@ -70,7 +71,7 @@ def pinned_requirements():
     return pins
 
 
-def supported_pythons():
+def supported_pythons() -> tuple[tuple[int, int], tuple[int, int]]:
     """((3, 11), (3, 13)): the oldest and newest Python the course supports, from its metadata's
     Requires-Python (">=3.11,<3.14")."""
     from packaging.specifiers import SpecifierSet
@@ -82,7 +83,7 @@ def supported_pythons():
     return minors[0], minors[-1]
 
 
-def render(template, **values):
+def render(template: str, **values: Any) -> str:
     import jinja2
 
     env = jinja2.Environment(
@@ -94,7 +95,7 @@ def render(template, **values):
     return env.get_template(template).render(**values)
 
 
-def build_zip(out, secret=None, **settings):
+def build_zip(out: Path | str, secret: str | None = None, **settings: Any) -> str:
     """Write the autograder zip at `out`; returns the secret stored in it."""
     secret = secret or secrets.token_urlsafe(32)
     chosen = {**DEFAULTS, **{k: v for k, v in settings.items() if v is not None}}
@@ -152,7 +153,7 @@ def build_zip(out, secret=None, **settings):
     return secret
 
 
-def _released_notebooks():
+def _released_notebooks() -> list[Path]:
     from autograder.curriculum import NOTEBOOKS
 
     paths = [demo_cells.RELEASED / nb.filename for nb in NOTEBOOKS]
@@ -165,14 +166,14 @@ def _released_notebooks():
     return paths
 
 
-def _coursedata_dir():
+def _coursedata_dir() -> Path:
     import coursedata
 
     return Path(coursedata.__file__).resolve().parent
 
 
 # -- grading one submission ----------------------------------------------------------------------
-def student_id(metadata):
+def student_id(metadata: Any) -> str:
     """users[0].email or .id from Gradescope's submission_metadata.json, the first that is a
     valid student id (autograder.student_ids); 'student' if neither is."""
     from autograder import student_ids
@@ -201,24 +202,24 @@ QUOTE = "  > "
 MAX_QUOTED = 600  # characters of one student-derived line (the sandbox already cuts at 500)
 
 
-def plain_line(text, limit=MAX_QUOTED):
+def plain_line(text: Any, limit: int = MAX_QUOTED) -> str:
     """`text` as one line of plain text: line breaks, control and invisible characters
     (bidirectional overrides, zero-width ...) shown escaped, at most `limit` characters."""
     line = terminal(text)  # the terminal's rule (escaping.py): it leaves no line break either
     return line if len(line) <= limit else line[: limit - 4] + " ..."
 
 
-def quoted(text):
+def quoted(text: Any) -> str:
     """A student-derived line framed for the top-level output."""
     return QUOTE + plain_line(text)
 
 
-def as_html(text):
+def as_html(text: str) -> str:
     """Text for an output declared OUTPUT_FORMAT: escaped, in a <pre> (line breaks kept)."""
     return f"<pre>{html.escape(text, quote=True)}</pre>"
 
 
-def _failing_functions(stem, tests):
+def _failing_functions(stem: str, tests: list[dict[str, Any]]) -> list[str]:
     """The graded names of notebook `stem` with a failed test, in the order it teaches them."""
     from autograder.curriculum import BY_STEM
 
@@ -226,7 +227,7 @@ def _failing_functions(stem, tests):
     return [name for name in BY_STEM[stem].graded if name in failing]
 
 
-def notebook_summary(payload, missing=()):
+def notebook_summary(payload: dict[str, Any], missing: Collection[str] = ()) -> list[str]:
     """The grader's own lines: one per notebook with its score and what to do next (complete,
     not submitted, not started, not graded, or which functions fail), never a test's message.
     Gradescope shows these even while the tests themselves are hidden (before the due date)."""
@@ -241,7 +242,7 @@ def notebook_summary(payload, missing=()):
         reason_of,
     )
 
-    by_notebook = {}
+    by_notebook: dict[Any, list[dict[str, Any]]] = {}
     for test in payload.get("tests", []):
         by_notebook.setdefault(test.get("notebook"), []).append(test)
     lines = []
@@ -255,8 +256,8 @@ def notebook_summary(payload, missing=()):
         state, _ = notebook_state(tests) if tests else ("in-progress", "")
         reasons = {reason_of(t) for t in tests}
         waits_for = sorted(
-            {t.get("depends_on") for t in tests if reason_of(t) == DEPENDENCY_MISSING}
-            & set(BY_STEM)
+            set(BY_STEM)
+            & {t.get("depends_on") for t in tests if reason_of(t) == DEPENDENCY_MISSING}
         )
         if tests and reasons == {MISNAMED}:
             what = misnamed_line(nb.filename, info.get("candidates") or [])
@@ -282,7 +283,7 @@ def notebook_summary(payload, missing=()):
     return lines
 
 
-def misnamed_line(filename, candidates):
+def misnamed_line(filename: str, candidates: Sequence[Any]) -> str:
     """What a misnamed notebook's line says: one candidate is named, never called "several"."""
     if len(candidates) == 1:
         return (
@@ -295,7 +296,7 @@ def misnamed_line(filename, candidates):
     )
 
 
-def student_messages(payload):
+def student_messages(payload: dict[str, Any]) -> list[str]:
     """What the grader has to say about the student's own files and cells, each message one
     quoted line (it carries their file names, code and exception messages)."""
     lines = [quoted(m) for m in payload.get("submission_messages", [])]
@@ -313,7 +314,9 @@ def student_messages(payload):
     return lines
 
 
-def gradescope_results(payload, settings, missing=()):
+def gradescope_results(
+    payload: dict[str, Any], settings: dict[str, Any], missing: Collection[str] = ()
+) -> dict[str, Any]:
     """Gradescope's results.json from our results payload (grade.build_results); `missing`:
     the notebooks (stems) the submission did not contain."""
     tests = []
@@ -368,7 +371,7 @@ def gradescope_results(payload, settings, missing=()):
     }
 
 
-def lock_down(root):
+def lock_down(root: Path) -> None:
     """What the student's code must never read: root only."""
     for path in (root / "source", root / "results"):
         if path.exists():
@@ -447,7 +450,7 @@ FAILED = (
 )
 
 
-def failure_results():
+def failure_results() -> dict[str, Any]:
     """A valid results.json for a submission the grader could not grade (no student text)."""
     return {
         "score": 0.0,
@@ -501,7 +504,7 @@ def grade_submission(root: Path) -> tuple[dict[str, Any], str]:
         shutil.rmtree(out, ignore_errors=True)
 
 
-def write_results(results_dir, payload):
+def write_results(results_dir: Path, payload: Any) -> Path:
     """results.json, atomically, as strict JSON; the failure results if `payload` is not."""
     try:
         text = json.dumps(payload, indent=1, allow_nan=False)
@@ -536,7 +539,7 @@ def run_autograder(root: Path | str) -> int:
 
 
 # -- the command line ----------------------------------------------------------------------------
-def add_arguments(commands):
+def add_arguments(commands: Any) -> None:
     cmd = commands.add_parser("gradescope", help="build a Gradescope autograder zip")
     cmd.add_argument("--out", default="autograder.zip", help="the zip to write")
     cmd.add_argument(

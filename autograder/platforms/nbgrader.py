@@ -425,7 +425,7 @@ def _sanitised_or_none(nb, config, coursedir, student, assignment, stem):
     None if nbgrader still refuses it."""
     import copy
 
-    released = {}
+    released: dict[str, dict] = {}
     for cell in _released(coursedir, assignment, BY_STEM[stem].filename).cells:
         meta = cell.get("metadata", {}).get("nbgrader")
         if isinstance(meta, dict) and meta.get("grade_id"):
@@ -650,7 +650,7 @@ def _write_submission(
         )
         for stem in ours
     }
-    per_name = {}
+    per_name: dict[tuple, float] = {}
     for test in payload.get("tests", []):
         key = (test.get("notebook"), test.get("function"))
         per_name[key] = per_name.get(key, 0.0) + float(test.get("score", 0.0))

@@ -11,8 +11,9 @@ import signal
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
-from . import Sandbox
+from . import CourseFiles, Limits, Sandbox
 from .copying import share_read_only
 
 STUDENT_USER = "student"  # made by Gradescope's setup.sh; AUTOGRADER_STUDENT_USER names another
@@ -23,7 +24,13 @@ class StudentUserSandbox(Sandbox):
     the student's code, run as an unprivileged user (rlimits and timeouts as usual). Its work
     folders are handed to that user; everything else of the grader stays root's."""
 
-    def __init__(self, limits, user=STUDENT_USER, course=None, **options):
+    def __init__(
+        self,
+        limits: Limits | None,
+        user: str | int = STUDENT_USER,
+        course: CourseFiles | None = None,
+        **options: Any,
+    ) -> None:
         if isinstance(user, int):  # a bare uid (gid = uid), e.g. one no other process uses
             self.uid = self.gid = user
             name = f"uid {user}"
@@ -47,7 +54,7 @@ class StudentUserSandbox(Sandbox):
         finally:
             self.kill_leftovers()
 
-    def kill_leftovers(self):
+    def kill_leftovers(self) -> None:
         """Without a pid namespace a student's process can leave the process group (setsid):
         kill every process of the student user, as that user (kill(-1) spares the caller)."""
         pid = os.fork()
@@ -62,7 +69,7 @@ class StudentUserSandbox(Sandbox):
             os._exit(0)
         os.waitpid(pid, 0)
 
-    def hand_over(self, work):
+    def hand_over(self, work: Path) -> None:
         """The run's folders: writable by the student user; the way to them: traversable only."""
         for name in ("submission", "home", "responses", "status"):
             (work / name).mkdir(parents=True, exist_ok=True)
@@ -74,8 +81,8 @@ class StudentUserSandbox(Sandbox):
         share_read_only(work / "requests")
         if (work / "job.json").exists():
             os.chmod(work / "job.json", 0o644)
-        for folder in (work, work.parent):  # x only: no listing of the grader's temp folders
-            os.chmod(folder, 0o711)
+        for walked in (work, work.parent):  # x only: no listing of the grader's temp folders
+            os.chmod(walked, 0o711)
 
     def _job_file(self, work, pending):
         path = super()._job_file(work, pending)
@@ -89,7 +96,7 @@ class StudentUserSandbox(Sandbox):
         os.setuid(self.uid)
 
 
-def _user(name):
+def _user(name: str) -> pwd.struct_passwd:
     try:
         return pwd.getpwnam(name)
     except KeyError:
