@@ -12,13 +12,14 @@ report success. The self-test grades the two submissions exactly as students are
 full marks and 0, refuses with a message naming the cause: what bubblewrap said, which notebooks
 and tests lost points and why, the tail of the sandbox's log.
 
-A pass is remembered in the grader's cache folder (the Config's cache, config.cache_root:
-$XDG_CACHE_HOME/autograder/selftest, else ~/.cache/autograder/selftest) under a key that changes with the environment: bubblewrap (path,
-version, binary), the sandbox's mode, identity, defences and limits, Python, every installed
-package's version, the kernel release, and the course's own code (autograder/, coursedata, the
-solutions and released notebooks). An entry is honoured only when it holds that key and the
-verdicts of a pass (`cached_pass`); anything else is named and the self-test runs again. Its cost, two students graded once per environment: see
-docs/grader.md ("The self-test").
+A pass is remembered in the grader's cache folder (the Config's, config.cache_root:
+$XDG_CACHE_HOME/autograder/selftest, else ~/.cache/autograder/selftest) under a key that changes
+with the environment: bubblewrap (path, version, binary), the sandbox's mode, identity, defences
+and limits, Python, every installed package's version, the kernel release, the demo-cell switch,
+and the course's own code (autograder/, coursedata, the solutions and released notebooks). An
+entry is honoured only when it holds that key and the verdicts of a pass (`cached_pass`);
+anything else is named and the self-test runs again. Its cost, two students graded once per
+environment: see docs/grader.md ("The self-test").
 
 It also measures what the solutions cost here: the CPU seconds of each notebook (its cells and
 hidden tests, on the sandbox's own clock), kept with the pass. Unless --timeout was given, each
