@@ -431,10 +431,10 @@ def stand_in_todo(monkeypatch, payload_of=None):
 
 
 def stand_in_grading(monkeypatch, payload_of):
-    """grading/classrun.py's grade_student and its sandbox replaced: each student found is "graded"
-    by writing payload_of(student) as their results.json, as grading writes it. Returns the
-    list of the students graded, in the order they were."""
-    from autograder.grading import classrun
+    """grading/pool.py's grade_student and the class run's sandbox replaced: each student found
+    is "graded" by writing payload_of(student) as their results.json, as grading writes it.
+    Returns the list of the students graded, in the order they were."""
+    from autograder.grading import classrun, pool
     from autograder.grading.student import StudentResult, output_folder
     from autograder.report import write_student
 
@@ -448,6 +448,6 @@ def stand_in_grading(monkeypatch, payload_of):
         write_student(output_folder(config.out, student), payload)
         return StudentResult(student, payload)
 
-    monkeypatch.setattr(classrun, "grade_student", grade)
+    monkeypatch.setattr(pool, "grade_student", grade)
     monkeypatch.setattr(classrun, "open_sandbox", StandInSandbox)
     return graded

@@ -198,7 +198,7 @@ class NoSandbox:
 
 def fake_grading(monkeypatch, grade_one=None):
     """grade_student replaced: each student scores 1/1 (or what grade_one does first)."""
-    from autograder.grading import classrun, command
+    from autograder.grading import classrun, command, pool
     from autograder.grading import student as grade_module
     from autograder.report import write_student
 
@@ -211,7 +211,7 @@ def fake_grading(monkeypatch, grade_one=None):
         write_student(grade_module.output_folder(settings.out, student), payload)
         return grade_module.StudentResult(student, payload)
 
-    monkeypatch.setattr(classrun, "grade_student", fake_grade)
+    monkeypatch.setattr(pool, "grade_student", fake_grade)
     monkeypatch.setattr(classrun, "open_sandbox", NoSandbox)
     return command
 

@@ -312,7 +312,7 @@ def class_args(tmp_path):
 
 def test_a_run_that_fails_part_way_leaves_no_work_folder(tmp_path, monkeypatch):
     from autograder.config import config_from_args
-    from autograder.grading import classrun
+    from autograder.grading import classrun, pool
     from autograder.grading.student import StudentResult
 
     used = []
@@ -326,7 +326,7 @@ def test_a_run_that_fails_part_way_leaves_no_work_folder(tmp_path, monkeypatch):
     def disk_full(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(classrun, "grade_student", fake_grade)
+    monkeypatch.setattr(pool, "grade_student", fake_grade)
     monkeypatch.setattr(classrun, "open_sandbox", StandInSandbox)
     monkeypatch.setattr(classrun, "write_class", disk_full)
     monkeypatch.setenv("AUTOGRADER_WORK_DIR", str(tmp_path / "scratch"))
