@@ -39,6 +39,7 @@ class BulkFile:
     name: str  # the file's own name, as the student uploaded it
     order: int = 0  # Canvas: the attachment id (later uploads have higher ones)
     late: bool = False  # Canvas marked the submission late
+    lms: str = ""  # "Canvas": the file's date is the download's; `late` is the hand-in's mark
 
 
 def canvas_file(filename):
@@ -47,7 +48,11 @@ def canvas_file(filename):
     if found is None or not found["name"].lower().endswith(NOTEBOOK_SUFFIXES):
         return None
     return BulkFile(
-        found["user"], found["name"], order=int(found["attachment"]), late=bool(found["late"])
+        found["user"],
+        found["name"],
+        order=int(found["attachment"]),
+        late=bool(found["late"]),
+        lms="Canvas",
     )
 
 

@@ -17,6 +17,7 @@ The policy file (TOML):
     points = 1.0                    # per-period: points off for each started period late
     period_hours = 24
     grace_minutes = 0               # handed in within this after the due date: not late
+    unknown_late_periods = 1        # per-period: periods charged when the lateness is unknown
 
     [extensions]                    # per student, by the name they are graded under
     ada = 48                        # every due date 48 hours later
@@ -29,6 +30,17 @@ student_ids.key compares them (ignoring case and Unicode's two ways of writing a
 extension for `José` applies to a folder macOS named `José` with a combining accent).
 Under nbgrader, give extensions in nbgrader's own gradebook instead (its `extension` per
 student and assignment), which its late penalty reads.
+
+**Late by an unknown amount.** Canvas's bulk download ("Download Submissions") marks a late
+hand-in with `LATE_` in the file's name (autograder/bulk_downloads.py), and its files' dates are
+the download's, not the hand-in's. So, without `--handed-in`, a notebook graded from a Canvas
+file has no hand-in time: one Canvas did not mark is on time; one it marked is late by an amount
+nobody knows, shown as "late (Canvas), time unknown" on the class page and the student's, with
+the policy's penalty for an unknown lateness: "zero" the whole score, "per-period"
+`unknown_late_periods` periods (default 1: the least a late notebook owes), "none" nothing.
+Canvas marks it against Canvas's own due date; when this file gives the student an extension for
+that notebook, the mark alone takes nothing (it may be within the extension): give that student's
+times with `--handed-in`, which always wins over the mark.
 
 Every number must be finite: points >= 0, grace_minutes >= 0, period_hours at least a minute
 and at most a year; every date must be one UTC can hold; any other file is refused with where
@@ -54,6 +66,7 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import NamedTuple
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from autograder import student_ids
@@ -83,6 +96,7 @@ class LatePolicy:
     period: timedelta = timedelta(hours=1)
     grace: timedelta = timedelta(0)
     extensions: dict = field(default_factory=dict)  # student_ids.key -> {stem: datetime}
+    unknown_late_periods: int = 1  # per-period: what a notebook late by an unknown amount owes
 
     def for_student(self, student):
         """This policy with the student's extended due dates (itself when they have none)."""
@@ -108,6 +122,11 @@ class LatePolicy:
         else:
             raw = self.points * math.ceil(seconds_late / self.period.total_seconds())
         return round(min(max(raw, 0.0), max(score, 0.0)), 4)
+
+    def penalty_unknown(self, score):
+        """The penalty of a notebook an LMS marked late, by an amount not known: what the
+        method takes for `unknown_late_periods` started periods (the whole score for "zero")."""
+        return self.penalty(score, self.unknown_late_periods * self.period.total_seconds())
 
     def describe(self):
         if self.method == "zero":
@@ -154,7 +173,13 @@ def parse_policy(data, source="the deadlines file"):
     if method not in METHODS:
         raise PolicyError(f"{source}: penalty.method must be one of {', '.join(METHODS)}")
     numbers = {}
-    unknown = set(penalty) - {"method", "points", "period_hours", "grace_minutes"}
+    unknown = set(penalty) - {
+        "method",
+        "points",
+        "period_hours",
+        "grace_minutes",
+        "unknown_late_periods",
+    }
     if unknown:
         raise PolicyError(f"{source}: unknown key(s) in [penalty]: {', '.join(sorted(unknown))}")
     for key, default in (("points", 0.0), ("period_hours", 1.0), ("grace_minutes", 0.0)):
@@ -173,8 +198,14 @@ def parse_policy(data, source="the deadlines file"):
         raise PolicyError(f"{source}: penalty.grace_minutes must be at most {MAX_HOURS * 60}")
     if method == "per-period" and numbers["points"] <= 0:
         raise PolicyError(f"{source}: per-period needs points > 0 and period_hours > 0")
+    periods = penalty.get("unknown_late_periods", 1)
+    if isinstance(periods, bool) or not isinstance(periods, int) or not 1 <= periods <= 10_000:
+        raise PolicyError(
+            f"{source}: penalty.unknown_late_periods must be a whole number from 1 to 10000"
+        )
     extensions = _extensions(data.get("extensions", {}), due, zone, source)
     return LatePolicy(
+        unknown_late_periods=periods,
         due=due,
         method=method,
         points=numbers["points"],
@@ -284,8 +315,14 @@ def apply_late_policy(payload, policy, handed_in):
         score = round(raw.get(stem, 0.0), 4)
         # a notebook that was not handed in has no hand-in time, whatever a record says
         when = None if info.get("submitted") is False else handed_in.get(stem)
+        extended = stem in policy.due and policy.due[stem] != course.due.get(stem)
+        marked = when.lms if isinstance(when, LmsMark) and when.late else None
+        when = None if isinstance(when, LmsMark) else when  # an LMS's mark is no time
         seconds = policy.seconds_late(stem, when)
-        penalty = policy.penalty(score, seconds)
+        if marked and stem in policy.due:  # late by an unknown amount (see the docstring)
+            penalty = None if extended else policy.penalty_unknown(score)
+        else:
+            penalty = policy.penalty(score, seconds)
         info["score"] = round(score - (penalty or 0.0), 4)
         if stem in policy.due:
             per_notebook[stem] = {
@@ -293,8 +330,10 @@ def apply_late_policy(payload, policy, handed_in):
                 "handed_in": when.isoformat() if when is not None else None,
                 "seconds_late": round(seconds, 1),
                 "penalty": penalty or 0.0,
-                "extended": policy.due[stem] != course.due.get(stem),  # an extension moved it
+                "extended": extended,  # an extension moved it
             }
+            if marked:
+                per_notebook[stem]["marked_late"] = marked  # by the LMS, time unknown
             total += penalty or 0.0
     payload["score"] = round(sum(raw.values()) - total, 4)
     flags = [f for f in getattr(handed_in, "flags", ()) if f in GATHER_FLAGS]
@@ -317,13 +356,15 @@ def apply_late_policy(payload, policy, handed_in):
 def late_line(stem, late):
     """'handed in 3 h 20 min late: 4 points off' for a notebook's row, '' when on time."""
     entry = (late or {}).get("notebooks", {}).get(stem)
+    took = f": {entry['penalty']:g} point(s) off" if entry and entry.get("penalty") else ""
+    if entry and isinstance(entry.get("marked_late"), str):
+        return f"late ({entry['marked_late']}), time unknown{took}"
     if not entry or entry.get("seconds_late", 0) <= 0:
         return ""
     minutes = int(entry["seconds_late"] // 60)
     days, rest = divmod(minutes, 24 * 60)
     hours, minutes = divmod(rest, 60)
     parts = [f"{days} d"] * bool(days) + [f"{hours} h"] * bool(hours) + [f"{minutes} min"]
-    took = f": {entry['penalty']:g} point(s) off" if entry.get("penalty") else ""
     return f"handed in {' '.join(parts[:2])} late{took}"
 
 
@@ -341,18 +382,32 @@ def handed_in_from_files(files):
     that notebook} (submissions.Placement.sources: a near name, a copy in a folder, or the zip
     a notebook came from), each dated by its own modification time, never followed through a
     link. A notebook not in `files` (not handed in, or misnamed) has no hand-in time, and so no
-    lateness. Use `--handed-in` where file times are not the hand-in times (a copy that did not
+    lateness. A value that is an LmsMark (a Canvas bulk download's file: its date is the
+    download's) is no time: marked late, it is kept as the mark (late, time unknown); not
+    marked, the notebook has no hand-in time (on time). Use `--handed-in` where file times are not the hand-in times (a copy that did not
     keep them: `python -m autograder classroom gather` keeps them and records each commit's
     time)."""
     times = {}
     for stem, path in (files or {}).items():
         if stem not in BY_STEM or path is None:
             continue
+        if isinstance(path, LmsMark):
+            if path.late:
+                times[stem] = path
+            continue
         try:
             times[stem] = datetime.fromtimestamp(os.lstat(path).st_mtime, UTC)
         except (OSError, ValueError, OverflowError):
             continue  # gone since, or a time no datetime holds: not known
     return times
+
+
+class LmsMark(NamedTuple):
+    """What an LMS's bulk download says of a file's hand-in instead of a time: which LMS, and
+    whether it marked the hand-in late (Canvas's `LATE_`)."""
+
+    lms: str
+    late: bool
 
 
 HANDED_IN_COLUMNS = ("student", "notebook", "handed_in")

@@ -51,6 +51,7 @@ from pathlib import Path, PurePosixPath
 
 from autograder import bulk_downloads, notebook_files, student_ids, zip_directory
 from autograder.curriculum import NOTEBOOKS
+from autograder.deadlines import LmsMark
 from autograder.escaping import terminal as printable
 from autograder.notebook_files import match_name
 
@@ -82,6 +83,7 @@ class Placement(dict):
         self.graded_as, self.candidates, self.guesses = {}, {}, {}
         self.copies = {}  # stem -> [the other copies found, not graded]
         self.sources = {}  # stem -> the student's file graded (or the zip it came from)
+        self.marks = {}  # stem -> deadlines.LmsMark of that file (Canvas: late or not), if any
 
 
 @dataclass
@@ -108,6 +110,7 @@ class _Found:
     unpacked: bool = False  # path is ours (a zip member), moved into the student's folder
     origin: Path | None = None  # the student's own file: `path`, or the zip it came from
     order: int = 0  # an LMS's upload order (bulk_downloads: Canvas's attachment id), else 0
+    mark: object = None  # deadlines.LmsMark: an LMS's late mark, where its dates are not times
 
     def place(self, target):
         if self.unpacked:
@@ -369,6 +372,8 @@ def _gather(sub, source, staging, graded_groups, unpacked, files=None):
         else:
             chosen[stem] = item
             sub.messages.sources[stem] = item.origin
+            if item.mark is not None:
+                sub.messages.marks[stem] = item.mark
     for stem, names in getattr(sub.messages, "guesses", {}).items():
         if stem not in by_stem:  # nothing else could be it: the misspelt file is named with it
             sub.add(
@@ -422,6 +427,8 @@ def _from_bulk(files, sub, unpacked):
             items = [item] if item is not None else []
         for item in items:
             item.order = uploaded.order
+            if uploaded.lms == "Canvas":  # its dates are the download's: the mark is what is known
+                item.mark = LmsMark(uploaded.lms, uploaded.late)
             found.append(item)
     return found
 

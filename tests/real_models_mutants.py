@@ -4,7 +4,8 @@ WRONG: (key, graded name, the answer, expected id or None, key phrase of the mes
 a phrase is required for entries without an id. RIGHT: (graded name, an answer written another
 way: einsum, expand + reshape, PyTorch's fused attention with enable_gqa, nn.RMSNorm, its own
 permutation by index, load_state_dict after its own checks, math.prod), which must keep full
-marks. test_real_models_catalogue.py measures them; load_hf_llama's run with the reference Llama.
+marks; and expand + flatten, loops over heads and positions, an in-place residual after a clone,
+the rows' pairs stacked head by head, a sum over layers. test_real_models_catalogue.py measures them; load_hf_llama's run with the reference Llama.
 """
 
 import math
@@ -246,6 +247,43 @@ class GQAFused(ref.GroupedQueryAttention):
         return self.wo(y.transpose(1, 2).reshape(B, T, d)), (k, v)
 
 
+class GQAExpandFlatten(_GQA):
+    """Right: each kv head expanded (a view, no copy) to its group of query heads, then flattened
+    to n_heads heads, instead of repeat_interleave."""
+
+    @staticmethod
+    def expand(t, group):
+        return t[:, :, None].expand(-1, -1, group, -1, -1).flatten(1, 2)
+
+
+class GQAHeadLoop(ref.GroupedQueryAttention):
+    """Right: a loop over the query heads, head h reading key/value head h // group, and a loop
+    over the new positions for the mask."""
+
+    def forward(self, x, cache=None):
+        B, T, d = x.shape
+        H, H_kv = self.n_heads, self.n_kv_heads
+        d_head = d // H
+        q = self.wq(x).view(B, T, H, d_head).transpose(1, 2)
+        k = self.wk(x).view(B, T, H_kv, d_head).transpose(1, 2)
+        v = self.wv(x).view(B, T, H_kv, d_head).transpose(1, 2)
+        past = 0 if cache is None else cache[0].shape[2]
+        pos = torch.arange(past, past + T)
+        q, k = apply_rope(q, pos, self.rope_base), apply_rope(k, pos, self.rope_base)
+        if cache is not None:
+            k, v = torch.cat([cache[0], k], 2), torch.cat([cache[1], v], 2)
+        heads = []
+        for h in range(H):
+            kh, vh = k[:, h // (H // H_kv)], v[:, h // (H // H_kv)]
+            rows = []
+            for t in range(T):
+                seen = past + t + 1  # every cached key and the new ones up to this one
+                s = q[:, h, t : t + 1] @ kh[:, :seen].transpose(-2, -1) / math.sqrt(d_head)
+                rows.append(s.softmax(-1) @ vh[:, :seen])
+            heads.append(torch.cat(rows, dim=1))
+        return self.wo(torch.cat(heads, dim=-1)), (k, v)
+
+
 # ================================================================ Llama
 
 
@@ -261,11 +299,20 @@ def _too_long(T_past, T, block_size):
     return T_past + T > block_size
 
 
+def _pre_norm(block, x, cache):
+    a, cache = block.attn(block.norm1(x), cache)
+    h = x + a
+    return h + block.ffn(block.norm2(h)), cache
+
+
 def _llama(attention=ref.GroupedQueryAttention, tie=None, base=None, eps=None, norm=RMSNorm,
-           d_ff_rule=_ceil64, kv_default=True, past=_past, too_long=_too_long):  # fmt: skip
+           d_ff_rule=_ceil64, kv_default=True, past=_past, too_long=_too_long, block=_pre_norm,
+           final_eps=True, final_norm=True):  # fmt: skip
     """A Llama written by a student, with one choice replaced: `tie` forces the tying, `base`
     and `eps` the values passed on, `d_ff_rule` the default d_ff, `kv_default` whether None
-    means n_heads, `past` how T_past is read from the cache, `too_long` the block_size test."""
+    means n_heads, `past` how T_past is read from the cache, `too_long` the block_size test,
+    `block(block, x, cache)` the block's forward, `final_eps` False builds the final norm with
+    the norm's own default eps, `final_norm` False leaves it out of forward."""
 
     class Block(nn.Module):
         def __init__(self, d_model, n_heads, n_kv_heads, d_ff, rope_base, norm_eps):
@@ -276,9 +323,7 @@ def _llama(attention=ref.GroupedQueryAttention, tie=None, base=None, eps=None, n
             self.ffn = SwiGLU(d_model, d_ff)
 
         def forward(self, x, cache=None):
-            a, cache = self.attn(self.norm1(x), cache)
-            h = x + a
-            return h + self.ffn(self.norm2(h)), cache
+            return block(self, x, cache)
 
     class Llama(ref.Llama):
         def __init__(self, vocab_size, block_size, d_model, n_heads, n_layers, n_kv_heads=None,
@@ -293,7 +338,10 @@ def _llama(attention=ref.GroupedQueryAttention, tie=None, base=None, eps=None, n
                 Block(d_model, n_heads, n_kv_heads, d_ff, rope_base, norm_eps)
                 for _ in range(n_layers)
             )
-            self.norm = norm(d_model, eps=norm_eps if eps is None else eps)
+            if final_eps:
+                self.norm = norm(d_model, eps=norm_eps if eps is None else eps)
+            else:  # the norm's own default
+                self.norm = norm(d_model)
             self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
             if (tie_embeddings if tie is None else tie) is True:
                 self.lm_head.weight = self.tok_emb.weight
@@ -306,9 +354,41 @@ def _llama(attention=ref.GroupedQueryAttention, tie=None, base=None, eps=None, n
             for i, block in enumerate(self.blocks):
                 x, c = block(x, None if cache is None else cache[i])
                 caches.append(c)
-            return self.lm_head(self.norm(x)), caches
+            return self.lm_head(self.norm(x) if final_norm else x), caches
 
     return Llama
+
+
+def _no_attention_residual(block, x, cache):
+    h, cache = block.attn(block.norm1(x), cache)
+    return h + block.ffn(block.norm2(h)), cache
+
+
+def _no_ffn_residual(block, x, cache):
+    a, cache = block.attn(block.norm1(x), cache)
+    return block.ffn(block.norm2(x + a)), cache
+
+
+def _post_norm(block, x, cache):
+    a, cache = block.attn(x, cache)
+    h = block.norm1(x + a)
+    return block.norm2(h + block.ffn(h)), cache
+
+
+def _norms_swapped(block, x, cache):
+    a, cache = block.attn(block.norm2(x), cache)
+    h = x + a
+    return h + block.ffn(block.norm1(h)), cache
+
+
+def _pre_norm_loop(block, x, cache):
+    """Right, another way: the residual added in place, after a clone (no view of x changed)."""
+    h = x.clone()
+    a, cache = block.attn(block.norm1(h), cache)
+    h += a
+    out = h.clone()
+    out += block.ffn(block.norm2(h))
+    return out, cache
 
 
 LlamaAlwaysTied = _llama(tie=True)
@@ -324,6 +404,13 @@ LlamaPastHeadAxis = _llama(past=lambda c: 0 if c is None else c[0][0].shape[1])
 LlamaBlockNewOnly = _llama(too_long=lambda T_past, T, block_size: T > block_size)
 LlamaBlockFullRefused = _llama(too_long=lambda T_past, T, block_size: T_past + T >= block_size)
 LlamaTorchRMSNorm = _llama(norm=nn.RMSNorm)  # right: PyTorch's own RMSNorm module
+LlamaNoAttentionResidual = _llama(block=_no_attention_residual)
+LlamaNoFFNResidual = _llama(block=_no_ffn_residual)
+LlamaPostNorm = _llama(block=_post_norm)
+LlamaNormsSwapped = _llama(block=_norms_swapped)  # norm2 before attention, norm1 before the FFN
+LlamaFinalNormDefaultEps = _llama(final_eps=False)  # self.norm = RMSNorm(d_model)
+LlamaNoFinalNorm = _llama(final_norm=False)
+LlamaInPlaceResidual = _llama(block=_pre_norm_loop)  # right
 LlamaEinsum = _llama(attention=GQAEinsumExpand)  # right
 
 # ================================================================ load_hf_llama
@@ -393,6 +480,20 @@ def _loader(permute_q=_by_index, permute_k=_by_index, swap_gate=False, check=Tru
     return load_hf_llama
 
 
+def _by_stacking(w, n_heads):
+    """Right, another way: per head, its two halves stacked as pairs (a loop over heads)."""
+    d_head = w.shape[0] // n_heads
+    out = []
+    for h in range(n_heads):
+        rows = w[h * d_head : (h + 1) * d_head]
+        first, second = rows[: d_head // 2], rows[d_head // 2 :]
+        out.append(torch.stack([first, second], dim=1).reshape(d_head, -1))
+    return torch.cat(out)
+
+
+load_right_by_stacking = _loader(permute_q=_by_stacking, permute_k=_by_stacking)
+
+
 def _none(w, n_heads):
     return w
 
@@ -420,6 +521,15 @@ load_inverted = _loader(permute_q=_meta, permute_k=_meta)
 
 def kv_right_prod(n_layers, n_kv_heads, d_head, seq_len, batch=1, bytes_per_value=2):
     return math.prod((2, n_layers, n_kv_heads, d_head, seq_len, batch, bytes_per_value))
+
+
+def kv_loop(n_layers, n_kv_heads, d_head, seq_len, batch=1, bytes_per_value=2):
+    """Right: the bytes added up one layer at a time, keys then values."""
+    total = 0
+    for _ in range(n_layers):
+        for _tensor in ("keys", "values"):
+            total += batch * n_kv_heads * seq_len * d_head * bytes_per_value
+    return total
 
 
 def kv_keys_only(n_layers, n_kv_heads, d_head, seq_len, batch=1, bytes_per_value=2):
@@ -455,8 +565,8 @@ WRONG = [
     ("gqa-repeat", "GroupedQueryAttention", GQARepeatNotInterleave, "kv-head-interleaved", None),
     ("gqa-cache-after-repeat", "GroupedQueryAttention", GQACacheAfterRepeat, "cache-after-repeat", None),
     ("gqa-base-ignored", "GroupedQueryAttention", GQABaseIgnored, "rope-base-ignored", None),
-    ("gqa-no-head-check", "GroupedQueryAttention", GQANoHeadCheck, None, "returned normally, building a module"),
-    ("gqa-kv-full-width", "GroupedQueryAttention", GQAKVFullWidth, None, "shape (16, 16): wk and wv give one key and one value per key/value head, n_kv_heads * d_head = 8"),
+    ("gqa-no-head-check", "GroupedQueryAttention", GQANoHeadCheck, "heads-not-checked", "returned normally, building a module"),
+    ("gqa-kv-full-width", "GroupedQueryAttention", GQAKVFullWidth, "kv-projection-full-width", "shape (16, 16): wk and wv give one key and one value per key/value head, n_kv_heads * d_head = 8"),
     ("gqa-positions-restart", "GroupedQueryAttention", GQAPositionsRestart, "cache-positions-restart", None),
     ("gqa-mask-not-offset", "GroupedQueryAttention", GQAMaskNotOffset, "cache-mask-not-offset", None),
     ("gqa-fused-is-causal", "GroupedQueryAttention", GQAFusedIsCausal, "cache-mask-not-offset", None),
@@ -476,35 +586,46 @@ WRONG = [
     ("llama-d-ff-floor", "Llama", LlamaDffFloor, "llama-d-ff-default", None),
     ("llama-d-ff-nearest", "Llama", LlamaDffNearest, "llama-d-ff-default", None),
     ("llama-d-ff-gpt", "Llama", LlamaDffGPT, "llama-d-ff-default", None),
-    ("llama-kv-none", "Llama", LlamaKVNone, None, "n_kv_heads left out (None)"),
-    ("llama-past-head-axis", "Llama", LlamaPastHeadAxis, None, "cached and new together"),
-    ("llama-block-new-only", "Llama", LlamaBlockNewOnly, None, "cached and new together"),
-    ("llama-block-full-refused", "Llama", LlamaBlockFullRefused, None, "only more than block_size are refused"),
+    ("llama-kv-none", "Llama", LlamaKVNone, "kv-heads-none-kept", "n_kv_heads left out (None)"),
+    ("llama-past-head-axis", "Llama", LlamaPastHeadAxis, "block-size-cache-not-counted", "cached and new together"),
+    ("llama-block-new-only", "Llama", LlamaBlockNewOnly, "block-size-cache-not-counted", "cached and new together"),
+    ("llama-block-full-refused", "Llama", LlamaBlockFullRefused, "block-size-full-refused", "only more than block_size are refused"),
+    ("llama-no-attention-residual", "Llama", LlamaNoAttentionResidual, "missing-residual", None),
+    ("llama-no-ffn-residual", "Llama", LlamaNoFFNResidual, "missing-residual", None),
+    ("llama-post-norm", "Llama", LlamaPostNorm, "norm-order-swapped", None),
+    ("llama-norms-swapped", "Llama", LlamaNormsSwapped, "llama-norms-swapped", None),
+    ("llama-final-norm-default-eps", "Llama", LlamaFinalNormDefaultEps, "final-norm-eps-ignored", None),
+    ("llama-no-final-norm", "Llama", LlamaNoFinalNorm, "llama-no-final-norm", None),
     ("load-not-permuted", "load_hf_llama", load_not_permuted, "rope-layout-not-permuted", None),
     ("load-only-queries", "load_hf_llama", load_only_queries, "rope-only-queries-permuted", None),
     ("load-inverted", "load_hf_llama", load_inverted, "rope-permutation-inverted", None),
     ("load-gate-up-swapped", "load_hf_llama", load_gate_up_swapped, "gate-up-swapped", None),
-    ("load-unchecked", "load_hf_llama", load_unchecked, None, "returned normally, without raising"),
-    ("load-error-unnamed", "load_hf_llama", load_error_unnamed, None, "does not name"),
+    ("load-unchecked", "load_hf_llama", load_unchecked, "load-not-checked", "returned normally, without raising"),
+    ("load-error-unnamed", "load_hf_llama", load_error_unnamed, "load-error-unnamed", "does not name"),
     ("load-k-query-heads", "load_hf_llama", load_k_query_heads, "rope-keys-permuted-with-query-heads", None),
-    ("load-writes-back", "load_hf_llama", load_writes_back, None, "changed the state dict it was given"),
-    ("load-permutes-in-place", "load_hf_llama", load_permutes_in_place, None, "changed the state dict it was given"),
+    ("load-writes-back", "load_hf_llama", load_writes_back, "load-changes-state-dict", "changed the state dict it was given"),
+    ("load-permutes-in-place", "load_hf_llama", load_permutes_in_place, "load-changes-state-dict", "changed the state dict it was given"),
     ("kv-keys-only", "kv_cache_bytes", kv_keys_only, "kv-bytes-missing-factor-2", None),
     ("kv-no-batch", "kv_cache_bytes", kv_no_batch, "kv-bytes-ignores-batch", None),
     ("kv-bits", "kv_cache_bytes", kv_bits, "kv-bytes-in-bits", None),
     ("kv-fixed-two-bytes", "kv_cache_bytes", kv_fixed_two_bytes, "kv-bytes-per-value-ignored", None),
-    ("kv-float", "kv_cache_bytes", kv_float, None, "a float"),
-    ("kv-numpy-float", "kv_cache_bytes", kv_numpy_float, None, "a float"),
+    ("kv-float", "kv_cache_bytes", kv_float, "kv-bytes-float", "a float"),
+    ("kv-numpy-float", "kv_cache_bytes", kv_numpy_float, "kv-bytes-float", "a float"),
 ]  # fmt: skip
 
 RIGHT = [
     ("GroupedQueryAttention", GQAEinsumExpand),
     ("GroupedQueryAttention", GQAFused),
+    ("GroupedQueryAttention", GQAExpandFlatten),
+    ("GroupedQueryAttention", GQAHeadLoop),
     ("Llama", LlamaTorchRMSNorm),
     ("Llama", LlamaEinsum),
+    ("Llama", LlamaInPlaceResidual),
     ("load_hf_llama", load_right_by_index),
+    ("load_hf_llama", load_right_by_stacking),
     ("kv_cache_bytes", kv_right_prod),
     ("kv_cache_bytes", kv_numpy_prod),
+    ("kv_cache_bytes", kv_loop),
 ]
 
 # what each graded name needs beside itself in the notebook's namespace

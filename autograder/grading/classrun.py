@@ -28,41 +28,31 @@ import sys
 import tempfile
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 from autograder import memory_ceiling, student_ids, submissions
 from autograder.config import Config
-from autograder.curriculum import GRADED_NAMES
 from autograder.grading import selftest
 from autograder.grading.fingerprint import fingerprint
-from autograder.grading.payload import apply_late, missing_from_record
-from autograder.grading.plan import registered_probes
+from autograder.grading.payload import apply_late
 from autograder.grading.pool import grade_pool
 from autograder.grading.run_state import RunState
 from autograder.grading.sandboxes import open_sandbox
-from autograder.grading.saved import (
-    class_results,
-    kept_verdicts,
-    other_configuration,
-    read_saved,
-    supersede,
-    up_to_date,
-)
+from autograder.grading.saved import Sorted, class_results, keep_up_to_date, named, supersede
 from autograder.grading.stopping import Interrupted, RunStopped, Stopping, signal_name
-from autograder.grading.student import Kept, StudentResult, graded_files, output_folder
+from autograder.grading.student import StudentResult, graded_files, output_folder
 from autograder.grading.workspace import (
     UNFINISHED_NAME,
     clean_interrupted_writes,
     end_work_root,
     lock_output,
-    read_unfinished,
     release_output,
     scratch_folder,
     start_work_root,
     write_unfinished,
 )
+from autograder.platforms import gather_refusals
 from autograder.report import (
     write_class,
     write_student,
@@ -73,7 +63,6 @@ from autograder.sandbox.bubblewrap import BubblewrapUnsupported
 from autograder.sandbox.limits import bound_workers
 from autograder.submissions import Submission
 
-NAMES_SHOWN = 10  # students named in the message of a stopped run; the others counted
 Result = tuple[list[StudentResult], dict[str, Any]]  # (the students, the class summary)
 T = TypeVar("T")
 
@@ -162,9 +151,39 @@ def _class_run(
             graded_groups=graded_groups,
             notices=notices,
         )
+        # the students a classroom gather could not gather: refused, with the gather's reason
+        found = with_not_gathered(path, found)
         done, summary = _grade_class(found, config, progress, stop, os.path.abspath(path), run)
-    summary["skipped_entries"] = notices  # this run's, not written to summary.json
+    mine = f"{gather_refusals.FILE}:"  # the gather's own file: read above, not a student's
+    summary["skipped_entries"] = [n for n in notices if not n.startswith(mine)]
     return done, summary
+
+
+def with_not_gathered(path: Path, found: list[Submission]) -> list[Submission]:
+    """`found` with the students a classroom gather could not gather (platforms/
+    gather_refusals.py) as refused submissions, when PATH is a class folder a gather wrote. A
+    student whose folder an earlier gather left is graded from it, and named in a warning."""
+    if not Path(path).is_dir() or not (Path(path) / gather_refusals.FILE).exists():
+        return found
+    entries = gather_refusals.read(path)
+    root = Path(os.path.abspath(path))
+    # a gathered class folder is never one student's: with every student refused it is empty,
+    # and discover would take the folder itself for a student with nothing
+    found = [s for s in found if Path(os.path.abspath(s.source)) != root]
+    have = {student_ids.key(s.student) for s in found}
+    for student, reason in entries:
+        why = student_ids.problem(student)  # an id no student folder could have had
+        reason = f"not graded: {why}." if why else reason
+        if student_ids.key(student) in have:
+            print(
+                f"warning: {printable(student)} is graded from an earlier gather's folder; the "
+                f"last gather could not update it: {reason}",
+                file=sys.stderr,
+            )
+            continue
+        have.add(student_ids.key(student))
+        found.append(submissions.Submission(student, root, root, refused=reason))
+    return found
 
 
 def _grade_class(
@@ -179,7 +198,7 @@ def _grade_class(
     sandbox, the self-test and the others graded; the class report."""
     run = run or RunState()
     run.fingerprint = run.fingerprint or fingerprint(config)  # how they are graded, once
-    sorted_ = _keep_up_to_date(found, config, run)
+    sorted_ = keep_up_to_date(found, config, run)
     done: list[StudentResult] = list(sorted_.done)
     unfinished: list[str] = []
     if sorted_.todo:
@@ -215,65 +234,6 @@ def _work_folder(steps: ExitStack, stop: Stopping, config: Config, folder: Path 
         lambda made: end_work_root(*made, config.keep_work),
     )
     return root
-
-
-@dataclass
-class Sorted:
-    """Step 5's answer: the students to grade, those done already, and what to keep."""
-
-    todo: list[Submission] = field(default_factory=list)
-    done: list[StudentResult] = field(default_factory=list)  # refused, and up to date
-    kept: dict[str, Kept] = field(default_factory=dict)  # student -> verdicts kept (--notebook)
-    elsewhere: list[str] = field(default_factory=list)  # same content, another configuration
-    not_in_record: list[str] = field(default_factory=list)  # --handed-in does not name them
-
-
-def _keep_up_to_date(found: list[Submission], config: Config, run: RunState) -> Sorted:
-    """Which students to grade: not the refused, nor (without --force) those whose results.json
-    holds this content graded under this configuration; with --notebook, the verdicts kept.
-    Records in `run` the digest of each student graded in full (results.json keeps it)."""
-    out = Sorted()
-    unfinished_before = {student_ids.key(s) for s in read_unfinished(config.out)}
-    out.not_in_record = missing_from_record(config, [s.student for s in found if not s.refused])
-    for sub in found:
-        student = sub.student
-        if sub.refused:
-            out.done.append(StudentResult(student, {}, refused=sub.refused))
-            continue
-        results = output_folder(config.out, student) / "results.json"
-        digest = submissions.content_digest(sub)
-        fresh = (
-            not config.force
-            and student_ids.key(student) not in unfinished_before
-            and up_to_date(digest, results, run.fingerprint)
-        )
-        saved = read_saved(results) if fresh or config.notebooks else None
-        before = saved if saved is not None or config.force else read_saved(results)
-        changed = other_configuration(before, run.fingerprint)
-        if changed and before is not None and before.get("submission_digest") == digest:
-            out.elsewhere.append(student)  # the same content, under another configuration
-        in_full = not config.notebooks or (
-            (saved or {}).get("submission_digest") == digest and not changed
-        )
-        if digest and in_full:  # recorded when graded in full, under this configuration
-            run.submission_digests[student] = digest
-        if saved is not None and not config.notebooks:
-            out.done.append(StudentResult(student, saved, skipped=True))
-        else:
-            out.todo.append(sub)
-            out.kept[student] = kept_verdicts(saved, config.notebooks)
-    if out.elsewhere:
-        again = "their other notebooks keep it" if config.notebooks else "graded again"
-        print(
-            f"note: {len(out.elsewhere)} student(s){_names(out.elsewhere)} were graded under "
-            "another configuration (the secret, the course, the limits or the grader's version "
-            f"changed): {again}.",
-            file=sys.stderr,
-        )
-    untested = [name for name in GRADED_NAMES if name not in registered_probes()]
-    if untested:
-        print(f"warning: no hidden tests registered for: {', '.join(untested)}", file=sys.stderr)
-    return out
 
 
 def _report(
@@ -368,8 +328,8 @@ def say_stopped(signum: int, config: Config, result: Result | None) -> None:
         unfinished = summary.get("unfinished", [])
         lines = [
             f"stopped by {signal_name(signum)}: kept {len(graded)} student(s) graded in this "
-            f"run{_names(graded)} and {len(earlier)} up to date from earlier runs; "
-            f"{len(unfinished)} not finished{_names(unfinished)}.",
+            f"run{named(graded)} and {len(earlier)} up to date from earlier runs; "
+            f"{len(unfinished)} not finished{named(unfinished)}.",
             f"The class report ({out}/class.html, grades.csv) holds the students graded so far"
             + (f"; {out}/{UNFINISHED_NAME} lists the others." if unfinished else "."),
         ]
@@ -382,11 +342,3 @@ def say_stopped(signum: int, config: Config, result: Result | None) -> None:
         print("\n".join(lines), flush=True)
     except OSError:  # SIGHUP: the terminal may be gone
         pass
-
-
-def _names(students: list[str]) -> str:
-    if not students:
-        return ""
-    shown = ", ".join(printable(s) for s in students[:NAMES_SHOWN])
-    more = len(students) - NAMES_SHOWN
-    return f" ({shown}{f' and {more} more' if more > 0 else ''})"

@@ -12,14 +12,21 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from autograder import student_ids
-from autograder.curriculum import NOTEBOOKS
-from autograder.grading.student import output_folder
+from autograder import student_ids, submissions
+from autograder.config import Config
+from autograder.curriculum import GRADED_NAMES, NOTEBOOKS
+from autograder.grading.payload import missing_from_record
+from autograder.grading.plan import registered_probes
+from autograder.grading.run_state import RunState
+from autograder.grading.student import Kept, StudentResult, output_folder
+from autograder.grading.workspace import read_unfinished
 from autograder.report import SavedResult, collect_results, not_graded
 from autograder.safe_files import MB, UnsafeFile, printable, read_bytes
+from autograder.submissions import Submission
 
 
 def up_to_date(digest: str, results_path: Path, graded_under: str | None = None) -> bool:
@@ -69,6 +76,7 @@ def read_saved(results: Path) -> dict[str, Any] | None:
     return payload if isinstance(payload, dict) and not payload.get("internal_error") else None
 
 
+NAMES_SHOWN = 10  # students named in a message (a stopped run, another configuration)
 SUPERSEDED = ".superseded"  # OUT's folder for the results of a student now graded under another
 
 
@@ -141,3 +149,72 @@ def class_results(out: Path, done: Sequence[Any], path: str | None = None) -> li
     graded_now = {student_ids.key(s.student) for s in mine.values()}
     others = [s for s in others if student_ids.key(s.student) not in graded_now]  # superseded
     return sorted([*mine.values(), *others, *refused], key=lambda s: s.student)
+
+
+# -- step 5 of the class run: the students up to date kept as they are ---------------------------
+@dataclass
+class Sorted:
+    """Step 5's answer: the students to grade, those done already, and what to keep."""
+
+    todo: list[Submission] = field(default_factory=list)
+    done: list[StudentResult] = field(default_factory=list)  # refused, and up to date
+    kept: dict[str, Kept] = field(default_factory=dict)  # student -> verdicts kept (--notebook)
+    elsewhere: list[str] = field(default_factory=list)  # same content, another configuration
+    not_in_record: list[str] = field(default_factory=list)  # --handed-in does not name them
+
+
+def keep_up_to_date(found: list[Submission], config: Config, run: RunState) -> Sorted:
+    """Which students to grade: not the refused, nor (without --force) those whose results.json
+    holds this content graded under this configuration; with --notebook, the verdicts kept.
+    Records in `run` the digest of each student graded in full (results.json keeps it)."""
+    out = Sorted()
+    unfinished_before = {student_ids.key(s) for s in read_unfinished(config.out)}
+    out.not_in_record = missing_from_record(config, [s.student for s in found if not s.refused])
+    for sub in found:
+        student = sub.student
+        if sub.refused:
+            out.done.append(StudentResult(student, {}, refused=sub.refused))
+            continue
+        results = output_folder(config.out, student) / "results.json"
+        digest = submissions.content_digest(sub)
+        fresh = (
+            not config.force
+            and student_ids.key(student) not in unfinished_before
+            and up_to_date(digest, results, run.fingerprint)
+        )
+        saved = read_saved(results) if fresh or config.notebooks else None
+        before = saved if saved is not None or config.force else read_saved(results)
+        changed = other_configuration(before, run.fingerprint)
+        if changed and before is not None and before.get("submission_digest") == digest:
+            out.elsewhere.append(student)  # the same content, under another configuration
+        in_full = not config.notebooks or (
+            (saved or {}).get("submission_digest") == digest and not changed
+        )
+        if digest and in_full:  # recorded when graded in full, under this configuration
+            run.submission_digests[student] = digest
+        if saved is not None and not config.notebooks:
+            out.done.append(StudentResult(student, saved, skipped=True))
+        else:
+            out.todo.append(sub)
+            out.kept[student] = kept_verdicts(saved, config.notebooks)
+    if out.elsewhere:
+        again = "their other notebooks keep it" if config.notebooks else "graded again"
+        print(
+            f"note: {len(out.elsewhere)} student(s){named(out.elsewhere)} were graded under "
+            "another configuration (the secret, the course, the limits or the grader's version "
+            f"changed): {again}.",
+            file=sys.stderr,
+        )
+    untested = [name for name in GRADED_NAMES if name not in registered_probes()]
+    if untested:
+        print(f"warning: no hidden tests registered for: {', '.join(untested)}", file=sys.stderr)
+    return out
+
+
+def named(students: list[str]) -> str:
+    """ " (ada, bob and 3 more)": the first NAMES_SHOWN students, escaped; "" for none."""
+    if not students:
+        return ""
+    shown = ", ".join(printable(s) for s in students[:NAMES_SHOWN])
+    more = len(students) - NAMES_SHOWN
+    return f" ({shown}{f' and {more} more' if more > 0 else ''})"

@@ -111,10 +111,12 @@ def remove_quietly(path: Path) -> None:
 
 def graded_files(folder: Path, placement: Any = None) -> dict[str, Path]:
     """{stem: file} whose times are the hand-in times: the placement's `sources` (the files
-    submissions.discover took), else each notebook in `folder` by its own name."""
+    submissions.discover took), else each notebook in `folder` by its own name. A file of an
+    LMS's bulk download whose dates are not hand-in times is its mark instead (Canvas's late
+    or not: deadlines.LmsMark)."""
     sources = getattr(placement, "sources", None)
     if sources is not None:
-        return dict(sources)
+        return {**sources, **getattr(placement, "marks", {})}
     return {nb.stem: Path(folder) / nb.filename for nb in NOTEBOOKS}
 
 

@@ -351,6 +351,37 @@ _REAL_MODEL_ENTRIES = [
      "bytes_per_value is already in bytes: no factor 8."),
     ("kv-bytes-per-value-ignored", "2 bytes a value whatever bytes_per_value is given",
      "use bytes_per_value: 2 for bfloat16, 4 for float32, 1 for an 8-bit cache."),
+    # the Llama block and the rest of notebook 08's mistakes caught before without an id
+    ("final-norm-eps-ignored", "the final RMSNorm built without norm_eps (with its own default)",
+     "the norm after the last block is one of the model's norms too: it takes the norm_eps the "
+     "model is given, as the blocks' norms do."),
+    ("llama-norms-swapped", "norm1 and norm2 used the other way round",
+     "norm1 belongs to the attention's input and norm2 to the feed-forward's: a checkpoint's "
+     "input_layernorm and post_attention_layernorm gains only work where they were trained."),
+    ("heads-not-checked", "a constructor that accepts head counts that do not divide",
+     "d_model splits into n_heads heads of equal width, and each key/value head serves a whole "
+     "group of query heads: check both in __init__ and raise ValueError when one fails."),
+    ("kv-projection-full-width", "wk and wv built with d_model outputs (a key head per query head)",
+     "wk and wv make n_kv_heads heads of d_head features each: fewer features than wq, and "
+     "that is the memory grouped-query attention saves."),
+    ("kv-heads-none-kept", "n_kv_heads=None passed on as it is",
+     "n_kv_heads left out means one key/value head per query head: replace None by n_heads "
+     "before building the blocks."),
+    ("block-size-cache-not-counted", "block_size compared with the new positions alone",
+     "the cached positions count too: read their number from the cache's keys (B, n_kv_heads, "
+     "T_past, d_head) and compare T_past + T with block_size."),
+    ("block-size-full-refused", "refusing a sequence that fills block_size exactly",
+     "a model of block_size positions takes exactly block_size of them: only more are too many."),
+    ("load-not-checked", "copying the weights without checking the keys and shapes",
+     "compare the checkpoint's keys and shapes with those your model expects before copying "
+     "anything, and raise ValueError at the first difference."),
+    ("load-error-unnamed", "a ValueError that does not say which key is wrong",
+     "put the key in the message: whoever loads a checkpoint needs to know where to look."),
+    ("load-changes-state-dict", "reordering the rows inside the caller's state dict",
+     "the state dict is the caller's: build the reordered rows as new tensors and copy those "
+     "into your parameters, leaving the dict and its tensors as they were."),
+    ("kv-bytes-float", "a number of bytes computed as a float",
+     "every factor is a whole number: multiply ints (no division, no 2.0), and the result is an int."),
 ]  # fmt: skip
 
 CATALOGUE.update({i: Misconception(i, mistake, hint) for i, mistake, hint in _REAL_MODEL_ENTRIES})

@@ -40,7 +40,9 @@ is removed from the cache. What the commit graded expands to is capped too (`--m
 default 100,000 files): a few kilobytes of trees naming one another can expand to 10^9 paths,
 so the paths are counted, each distinct tree read once, before anything lists them. Each git
 command on a clone has 60 s (a clone or fetch, 600 s). Whoever is refused, or whose gather
-fails in any other way (out of memory included), is named (exit 1), and the others are gathered.
+fails in any other way (out of memory included), is named (exit 1), and the others are gathered;
+each such student is kept in `class/.not_gathered.json` (autograder/platforms/gather_refusals.py),
+so that the `grade` run over the class folder names them NOT GRADED with the reason.
 
 The student id is the repository's name without `--prefix` (GitHub Classroom names each
 student's copy `<assignment>-<github user>`). A repository that cannot be cloned, has no commit
@@ -66,6 +68,7 @@ from pathlib import Path
 
 from autograder.deadlines import GATHER_FLAGS
 from autograder.notebook_files import match_name
+from autograder.platforms import gather_refusals
 from autograder.platforms.git_paths import TooManyPaths, count_paths
 from autograder.safe_files import printable, remove_tree
 from autograder.sandbox.copying import tree_bytes
@@ -613,6 +616,13 @@ def add_arguments(commands):
     )
 
 
+def _student_or_none(repository, prefix):
+    try:
+        return student_of(repository, prefix)
+    except GatherError:
+        return None
+
+
 def history_path(args):
     if args.history:
         return Path(args.history)
@@ -654,6 +664,9 @@ def run(args):
         write_history(where, history)
     if args.record:
         write_record(args.record, gathered, history)
+    gather_refusals.write(
+        args.into, [(_student_or_none(r, args.prefix), r, why) for r, why in failed]
+    )
     for g in gathered:
         dated = g.committer_date or g.handed_in
         print(f"{printable(g.student)}: {g.commit[:10]} of {dated:%Y-%m-%d %H:%M} UTC, "

@@ -562,7 +562,7 @@ def _late_of(results):
             continue
         if entry.get("extended") is True:
             extended.append(str(stem))
-        if seconds > 0:
+        if seconds > 0 or isinstance(entry.get("marked_late"), str):  # marked: time unknown
             notebooks.append({"notebook": str(stem), "late": late_line(stem, late),
                               "seconds_late": seconds, "penalty": round(float(penalty), 4)})  # fmt: skip
     if not notebooks and not extended:

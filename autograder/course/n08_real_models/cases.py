@@ -21,7 +21,6 @@ from autograder.probes.torch_tools import load, np_, tensor, torch_probe
 from autograder.reference.modern_lm import CausalSelfAttention
 
 J = "n08_real_models."
-RAISES = "modern_lm.raises_value_error"
 
 
 def _linear(rng, name, d_in, d_out):
@@ -263,6 +262,7 @@ def _llama_cache_case(name, points, state, idx, T_past, expected):
                 "variants": mv.llama_variants(LLAMA, state, new, cache_arg),
                 "n_blocks": LLAMA["n_layers"],
                 "T_total": idx.shape[1],
+                "block_size": LLAMA["block_size"],
                 "d_ff": LLAMA_D_FF,
                 "d_kv": LLAMA["n_kv_heads"] * LLAMA["d_model"] // LLAMA["n_heads"],
             },
@@ -345,7 +345,7 @@ def llama_cases(rng):
                 },
             ],
             Judgement(
-                RAISES,
+                J + "block_size_raises",
                 {
                     "what": f"{_llama_call(LLAMA)} given {T_max + 1 - T_past} new positions "
                     f"after {T_past} cached (or {T_max + 1} without a cache)",

@@ -62,7 +62,8 @@ def _layout(r, cls_name, what, *, d_kv, d_ff=None):
         raise Fail(
             f"your {cls_name}'s {kv[0]} has shape {compare.shape_str(own.get(kv[0], []))}: "
             "wk and wv give one key and one "
-            f"value per key/value head, n_kv_heads * d_head = {d_kv} features, not d_model."
+            f"value per key/value head, n_kv_heads * d_head = {d_kv} features, not d_model.",
+            ["kv-projection-full-width"],
         )
     return module_answer(r, cls_name, what)
 
@@ -75,7 +76,8 @@ def constructor_raises(responses, *, what, because):
         if not err:
             raise Fail(
                 f"{what} returned normally, building a module; it should raise ValueError: "
-                f"{because}."
+                f"{because}.",
+                ["heads-not-checked"],
             )
         if err.get("type") != "ValueError":
             raise Fail(
@@ -128,7 +130,8 @@ def llama_values(
     if kv_left_out and responses[0].error:
         raise Fail(
             compare.error_message(responses[0], what) + ". With n_kv_heads left out (None), "
-            "every query head has a key/value head of its own: n_kv_heads = n_heads."
+            "every query head has a key/value head of its own: n_kv_heads = n_heads.",
+            ["kv-heads-none-kept"],
         )
     r = _layout(responses[0], "Llama", what, d_kv=d_kv, d_ff=d_ff)
     no_biases(r, "Llama")
@@ -140,13 +143,16 @@ def llama_values(
 
 
 @judge
-def llama_cache(responses, *, what, expected, variants, n_blocks, T_total, d_ff, d_kv):
+def llama_cache(
+    responses, *, what, expected, variants, n_blocks, T_total, d_ff, d_kv, block_size=None
+):
     r = responses[0]
     if (r.error or {}).get("type") == "ValueError":
         raise Fail(
             compare.error_message(r, what) + f". {T_total} positions, cached and new together, "
             "fit a model whose block_size is at least that: only more than block_size are "
-            "refused."
+            "refused.",
+            ["block-size-full-refused"] if T_total == block_size else [],
         )
     r = _layout(r, "Llama", what, d_kv=d_kv, d_ff=d_ff)
     logits, caches = _pair(r.value(what), what, n_blocks=n_blocks)
@@ -158,6 +164,24 @@ def llama_cache(responses, *, what, expected, variants, n_blocks, T_total, d_ff,
             "cached and the new ones. " + explain(["cache-not-appended"]),
             ["cache-not-appended"],
         )
+
+
+@judge
+def block_size_raises(responses, *, what, because):
+    """More than block_size positions raise ValueError: the first request without a cache, the
+    second with one (the same length counted with the cached positions)."""
+    errors = [(r.error or {}).get("type") for r in responses]
+    ids = ["block-size-cache-not-counted"] if errors[0] == "ValueError" and not errors[1] else []
+    for r in responses:
+        err = r.error or {}
+        if not err:
+            got = compare.describe_encoded(r.raw.get("value"))
+            raise Fail(f"{what} returned {got}; it should raise ValueError: {because}.", ids)
+        if err.get("type") != "ValueError":
+            raise Fail(
+                f"{what} raised {err['type']}: {compare.plain_error_text(err['message'])}; "
+                f"it should raise ValueError ({because})."
+            )
 
 
 # ================================================================ load_hf_llama
@@ -187,7 +211,8 @@ def hf_logits(responses, *, what, expected, variants):
         raise Fail(
             f"{what} changed the state dict it was given ({changed[0]}): copy from it, and "
             "reorder rows into new tensors, leaving the caller's dict and tensors as they were "
-            "(loading the same dict twice must give the same model)."
+            "(loading the same dict twice must give the same model).",
+            ["load-changes-state-dict"],
         )
     if not r.raw.get("returned_model"):
         raise Fail(
@@ -218,7 +243,8 @@ def hf_rejects(responses, *, what, key, because):
     if not err or "returned_model" in r.raw:  # the error, if any, is the model's forward()'s
         raise Fail(
             f"{what} returned normally, without raising; it should raise ValueError naming "
-            f"{key}: {because}."
+            f"{key}: {because}.",
+            ["load-not-checked"],
         )
     if err.get("type") != "ValueError":
         raise Fail(
@@ -228,7 +254,8 @@ def hf_rejects(responses, *, what, key, because):
     if key not in str(err.get("message", "")):
         raise Fail(
             f"{what} raised ValueError, but its message does not name {key}: say which key, so "
-            "that whoever loads a checkpoint knows what to look at."
+            "that whoever loads a checkpoint knows what to look at.",
+            ["load-error-unnamed"],
         )
 
 
@@ -251,7 +278,10 @@ def kv_bytes(responses, *, calls):
         if isinstance(got, np.integer):
             got = int(got)
         if isinstance(got, float) and got.is_integer():
-            raise Fail(f"{what} returned {got!r}, a float; a number of bytes is an int.")
+            raise Fail(
+                f"{what} returned {got!r}, a float; a number of bytes is an int.",
+                ["kv-bytes-float"],
+            )
         if type(got) is not int:
             raise Fail(
                 f"{what} should return an int; it returned {compare.describe_encoded(answer.get('value'))}."

@@ -134,6 +134,36 @@ def reference_llama(init, state):
     return load(model, full)
 
 
+class _WrongBlock(ref.Block):
+    """The reference block with one mistake (`mistake`, set on the instance): a residual left
+    out (around the attention, or around the feed-forward), post-norm instead of pre-norm, or
+    norm1 and norm2 used the other way round."""
+
+    mistake = None
+
+    def forward(self, x, cache=None):
+        m = self.mistake
+        if m == "post-norm":
+            attended, cache = self.attn(x, cache)
+            h = self.norm1(x + attended)
+            return self.norm2(h + self.ffn(h)), cache
+        first, second = (
+            (self.norm2, self.norm1) if m == "norms-swapped" else (self.norm1, self.norm2)
+        )
+        attended, cache = self.attn(first(x), cache)
+        h = attended if m == "attention-residual-missing" else x + attended
+        out = self.ffn(second(h))
+        return (out if m == "ffn-residual-missing" else h + out), cache
+
+
+BLOCK_MISTAKES = {  # the block's mistake -> its id (both residuals: one id, one hint)
+    "attention-residual-missing": "missing-residual",
+    "ffn-residual-missing": "missing-residual",
+    "post-norm": "norm-order-swapped",
+    "norms-swapped": "llama-norms-swapped",
+}
+
+
 def llama_variants(init, state, idx, cache=None):
     """[(id, logits)] of the typical mistakes in Llama(**init) on idx (and a cache)."""
     out = []
@@ -146,6 +176,18 @@ def llama_variants(init, state, idx, cache=None):
         else:
             _with_mistake(model, mistake)
         out.append((mistake, model))
+    for mistake, mistake_id in BLOCK_MISTAKES.items():
+        model = reference_llama(init, state)
+        for block in model.blocks:
+            block.__class__ = _WrongBlock
+            block.mistake = mistake
+        out.append((mistake_id, model))
+    model = reference_llama(init, state)
+    model.norm.eps = 1e-6  # the final norm built as RMSNorm(d_model): its own default eps
+    out.append(("final-norm-eps-ignored", model))
+    model = reference_llama(init, state)
+    model.norm = torch.nn.Identity()
+    out.append(("llama-no-final-norm", model))
     if not init.get("tie_embeddings", True):
         model = reference_llama(init, state)
         model.lm_head.weight = model.tok_emb.weight
