@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 
+from autograder.config import DEFAULT_MEMORY_GB, DEFAULT_TIMEOUT
 from autograder.curriculum import NOTEBOOKS
 
 
@@ -18,10 +19,13 @@ def sandbox_options(cmd: argparse.ArgumentParser) -> None:
         default=None,
         help="CPU seconds for each notebook's cells, and as many for its hidden tests (default: "
         "3x what the solutions' cells and tests use, measured by the self-test, at least 1; "
-        "300 without it)",
+        f"{DEFAULT_TIMEOUT:g} without it)",
     )
     cmd.add_argument(
-        "--memory", type=float, default=6.0, help="address-space limit per process, in GB"
+        "--memory",
+        type=float,
+        default=DEFAULT_MEMORY_GB,
+        help="address-space limit per process, in GB",
     )
     cmd.add_argument(
         "--parent-memory",

@@ -51,6 +51,7 @@ class ChecksFailed(AssertionError):
 
 def validating() -> bool:
     """True while `nbgrader validate` runs this kernel's notebook."""
+    # in the student's kernel (another process than the grader's): nbgrader's own variable
     return os.environ.get("NBGRADER_EXECUTION", "") == "validate"
 
 

@@ -73,7 +73,6 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from autograder import student_ids
 from autograder.curriculum import BY_STEM, NOTEBOOKS
 from autograder.escaping import terminal
-from autograder.results import ResultsJson
 
 METHODS = ("none", "zero", "per-period")
 ALL = "all"
@@ -298,7 +297,7 @@ def load_policy(path: Path | str) -> LatePolicy:
 
 
 def apply_late_policy(
-    payload: ResultsJson, policy: LatePolicy | None, handed_in: Mapping[str, datetime]
+    payload: dict[str, Any], policy: LatePolicy | None, handed_in: Mapping[str, datetime]
 ) -> bool:
     """Set payload["late"] and the penalised scores from the tests' raw scores (idempotent).
     With policy None, a late block of an earlier run is removed and the raw scores restored.

@@ -36,12 +36,6 @@ COMPREHENSIONS = {"listcomp", "setcomp", "dictcomp", "genexpr"}
 RELEASED = Path(__file__).resolve().parent.parent / "notebooks"
 
 
-def enabled() -> bool:
-    from autograder.switches import switches
-
-    return switches().skip_demos
-
-
 def is_demo(cell: Mapping[str, Any]) -> bool:
     return cell.get("cell_type") == "code" and TAG in cell.get("metadata", {}).get("tags", [])
 
@@ -69,10 +63,13 @@ def released_demo_fingerprints(stem: str, released: Path = RELEASED) -> frozense
     return frozenset(fingerprint(cell.source) for cell in nb.cells if is_demo(cell))
 
 
-def skip_plan(notebook_path: Path, stem: str, released: Path = RELEASED) -> dict[str, str]:
+def skip_plan(
+    notebook_path: Path, stem: str, released: Path = RELEASED, enabled: bool = True
+) -> dict[str, str]:
     """{str(cell index): sha256 of the exact source} for the cells of the submitted notebook at
-    `notebook_path` that are released demo cells. Empty when skipping is off or unreadable."""
-    if not enabled():
+    `notebook_path` that are released demo cells. Empty when skipping is off (`enabled`: the
+    run's AUTOGRADER_SKIP_DEMOS, from its Config) or unreadable."""
+    if not enabled:
         return {}
     demos = released_demo_fingerprints(stem, released)
     if not demos:

@@ -11,7 +11,7 @@ limit is left as it is: each sandbox sets its own RLIMIT_AS (soft = hard = --mem
 fork and exec, which needs the hard limit above it.
 
 A MemoryError in the parent while one student is graded is that student's internal error, with
-a message naming the ceiling (autograder.grade); the other students are graded.
+a message naming the ceiling (grading/student.py); the other students are graded.
 """
 
 import contextlib

@@ -21,7 +21,7 @@ test's state reads this field, never its English `output`):
 
 Results written before reasons existed have none: TestResult.from_json reads them as passed or
 failed by their score. A test of a notebook that could not run because of its file carries one of
-NOT_RAN (its notebook's own state); a dependency-missing test also says which earlier notebook it
+MISSING_NOTEBOOK, MISNAMED, CORRUPT or NOT_RUN (its notebook's own state); a dependency-missing test also says which earlier notebook it
 needed, in `depends_on` (a notebook's stem; the field is written only when set).
 """
 
@@ -56,7 +56,6 @@ REASONS = (
     NOT_RUN,
 )
 UNFINISHED = (NOT_IMPLEMENTED, DEPENDENCY_NOT_IMPLEMENTED)  # the exercise is not done yet
-NOT_RAN = (MISSING_NOTEBOOK, MISNAMED, CORRUPT, NOT_RUN)  # its notebook's file could not run
 UNAVAILABLE = (MISSING_NOTEBOOK, MISNAMED, CORRUPT)  # a later notebook cannot use this one
 
 

@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # numpy is imported where an array is read
 
 RelPath = str | os.PathLike[str] | Sequence[str]  # "a/b", a path, or its components
 
-KB, MB = 2**10, 2**20
+MB = 2**20
 MAX_JSON_DEPTH = 64  # the harness never nests deeper than ~45; nbformat's JSON about 6
 MAX_JSON_VALUES = 1_000_000  # values in one JSON file: at most ~100 MB once decoded
 MAX_WALK_DEPTH = 32  # folders deeper than this in a submission are not looked into
@@ -298,14 +298,6 @@ def load_npy(
         return np.load(stream, allow_pickle=False)
     except (ValueError, TypeError, OverflowError, EOFError, SyntaxError) as exc:
         raise UnsafeFile("unreadable", f"{shown} is not a valid array file ({exc})") from None
-
-
-def lstat_below(root: str | os.PathLike[str], name: str) -> os.stat_result | None:
-    """os.lstat of root/name (name: one component a student chose), or None if absent."""
-    try:
-        return os.lstat(os.path.join(root, check_name(name)))
-    except FileNotFoundError:
-        return None
 
 
 # -- trees ---------------------------------------------------------------------------------------

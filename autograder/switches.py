@@ -1,7 +1,8 @@
-"""The one door for the grader's AUTOGRADER_* environment variables: all of them parsed here,
-by `switches()`, and nowhere else (tests/test_switches.py keeps it so).
+"""The parser of the grader's AUTOGRADER_* environment variables: all of them parsed here, by
+`switches(environ)`, and nowhere else (tests/test_switches.py keeps it so). autograder/config.py
+hands it the environment, once, and keeps the Switches in the run's Config.
 
-    switches().warm_kernels       # a Switches, read from os.environ now (or from `environ`)
+    config.switches.warm_kernels      # a Switches, parsed from the environment at the door
 
 | variable                   | field          | default | meaning                                     |
 | -------------------------- | -------------- | ------- | ------------------------------------------- |
@@ -19,7 +20,7 @@ unset, empty or anything else is its default. The sandbox's driver never reads t
 (the sandbox does not carry it): what it needs travels in its job.json.
 """
 
-import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 TRUE = ("1", "true", "yes", "on")
@@ -27,7 +28,7 @@ FALSE = ("0", "false", "no", "off")
 PREFIX = "AUTOGRADER_"
 
 
-def flag(value, default):
+def flag(value: str | None, default: bool) -> bool:
     """A yes/no switch's value: `default` unless the text says yes or no."""
     text = (value or "").strip().lower()
     if text in TRUE:
@@ -47,17 +48,18 @@ class Switches:
     work_dir: str = ""
     sandbox: str = "auto"
     student_user: str = ""
-    raw: tuple = ()  # (name, text) of every AUTOGRADER_* variable set, for messages and keys
+    raw: tuple[
+        tuple[str, str], ...
+    ] = ()  # (name, text) of every AUTOGRADER_* variable set, for messages and keys
 
-    def text(self, name):
+    def text(self, name: str) -> str:
         """The text a variable was set to ("" when unset), e.g. for a warning naming it."""
         return dict(self.raw).get(name, "")
 
 
-def switches(environ=None):
-    """Every AUTOGRADER_* switch, parsed from `environ` (default: os.environ, read now)."""
-    env = os.environ if environ is None else environ
-    raw = tuple(sorted((k, v) for k, v in env.items() if k.startswith(PREFIX)))
+def switches(environ: Mapping[str, str]) -> Switches:
+    """Every AUTOGRADER_* switch, parsed from `environ` (autograder/config.py's environment)."""
+    raw = tuple(sorted((k, v) for k, v in environ.items() if k.startswith(PREFIX)))
     get = dict(raw).get
     return Switches(
         skip_selftest=flag(get("AUTOGRADER_SKIP_SELFTEST"), False),

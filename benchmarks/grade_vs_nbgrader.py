@@ -372,10 +372,10 @@ def profile(notebooks, timeout, work_root):
     import nbformat
 
     from autograder import demo_cells
+    from autograder.config import DEFAULT_SECRET
     from autograder.course.probes import build_cases, derive_seed, judge_cases, write_requests
     from autograder.grading.course_files import course_files
     from autograder.grading.plan import registered_probes
-    from autograder.grading.settings import DEFAULT_SECRET
     from autograder.release import render
     from autograder.sandbox import Limits, NotebookJob, Sandbox
 
@@ -480,15 +480,16 @@ def _graded_with_reports(folder, box, work_root, probes):
     """((CPU, wall) of grading the student in `folder` as `grade` does, sandboxes included),
     and the parent's CPU seconds for her reports alone (median of 3): her feedback page and
     results.json, and a class report of one."""
-    from autograder.grading.settings import DEFAULT_SECRET, Settings
+    from autograder.config import DEFAULT_SECRET, Config
+    from autograder.grading.run_state import RunState
     from autograder.grading.student import grade_student
     from autograder.report import SavedResult, write_class, write_student
 
     out = work_root / "graded"
-    settings = Settings(out=out, secret=DEFAULT_SECRET, limits=box.limits, work_root=work_root)
+    config = Config(out=out, secret=DEFAULT_SECRET, limits=box.limits)
     started = time.perf_counter()
     with CpuMeter() as cpu:
-        result = grade_student("ada", folder, settings, box)
+        result = grade_student("ada", folder, config, box, run=RunState(work_root=work_root))
     inside = float(result.results.get("cpu_seconds") or 0.0)  # her sandboxes (see sandboxed)
     graded = (cpu.seconds + inside, time.perf_counter() - started)
     spent = []

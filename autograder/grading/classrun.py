@@ -1,6 +1,6 @@
 """The class run: every student of PATH graded into OUT, one grading run at a time.
 
-    done, summary = grade_class(path, settings)
+    done, summary = grade_class(path, config)
 
 In order: OUT's lock and a memory ceiling for the parent; the submissions discovered
 (autograder.submissions); the students already up to date kept as they are; the self-test
@@ -26,40 +26,29 @@ import os
 import shutil
 import sys
 import tempfile
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
+from typing import Any, TypeVar
 
 from autograder import memory_ceiling, student_ids, submissions
-from autograder.curriculum import GRADED_NAMES
+from autograder.config import Config
 from autograder.grading import selftest
-from autograder.grading.course_files import course_files
 from autograder.grading.fingerprint import fingerprint
-from autograder.grading.payload import apply_late, missing_from_record
-from autograder.grading.plan import registered_probes
-from autograder.grading.progress import OverBudget
-from autograder.grading.saved import (
-    class_results,
-    kept_verdicts,
-    other_configuration,
-    read_saved,
-    supersede,
-    up_to_date,
-)
+from autograder.grading.payload import apply_late
+from autograder.grading.pool import grade_pool
+from autograder.grading.run_state import RunState
+from autograder.grading.sandboxes import open_sandbox
+from autograder.grading.saved import Sorted, class_results, keep_up_to_date, named, supersede
 from autograder.grading.stopping import Interrupted, RunStopped, Stopping, signal_name
-from autograder.grading.student import (
-    StudentResult,
-    grade_student,
-    graded_files,
-    internal_error_result,
-    output_folder,
-)
+from autograder.grading.student import StudentResult, graded_files, output_folder
 from autograder.grading.workspace import (
     UNFINISHED_NAME,
     clean_interrupted_writes,
     end_work_root,
     lock_output,
-    read_unfinished,
     release_output,
+    scratch_folder,
     start_work_root,
     write_unfinished,
 )
@@ -72,12 +61,13 @@ from autograder.safe_files import printable
 from autograder.sandbox import Sandbox, SandboxStopped
 from autograder.sandbox.bubblewrap import BubblewrapUnsupported
 from autograder.sandbox.limits import bound_workers
+from autograder.submissions import Submission
 
-PROGRESS_SECONDS = 2.0  # how often the progress line looks at the running notebooks
-NAMES_SHOWN = 10  # students named in the message of a stopped run; the others counted
+Result = tuple[list[StudentResult], dict[str, Any]]  # (the students, the class summary)
+T = TypeVar("T")
 
 
-def preflight(mode):
+def preflight(mode: str) -> str | None:
     """One clear message, with the fix, for a missing tool; None when all is there."""
     try:
         kernel = importlib.util.find_spec("ipykernel")
@@ -97,74 +87,79 @@ def preflight(mode):
     return None
 
 
-def grade_class(path, settings, progress=True, layout="auto", graded_groups=None):
+def grade_class(
+    path: Path | str,
+    config: Config,
+    progress: bool = True,
+    layout: str = "auto",
+    graded_groups: set[str] | None = None,
+) -> Result:
     """(StudentResults, the class summary); RunStopped (a SystemExit: 128 + the signal) when a
     signal stopped the run, after it kept what was finished and cleaned up."""
-    problem = preflight(settings.sandbox_mode)
+    problem = preflight(config.sandbox_mode)
     if problem:
         raise SystemExit(problem)
     with Stopping() as stop:
         result = None
         try:
-            result = _grade_class_guarded(path, settings, progress, layout, graded_groups, stop)
+            result = _class_run(Path(path), config, progress, layout, graded_groups, stop)
         except Interrupted:
             pass  # before any student was graded, or while cleaning up: see below
         if stop.signum is None:
+            assert result is not None  # Interrupted comes with a signal
             return result
         stop.raising = False  # from here on a signal only says that the run is stopping
-        say_stopped(stop.signum, settings, result)
+        say_stopped(stop.signum, config, result)
         raise RunStopped(stop.signum)
 
 
-def _grade_class_guarded(path, settings, progress, layout, graded_groups, stop):
-    lock = lock_output(settings.out)
-    budget = settings.parent_memory or memory_ceiling.default_budget(settings.workers)
-    try:
-        with memory_ceiling.memory_ceiling(budget) as ceiling:
-            settings.memory_ceiling = ceiling
-            return _grade_class_locked(path, settings, progress, layout, graded_groups, stop)
-    finally:
-        with stop.deferred():
-            release_output(lock)
-
-
-def _grade_class_locked(path, settings, progress, layout, graded_groups, stop):
-    clean_interrupted_writes(settings.out)
-    # the students' work (made and removed one student at a time) in the scratch folder;
-    # the gathered submissions (the whole class's, for the whole run) in the usual temp
-    # folder: a class of large notebooks must not fill a memory file system
-    runs = []  # [(folder, its lock's fd)]
-    try:
-        with stop.deferred(raise_after=True):  # made and noted together, or not at all
-            runs.append(start_work_root(settings.keep_work))
+# -- the steps, in order -------------------------------------------------------------------------
+def _class_run(
+    path: Path,
+    config: Config,
+    progress: bool,
+    layout: str,
+    graded_groups: set[str] | None,
+    stop: Stopping,
+) -> Result:
+    """The class run's steps, entered in order. Each step that holds something (OUT's lock, the
+    parent's memory ceiling, the work folders, the sandbox) registers its own clean-up as it is
+    entered; on every way out they run in the reverse order, none cut short by a signal."""
+    run = RunState()
+    with ExitStack() as steps:
+        # 1. OUT's lock: one grading run at a time
+        _step(steps, stop, lambda: lock_output(config.out), release_output)
+        # 2. the parent's memory ceiling (RLIMIT_AS), restored on the way out
+        budget = config.parent_memory or memory_ceiling.default_budget(config.workers)
+        run.memory_ceiling = steps.enter_context(memory_ceiling.memory_ceiling(budget))
+        clean_interrupted_writes(config.out)
+        # 3. the work folders: the students' work (made and removed one student at a time) in
+        # the scratch folder; the gathered submissions (the whole class's, for the whole run)
+        # in the usual temp folder: a class of large notebooks must not fill a memory file system
+        run.work_root = _work_folder(steps, stop, config, None)
         disk = Path(tempfile.gettempdir())
-        if runs[0][0].parent != disk:
-            with stop.deferred(raise_after=True):
-                runs.append(start_work_root(settings.keep_work, disk))
-        settings.work_root = runs[0][0]
-        staging = runs[-1][0] / "submissions"
+        gathered = run.work_root if run.work_root.parent == disk else None
+        staging = (gathered or _work_folder(steps, stop, config, disk)) / "submissions"
         staging.mkdir()
-        notices = []
+        # 4. discovery
+        notices: list[str] = []
         found = submissions.discover(
             path,
-            settings.out,
+            config.out,
             staging,
             layout=layout,
             graded_groups=graded_groups,
             notices=notices,
         )
+        # the students a classroom gather could not gather: refused, with the gather's reason
         found = with_not_gathered(path, found)
-        done, summary = _grade_class(found, settings, progress, stop, os.path.abspath(path))
-        mine = f"{gather_refusals.FILE}:"  # the gather's own file: read above, not a student's
-        summary["skipped_entries"] = [n for n in notices if not n.startswith(mine)]
-        return done, summary
-    finally:
-        with stop.deferred():  # every way out: the work folders go (their sandboxes are done)
-            for folder, fd in reversed(runs):
-                end_work_root(folder, fd, settings.keep_work)
+        done, summary = _grade_class(found, config, progress, stop, os.path.abspath(path), run)
+    mine = f"{gather_refusals.FILE}:"  # the gather's own file: read above, not a student's
+    summary["skipped_entries"] = [n for n in notices if not n.startswith(mine)]
+    return done, summary
 
 
-def with_not_gathered(path, found):
+def with_not_gathered(path: Path, found: list[Submission]) -> list[Submission]:
     """`found` with the students a classroom gather could not gather (platforms/
     gather_refusals.py) as refused submissions, when PATH is a class folder a gather wrote. A
     student whose folder an earlier gather left is graded from it, and named in a warning."""
@@ -191,89 +186,96 @@ def with_not_gathered(path, found):
     return found
 
 
-def _grade_class(found, settings, progress, stop, path=None):
-    todo, done, kept = [], [], {}
-    if settings.fingerprint is None:
-        settings.fingerprint = fingerprint(settings)
-    elsewhere = []  # graded before from this content, under another configuration
-    unfinished_before = {student_ids.key(s) for s in read_unfinished(settings.out)}
-    not_in_record = missing_from_record(settings, [s.student for s in found if not s.refused])
-    for sub in found:
-        student = sub.student
-        if sub.refused:
-            done.append(StudentResult(student, {}, refused=sub.refused))
-            continue
-        results = output_folder(settings.out, student) / "results.json"
-        digest = submissions.content_digest(sub)
-        fresh = (
-            not settings.force
-            and student_ids.key(student) not in unfinished_before
-            and up_to_date(digest, results, settings.fingerprint)
-        )
-        saved = read_saved(results) if fresh or settings.notebooks else None
-        before = saved if saved is not None or settings.force else read_saved(results)
-        changed = other_configuration(before, settings.fingerprint)
-        if changed and before.get("submission_digest") == digest:
-            elsewhere.append(student)  # the same content, graded under another configuration
-        in_full = not settings.notebooks or (
-            (saved or {}).get("submission_digest") == digest and not changed
-        )
-        if digest and in_full:  # recorded when graded in full, under this configuration
-            settings.submission_digests[student] = digest
-        if saved is not None and not settings.notebooks:
-            done.append(StudentResult(student, saved, skipped=True))
-        else:
-            todo.append(sub)
-            kept[student] = kept_verdicts(saved, settings.notebooks)
-
-    if elsewhere:
-        again = "their other notebooks keep it" if settings.notebooks else "graded again"
-        print(
-            f"note: {len(elsewhere)} student(s){_names(elsewhere)} were graded under another "
-            "configuration (the secret, the course, the limits or the grader's version "
-            f"changed): {again}.",
-            file=sys.stderr,
-        )
-    untested = [name for name in GRADED_NAMES if name not in registered_probes()]
-    if untested:
-        print(f"warning: no hidden tests registered for: {', '.join(untested)}", file=sys.stderr)
-    unfinished = []
-    if todo:
-        graded, unfinished = _grade_todo(todo, kept, settings, progress, stop)
+def _grade_class(
+    found: list[Submission],
+    config: Config,
+    progress: bool,
+    stop: Stopping,
+    path: str | None = None,
+    run: RunState | None = None,
+) -> Result:
+    """Steps 5 to 7, for the submissions found: the students up to date kept as they are; the
+    sandbox, the self-test and the others graded; the class report."""
+    run = run or RunState()
+    run.fingerprint = run.fingerprint or fingerprint(config)  # how they are graded, once
+    sorted_ = keep_up_to_date(found, config, run)
+    done: list[StudentResult] = list(sorted_.done)
+    unfinished: list[str] = []
+    if sorted_.todo:
+        graded, unfinished = _grade_todo(sorted_, config, run, progress, stop)
         done += graded
-    with stop.deferred():  # what is finished is written whole, even when a signal comes now
+    return done, _report(found, done, unfinished, sorted_, config, stop, path)
+
+
+def _step(
+    steps: ExitStack, stop: Stopping, enter: Callable[[], T], leave: Callable[[T], object]
+) -> T:
+    """enter() now, and leave(what it made) on the way out: made and noted together, or not at
+    all (a signal meanwhile stops the run after it is noted); left without interruption."""
+
+    def left(made: T) -> None:
+        with stop.deferred():
+            leave(made)
+
+    with stop.deferred(raise_after=True):
+        made = enter()
+        steps.callback(left, made)
+    return made
+
+
+def _work_folder(steps: ExitStack, stop: Stopping, config: Config, folder: Path | None) -> Path:
+    """A work folder of this run in `folder` (default: the scratch folder), removed on the way
+    out (unless --keep-work) once its sandboxes are done."""
+    scratch = scratch_folder(config) if folder is None else folder
+    root, _ = _step(
+        steps,
+        stop,
+        lambda: start_work_root(config.keep_work, scratch),
+        lambda made: end_work_root(*made, config.keep_work),
+    )
+    return root
+
+
+def _report(
+    found: list[Submission],
+    done: list[StudentResult],
+    unfinished: list[str],
+    sorted_: Sorted,
+    config: Config,
+    stop: Stopping,
+    path: str | None,
+) -> dict[str, Any]:
+    """Step 7: what is finished, written whole even when a signal comes now: the students kept
+    from earlier runs under the current late policy, the class report, OUT/.unfinished.json."""
+    with stop.deferred():
         done.sort(key=lambda r: r.student)
-        moved = supersede(settings.out, done)
+        moved = supersede(config.out, done)
         subs = {s.student: s for s in found}
         for result in done:  # the students kept from earlier runs: under the current late policy
             sub = subs[result.student]
             if result.skipped and apply_late(
-                result.results, settings, result.student, graded_files(sub.folder, sub.messages)
+                result.results, config, result.student, graded_files(sub.folder, sub.messages)
             ):
-                write_student(output_folder(settings.out, result.student), result.results)
+                write_student(output_folder(config.out, result.student), result.results)
         folders = {s.student: s.folder for s in found if not s.refused}  # report/similarity.py
         summary = write_class(
-            settings.out,
-            class_results(settings.out, done, path),
-            folders=folders if settings.similarity else None,
-            roster=settings.roster,
+            config.out,
+            class_results(config.out, done, path),
+            folders=folders if config.similarity else None,
+            roster=list(config.roster),
         )
-        write_unfinished(settings.out, unfinished)  # [] (the file removed) when none is left
+        write_unfinished(config.out, unfinished)  # [] (the file removed) when none is left
     summary["unfinished"] = sorted(unfinished)
     summary["superseded"] = moved
-    summary["other_configuration"] = sorted(elsewhere)
-    summary["not_in_record"] = not_in_record
-    return done, summary
+    summary["other_configuration"] = sorted(sorted_.elsewhere)
+    summary["not_in_record"] = sorted_.not_in_record
+    return summary
 
 
-def _open_sandbox(settings):
+def _open_sandbox(config: Config, run: RunState) -> Sandbox:
+    assert run.work_root is not None  # step 3 made it
     try:
-        return Sandbox(
-            settings.limits,
-            mode=settings.sandbox_mode,
-            lib_root=settings.work_root / "lib",
-            course=course_files(),
-        )
+        return open_sandbox(config, lib_root=run.work_root / "lib")
     except BubblewrapUnsupported as exc:  # too old for the sandbox: never silently none
         raise SystemExit(f"error: {exc}.") from None
     except RuntimeError as exc:  # --sandbox bwrap where bubblewrap cannot run
@@ -283,105 +285,37 @@ def _open_sandbox(settings):
         ) from None
 
 
-def _grade_todo(todo, kept, settings, progress, stop):
-    """The students to grade, graded in a pool of workers after the self-test passed:
-    (StudentResults, the students not finished because the run was stopped)."""
-    workers, message = bound_workers(max(1, settings.workers), settings.limits)
+def _grade_todo(
+    sorted_: Sorted, config: Config, run: RunState, progress: bool, stop: Stopping
+) -> tuple[list[StudentResult], list[str]]:
+    """Step 6: the students to grade, graded in a pool of workers after the self-test passed
+    in the run's sandbox: (StudentResults, the students not finished because the run was
+    stopped). The sandbox is a step of its own: closed on every way out."""
+    todo = sorted_.todo
+    workers, message = bound_workers(max(1, config.workers), config.limits)
     if message and len(todo) > 1:
         print(f"note: {message}", file=sys.stderr)
     everyone = [s.student for s in todo]
-    try:
-        sandbox = _open_sandbox(settings)
-    except Interrupted:
-        return [], everyone
-    try:
-        stop.on_stop(sandbox.stop)  # at a signal: the sandboxes killed, none started
-        try:  # the solutions score full marks here and a blank 0, or nobody is graded
-            selftest.guard(sandbox, workers, settings.work_root, skip=settings.skip_selftest)
-        except selftest.SelfTestFailed as exc:
-            raise SystemExit(f"error: {exc}") from None
-        return _grade_pool(todo, kept, settings, progress, sandbox, workers, stop)
-    except (Interrupted, SandboxStopped):  # in the self-test
-        return [], everyone
-    finally:
-        with stop.deferred():
-            sandbox.close()
+    with ExitStack() as steps:
+        try:
+            sandbox = _step(
+                steps, stop, lambda: _open_sandbox(config, run), lambda box: box.close()
+            )
+            stop.on_stop(sandbox.stop)  # at a signal: the sandboxes killed, none started
+            try:  # the solutions score full marks here and a blank 0, or nobody is graded
+                selftest.guard(sandbox, config, workers, run.work_root)
+            except selftest.SelfTestFailed as exc:
+                raise SystemExit(f"error: {exc}") from None
+            return grade_pool(
+                sorted_.todo, sorted_.kept, config, run, progress, sandbox, workers, stop
+            )
+        except (Interrupted, SandboxStopped):  # opening the sandbox, or in the self-test
+            return [], everyone
 
 
-def _grade_pool(todo, kept, settings, progress, sandbox, workers, stop):
-    from tqdm import tqdm
-
-    watch = OverBudget(sandbox.running, settings.limits)
-    futures, collected = {}, {}  # future -> student; future -> its StudentResult or None
-    bar, shown = None, ""
-    try:
-        bar = tqdm(total=len(todo), desc="grading", unit="student", disable=not progress)
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            try:
-                for s in todo:
-                    args = (s.student, s.folder, settings, sandbox, s.messages, kept[s.student])
-                    job = pool.submit(watch.grading, s.student, grade_student, *args)
-                    futures[job] = s.student
-                waiting = set(futures)
-                while waiting:
-                    finished, waiting = wait(
-                        waiting, timeout=PROGRESS_SECONDS, return_when=FIRST_COMPLETED
-                    )
-                    for future in finished:
-                        collected[future] = _collected(future, futures[future], settings)
-                        bar.update(1)
-                        failure = failed_now(collected[future]) if progress else ""
-                        if failure:
-                            bar.write(failure, file=sys.stderr)
-                    text = watch.text() if progress else ""
-                    if text != shown:  # one line: the bar's end
-                        shown = text
-                        bar.set_postfix_str(shown)
-            except Interrupted:
-                # the queue dropped; the pool's exit waits for the students being graded,
-                # whose sandboxes the signal killed (they end with SandboxStopped)
-                pool.shutdown(wait=False, cancel_futures=True)
-                raise
-    except Interrupted:
-        pass
-    finally:
-        with stop.deferred():
-            if bar is not None:
-                bar.close()
-    with stop.deferred():
-        for future in futures:  # finished while the run was stopping: kept too
-            if future not in collected and future.done() and not future.cancelled():
-                collected[future] = None if future.exception() else future.result()
-        done = [result for result in collected.values() if result is not None]
-        finished = {result.student for result in done}
-        return done, [s.student for s in todo if s.student not in finished]
-
-
-def failed_now(result):
-    """The line naming a student the grader could not grade, said as soon as it is known (above
-    the progress bar), or "": their id through escaping.terminal, and the first line of why."""
-    if result is None or not result.error:
-        return ""
-    why = next((line for line in result.error.splitlines() if line.strip()), "")
-    if not why.startswith("NOT GRADED"):
-        why = f"internal error: {result.error.strip().splitlines()[-1]}"
-    return f"NOT GRADED {printable(result.student)}: {printable(why.removeprefix('NOT GRADED: '))[:300]}"
-
-
-def _collected(future, student, settings):
-    """A worker's StudentResult; its internal error's (written, graded again next run); None
-    for a student whose sandbox was stopped (the run is stopping: nothing of it is written)."""
-    try:
-        return future.result()
-    except SandboxStopped:
-        return None
-    except Exception as exc:  # noqa: BLE001 - report it, grade the others
-        return internal_error_result(student, exc, settings.out, settings.memory_ceiling)
-
-
-def say_stopped(signum, settings, result):
+def say_stopped(signum: int, config: Config, result: Result | None) -> None:
     """What a stopped run kept, what it did not finish, and how to go on (stdout)."""
-    out = printable(settings.out)
+    out = printable(config.out)
     if result is None:
         lines = [
             f"stopped by {signal_name(signum)} before any student was graded in this run: "
@@ -394,12 +328,12 @@ def say_stopped(signum, settings, result):
         unfinished = summary.get("unfinished", [])
         lines = [
             f"stopped by {signal_name(signum)}: kept {len(graded)} student(s) graded in this "
-            f"run{_names(graded)} and {len(earlier)} up to date from earlier runs; "
-            f"{len(unfinished)} not finished{_names(unfinished)}.",
+            f"run{named(graded)} and {len(earlier)} up to date from earlier runs; "
+            f"{len(unfinished)} not finished{named(unfinished)}.",
             f"The class report ({out}/class.html, grades.csv) holds the students graded so far"
             + (f"; {out}/{UNFINISHED_NAME} lists the others." if unfinished else "."),
         ]
-    again = " without --force" if settings.force else ""
+    again = " without --force" if config.force else ""
     lines.append(
         f"To resume, run the same command again{again}: the students kept are not graded again, "
         "the others are, and the class report is rebuilt."
@@ -408,11 +342,3 @@ def say_stopped(signum, settings, result):
         print("\n".join(lines), flush=True)
     except OSError:  # SIGHUP: the terminal may be gone
         pass
-
-
-def _names(students):
-    if not students:
-        return ""
-    shown = ", ".join(printable(s) for s in students[:NAMES_SHOWN])
-    more = len(students) - NAMES_SHOWN
-    return f" ({shown}{f' and {more} more' if more > 0 else ''})"

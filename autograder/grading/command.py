@@ -8,22 +8,23 @@ finished is kept, and the same command resumes; grading/classrun.py prints what 
 
 import sys
 import time
+from collections.abc import Callable
+from typing import Any
 
+from autograder.config import config_from_args
 from autograder.grading import selftest
 from autograder.grading.classrun import grade_class
-from autograder.grading.course_files import course_files
-from autograder.grading.settings import limits_from_args, settings_from_args
+from autograder.grading.sandboxes import open_sandbox
 from autograder.report import not_graded
 from autograder.safe_files import printable
-from autograder.switches import switches
 
 
-def grade_command(args):
-    settings = settings_from_args(args)
+def grade_command(args: Any) -> int:
+    config = config_from_args(args)
     started = time.monotonic()
     done, summary = grade_class(
         args.path,
-        settings,
+        config,
         progress=not getattr(args, "quiet", False),
         layout=getattr(args, "layout", "auto"),
     )
@@ -36,7 +37,7 @@ def grade_command(args):
     print(
         f"graded {len(graded)} student(s), skipped {len(skipped)} up to date, "
         f"{len(refused)} not graded, {len(failed)} internal error(s) in {elapsed:.1f} s -> "
-        f"{printable(settings.out)}"
+        f"{printable(config.out)}"
     )
     for line in summary.get("skipped_entries", []):  # escaped where they were found
         print(f"skipped entry {line}", file=sys.stderr)
@@ -51,13 +52,13 @@ def grade_command(args):
         print(
             f"error: {len(failed) + len(refused)} student(s) not graded: {names}", file=sys.stderr
         )
-    if settings.skip_selftest or switches().skip_selftest:
+    if config.skipping_selftest:
         print(selftest.skip_banner("these grades were made without it"), file=sys.stderr)
     return 1 if failed or refused else 0
 
 
 # -- the command line ----------------------------------------------------------------------------
-def add_selftest_arguments(commands, sandbox_options):
+def add_selftest_arguments(commands: Any, sandbox_options: Callable[[Any], None]) -> None:
     cmd = commands.add_parser(
         "selftest",
         help="grade the solutions and a blank submission in this machine's sandbox: full marks "
@@ -73,24 +74,19 @@ def add_selftest_arguments(commands, sandbox_options):
     )
 
 
-def selftest_command(args):
-    from autograder.sandbox import Sandbox
+def selftest_command(args: Any) -> int:
     from autograder.sandbox.bubblewrap import BubblewrapUnsupported
 
-    limits = limits_from_args(args)
+    # the self-test grades with its own secret: no word about COURSE_SECRET
+    config = config_from_args(args, platform=args.platform, needs_secret=False)
     try:
-        if args.platform == "gradescope":
-            from autograder.platforms.gradescope import make_sandbox
-
-            sandbox = make_sandbox(limits, args.sandbox)
-        else:
-            sandbox = Sandbox(limits, mode=args.sandbox, course=course_files())
+        sandbox = open_sandbox(config)
     except (RuntimeError, BubblewrapUnsupported) as exc:
         print(f"self-test failed: {exc}", file=sys.stderr)
         return 1
     try:
         print(selftest.describe(sandbox))
-        report = selftest.guard(sandbox, workers=args.workers, fresh=True, out=sys.stdout)
+        report = selftest.guard(sandbox, config, workers=args.workers, fresh=True, out=sys.stdout)
     except selftest.SelfTestFailed as exc:
         print(f"self-test failed: {exc}", file=sys.stderr)
         return 1

@@ -33,7 +33,7 @@ def run_in_process(*args, **kwargs):
 DATA_PATHS = ("SHAKESPEARE_PATH", "shakespeare_path", "tiny_shakespeare_path")  # coursedata's
 
 
-def course_files():
+def course_files() -> CourseFiles:
     """This course's CourseFiles."""
     folder = coursedata_dir()
     return CourseFiles(
@@ -43,7 +43,7 @@ def course_files():
     )
 
 
-def coursedata_dir():
+def coursedata_dir() -> Path | None:
     try:
         import coursedata
     except ImportError:
@@ -51,9 +51,9 @@ def coursedata_dir():
     return Path(coursedata.__file__).resolve().parent
 
 
-def extra_data():
+def extra_data() -> list[Path]:
     """Read-only data files the course loaders look for (e.g. tiny Shakespeare), if any."""
-    found = []
+    found: list[Path] = []
     try:
         import coursedata
     except ImportError:

@@ -1,6 +1,6 @@
 """What a verdict was graded under, beside what was graded: a regrade's second key.
 
-    fp = fingerprint(settings)     # "sha256:<hex>", the same for the same configuration
+    fp = fingerprint(config)       # "sha256:<hex>", the same for the same configuration
 
 A student's results.json keeps the content digest of what was graded (`submission_digest`,
 submissions.content_digest) and this fingerprint (`grading_fingerprint`) of how: the secret
@@ -18,9 +18,12 @@ they move with the machine's load, and would regrade everyone at every run.
 import dataclasses
 import hashlib
 import json
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import autograder
+from autograder.config import Config
 
 SECRET_SALT = b"autograder: the secret, in a regrade fingerprint"
 # PBKDF2-SHA256: once per run, and as much for each guess of the secret (312 ms on the
@@ -40,13 +43,13 @@ VERDICT_PARTS = (
 )
 
 
-def secret_hash(secret):
+def secret_hash(secret: str) -> str:
     """A slow, salted hash of the secret (hex): equal secrets, equal hashes; never the secret."""
     data = str(secret).encode("utf-8", "surrogateescape")
     return hashlib.pbkdf2_hmac("sha256", data, SECRET_SALT, SECRET_ROUNDS).hex()
 
 
-def course_digest(roots=None):
+def course_digest(roots: Iterable[Path | str | None] | None = None) -> str:
     """sha256 (hex) of the files that decide a verdict, by relative path and bytes: the
     grader's hidden tests, reference, judges, harness and curriculum, and the course's
     coursedata (the rest of the grader is its version's business)."""
@@ -76,23 +79,23 @@ def course_digest(roots=None):
     return digest.hexdigest()
 
 
-def limits_of(settings):
+def limits_of(config: Config) -> dict[str, Any]:
     """The limits the instructor set, as plain data (the self-test's measurements left out)."""
-    limits = dataclasses.asdict(settings.limits)
+    limits = dataclasses.asdict(config.limits)
     limits.pop("measured", None)
-    if not getattr(settings.limits, "timeout_given", True):
+    if not getattr(config.limits, "timeout_given", True):
         limits["timeout"] = "measured by the self-test"
     limits.pop("timeout_given", None)
-    limits["max_notebook_bytes"] = settings.max_notebook_bytes
+    limits["max_notebook_bytes"] = config.max_notebook_bytes
     return limits
 
 
-def fingerprint(settings, course=None):
+def fingerprint(config: Config, course: str | None = None) -> str:
     """The "sha256:<hex>" of the secret's hash, the course's digest, the limits and the version."""
     parts = {
-        "secret": secret_hash(settings.secret),
+        "secret": secret_hash(config.secret),
         "course": course if course is not None else course_digest(),
-        "limits": limits_of(settings),
+        "limits": limits_of(config),
         "version": autograder.__version__,
     }
     text = json.dumps(parts, sort_keys=True, default=str)

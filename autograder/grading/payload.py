@@ -2,17 +2,31 @@
 penalties, then written once.
 
     payload = build_results(student, tests, notebooks, seconds, submission_messages)
-    apply_late(payload, settings, student, files)    # autograder/deadlines.py, in place
+    apply_late(payload, config, student, files)      # autograder/deadlines.py, in place
 """
 
 import sys
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 from autograder import student_ids
+from autograder.config import Config
 from autograder.deadlines import apply_late_policy, handed_in_from_files
 from autograder.escaping import terminal as printable
+from autograder.results import TestResult
 
 
-def build_results(student, tests, notebooks, seconds, submission_messages=()):
+def build_results(
+    student: str,
+    tests: Sequence[TestResult],
+    notebooks: Mapping[str, Mapping[str, Any]],
+    seconds: float,
+    submission_messages: Iterable[str] = (),
+) -> dict[str, Any]:
     """The results.json payload: Gradescope's fields, SPEC's test fields, our own extras."""
     lines = list(submission_messages)
     for stem, info in notebooks.items():
@@ -37,7 +51,9 @@ def build_results(student, tests, notebooks, seconds, submission_messages=()):
     }
 
 
-def apply_late(payload, settings, student, files):
+def apply_late(
+    payload: dict[str, Any], config: Config, student: str, files: Mapping[str, Path]
+) -> bool:
     """Late penalties (autograder/deadlines.py) on one payload, in place: recomputed from the raw
     verdicts, so a changed policy needs no regrading. True when the payload changed.
     `files`: {stem: the student's file graded as it} (submissions.Placement.sources), whose
@@ -45,23 +61,24 @@ def apply_late(payload, settings, student, files):
     does not name has no hand-in times (never their files' times: the class run names them)."""
     if payload.get("internal_error") or not payload.get("tests"):
         return False  # an internal error: nothing was graded
-    if settings.deadlines is None and "late" not in payload:
+    if config.deadlines is None and "late" not in payload:
         return False  # no policy now, none before
-    if settings.handed_in is not None:
-        handed_in = settings.handed_in.get(student_ids.key(student), {})
-    elif settings.deadlines is not None:
+    handed_in: Mapping[str, datetime]
+    if config.handed_in is not None:
+        handed_in = config.handed_in.get(student_ids.key(student), {})
+    elif config.deadlines is not None:
         handed_in = handed_in_from_files(files)
     else:
         handed_in = {}
-    return bool(apply_late_policy(payload, settings.deadlines, handed_in))
+    return bool(apply_late_policy(payload, config.deadlines, handed_in))
 
 
-def missing_from_record(settings, students, shown=10):
+def missing_from_record(config: Config, students: Sequence[str], shown: int = 10) -> list[str]:
     """The students (ids) the --handed-in record does not name, when a record is given; named
     in a warning (stderr), since they are graded with no hand-in time."""
-    if settings.handed_in is None or settings.deadlines is None:
+    if config.handed_in is None or config.deadlines is None:
         return []
-    missing = [s for s in students if student_ids.key(s) not in settings.handed_in]
+    missing = [s for s in students if student_ids.key(s) not in config.handed_in]
     if missing:
         names = ", ".join(printable(s) for s in missing[:shown])
         more = f" and {len(missing) - shown} more" if len(missing) > shown else ""

@@ -7,8 +7,13 @@ notebook's time budget (`measured_cpu`, read back one value at a time; `apply_bu
 Limits.derive), unless --timeout was given.
 """
 
+from pathlib import Path
+from typing import Any, TextIO
 
-def measured_cpu(report, kind="cpu"):
+from autograder.sandbox.limits import Limits
+
+
+def measured_cpu(report: Any, kind: str = "cpu") -> dict[str, float]:
     """The report's {stem: CPU seconds} (`kind` "cpu": each notebook's; "cpu_cells": its
     cells'), each a finite number >= 0 of a notebook of the course (a cache file is read back:
     anything else is dropped)."""
@@ -28,7 +33,7 @@ def measured_cpu(report, kind="cpu"):
     }
 
 
-def apply_budgets(limits, report, out):
+def apply_budgets(limits: Limits, report: dict[str, Any] | None, out: TextIO) -> dict:
     """Each notebook's budget from the solutions' measured CPU (Limits.derive), said on `out`;
     nothing when --timeout was given or nothing was measured."""
     budgets = {}
@@ -47,7 +52,7 @@ def apply_budgets(limits, report, out):
     return budgets
 
 
-def cached_pass(folder, name, key):
+def cached_pass(folder: Path, name: str, key: str) -> tuple[dict[str, Any] | None, str]:
     """(report, "") for a cache entry that is a pass of this very key: the key it claims is
     `key`, and its verdicts are a pass (the solutions at full marks above 0, the blank at 0);
     (None, why) for anything else: a file named after the key proves nothing by its name."""
@@ -67,8 +72,9 @@ def cached_pass(folder, name, key):
 
     def pair(name):
         value = scores.get(name) if isinstance(scores, dict) else None
-        ok = isinstance(value, list) and len(value) == 2
-        ok = ok and all(
+        if not (isinstance(value, list) and len(value) == 2):
+            return None
+        ok = all(
             isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
             for x in value
         )

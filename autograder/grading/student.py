@@ -7,7 +7,7 @@
     apply_late(payload, ...)               # payload.py: late penalties (--deadlines)
     write_student(OUT/<student>, payload)  # results.json and feedback.html, written once
 
-    result = grade_student(student, folder, settings, sandbox)   # all of it: a StudentResult
+    result = grade_student(student, folder, config, sandbox, run=run)   # all of it: a StudentResult
 
 The self-test (grading/selftest.py) and Gradescope's runner call grade_student alone; the class
 run (grading/classrun.py) calls it once per student, in a pool of workers.
@@ -18,19 +18,23 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from autograder import memory_ceiling, submissions
+from autograder.config import Config
 from autograder.curriculum import NOTEBOOKS
 from autograder.grading.payload import apply_late, build_results
-from autograder.grading.plan import NOTEBOOK_FILES, plan_notebooks
+from autograder.grading.plan import NOTEBOOK_FILES, NotebookPlan, plan_notebooks
+from autograder.grading.run_state import RunState
 from autograder.judging.answers import judge_cases
 from autograder.judging.dependencies import unavailable_names
 from autograder.report import REPORT_FILES, atomic_write, write_student
 from autograder.results import UNAVAILABLE, TestResult, reason_of
 from autograder.safe_files import UnsafeFile, printable, read_bytes, remove_tree
-from autograder.sandbox import SandboxFailure, copy_submission
+from autograder.sandbox import NotebookRun, Sandbox, SandboxFailure, copy_submission
 
 LOCK_NAME = ".grading.lock"  # in OUT: one grading run at a time
 MAX_SUBMISSION_MESSAGES = 20  # files not copied into the sandbox, named one by one
@@ -39,15 +43,17 @@ MAX_SUBMISSION_MESSAGES = 20  # files not copied into the sandbox, named one by 
 @dataclass
 class StudentResult:
     student: str
-    results: dict  # the results.json payload
+    results: dict[str, Any]  # the results.json payload
     skipped: bool = False
     error: str = ""  # the traceback of an internal error of the grader
     seconds: float = 0.0
     refused: str = ""  # why this student was not graded (their id, two submissions)
-    per_notebook: dict = field(default_factory=dict)  # stem -> {"cpu_seconds": on its clock}
+    per_notebook: dict[str, dict[str, float]] = field(
+        default_factory=dict
+    )  # stem -> {"cpu_seconds": on its clock}
 
 
-def output_folder(out, student):
+def output_folder(out: Path | str, student: str) -> Path:
     """OUT/<student>, except for a student whose name is one of the class report's files
     (grades.csv, summary.md, ...) once its leading underscores are set aside: one more "_" in
     front (grades.csv -> OUT/_grades.csv, _grades.csv -> OUT/__grades.csv), so no two students
@@ -57,18 +63,33 @@ def output_folder(out, student):
     return Path(out) / (f"_{student}" if bare in reserved else student)
 
 
-def grade_student(student, folder, settings, sandbox, placement=None, kept=None, files=None):
+Kept = Mapping[str, tuple[list[dict[str, Any]], dict[str, Any]]]  # stem -> (tests, info)
+
+
+def grade_student(
+    student: str,
+    folder: Path,
+    config: Config,
+    sandbox: Sandbox,
+    placement: Any = None,
+    kept: Kept | None = None,
+    files: Mapping[str, Path] | None = None,
+    run: RunState | None = None,
+) -> StudentResult:
     """placement: messages about files that could not be placed (submissions.Submission);
     kept: {stem: (tests as JSON, notebook info)} of notebooks not to grade again (--notebook);
     files: {stem: the student's own file graded as it}, for its time (late penalties; default:
-    placement's `sources`, else the notebooks in `folder` by their own names)."""
+    placement's `sources`, else the notebooks in `folder` by their own names); run: what the
+    class run learnt (its work folder, the digest and fingerprint recorded in results.json)."""
     started = time.monotonic()
-    work = Path(tempfile.mkdtemp(prefix=f"student-{_safe(student)}-", dir=settings.work_root))
+    run = run or RunState()
+    work = Path(tempfile.mkdtemp(prefix=f"student-{_safe(student)}-", dir=run.work_root))
     try:
         return _grade_student(
             student,
             folder,
-            settings,
+            config,
+            run,
             sandbox,
             work,
             started,
@@ -77,18 +98,18 @@ def grade_student(student, folder, settings, sandbox, placement=None, kept=None,
             graded_files(folder, placement) if files is None else files,
         )
     finally:
-        if not settings.keep_work:
+        if not config.keep_work:
             remove_quietly(work)
 
 
-def remove_quietly(path):
+def remove_quietly(path: Path) -> None:
     try:
         remove_tree(path)
     except OSError as exc:
         print(f"warning: could not remove {printable(path)}: {exc.strerror}", file=sys.stderr)
 
 
-def graded_files(folder, placement=None):
+def graded_files(folder: Path, placement: Any = None) -> dict[str, Path]:
     """{stem: file} whose times are the hand-in times: the placement's `sources` (the files
     submissions.discover took), else each notebook in `folder` by its own name. A file of an
     LMS's bulk download whose dates are not hand-in times is its mark instead (Canvas's late
@@ -99,9 +120,20 @@ def graded_files(folder, placement=None):
     return {nb.stem: Path(folder) / nb.filename for nb in NOTEBOOKS}
 
 
-def _grade_student(student, folder, settings, sandbox, work, started, placement, kept, files):
-    plans = plan_notebooks(student, folder, settings, work, placement, kept)
-    runs, submission_messages = run_in_sandbox(student, folder, plans, settings, sandbox, work)
+def _grade_student(
+    student: str,
+    folder: Path,
+    config: Config,
+    run: RunState,
+    sandbox: Sandbox,
+    work: Path,
+    started: float,
+    placement: Any,
+    kept: Kept,
+    files: Mapping[str, Path],
+) -> StudentResult:
+    plans = plan_notebooks(student, folder, config, work, placement, kept)
+    runs, submission_messages = run_in_sandbox(student, folder, plans, config, sandbox, work)
     tests, notebooks = judge(plans, runs, kept, work)
     if len(submission_messages) > MAX_SUBMISSION_MESSAGES:
         more = len(submission_messages) - (MAX_SUBMISSION_MESSAGES - 1)
@@ -112,27 +144,35 @@ def _grade_student(student, folder, settings, sandbox, work, started, placement,
     payload = build_results(student, tests, notebooks, time.monotonic() - started, general)
     if runs:  # what this student's sandboxes cost, as the parent counted it (the class page)
         payload["cpu_seconds"] = round(max(r.sandbox_cpu_seconds for r in runs.values()), 2)
-    if student in settings.submission_digests:  # what was graded (grading/classrun.py)
-        payload["submission_digest"] = settings.submission_digests[student]
-        if settings.fingerprint:  # and how (grading/fingerprint.py)
-            payload["grading_fingerprint"] = settings.fingerprint
-    apply_late(payload, settings, student, files)
-    target = output_folder(settings.out, student)
+    if student in run.submission_digests:  # what was graded (grading/classrun.py)
+        payload["submission_digest"] = run.submission_digests[student]
+        if run.fingerprint:  # and how (grading/fingerprint.py)
+            payload["grading_fingerprint"] = run.fingerprint
+    apply_late(payload, config, student, files)
+    target = output_folder(config.out, student)
     write_student(target, payload)
     if (work / "sandbox.log").exists():
         copy_tail(work / "sandbox.log", target / "sandbox.log")
     cpu = {
-        stem: {"cpu_seconds": run.cpu_seconds, "cells_cpu_seconds": run.cells_cpu_seconds}
-        for stem, run in runs.items()
+        stem: {"cpu_seconds": done.cpu_seconds, "cells_cpu_seconds": done.cells_cpu_seconds}
+        for stem, done in runs.items()
     }
     return StudentResult(student, payload, seconds=time.monotonic() - started, per_notebook=cpu)
 
 
-def run_in_sandbox(student, folder, plans, settings, sandbox, work):
+def run_in_sandbox(
+    student: str,
+    folder: Path,
+    plans: list[NotebookPlan],
+    config: Config,
+    sandbox: Sandbox,
+    work: Path,
+) -> tuple[dict[str, NotebookRun], list[str]]:
     """The planned notebooks run in the sandbox: ({stem: NotebookRun}, messages about files
     that were not copied). Raises SandboxFailure when the sandbox failed, not the student."""
     jobs = [plan.job for plan in plans if plan.job is not None]
-    runs, messages = {}, []
+    runs: dict[str, NotebookRun] = {}
+    messages: list[str] = []
     if not jobs:
         return runs, messages
     submission = work / "submission-src"
@@ -149,18 +189,21 @@ def run_in_sandbox(student, folder, plans, settings, sandbox, work):
     broken = [f"{stem}: {run.not_graded}" for stem, run in runs.items() if run.not_graded]
     if broken:
         if (work / "sandbox.log").exists():  # for the instructor: what the sandbox said
-            target = output_folder(settings.out, student)
+            target = output_folder(config.out, student)
             target.mkdir(parents=True, exist_ok=True)
             copy_tail(work / "sandbox.log", target / "sandbox.log")
         raise SandboxFailure("; ".join(broken))
     return runs, messages
 
 
-def judge(plans, runs, kept, work):
+def judge(
+    plans: list[NotebookPlan], runs: Mapping[str, NotebookRun], kept: Kept, work: Path
+) -> tuple[list[TestResult], dict[str, dict[str, Any]]]:
     """(tests in the course's order, {stem: notebook info}) from the answers and kept verdicts.
     A test that fails because it met a name of an earlier notebook this student's submission
     cannot provide (missing, misnamed, unreadable) is dependency-missing (judging.dependencies)."""
-    tests, notebooks = [], {}
+    tests: list[TestResult] = []
+    notebooks: dict[str, dict[str, Any]] = {}
     not_usable = {p.notebook.stem: p.reason for p in plans if p.job is None}
     for stem, (kept_tests, _) in kept.items():  # --notebook: as the last run found them
         reasons = {reason_of(t) for t in kept_tests}
@@ -173,7 +216,7 @@ def judge(plans, runs, kept, work):
     for plan in plans:
         nb, message = plan.notebook, plan.message
         if plan.job is None:
-            results = judge_cases(plan.cases, None, {"*": plan.note}, reason=plan.reason)
+            results = judge_cases(plan.cases, None, {"*": plan.note or ""}, reason=plan.reason)
             info = {"ran": False, "messages": [message] if message else []}
         else:
             run = runs[nb.stem]
@@ -208,11 +251,11 @@ def judge(plans, runs, kept, work):
         tests += results
     order = {nb.stem: i for i, nb in enumerate(NOTEBOOKS)}
     tests.sort(key=lambda t: order[t.notebook])  # stable: each notebook's tests keep their order
-    notebooks = {stem: notebooks[stem] for stem in sorted(notebooks, key=order.get)}
+    notebooks = {stem: notebooks[stem] for stem in sorted(notebooks, key=order.__getitem__)}
     return tests, notebooks
 
 
-def copy_tail(source, target, limit=20_000):
+def copy_tail(source: Path, target: Path, limit: int = 20_000) -> None:
     source = Path(source)
     try:
         data = read_bytes(source.parent, [source.name], limit, tail=True)
@@ -228,7 +271,9 @@ def _safe(name):
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)[:40]
 
 
-def internal_error_result(student, exc, out=None, ceiling=None):
+def internal_error_result(
+    student: str, exc: BaseException, out: Path | None = None, ceiling: int | None = None
+) -> StudentResult:
     """A failure of the grader on one student: reported, and that student still appears in
     grades.csv (score 0, marked internal_error, so the next run grades them again)."""
     tb = "".join(traceback.format_exception(exc))

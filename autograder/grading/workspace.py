@@ -3,7 +3,7 @@ work folders (marked by a held flock, so those of runs that died are removed by 
 the students a stopped run left unfinished (OUT/.unfinished.json, graded again by the next).
 
     fd = lock_output(out) ... release_output(fd)
-    root, fd = start_work_root(keep=False)          # in scratch_folder()
+    root, fd = start_work_root(False, scratch_folder(config))
     end_work_root(root, fd, keep=False)             # on every way out of the run
     unfinished = read_unfinished(out); write_unfinished(out, students)
 """
@@ -13,12 +13,13 @@ import json
 import os
 import stat
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
+from autograder.config import Config
 from autograder.grading.student import LOCK_NAME, remove_quietly
 from autograder.report import TEMP_PREFIX, atomic_write
 from autograder.safe_files import MB, UnsafeFile, printable, read_json, walk
-from autograder.switches import switches
 
 RUN_PREFIX = "autograder-run-"  # per-run work folder in the temp dir; stale ones are removed
 MEMORY_FS = Path("/dev/shm")  # preferred for the scratch files when it is a roomy tmpfs
@@ -37,7 +38,7 @@ __all__ = [
 ]
 
 
-def lock_output(out):
+def lock_output(out: Path) -> int:
     """Hold OUT/.grading.lock (flock) for this process's lifetime; refuse if another run has it.
     The lock dies with its process, so a run killed with SIGKILL never blocks the next one."""
     out.mkdir(parents=True, exist_ok=True)
@@ -56,11 +57,11 @@ def lock_output(out):
     return fd
 
 
-def release_output(fd):
+def release_output(fd: int) -> None:
     os.close(fd)  # closing the last descriptor releases the flock
 
 
-def clean_interrupted_writes(out):
+def clean_interrupted_writes(out: Path) -> None:
     """Temporary files of atomic writes interrupted by a killed run (never the real files)."""
     for parts, name, info in walk(out, max_depth=2):
         if name and name.startswith(".") and TEMP_PREFIX in name and stat.S_ISREG(info.st_mode):
@@ -70,8 +71,9 @@ def clean_interrupted_writes(out):
                 pass
 
 
-def scratch_folder():
-    """Where this run's work folder goes: $AUTOGRADER_WORK_DIR, else $TMPDIR if it is set, else
+def scratch_folder(config: Config) -> Path:
+    """Where this run's work folder goes (from its Config): $AUTOGRADER_WORK_DIR, else
+    $TMPDIR if it is set, else
     /dev/shm when it is a memory file system (tmpfs) with MEMORY_FS_MIN_FREE to spare, else the
     usual temp folder.
 
@@ -79,15 +81,15 @@ def scratch_folder():
     sandbox's copies, its answers). On a disk file system that churn cost the parent 0.5-1 CPU-s
     of kernel time per student (ext4 allocating inodes beside recently deleted ones), on tmpfs
     about 0.1. The files live only while their student is graded."""
-    work_dir = switches().work_dir
+    work_dir = config.switches.work_dir
     if work_dir:
         return Path(work_dir)
-    if not os.environ.get("TMPDIR") and _roomy_memory_fs(MEMORY_FS):
+    if not config.tmpdir_set and _roomy_memory_fs(MEMORY_FS):
         return MEMORY_FS
     return Path(tempfile.gettempdir())
 
 
-def _roomy_memory_fs(path):
+def _roomy_memory_fs(path: Path) -> bool:
     try:
         with open("/proc/self/mounts", encoding="utf-8", errors="replace") as mounts:
             kinds = {f[1]: f[2] for f in map(str.split, mounts) if len(f) > 2}
@@ -99,7 +101,7 @@ def _roomy_memory_fs(path):
         return False
 
 
-def remove_stale_work(temp):
+def remove_stale_work(temp: Path) -> list[Path]:
     """The work folders in `temp` of runs that died (killed with SIGKILL: nothing of theirs could
     clean up): those whose lock no process holds. A live run holds its folder's flock for its
     whole life, so its folder is never taken; folders kept with --keep-work stay. Returns them."""
@@ -122,10 +124,10 @@ def remove_stale_work(temp):
     return removed
 
 
-def start_work_root(keep=False, folder=None):
-    """This run's work folder in `folder` (default: scratch_folder()), marked by a held flock;
-    work folders of runs that died (lock free) are removed first."""
-    temp = Path(folder) if folder is not None else scratch_folder()
+def start_work_root(keep: bool, folder: Path) -> tuple[Path, int]:
+    """This run's work folder in `folder` (scratch_folder(), or the usual temp folder), marked
+    by a held flock; work folders of runs that died (lock free) are removed first."""
+    temp = Path(folder)
     temp.mkdir(parents=True, exist_ok=True)
     remove_stale_work(temp)
     root = Path(tempfile.mkdtemp(prefix=RUN_PREFIX, dir=temp))
@@ -136,7 +138,7 @@ def start_work_root(keep=False, folder=None):
     return root, fd
 
 
-def end_work_root(root, fd, keep=False):
+def end_work_root(root: Path, fd: int, keep: bool = False) -> None:
     """The run's work folder removed (unless kept), then its lock released: a run that is still
     removing its folder is never taken for a dead one."""
     try:
@@ -147,7 +149,7 @@ def end_work_root(root, fd, keep=False):
 
 
 # -- a stopped run's unfinished students ---------------------------------------------------------
-def read_unfinished(out):
+def read_unfinished(out: Path) -> set[str]:
     """The students a stopped run left unfinished, as it wrote them; an empty set when there is
     no such file (or it cannot be read: then the usual up-to-date rule alone decides)."""
     try:
@@ -160,7 +162,7 @@ def read_unfinished(out):
     return {s for s in students if isinstance(s, str)}
 
 
-def write_unfinished(out, students):
+def write_unfinished(out: Path, students: Iterable[str]) -> None:
     """Written whole (atomic_write) by a stopped run; removed by a run that finished."""
     path = Path(out) / UNFINISHED_NAME
     if students:

@@ -25,44 +25,43 @@ import html
 import importlib.metadata
 import json
 import os
-import pwd
 import secrets
 import shutil
-import signal
 import stat
 import sys
 import tempfile
 import time
 import traceback
-import warnings
 import zipfile
+from collections.abc import Collection, Sequence
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 from autograder import demo_cells
+from autograder.config import DEFAULT_MEMORY_GB, Config, config_from_args, given_secret
 from autograder.escaping import terminal
 from autograder.grading import selftest
-from autograder.grading.course_files import course_files
+from autograder.grading.sandboxes import open_sandbox
 from autograder.sandbox import Sandbox
-from autograder.sandbox.copying import share_read_only
-from autograder.switches import switches
+from autograder.sandbox.student_user import STUDENT_USER, StudentUserSandbox
 
 HERE = Path(__file__).resolve().parent
 TEMPLATES = HERE / "templates"
 PACKAGE = HERE.parent  # autograder/
 VENV = "/opt/attention-course-venv"
-STUDENT_USER = "student"
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 DEFAULTS = {
     "visibility": "visible",  # the whole result (score, output) once graded
     "test_visibility": "after_due_date",  # each hidden test's verdict and message
     "stdout_visibility": "hidden",  # run_autograder's own log: for instructors
     "timeout": None,  # None: the budgets setup.sh's self-test measures (Limits.derive)
-    "memory_gb": 6.0,
+    "memory_gb": DEFAULT_MEMORY_GB,
 }
 
 
 # -- building the zip ----------------------------------------------------------------------------
-def pinned_requirements():
+def pinned_requirements() -> list[str]:
     """The course's pinned runtime dependencies, as installed (they mirror pyproject.toml)."""
     pins = []
     for requirement in importlib.metadata.requires("attention-course") or []:
@@ -72,7 +71,7 @@ def pinned_requirements():
     return pins
 
 
-def supported_pythons():
+def supported_pythons() -> tuple[tuple[int, int], tuple[int, int]]:
     """((3, 11), (3, 13)): the oldest and newest Python the course supports, from its metadata's
     Requires-Python (">=3.11,<3.14")."""
     from packaging.specifiers import SpecifierSet
@@ -84,7 +83,7 @@ def supported_pythons():
     return minors[0], minors[-1]
 
 
-def render(template, **values):
+def render(template: str, **values: Any) -> str:
     import jinja2
 
     env = jinja2.Environment(
@@ -96,7 +95,7 @@ def render(template, **values):
     return env.get_template(template).render(**values)
 
 
-def build_zip(out, secret=None, **settings):
+def build_zip(out: Path | str, secret: str | None = None, **settings: Any) -> str:
     """Write the autograder zip at `out`; returns the secret stored in it."""
     secret = secret or secrets.token_urlsafe(32)
     chosen = {**DEFAULTS, **{k: v for k, v in settings.items() if v is not None}}
@@ -154,7 +153,7 @@ def build_zip(out, secret=None, **settings):
     return secret
 
 
-def _released_notebooks():
+def _released_notebooks() -> list[Path]:
     from autograder.curriculum import NOTEBOOKS
 
     paths = [demo_cells.RELEASED / nb.filename for nb in NOTEBOOKS]
@@ -167,14 +166,14 @@ def _released_notebooks():
     return paths
 
 
-def _coursedata_dir():
+def _coursedata_dir() -> Path:
     import coursedata
 
     return Path(coursedata.__file__).resolve().parent
 
 
 # -- grading one submission ----------------------------------------------------------------------
-def student_id(metadata):
+def student_id(metadata: Any) -> str:
     """users[0].email or .id from Gradescope's submission_metadata.json, the first that is a
     valid student id (autograder.student_ids); 'student' if neither is."""
     from autograder import student_ids
@@ -203,24 +202,24 @@ QUOTE = "  > "
 MAX_QUOTED = 600  # characters of one student-derived line (the sandbox already cuts at 500)
 
 
-def plain_line(text, limit=MAX_QUOTED):
+def plain_line(text: Any, limit: int = MAX_QUOTED) -> str:
     """`text` as one line of plain text: line breaks, control and invisible characters
     (bidirectional overrides, zero-width ...) shown escaped, at most `limit` characters."""
     line = terminal(text)  # the terminal's rule (escaping.py): it leaves no line break either
     return line if len(line) <= limit else line[: limit - 4] + " ..."
 
 
-def quoted(text):
+def quoted(text: Any) -> str:
     """A student-derived line framed for the top-level output."""
     return QUOTE + plain_line(text)
 
 
-def as_html(text):
+def as_html(text: str) -> str:
     """Text for an output declared OUTPUT_FORMAT: escaped, in a <pre> (line breaks kept)."""
     return f"<pre>{html.escape(text, quote=True)}</pre>"
 
 
-def _failing_functions(stem, tests):
+def _failing_functions(stem: str, tests: list[dict[str, Any]]) -> list[str]:
     """The graded names of notebook `stem` with a failed test, in the order it teaches them."""
     from autograder.curriculum import BY_STEM
 
@@ -228,7 +227,7 @@ def _failing_functions(stem, tests):
     return [name for name in BY_STEM[stem].graded if name in failing]
 
 
-def notebook_summary(payload, missing=()):
+def notebook_summary(payload: dict[str, Any], missing: Collection[str] = ()) -> list[str]:
     """The grader's own lines: one per notebook with its score and what to do next (complete,
     not submitted, not started, not graded, or which functions fail), never a test's message.
     Gradescope shows these even while the tests themselves are hidden (before the due date)."""
@@ -243,7 +242,7 @@ def notebook_summary(payload, missing=()):
         reason_of,
     )
 
-    by_notebook = {}
+    by_notebook: dict[Any, list[dict[str, Any]]] = {}
     for test in payload.get("tests", []):
         by_notebook.setdefault(test.get("notebook"), []).append(test)
     lines = []
@@ -257,8 +256,8 @@ def notebook_summary(payload, missing=()):
         state, _ = notebook_state(tests) if tests else ("in-progress", "")
         reasons = {reason_of(t) for t in tests}
         waits_for = sorted(
-            {t.get("depends_on") for t in tests if reason_of(t) == DEPENDENCY_MISSING}
-            & set(BY_STEM)
+            set(BY_STEM)
+            & {t.get("depends_on") for t in tests if reason_of(t) == DEPENDENCY_MISSING}
         )
         if tests and reasons == {MISNAMED}:
             what = misnamed_line(nb.filename, info.get("candidates") or [])
@@ -284,7 +283,7 @@ def notebook_summary(payload, missing=()):
     return lines
 
 
-def misnamed_line(filename, candidates):
+def misnamed_line(filename: str, candidates: Sequence[Any]) -> str:
     """What a misnamed notebook's line says: one candidate is named, never called "several"."""
     if len(candidates) == 1:
         return (
@@ -297,7 +296,7 @@ def misnamed_line(filename, candidates):
     )
 
 
-def student_messages(payload):
+def student_messages(payload: dict[str, Any]) -> list[str]:
     """What the grader has to say about the student's own files and cells, each message one
     quoted line (it carries their file names, code and exception messages)."""
     lines = [quoted(m) for m in payload.get("submission_messages", [])]
@@ -315,7 +314,9 @@ def student_messages(payload):
     return lines
 
 
-def gradescope_results(payload, settings, missing=()):
+def gradescope_results(
+    payload: dict[str, Any], settings: dict[str, Any], missing: Collection[str] = ()
+) -> dict[str, Any]:
     """Gradescope's results.json from our results payload (grade.build_results); `missing`:
     the notebooks (stems) the submission did not contain."""
     tests = []
@@ -370,85 +371,7 @@ def gradescope_results(payload, settings, missing=()):
     }
 
 
-class StudentUserSandbox(Sandbox):
-    """Where bubblewrap cannot create namespaces: the sandbox's driver, and so the kernels and
-    the student's code, run as an unprivileged user (rlimits and timeouts as usual). Its work
-    folders are handed to that user; everything else of the grader stays root's."""
-
-    def __init__(self, limits, user=STUDENT_USER, course=None):
-        if isinstance(user, int):  # a bare uid (gid = uid), e.g. one no other process uses
-            self.uid = self.gid = user
-            name = f"uid {user}"
-        else:
-            entry = _user(user)
-            self.uid, self.gid, name = entry.pw_uid, entry.pw_gid, entry.pw_name
-        with warnings.catch_warnings():  # the generic "no filesystem sandbox" warning: see below
-            warnings.simplefilter("ignore", RuntimeWarning)
-            super().__init__(limits, mode="none", course=course)
-        print(
-            f"note: bubblewrap cannot create namespaces here; student code runs as the "
-            f"unprivileged user {name} (uid {self.uid}), which cannot read the course, "
-            "the secret or the results.",
-            file=sys.stderr,
-        )
-
-    def _launch(self, work, pending, log):
-        self.hand_over(Path(work))
-        try:
-            return super()._launch(work, pending, log)
-        finally:
-            self.kill_leftovers()
-
-    def kill_leftovers(self):
-        """Without a pid namespace a student's process can leave the process group (setsid):
-        kill every process of the student user, as that user (kill(-1) spares the caller)."""
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - the child only makes system calls
-            try:
-                os.setgroups([])
-                os.setgid(self.gid)
-                os.setuid(self.uid)
-                os.kill(-1, signal.SIGKILL)
-            except OSError:
-                pass
-            os._exit(0)
-        os.waitpid(pid, 0)
-
-    def hand_over(self, work):
-        """The run's folders: writable by the student user; the way to them: traversable only."""
-        for name in ("submission", "home", "responses", "status"):
-            (work / name).mkdir(parents=True, exist_ok=True)
-        (work / "home" / "tmp").mkdir(exist_ok=True)  # TMPDIR without bubblewrap
-        for name in ("submission", "home", "responses", "status"):
-            for folder, dirs, files in os.walk(work / name, followlinks=False):
-                for entry in [folder, *(os.path.join(folder, n) for n in dirs + files)]:
-                    os.chown(entry, self.uid, self.gid, follow_symlinks=False)
-        share_read_only(work / "requests")
-        if (work / "job.json").exists():
-            os.chmod(work / "job.json", 0o644)
-        for folder in (work, work.parent):  # x only: no listing of the grader's temp folders
-            os.chmod(folder, 0o711)
-
-    def _job_file(self, work, pending):
-        path = super()._job_file(work, pending)
-        os.chmod(path, 0o644)
-        return path
-
-    def _preexec(self, cgroup=None, cpu_seconds=None):
-        super()._preexec(cgroup, cpu_seconds)  # the cgroup and the rlimits first, while root
-        os.setgroups([])
-        os.setgid(self.gid)
-        os.setuid(self.uid)
-
-
-def _user(name):
-    try:
-        return pwd.getpwnam(name)
-    except KeyError:
-        return pwd.getpwnam("nobody")
-
-
-def lock_down(root):
+def lock_down(root: Path) -> None:
     """What the student's code must never read: root only."""
     for path in (root / "source", root / "results"):
         if path.exists():
@@ -458,47 +381,41 @@ def lock_down(root):
         os.chmod(metadata, 0o600)
 
 
-def selftest_options(config):
+def selftest_options(config: dict[str, Any]) -> list[str]:
     """The options of setup.sh's `selftest --platform gradescope`: the limits run_autograder
-    grades under (grading_sandbox), so that both share one self-test record."""
+    grades under (grading_config), so that both share one self-test record."""
     options = ["--memory", f"{float(config['memory_gb']):g}"]
     if config.get("timeout") is not None:
         options += ["--timeout", f"{float(config['timeout']):g}"]
     return options
 
 
-def grading_sandbox(config, mode):
-    """The sandbox run_autograder grades in, under the zip's limits: --timeout when the zip
-    gives one, else the budgets setup.sh's self-test measured in this image (read from its
-    record, selftest.recorded; the static default where there is none)."""
-    from types import SimpleNamespace
-
-    from autograder.grading.settings import limits_from_args
-
-    limits = limits_from_args(
-        SimpleNamespace(timeout=config.get("timeout"), memory=config["memory_gb"])
+def grading_config(settings: dict[str, Any], secret: str, out: Path, environ: Any = None) -> Config:
+    """run_autograder's Config, made by the door every command uses (config_from_args) from the
+    zip's settings.json and secret: --timeout when the zip gives one (else the budgets setup.sh's
+    self-test measured), its --memory, the sandbox mode of AUTOGRADER_SANDBOX."""
+    options = SimpleNamespace(
+        out=out,
+        secret=secret,
+        timeout=settings.get("timeout"),
+        memory=settings["memory_gb"],
+        force=True,
+        workers=1,
     )
-    sandbox = make_sandbox(limits, mode)
-    if not limits.timeout_given:
-        selftest.recorded(sandbox, out=sys.stdout)
+    return config_from_args(options, environ, platform="gradescope")
+
+
+def grading_sandbox(config: Config) -> Sandbox:
+    """The sandbox run_autograder grades in (grading/sandboxes.py chooses it), under the
+    Config's limits: without --timeout, the budgets setup.sh's self-test measured in this image
+    (read from its record, selftest.recorded; the static default where there is none)."""
+    sandbox = open_sandbox(config)
+    if not config.limits.timeout_given:
+        selftest.recorded(sandbox, config, out=sys.stdout)
     return sandbox
 
 
-def make_sandbox(limits, mode):
-    """bubblewrap when it works here; otherwise the unprivileged-user sandbox."""
-    if mode in ("bwrap", "auto"):
-        try:
-            return Sandbox(limits, mode="bwrap", course=course_files())
-        except RuntimeError:
-            if mode == "bwrap":
-                raise
-    if os.geteuid() == 0:
-        user = switches().student_user or STUDENT_USER
-        return StudentUserSandbox(limits, user, course=course_files())
-    return Sandbox(limits, mode="none", course=course_files())  # not root (a test run)
-
-
-def sandbox_line(sandbox):
+def sandbox_line(sandbox: Sandbox) -> str:
     """One line for run_autograder's log: which sandbox grades this submission and as which
     user, as `sandbox: KIND, uid UID: prose` (the field test reads KIND and UID;
     benchmarks/gradescope_field.py). KIND is bwrap-userns (bubblewrap, a user namespace per
@@ -533,7 +450,7 @@ FAILED = (
 )
 
 
-def failure_results():
+def failure_results() -> dict[str, Any]:
     """A valid results.json for a submission the grader could not grade (no student text)."""
     return {
         "score": 0.0,
@@ -545,17 +462,17 @@ def failure_results():
     }
 
 
-def grade_submission(root):
-    """Grade ROOT/submission; Gradescope's results.json as a dict. Raises on any failure."""
+def grade_submission(root: Path) -> tuple[dict[str, Any], str]:
+    """Grade ROOT/submission: (Gradescope's results.json as a dict, the student id). Raises on
+    any failure."""
     from autograder import submissions
     from autograder.curriculum import NOTEBOOKS
     from autograder.grading.plan import notebook_file
-    from autograder.grading.settings import Settings
     from autograder.grading.student import grade_student
     from autograder.safe_files import parse_json, read_bytes
 
     lock_down(root)  # first: nothing of the student's runs before the course is closed to it
-    config = {**DEFAULTS, **json.loads((root / "source" / "settings.json").read_text())}
+    chosen = {**DEFAULTS, **json.loads((root / "source" / "settings.json").read_text())}
     secret = (root / "source" / "secret").read_text().strip()
     try:  # Gradescope writes it, but read it as untrusted all the same (bounded, no links)
         raw = read_bytes(root, ["submission_metadata.json"], 2**20)
@@ -567,8 +484,8 @@ def grade_submission(root):
     staging = Path(tempfile.mkdtemp(prefix="autograder-submission-"))
     sandbox = None
     try:
-        sandbox = grading_sandbox(config, switches().sandbox)
-        settings = Settings(out=out, secret=secret, limits=sandbox.limits, force=True)
+        config = grading_config(chosen, secret, out)
+        sandbox = grading_sandbox(config)
         [sub] = submissions.discover(
             root / "submission", out, staging, layout="student", student=student
         )
@@ -578,8 +495,8 @@ def grade_submission(root):
             nb.stem for nb in NOTEBOOKS if notebook_file(sub.folder, nb.filename) == "missing"
         }
         print(sandbox_line(sandbox), flush=True)  # the run's log says which sandbox graded
-        result = grade_student(sub.student, sub.folder, settings, sandbox, sub.messages)
-        return gradescope_results(result.results, config, missing), student
+        result = grade_student(sub.student, sub.folder, config, sandbox, sub.messages)
+        return gradescope_results(result.results, chosen, missing), student
     finally:
         if sandbox is not None:
             sandbox.close()
@@ -587,7 +504,7 @@ def grade_submission(root):
         shutil.rmtree(out, ignore_errors=True)
 
 
-def write_results(results_dir, payload):
+def write_results(results_dir: Path, payload: Any) -> Path:
     """results.json, atomically, as strict JSON; the failure results if `payload` is not."""
     try:
         text = json.dumps(payload, indent=1, allow_nan=False)
@@ -601,7 +518,7 @@ def write_results(results_dir, payload):
     return target
 
 
-def run_autograder(root):
+def run_autograder(root: Path | str) -> int:
     """Grade ROOT/submission, write ROOT/results/results.json whatever happens. Returns the exit
     status: 0 when graded, 1 when the grader failed (results.json then says so)."""
     root = Path(root).resolve()
@@ -622,7 +539,7 @@ def run_autograder(root):
 
 
 # -- the command line ----------------------------------------------------------------------------
-def add_arguments(commands):
+def add_arguments(commands: Any) -> None:
     cmd = commands.add_parser("gradescope", help="build a Gradescope autograder zip")
     cmd.add_argument("--out", default="autograder.zip", help="the zip to write")
     cmd.add_argument(
@@ -652,8 +569,8 @@ def add_arguments(commands):
     cmd.add_argument("--memory", type=float, default=DEFAULTS["memory_gb"])
 
 
-def run(args):
-    given = args.secret or os.environ.get("COURSE_SECRET")
+def run(args: Any) -> int:
+    given = given_secret(args)
     secret = build_zip(
         args.out,
         secret=given,

@@ -174,12 +174,12 @@ def course_assignments(coursedir):
         return {a.name: sorted(nb.name for nb in a.notebooks) for a in gb.assignments}
 
 
-def grade_course(course, settings, assignments=None, progress=True):
+def grade_course(course, grading, assignments=None, progress=True):
     """Grade COURSE's submitted/ tree with our grader, fill nbgrader's gradebook and autograded/.
 
-    Returns (StudentResults, summary, {(student, assignment): score written}, [NotWritten]).
+    grading: the run's Config (autograder/config.py). Returns (StudentResults, summary, {(student, assignment): score written}, [NotWritten]).
     """
-    from autograder.grade import grade_class
+    from autograder.grading.classrun import grade_class
 
     config, coursedir = load_course(course)
     known = course_assignments(coursedir)
@@ -204,13 +204,13 @@ def grade_course(course, settings, assignments=None, progress=True):
     if not submitted.is_dir():
         raise SystemExit(f"error: {terminal(submitted)} does not exist: nothing was collected yet")
     done, summary = grade_class(
-        submitted, settings, progress=progress, layout="class", graded_groups=set(selected)
+        submitted, grading, progress=progress, layout="class", graded_groups=set(selected)
     )
     written, failed = write_gradebook(
-        coursedir, config, done, selected, known, submitted, settings.max_notebook_bytes
+        coursedir, config, done, selected, known, submitted, grading.max_notebook_bytes
     )
-    write_gradebook_list(settings.out, written)
-    share_reports(settings.out, coursedir.groupshared)  # last: every file of ours included
+    write_gradebook_list(grading.out, written)
+    share_reports(grading.out, coursedir.groupshared)  # last: every file of ours included
     return done, summary, written, failed
 
 
@@ -425,7 +425,7 @@ def _sanitised_or_none(nb, config, coursedir, student, assignment, stem):
     None if nbgrader still refuses it."""
     import copy
 
-    released = {}
+    released: dict[str, dict] = {}
     for cell in _released(coursedir, assignment, BY_STEM[stem].filename).cells:
         meta = cell.get("metadata", {}).get("nbgrader")
         if isinstance(meta, dict) and meta.get("grade_id"):
@@ -650,7 +650,7 @@ def _write_submission(
         )
         for stem in ours
     }
-    per_name = {}
+    per_name: dict[tuple, float] = {}
     for test in payload.get("tests", []):
         key = (test.get("notebook"), test.get("function"))
         per_name[key] = per_name.get(key, 0.0) + float(test.get("score", 0.0))
@@ -736,14 +736,14 @@ def scripts_first():
     """This interpreter's scripts folder first on PATH: nbgrader's Gradebook runs `alembic` from
     PATH, which holds the venv's only when the venv is activated."""
     scripts = sysconfig.get_path("scripts")
+    # not a setting: PATH handed on to nbgrader's child (alembic), put back after
     before = os.environ.get("PATH")
     os.environ["PATH"] = os.pathsep.join([scripts, *(before or os.defpath).split(os.pathsep)])
     try:
         yield
-    finally:
-        if before is None:
-            os.environ.pop("PATH", None)
-        else:
+    finally:  # PATH put back as it was
+        os.environ.pop("PATH", None)
+        if before is not None:
             os.environ["PATH"] = before
 
 
@@ -763,7 +763,7 @@ def run_init(args):
 
 
 def run_grade(args):
-    from autograder.grade import settings_from_args
+    from autograder.config import config_from_args
 
     if args.deadlines or args.handed_in:
         raise SystemExit(
@@ -775,12 +775,12 @@ def run_grade(args):
     course = Path(args.course).resolve()
     label = "+".join(sorted(args.assignment)) if args.assignment else "all"
     args.out = args.out or str(course / GRADES_DIR / label)
-    settings = settings_from_args(args)
+    config = config_from_args(args)
     done, summary, written, failed = grade_course(
-        course, settings, args.assignment, progress=not args.quiet
+        course, config, args.assignment, progress=not args.quiet
     )
     print(summary["text"])
-    writes = Path(settings.out) / GRADEBOOK_LIST  # grade_course wrote it
+    writes = Path(config.out) / GRADEBOOK_LIST  # grade_course wrote it
     for r in done:
         if r.error:
             shown = "\n".join(terminal(line) for line in r.error.splitlines())
@@ -796,7 +796,7 @@ def run_grade(args):
     print(
         f"wrote {len(written)} submission(s) into the gradebook and autograded/ (each one's "
         f"score in {terminal(writes)}); our results and feedback pages in "
-        f"{terminal(settings.out)}"
+        f"{terminal(config.out)}"
     )
     if failed:
         names = sorted({terminal(m.student) for m in failed})

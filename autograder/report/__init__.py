@@ -67,9 +67,10 @@ def render_feedback(payload: ResultsJson) -> str:
     return template.render(**feedback_context(payload))
 
 
-def write_student(folder: Path | str, payload: ResultsJson) -> None:
+def write_student(folder: Path | str, payload: Mapping[str, Any]) -> None:
+    """Write a results.json payload (a ResultsJson, built as a plain dict) and its page."""
     folder = Path(folder)
-    atomic_write(folder / "feedback.html", render_feedback(payload))
+    atomic_write(folder / "feedback.html", render_feedback(cast(ResultsJson, payload)))
     atomic_write(folder / "results.json", json.dumps(payload, indent=1))  # last: marks done
 
 

@@ -24,13 +24,23 @@ import json
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from autograder import student_ids
 from autograder.results import ReportedStudent, ResultsJson
 from autograder.safe_files import MB, UnsafeFile, read_json
 
-T = TypeVar("T", bound=ReportedStudent)
+
+class _Refusal(Protocol):
+    """What unique() reads of a record: who, and why not graded."""
+
+    @property
+    def student(self) -> str: ...
+    @property
+    def refused(self) -> str: ...
+
+
+T = TypeVar("T", bound=_Refusal)
 
 FILE = "not_graded.json"  # in OUT, beside grades.csv (a class file: report/__init__.py)
 NOT_GRADED = "NOT GRADED"  # grades.csv's total for a student with no grade (never a 0)
@@ -57,12 +67,12 @@ class Refused:
     folder: None = None  # no OUT/<student>/ (a refused id may not be a file name)
 
 
-def record(student: str, reason: str, path: str = "") -> Refused:
+def record(student: str, reason: str, path: str | None = "") -> Refused:
     return Refused(student, reason, "" if path is None else str(path))
 
 
 def in_report(
-    out: Path, refused_now: Iterable[tuple[str, str]], seen: Collection[str], path: str
+    out: Path, refused_now: Iterable[tuple[str, str]], seen: Collection[str], path: str | None
 ) -> list[Refused]:
     """The refused students a class run over `path` reports: this run's (`refused_now`,
     [(student, reason)]) and the earlier ones it keeps (carried_over; `seen`: every student it
@@ -95,7 +105,9 @@ def read(out: Path) -> list[Refused]:
     return records
 
 
-def carried_over(records: Iterable[Refused], path: str, seen: Collection[str]) -> list[Refused]:
+def carried_over(
+    records: Iterable[Refused], path: str | None, seen: Collection[str]
+) -> list[Refused]:
     """The earlier records a run over `path` keeps: not refused by a run over the same PATH, and
     not of a student this run saw (`seen`: the ids of every student it found)."""
     path = str(path) if path is not None else None

@@ -42,7 +42,6 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from autograder.safe_files import remove_tree
-from autograder.switches import switches
 
 from . import fontcache
 from .copying import copy_submission, share_read_only
@@ -172,16 +171,22 @@ class Sandbox(Isolation):
         limits: Limits | None = None,
         mode: str = "auto",
         lib_root: Path | str | None = None,
-        warm: bool | None = None,
+        warm: bool = True,
         course: CourseFiles | None = None,
+        *,
+        userns: bool = True,
+        cgroups: bool = True,
+        cache: Path | None = None,
     ) -> None:
+        """The switches come from the grader's Config (grading/sandboxes.py): `warm`, `userns`
+        and `cgroups` (AUTOGRADER_WARM_KERNELS, _USERNS, _CGROUPS), `cache` (the grader's cache
+        folder, for the font cache; None: none kept)."""
         self.limits = limits or Limits()
         self.course = course or CourseFiles()
         # Warm kernels (zygote.py): each notebook's kernel is forked from one pre-loaded process
         # per student instead of started cold. AUTOGRADER_WARM_KERNELS=0 turns them off.
-        if warm is None:
-            warm = switches().warm_kernels
         self.warm = bool(warm)
+        self.use_userns, self.use_cgroups, self.cache = bool(userns), bool(cgroups), cache
         self.bwrap = shutil.which("bwrap")
         if mode == "auto":
             mode = "bwrap" if self.bwrap and bwrap_works(self.bwrap) else "none"
@@ -251,7 +256,7 @@ class Sandbox(Isolation):
     def _warm_matplotlib(self) -> None:
         """matplotlib's font cache, built once per machine (fontcache.py); each sandbox gets a
         copy (saves seconds per kernel)."""
-        fontcache.warm(self.mplconfig)
+        fontcache.warm(self.mplconfig, fontcache.kept_folder(self.cache) if self.cache else False)
 
     def stop(self) -> None:
         """The grading run is stopping: kill every running sandbox now and start no other (their

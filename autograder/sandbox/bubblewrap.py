@@ -73,7 +73,6 @@ OPTIONS = {
     "--disable-userns": ("0.8.0", ["--unshare-user", "--disable-userns"]),
 }
 REPLACEABLE = {"--size", "--disable-userns"}
-MINIMUM = "0.5.0"  # the newest release among the options that have no replacement
 UNKNOWN = re.compile(r"[Uu]nknown option:? *(--[\w-]+)")
 
 

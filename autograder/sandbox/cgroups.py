@@ -16,7 +16,8 @@ rlimits are per process (address space) or per uid (RLIMIT_NPROC, void for root)
 counts every process, thread and page (tmpfs included) of one sandbox together. cgroup v2 is used
 where our own cgroup may have children with the memory and pids controllers; else cgroup v1
 (the pids and memory hierarchies, each where it is mounted writable); else none: the caller
-falls back to rlimits and says so once. AUTOGRADER_CGROUPS=0 disables them (to test the fallback).
+falls back to rlimits and says so once. AUTOGRADER_CGROUPS=0 disables them (to test the fallback):
+Sandbox(cgroups=False), from the Config.
 
 The CPU: where the cpu controller is available (v2: enabled beside memory and pids; v1: its own
 hierarchy), every sandbox gets the same weight (v2 cpu.weight 100, v1 cpu.shares 1024) and a cap
@@ -29,19 +30,12 @@ import itertools
 import os
 import signal
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal, overload
 
 V1_CONTROLLERS = ("pids", "memory", "freezer", "cpu", "cpuacct")
 CPU_PERIOD_US = 100_000
 _names = itertools.count()
-
-
-def disabled_by_env(environ: Mapping[str, str] | None = None) -> bool:
-    from autograder.switches import switches
-
-    return not switches(environ).cgroups
 
 
 def _mounts(mountinfo="/proc/self/mountinfo"):
@@ -460,13 +454,9 @@ def _can_make_child(base) -> bool:
 
 
 def find_tree(
-    mountinfo: str = "/proc/self/mountinfo",
-    cgroup_file: str = "/proc/self/cgroup",
-    environ: Mapping[str, str] | None = None,
+    mountinfo: str = "/proc/self/mountinfo", cgroup_file: str = "/proc/self/cgroup"
 ) -> Tree | None:
-    """The best usable cgroup tree here, or None (disabled, not mounted, or not writable)."""
-    if disabled_by_env(environ):
-        return None
+    """The best usable cgroup tree here, or None (not mounted, or not writable)."""
     mounts, own = _mounts(mountinfo), _own_paths(cgroup_file)
     tree = _try_v2(mounts, own) or _try_v1(mounts, own)
     if tree is not None:

@@ -5,9 +5,9 @@
 A kernel that finds no font cache scans the system's fonts first (seconds per kernel), so every
 sandbox gets a copy of one. Building it means importing matplotlib in a child process (about
 0.9 CPU-s), which every grading run paid: on Gradescope, one run per submission. The built cache
-is now kept in the grader's own cache folder ($XDG_CACHE_HOME/autograder, else
-~/.cache/autograder: a place no sandbox can write), per matplotlib version, and later runs copy
-it. A kept file that is not a regular file, too large or not JSON is ignored and rebuilt.
+is now kept in the grader's own cache folder (autograder/config.py's cache_root:
+$XDG_CACHE_HOME/autograder, else ~/.cache/autograder, a place no sandbox can write), per
+matplotlib version, and later runs copy it. A kept file that is not a regular file, too large or not JSON is ignored and rebuilt.
 """
 
 import os
@@ -20,21 +20,18 @@ PATTERN = "fontlist-*.json"
 MAX_BYTES = 16 * 2**20  # matplotlib's own is ~40 KB
 
 
-def kept_folder() -> Path | None:
-    """Where the built cache is kept for this matplotlib version; None without matplotlib."""
+def kept_folder(cache: Path | None) -> Path | None:
+    """Where the built cache is kept for this matplotlib version in `cache` (the grader's cache
+    folder, config.cache_root); None without matplotlib."""
     from importlib.metadata import PackageNotFoundError, version
 
+    if cache is None:
+        return None
     try:
         release = version("matplotlib")
     except PackageNotFoundError:
         return None
-    try:
-        root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    except (RuntimeError, KeyError):  # no home directory to be found
-        return None
-    if not root.is_absolute():  # "~" left unexpanded: never a folder relative to the cwd
-        return None
-    return root / "autograder" / f"matplotlib-{release}"
+    return Path(cache) / f"matplotlib-{release}"
 
 
 def _read(path: Path) -> bytes | None:
@@ -78,13 +75,12 @@ def _build(target: Path) -> None:
         pass
 
 
-def warm(target: Path, kept: Path | Literal[False] | None = None) -> bool:
+def warm(target: Path, kept: Path | Literal[False] | None = False) -> bool:
     """Put matplotlib's font cache into target; True if target now holds one.
 
-    kept: the folder the built cache is kept in (default kept_folder()); False: keep none."""
+    kept: the folder the built cache is kept in (kept_folder()); None or False: keep none."""
     target = Path(target)
     target.mkdir(parents=True, exist_ok=True)
-    kept = kept_folder() if kept is None else kept
     if kept and Path(kept).is_dir() and _copy(kept, target):
         return True
     _build(target)

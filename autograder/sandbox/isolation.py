@@ -21,7 +21,6 @@ from .limits import Limits
 from .notices import warn_once
 from .seccomp import build_filter
 from .userns import UID_BASE, make_userns
-from .userns import disabled_by_env as userns_disabled
 
 ETC_ENTRIES = (
     "passwd",
@@ -86,6 +85,8 @@ class Isolation:
     features: Features | None
     size_by_driver: bool
     cgroups: Tree | None
+    use_userns: bool  # AUTOGRADER_USERNS, from the Config
+    use_cgroups: bool  # AUTOGRADER_CGROUPS, from the Config
 
     def close(self) -> None:
         """Release what the subclass holds (Sandbox.close); called when bubblewrap is refused."""
@@ -100,7 +101,7 @@ class Isolation:
         self.features = None  # what this bwrap supports (bubblewrap.py)
         self.size_by_driver = False  # no --size: the driver caps each tmpfs (driver.py)
         # cgroups also serve without bubblewrap: caps, and a kill that reaches setsid orphans
-        self.cgroups = find_tree()
+        self.cgroups = find_tree() if self.use_cgroups else None
         if self.cgroups is None:
             self._warn_no_cgroups()
         if self.mode != "bwrap":
@@ -168,7 +169,7 @@ class Isolation:
     def _warn_no_cgroups(self) -> None:
         limit = (
             f"RLIMIT_NPROC of the sandbox's uid ({self.limits.processes})"
-            if self.mode == "bwrap" and (os.geteuid() != 0 or not userns_disabled())
+            if self.mode == "bwrap" and (os.geteuid() != 0 or self.use_userns)
             else "RLIMIT_NPROC, which does not apply to root"
         )
         warn_once(
@@ -183,6 +184,8 @@ class Isolation:
         )
 
     def _userns_works(self) -> bool:
+        if not self.use_userns:  # AUTOGRADER_USERNS=0 (to test the fall back)
+            return False
         assert self.bwrap is not None  # asked in mode "bwrap" only
         fd = make_userns(UID_BASE)
         if fd is None:

@@ -183,9 +183,11 @@ class NoSandbox:
     """grade_class's sandbox, for classes whose grading is faked (nothing runs)."""
 
     def __init__(self, *args, **kwargs):
+        from autograder.sandbox import Limits
         from autograder.sandbox.processes import Running
 
         self.running = Running()  # none ever runs
+        self.limits = Limits()
 
     def stop(self):
         self.running.stop()
@@ -196,19 +198,21 @@ class NoSandbox:
 
 def fake_grading(monkeypatch, grade_one=None):
     """grade_student replaced: each student scores 1/1 (or what grade_one does first)."""
-    from autograder.grading import classrun, command
+    from autograder.grading import classrun, command, pool
     from autograder.grading import student as grade_module
     from autograder.report import write_student
 
-    def fake_grade(student, folder, settings, sandbox, placement=None, kept=None, source=None):
+    def fake_grade(
+        student, folder, settings, sandbox, placement=None, kept=None, source=None, run=None
+    ):
         if grade_one is not None:
             grade_one(student)
         payload = {"score": 1.0, "max_score": 1.0, "student": student, "tests": []}
         write_student(grade_module.output_folder(settings.out, student), payload)
         return grade_module.StudentResult(student, payload)
 
-    monkeypatch.setattr(classrun, "grade_student", fake_grade)
-    monkeypatch.setattr(classrun, "Sandbox", NoSandbox)
+    monkeypatch.setattr(pool, "grade_student", fake_grade)
+    monkeypatch.setattr(classrun, "open_sandbox", NoSandbox)
     return command
 
 

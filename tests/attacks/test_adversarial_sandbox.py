@@ -16,6 +16,7 @@ import platform
 import shutil
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import nbformat
@@ -25,10 +26,10 @@ from processes import marker, processes_with
 
 import autograder
 from autograder.checks import VISIBLE_SEED, run_in_process
+from autograder.config import Config
 from autograder.course.probes import build_cases, load_all
 from autograder.curriculum import BY_STEM
 from autograder.grading.classrun import grade_class
-from autograder.grading.settings import Settings
 from autograder.sandbox import Limits, Sandbox
 
 pytestmark = pytest.mark.slow  # grades in a real sandbox (`pytest -m "not slow"` skips it)
@@ -321,12 +322,11 @@ def graded(tmp_path_factory):
     stop, uids = threading.Event(), set()
     watcher = threading.Thread(target=watch_uids, args=(stop, uids), daemon=True)
     watcher.start()
-    settings = Settings(out=out, secret=secret, limits=LIMITS, workers=2, force=True)
+    # one NumPy notebook per student: a cold kernel is cheaper than a torch-laden zygote
+    cold = replace(Config().switches, warm_kernels=False)  # AUTOGRADER_WARM_KERNELS=0
+    settings = Config(out=out, secret=secret, limits=LIMITS, workers=2, force=True, switches=cold)
     try:
-        with pytest.MonkeyPatch.context() as patch:
-            # one NumPy notebook per student: a cold kernel is cheaper than a torch-laden zygote
-            patch.setenv("AUTOGRADER_WARM_KERNELS", "0")
-            done, _summary = grade_class(subs, settings, progress=False)
+        done, _summary = grade_class(subs, settings, progress=False)
     finally:
         stop.set()
         watcher.join()

@@ -21,8 +21,8 @@ import pytest
 from fixtures import answer, call_request, notebook
 
 import autograder.sandbox as sandbox_module
+from autograder.config import limits_from_args
 from autograder.grading import selftest
-from autograder.grading.settings import limits_from_args
 from autograder.harness.wire import Reader, Writer
 from autograder.sandbox import Limits, NotebookJob, Sandbox, cgroups
 from autograder.sandbox.inside.driver import CpuClock, _proc_cpu, _tree_cpu

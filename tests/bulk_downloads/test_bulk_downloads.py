@@ -119,8 +119,8 @@ def test_a_flat_moodle_download_is_graded_by_its_participant(tmp_path):
 def test_a_class_run_over_a_canvas_download_lists_each_student_by_id(tmp_path, monkeypatch):
     from fixtures import stand_in_todo
 
+    from autograder.config import Config
     from autograder.grading import classrun
-    from autograder.grading.settings import Settings
     from autograder.grading.stopping import Stopping
     from autograder.sandbox import Limits
 
@@ -129,7 +129,7 @@ def test_a_class_run_over_a_canvas_download_lists_each_student_by_id(tmp_path, m
     with Stopping() as stop:
         classrun._grade_class(
             discover(root, out=out, staging=tmp_path / "st"),
-            Settings(out=out, secret="s", limits=Limits()),
+            Config(out=out, secret="s", limits=Limits()),
             False,
             stop,
         )

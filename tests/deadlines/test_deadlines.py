@@ -300,7 +300,7 @@ def test_gathers_flags_reach_results_json_and_never_the_score(tmp_path):
 
 
 def test_a_policy_applied_from_file_times_says_they_are_the_students(tmp_path, capsys):
-    from autograder.grading.settings import settings_from_args
+    from autograder.config import config_from_args
 
     policy = tmp_path / "deadlines.toml"
     policy.write_text('[due]\nall = 2026-10-01T12:00:00Z\n[penalty]\nmethod = "zero"\n')
@@ -308,9 +308,9 @@ def test_a_policy_applied_from_file_times_says_they_are_the_students(tmp_path, c
     handed.write_text("student,notebook,handed_in\nada,,2026-10-01T11:00:00Z\n")
     base = {"out": str(tmp_path / "o"), "secret": "s", "timeout": 30, "workers": 1,
             "force": False, "memory": None}  # fmt: skip
-    settings_from_args(Namespace(**base, deadlines=str(policy), handed_in=None))
+    config_from_args(Namespace(**base, deadlines=str(policy), handed_in=None))
     assert "file times, which are the student's to set" in capsys.readouterr().err
-    settings_from_args(Namespace(**base, deadlines=str(policy), handed_in=str(handed)))
+    config_from_args(Namespace(**base, deadlines=str(policy), handed_in=str(handed)))
     assert "file times" not in capsys.readouterr().err
 
 
@@ -328,8 +328,8 @@ def test_grade_applies_a_policy_to_students_graded_before_without_regrading(tmp_
     late = DUE + timedelta(hours=30)
     os.utime(notebook, (late.timestamp(), late.timestamp()))
     os.utime(cls / "ada", (late.timestamp(), late.timestamp()))
+    from autograder.config import Config
     from autograder.grading.fingerprint import fingerprint
-    from autograder.grading.settings import Settings
     from autograder.sandbox import Limits
     from autograder.submissions import content_digest, discover
 
@@ -340,7 +340,7 @@ def test_grade_applies_a_policy_to_students_graded_before_without_regrading(tmp_
         "student": "ada",
         "output": "",
         "submission_digest": content_digest(sub),
-        "grading_fingerprint": fingerprint(Settings(out=out, secret="s", limits=limits)),
+        "grading_fingerprint": fingerprint(Config(out=out, secret="s", limits=limits)),
     }
     write_student(out / "ada", payload)  # graded earlier, from this very content
     policy = tmp_path / "deadlines.toml"

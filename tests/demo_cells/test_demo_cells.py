@@ -126,11 +126,8 @@ def test_only_released_demo_cells_are_planned_for_skipping_whatever_the_submissi
     plan = demo_cells.skip_plan(_write(student, tmp_path / "student.ipynb"), STEM)
     assert sorted(int(i) for i in plan) == demos[1:]  # whitespace alone does not matter
 
-    os.environ["AUTOGRADER_SKIP_DEMOS"] = "0"
-    try:
-        assert demo_cells.skip_plan(tmp_path / "as_released.ipynb", STEM) == {}
-    finally:
-        del os.environ["AUTOGRADER_SKIP_DEMOS"]
+    # AUTOGRADER_SKIP_DEMOS=0, as the run's Config hands it to the plan (grading/plan.py)
+    assert demo_cells.skip_plan(tmp_path / "as_released.ipynb", STEM, enabled=False) == {}
 
 
 # -- in the sandbox ------------------------------------------------------------------------------

@@ -9,8 +9,8 @@ from fixtures import put_notebook as put
 from fixtures import stand_in_todo
 
 import autograder
+from autograder.config import Config
 from autograder.grading import classrun, fingerprint
-from autograder.grading.settings import Settings
 from autograder.grading.stopping import Stopping
 from autograder.sandbox import Limits
 from autograder.submissions import discover
@@ -19,7 +19,7 @@ SECRET = "a-course-secret-nobody-guesses"
 
 
 def settings(out, secret=SECRET, **limits):
-    return Settings(out=out, secret=secret, limits=Limits(**limits))
+    return Config(out=out, secret=secret, limits=Limits(**limits))
 
 
 def test_the_fingerprint_changes_with_each_part_and_only_with_them(tmp_path, monkeypatch):
@@ -98,7 +98,7 @@ def test_one_notebook_regraded_under_a_new_configuration_leaves_the_rest_to_grad
         with Stopping() as stop:
             _, summary = classrun._grade_class(
                 discover(cls, out=out, staging=tmp_path / "st"),
-                Settings(out=out, secret=secret, limits=Limits(), notebooks=notebooks),
+                Config(out=out, secret=secret, limits=Limits(), notebooks=notebooks),
                 False,
                 stop,
             )

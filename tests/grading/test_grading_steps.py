@@ -8,14 +8,15 @@ from pathlib import Path
 
 import nbformat
 
+from autograder.config import Config
 from autograder.curriculum import BY_STEM
 from autograder.deadlines import LatePolicy
 from autograder.grading import course_files as course_files_module
 from autograder.grading import plan, student
 from autograder.grading.course_files import course_files
 from autograder.grading.plan import NotebookPlan, plan_notebooks
+from autograder.grading.run_state import RunState
 from autograder.grading.saved import class_results
-from autograder.grading.settings import Settings
 from autograder.grading.student import StudentResult
 from autograder.report import write_student
 from autograder.sandbox import CourseFiles, Limits, Sandbox
@@ -32,20 +33,20 @@ def only_notebook_01(monkeypatch):
 def test_one_student_is_written_once_with_the_late_penalty_in_it(tmp_path, monkeypatch):
     only_notebook_01(monkeypatch)
     due, handed_in = datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 1, 3, tzinfo=UTC)
-    settings = Settings(
+    settings = Config(
         out=tmp_path / "out",
         secret="s",
         limits=Limits(),
         deadlines=LatePolicy(due={STEM: due}, method="zero"),
         handed_in={"sam": {STEM: handed_in}},  # a record: load_handed_in's keys
-        work_root=tmp_path,
     )
     written = []
     monkeypatch.setattr(
         student, "write_student", lambda folder, payload: written.append(json.dumps(payload))
     )
     (tmp_path / "sam").mkdir()  # no notebook at all: nothing for the sandbox to run
-    result = student.grade_student("sam", tmp_path / "sam", settings, sandbox=None)
+    run = RunState(work_root=tmp_path)
+    result = student.grade_student("sam", tmp_path / "sam", settings, sandbox=None, run=run)
     assert len(written) == 1
     payload = json.loads(written[0])
     # a notebook never handed in has no hand-in time, whatever the record says: never "late"
@@ -58,7 +59,7 @@ def test_one_student_is_written_once_with_the_late_penalty_in_it(tmp_path, monke
 
 def test_a_plan_says_why_a_notebook_is_not_run(tmp_path, monkeypatch):
     only_notebook_01(monkeypatch)
-    settings = Settings(out=tmp_path / "out", secret="s", limits=Limits())
+    settings = Config(out=tmp_path / "out", secret="s", limits=Limits())
     (tmp_path / "sam").mkdir()
     (tmp_path / "sam" / "02_dot_product_softmax.ipynb").write_text("not json")
     (tmp_path / "work").mkdir()
@@ -86,7 +87,7 @@ def test_the_plan_hands_the_sandbox_the_released_demo_cells_to_skip(tmp_path, mo
     """The skip plan is the plan's: the released notebook's demo cells, found in the very
     normalised copy the sandbox runs; an edited demo cell is not in it."""
     only_notebook_01(monkeypatch)
-    settings = Settings(out=tmp_path / "out", secret="s", limits=Limits())
+    settings = Config(out=tmp_path / "out", secret="s", limits=Limits())
     released = nbformat.read(REPO / "notebooks" / f"{STEM}.ipynb", as_version=4)
     demos = [i for i, c in enumerate(released.cells) if "demo" in c.metadata.get("tags", [])]
     assert len(demos) >= 2

@@ -9,8 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from autograder.grading import classrun
-from autograder.grading.settings import Settings
+from autograder.config import Config
+from autograder.grading import pool
+from autograder.grading.run_state import RunState
 from autograder.grading.stopping import Stopping
 from autograder.grading.student import StudentResult, internal_error_result
 from autograder.platforms import nbgrader
@@ -40,14 +41,14 @@ def test_the_gradebook_writes_go_to_a_csv_file_escaped_as_every_csv_is(tmp_path)
 
 def test_a_student_not_graded_is_named_with_the_reason_and_nobody_else_is():
     broken = internal_error_result("bob", SandboxFailure("01_soft_lookup: its kernel died"))
-    line = classrun.failed_now(broken)
+    line = pool.failed_now(broken)
     assert line.startswith("NOT GRADED bob: the grading sandbox failed")
     assert "its kernel died" in line
     crashed = internal_error_result("eve\x1b[2J", ValueError("bad \x07 value"))
-    line = classrun.failed_now(crashed)
+    line = pool.failed_now(crashed)
     assert line == "NOT GRADED eve\\x1b[2J: internal error: ValueError: bad \\x07 value"
-    assert classrun.failed_now(StudentResult("ada", {"score": 1.0})) == ""
-    assert classrun.failed_now(None) == ""
+    assert pool.failed_now(StudentResult("ada", {"score": 1.0})) == ""
+    assert pool.failed_now(None) == ""
 
 
 @pytest.mark.parametrize("progress", [True, False])
@@ -56,7 +57,7 @@ def test_failures_are_named_as_they_happen_above_the_bar(tmp_path, monkeypatch, 
     while the class is still being graded (the third student waits for it), once, on stderr;
     with --quiet, not at all (the summary at the end names him)."""
     said = threading.Event()
-    named = classrun.failed_now
+    named = pool.failed_now
 
     def failed_now(result):
         line = named(result)
@@ -73,17 +74,19 @@ def test_failures_are_named_as_they_happen_above_the_bar(tmp_path, monkeypatch, 
             raise SandboxFailure("01_soft_lookup: the sandbox stopped")
         return StudentResult(student, {"score": 1.0})
 
-    monkeypatch.setattr(classrun, "failed_now", failed_now)
-    monkeypatch.setattr(classrun, "grade_student", grade_student)
+    monkeypatch.setattr(pool, "failed_now", failed_now)
+    monkeypatch.setattr(pool, "grade_student", grade_student)
     todo = [
         SimpleNamespace(student=name, folder=Path(name), messages={}, source=Path(name))
         for name in ("ada", "bob", "cyd")
     ]
-    settings = Settings(out=tmp_path / "out", secret="s", limits=Limits())
-    sandbox = SimpleNamespace(running=SimpleNamespace(progress=lambda: []))
+    settings = Config(out=tmp_path / "out", secret="s", limits=Limits())
+    sandbox = SimpleNamespace(running=SimpleNamespace(progress=lambda: []), limits=Limits())
     kept = {s.student: {} for s in todo}
     with Stopping() as stop:
-        done, unfinished = classrun._grade_pool(todo, kept, settings, progress, sandbox, 1, stop)
+        done, unfinished = pool.grade_pool(
+            todo, kept, settings, RunState(), progress, sandbox, 1, stop
+        )
     assert unfinished == [] and len(done) == 3
     err = capsys.readouterr().err
     assert seen["before cyd"] is progress

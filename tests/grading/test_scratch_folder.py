@@ -11,6 +11,7 @@ import nbformat
 import pytest
 
 import autograder
+from autograder.config import Config
 from autograder.grading import student, workspace
 
 REPO = Path(autograder.__file__).resolve().parent.parent
@@ -25,9 +26,9 @@ def test_the_users_choice_wins(monkeypatch, tmp_path):
     monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
     monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
     (tmp_path / "tmp").mkdir()
-    assert workspace.scratch_folder() == tmp_path / "tmp"
+    assert workspace.scratch_folder(Config()) == tmp_path / "tmp"
     monkeypatch.setenv("AUTOGRADER_WORK_DIR", str(tmp_path / "work"))
-    assert workspace.scratch_folder() == tmp_path / "work"
+    assert workspace.scratch_folder(Config()) == tmp_path / "work"
 
 
 def test_a_roomy_tmpfs_is_preferred_and_a_small_or_disk_one_is_not(monkeypatch, tmp_path):
@@ -44,17 +45,17 @@ def test_a_roomy_tmpfs_is_preferred_and_a_small_or_disk_one_is_not(monkeypatch, 
     if not roomy or str(tmp_path) in mounted_tmpfs():
         pytest.skip("needs a writable tmpfs with room, and tmp_path on another file system")
     monkeypatch.setattr(workspace, "MEMORY_FS", roomy[0])
-    assert workspace.scratch_folder() == roomy[0]
+    assert workspace.scratch_folder(Config()) == roomy[0]
     monkeypatch.setattr(workspace, "MEMORY_FS_MIN_FREE", 2**62)  # like a Docker-sized /dev/shm
-    assert workspace.scratch_folder() == default
+    assert workspace.scratch_folder(Config()) == default
     monkeypatch.setattr(workspace, "MEMORY_FS_MIN_FREE", 0)
     monkeypatch.setattr(workspace, "MEMORY_FS", tmp_path)  # a folder, not a tmpfs mount
-    assert workspace.scratch_folder() == default
+    assert workspace.scratch_folder(Config()) == default
 
 
 def test_a_run_folder_is_made_in_the_scratch_folder(monkeypatch, tmp_path):
     monkeypatch.setenv("AUTOGRADER_WORK_DIR", str(tmp_path / "scratch"))
-    root, fd = workspace.start_work_root()
+    root, fd = workspace.start_work_root(False, workspace.scratch_folder(Config()))
     try:
         assert root.parent == tmp_path / "scratch"
         assert root.name.startswith(workspace.RUN_PREFIX)

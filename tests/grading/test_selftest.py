@@ -15,6 +15,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from autograder.config import Config
 from autograder.grading import selftest
 from autograder.sandbox import Limits
 
@@ -40,7 +41,7 @@ def counted(monkeypatch, tmp_path):
     monkeypatch.delenv(selftest.SKIP_ENV, raising=False)
     calls = []
 
-    def run(sandbox, workers=2, work_root=None):
+    def run(sandbox, config, workers=2, work_root=None):
         calls.append(sandbox)
         if getattr(sandbox, "fails", False):
             raise selftest.SelfTestFailed("the solutions scored 0 / 88.5")
@@ -51,12 +52,12 @@ def counted(monkeypatch, tmp_path):
 
 
 def test_a_pass_is_remembered_per_environment(counted, capsys):
-    selftest.guard(fake_sandbox())
-    selftest.guard(fake_sandbox())
+    selftest.guard(fake_sandbox(), Config())
+    selftest.guard(fake_sandbox(), Config())
     assert len(counted) == 1  # the same environment: graded once
-    selftest.guard(fake_sandbox(memory_bytes=2**30))  # other limits: another environment
+    selftest.guard(fake_sandbox(memory_bytes=2**30), Config())  # other limits: another environment
     assert len(counted) == 2
-    selftest.guard(fake_sandbox(), fresh=True)  # `python -m autograder selftest`
+    selftest.guard(fake_sandbox(), Config(), fresh=True)  # `python -m autograder selftest`
     assert len(counted) == 3
     assert "self-test passed" in capsys.readouterr().err
 
@@ -66,7 +67,7 @@ def test_a_failure_is_not_remembered_and_refuses(counted):
     broken.fails = True
     for _ in range(2):
         with pytest.raises(selftest.SelfTestFailed, match="0 / 88.5"):
-            selftest.guard(broken)
+            selftest.guard(broken, Config())
     assert len(counted) == 2
 
 
@@ -91,26 +92,26 @@ def _entry(tmp_path):
 )  # fmt: skip
 def test_a_cache_entry_counts_only_with_its_key_and_a_pass(counted, tmp_path, capsys, content, why):
     """Any JSON file named after the cache key, even {}, once counted as a pass."""
-    selftest.guard(fake_sandbox())
+    selftest.guard(fake_sandbox(), Config())
     entry = _entry(tmp_path)
     key = entry.stem
     assert json.loads(entry.read_text())["key"] == key  # what a pass keeps
-    selftest.guard(fake_sandbox())
+    selftest.guard(fake_sandbox(), Config())
     assert len(counted) == 1  # honoured
     entry.write_text(content.replace("KEY", key))
     capsys.readouterr()
-    selftest.guard(fake_sandbox())
+    selftest.guard(fake_sandbox(), Config())
     assert len(counted) == 2  # ignored, and the self-test ran again
     err = capsys.readouterr().err
     assert f"the cached entry {entry} is ignored" in err and why in err
     assert json.loads(entry.read_text())["key"] == key  # the new pass replaced it
-    selftest.guard(fake_sandbox())
+    selftest.guard(fake_sandbox(), Config())
     assert len(counted) == 2
 
 
 @pytest.mark.parametrize("kind", ["link", "folder", "fifo", "huge"])
 def test_a_cache_entry_that_is_no_file_is_ignored(counted, tmp_path, capsys, kind):
-    selftest.guard(fake_sandbox())
+    selftest.guard(fake_sandbox(), Config())
     entry = _entry(tmp_path)
     good = entry.read_text()
     entry.unlink()
@@ -124,24 +125,24 @@ def test_a_cache_entry_that_is_no_file_is_ignored(counted, tmp_path, capsys, kin
     else:
         entry.write_text(good[:-1] + ", " + '"pad": "' + "x" * 2**20 + '"}')
     capsys.readouterr()
-    selftest.guard(fake_sandbox())  # a folder cannot even be replaced: tested each time
+    selftest.guard(fake_sandbox(), Config())  # a folder cannot even be replaced: tested each time
     assert len(counted) == 2
     assert "is ignored" in capsys.readouterr().err
 
 
 def test_the_key_follows_the_environment(monkeypatch):
-    base = selftest.environment(fake_sandbox())
-    assert selftest.environment(fake_sandbox()) == base
-    assert selftest.environment(fake_sandbox(timeout=5)) != base
+    base = selftest.environment(fake_sandbox(), Config())
+    assert selftest.environment(fake_sandbox(), Config()) == base
+    assert selftest.environment(fake_sandbox(timeout=5), Config()) != base
     monkeypatch.setattr(selftest, "_tree_digest", lambda digest, *a: digest.update(b"edited"))
-    assert selftest.environment(fake_sandbox())["course"] != base["course"]
+    assert selftest.environment(fake_sandbox(), Config())["course"] != base["course"]
 
 
 @pytest.mark.parametrize("how", ["flag", "env"])
 def test_skipping_is_possible_and_loud(counted, monkeypatch, capsys, how):
     if how == "env":
         monkeypatch.setenv(selftest.SKIP_ENV, "1")
-    assert selftest.guard(fake_sandbox(), skip=how == "flag") is None
+    assert selftest.guard(fake_sandbox(), Config(skip_selftest=how == "flag")) is None
     assert counted == []
     assert "self-test is SKIPPED" in capsys.readouterr().err
 

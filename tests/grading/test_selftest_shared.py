@@ -16,9 +16,17 @@ import pytest
 from fixtures import NB01, REPO, TIMESTAMP
 
 from autograder import __main__ as cli
+from autograder.config import Config
 from autograder.grading import classrun, selftest
+from autograder.grading.sandboxes import open_sandbox
 from autograder.platforms import gradescope, nbgrader
 from autograder.sandbox import Limits
+
+
+def gradescope_box(**limits):
+    """The sandbox Gradescope's runner opens here (not root: no bubblewrap asked for)."""
+    limits = Limits(**{"timeout_given": False, **limits})
+    return open_sandbox(Config(limits=limits, platform="gradescope", sandbox_mode="none"))
 
 
 @pytest.fixture
@@ -28,8 +36,8 @@ def counted(monkeypatch, tmp_path):
     monkeypatch.delenv(selftest.SKIP_ENV, raising=False)
     calls = []
 
-    def run(sandbox, workers=2, work_root=None):
-        calls.append(selftest.environment(sandbox))
+    def run(sandbox, config, workers=2, work_root=None):
+        calls.append(selftest.environment(sandbox, config))
         return {
             "scores": {"solutions": [88.5, 88.5], "blank": [0, 88.5]},
             "seconds": 1.0,
@@ -38,7 +46,7 @@ def counted(monkeypatch, tmp_path):
         }
 
     monkeypatch.setattr(selftest, "run", run)
-    monkeypatch.setattr(classrun, "_grade_pool", lambda todo, *a, **k: ([], []))
+    monkeypatch.setattr(classrun, "grade_pool", lambda todo, *a, **k: ([], []))
     return calls
 
 
@@ -82,14 +90,20 @@ def test_nbgrader_grade_reuses_the_self_test_grade_just_wrote(counted, tmp_path,
 def test_the_key_does_not_follow_the_folder_or_what_this_process_imported(tmp_path, monkeypatch):
     """Loading an nbgrader course puts setuptools' vendored packages on sys.path, and `python -m`
     puts the working folder first: neither is what a kernel in the sandbox imports from."""
-    box = gradescope.make_sandbox(Limits(timeout_given=False), "none")
-    base = selftest.environment(box)
+    box = gradescope_box()
+    base = selftest.environment(box, Config())
     vendored = tmp_path / "_vendor"
     (vendored / "zipp-3.0.0.dist-info").mkdir(parents=True)
     (vendored / "zipp-3.0.0.dist-info" / "METADATA").write_text("Name: zipp\nVersion: 3.0.0\n")
     monkeypatch.syspath_prepend(str(vendored))
     monkeypatch.chdir(vendored)
-    assert selftest.environment(box) == base
+    assert selftest.environment(box, Config()) == base
+
+
+def grading_config(settings, tmp_path, monkeypatch):
+    """run_autograder's Config for the zip's `settings`, with AUTOGRADER_SANDBOX=none."""
+    monkeypatch.setenv("AUTOGRADER_SANDBOX", "none")
+    return gradescope.grading_config(settings, "s", tmp_path / "out")
 
 
 def test_gradescope_grades_under_the_budgets_its_setup_measured(counted, tmp_path, monkeypatch):
@@ -101,23 +115,23 @@ def test_gradescope_grades_under_the_budgets_its_setup_measured(counted, tmp_pat
     argv += gradescope.selftest_options(settings)
     assert cli.main(argv) == 0
     assert len(counted) == 1
-    measured = gradescope.grading_sandbox(settings, "none")
+    measured = gradescope.grading_sandbox(grading_config(settings, tmp_path, monkeypatch))
     floor = Limits().measured_floor_seconds  # 4x 0.1 and 4x 0.2 are under it
     assert measured.limits.notebook_budgets(NB01, {"a": 100.0}) == (floor, floor)
     assert len(counted) == 1  # read, not run again
     fixed = {**settings, "timeout": 60.0}
-    given = gradescope.grading_sandbox(fixed, "none")  # --timeout given: it wins
+    given = gradescope.grading_sandbox(grading_config(fixed, tmp_path, monkeypatch))  # it wins
     assert given.limits.notebook_budgets(NB01, {"a": 100.0}) == (60.0, 60.0)
     assert "--timeout 60" in " ".join(gradescope.selftest_options(fixed))
 
 
 def test_a_record_of_other_limits_is_not_read(counted, tmp_path):
-    box = gradescope.make_sandbox(Limits(timeout_given=False), "none")
-    selftest.guard(box)
-    selftest.guard(box)  # the budgets it derived do not make it another environment
+    box = gradescope_box()
+    selftest.guard(box, Config())
+    selftest.guard(box, Config())  # the budgets it derived do not make it another environment
     assert len(counted) == 1
-    other = gradescope.make_sandbox(Limits(timeout_given=False, memory_bytes=2**30), "none")
-    assert selftest.recorded(other) is None
-    assert selftest.recorded(gradescope.make_sandbox(Limits(timeout_given=False), "none"))
+    other = gradescope_box(memory_bytes=2**30)
+    assert selftest.recorded(other, Config()) is None
+    assert selftest.recorded(gradescope_box(), Config())
     cached = next((tmp_path / "cache").rglob("*.json"))
     assert json.loads(cached.read_text())["cpu_cells"] == {NB01: 0.1}

@@ -220,7 +220,7 @@ def test_a_dead_runs_work_folder_is_removed_and_a_live_runs_is_not(tmp_path):
     (kept / "keep").touch()  # --keep-work
     holder = hold_lock(live / "lock")
     try:
-        root, fd = workspace.start_work_root(folder=tmp_path)
+        root, fd = workspace.start_work_root(False, tmp_path)
         assert not dead.exists()
         assert (live / "student-ann-x" / "run").is_dir() and kept.is_dir()
         with open(root / "lock") as other:  # the new run holds its own lock
@@ -231,14 +231,16 @@ def test_a_dead_runs_work_folder_is_removed_and_a_live_runs_is_not(tmp_path):
     finally:
         holder.kill()
         holder.wait()
-    root, fd = workspace.start_work_root(folder=tmp_path)  # the holder gone, that run is dead
+    root, fd = workspace.start_work_root(False, tmp_path)  # the holder gone, that run is dead
     workspace.end_work_root(root, fd)
     assert not live.exists() and kept.is_dir()
 
 
 def cgroup_tree():
     """The cgroup tree the grader would use here, without find_tree's own clean-up."""
-    if cgroups.disabled_by_env():
+    from autograder.config import Config
+
+    if not Config().switches.cgroups:  # AUTOGRADER_CGROUPS=0
         return None
     mounts, own = cgroups._mounts(), cgroups._own_paths()
     return cgroups._try_v2(mounts, own) or cgroups._try_v1(mounts, own)
@@ -309,27 +311,29 @@ def class_args(tmp_path):
 
 
 def test_a_run_that_fails_part_way_leaves_no_work_folder(tmp_path, monkeypatch):
-    from autograder.grading import classrun
-    from autograder.grading.settings import settings_from_args
+    from autograder.config import config_from_args
+    from autograder.grading import classrun, pool
     from autograder.grading.student import StudentResult
 
     used = []
 
-    def fake_grade(student, folder, settings, sandbox, placement=None, kept=None, source=None):
-        used.append(Path(settings.work_root))
+    def fake_grade(
+        student, folder, settings, sandbox, placement=None, kept=None, source=None, run=None
+    ):
+        used.append(Path(run.work_root))
         return StudentResult(student, {"score": 1.0, "max_score": 1.0, "tests": []})
 
     def disk_full(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(classrun, "grade_student", fake_grade)
-    monkeypatch.setattr(classrun, "Sandbox", StandInSandbox)
+    monkeypatch.setattr(pool, "grade_student", fake_grade)
+    monkeypatch.setattr(classrun, "open_sandbox", StandInSandbox)
     monkeypatch.setattr(classrun, "write_class", disk_full)
     monkeypatch.setenv("AUTOGRADER_WORK_DIR", str(tmp_path / "scratch"))
     student_folder(tmp_path / "class", "ann")
     args = class_args(tmp_path)
     with pytest.raises(OSError, match="No space"):
-        classrun.grade_class(args.path, settings_from_args(args), progress=False)
+        classrun.grade_class(args.path, config_from_args(args), progress=False)
     assert [folder.parent for folder in used] == [tmp_path / "scratch"]  # there, in use
     assert list((tmp_path / "scratch").iterdir()) == []
 
@@ -339,8 +343,8 @@ def test_the_students_a_stopped_run_left_unfinished_are_graded_again_though_up_t
 ):
     """A run stopped under --force leaves older results.json for the students it had not
     finished: they look up to date, yet the next run (without --force) grades them again."""
+    from autograder.config import config_from_args
     from autograder.grading import classrun
-    from autograder.grading.settings import settings_from_args
 
     graded = stand_in_grading(monkeypatch, lambda student: {"score": 1.0, "max_score": 1.0,
                                                             "tests": []})  # fmt: skip
@@ -352,7 +356,7 @@ def test_the_students_a_stopped_run_left_unfinished_are_graded_again_though_up_t
 
     def run():
         graded.clear()
-        classrun.grade_class(args.path, settings_from_args(args), progress=False)
+        classrun.grade_class(args.path, config_from_args(args), progress=False)
         return sorted(graded)
 
     assert run() == ["ann", "bob", "cy"]

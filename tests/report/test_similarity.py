@@ -356,15 +356,15 @@ def test_a_class_run_compares_the_students_it_graded(tmp_path, monkeypatch, off)
 
     from fixtures import stand_in_grading
 
+    from autograder.config import config_from_args
     from autograder.grading import classrun
-    from autograder.grading.settings import settings_from_args
 
     stand_in_grading(monkeypatch, _results)
     monkeypatch.setenv("AUTOGRADER_WORK_DIR", str(tmp_path / "scratch"))
     C.write_class(tmp_path / "class")
     args = Namespace(path=str(tmp_path / "class"), out=str(tmp_path / "out"), secret="s",
                      timeout=10, workers=1, force=False, skip_selftest=True, no_similarity=off)  # fmt: skip
-    classrun.grade_class(args.path, settings_from_args(args), progress=False)
+    classrun.grade_class(args.path, config_from_args(args), progress=False)
     found = tmp_path / "out" / "similarity.csv"
     assert found.exists() is not off
     if not off:
@@ -377,7 +377,7 @@ def test_no_similarity_turns_it_off(monkeypatch):
     import autograder.grading.command as command
     import autograder.platforms.nbgrader as nbgrader
     from autograder.__main__ import main
-    from autograder.grading.settings import settings_from_args
+    from autograder.config import config_from_args
 
     seen = []
     monkeypatch.setattr(command, "grade_command", lambda args: seen.append(args) or 0)
@@ -387,7 +387,7 @@ def test_no_similarity_turns_it_off(monkeypatch):
         assert main([*argv, "--secret", "s"]) == 0
     for args in seen:
         args.out = args.out or "grades"  # nbgrader grade sets its own OUT later
-    assert [settings_from_args(args).similarity for args in seen] == [True, False, False]
+    assert [config_from_args(args).similarity for args in seen] == [True, False, False]
 
 
 # -- the page, in a browser -----------------------------------------------------------------------

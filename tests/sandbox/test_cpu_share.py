@@ -32,7 +32,7 @@ def fake_v1(tmp_path):
 
 def test_v1_gives_every_sandbox_the_same_weight_and_one_cpu(tmp_path):
     mountinfo, own = fake_v1(tmp_path)
-    tree = cgroups.find_tree(mountinfo, own, environ={})
+    tree = cgroups.find_tree(mountinfo, own)
     assert {"cpu", "cpuacct"} <= tree.controllers and tree.cpu_capped
     group = tree.create(pids=10, memory_bytes=2**30, cpus=1.0)
     cpu = group.dirs["cpu"]
@@ -56,7 +56,7 @@ def fake_v2(tmp_path, controllers):
     mountinfo.write_text(f"32 20 0:28 / {base} rw - cgroup2 cgroup2 rw\n")
     own = tmp_path / "cgroup"
     own.write_text("0::/\n")
-    return cgroups.find_tree(mountinfo, own, environ={}), base
+    return cgroups.find_tree(mountinfo, own), base
 
 
 def test_v2_enables_the_cpu_controller_and_caps_each_sandbox(tmp_path):

@@ -63,14 +63,16 @@ def test_a_real_build_writes_matplotlibs_font_list(tmp_path):
     assert (kept / built.name).read_bytes() == built.read_bytes()
 
 
-def test_the_kept_folder_is_per_matplotlib_version_under_the_cache_home(tmp_path, monkeypatch):
+def test_the_kept_folder_is_per_matplotlib_version_under_the_cache_home(tmp_path):
     from importlib.metadata import version
 
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    folder = fontcache.kept_folder()
+    from autograder.config import cache_root
+
+    folder = fontcache.kept_folder(cache_root({"XDG_CACHE_HOME": str(tmp_path)}))
     assert folder == tmp_path / "autograder" / f"matplotlib-{version('matplotlib')}"
 
 
-def test_no_kept_folder_without_an_absolute_home(monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")
-    assert fontcache.kept_folder() is None
+def test_no_cache_folder_without_an_absolute_home():
+    from autograder.config import cache_root
+
+    assert cache_root({"XDG_CACHE_HOME": "relative/cache"}) is None

@@ -260,7 +260,7 @@ def test_cgroup_v1_hierarchies_are_found_and_capped(tmp_path):
     from autograder.sandbox import cgroups
 
     mountinfo, own = _fake_cgroup_v1(tmp_path)
-    tree = cgroups.find_tree(mountinfo, own, environ={})
+    tree = cgroups.find_tree(mountinfo, own)
     assert tree.version == 1
     assert tree.controllers == {"pids", "memory"}
     group = tree.create(pids=77, memory_bytes=12345)
@@ -282,7 +282,7 @@ def test_cgroups_left_by_a_killed_run_are_removed_and_live_ones_kept(tmp_path):
     for pid in (dead, alive):
         (tmp_path / "pids" / "me" / f"autograder-{pid}-0").mkdir()
     (tmp_path / "pids" / "me" / "someone-else").mkdir()
-    cgroups.find_tree(mountinfo, own, environ={})
+    cgroups.find_tree(mountinfo, own)
     left = sorted(p.name for p in (tmp_path / "pids" / "me").iterdir())
     assert left == [f"autograder-{alive}-0", "someone-else"]
 
@@ -291,7 +291,11 @@ def test_cgroups_can_be_disabled_and_a_v2_without_controllers_is_skipped(tmp_pat
     from autograder.sandbox import cgroups
 
     mountinfo, own = _fake_cgroup_v1(tmp_path)
-    assert cgroups.find_tree(mountinfo, own, environ={"AUTOGRADER_CGROUPS": "0"}) is None
+    off = object.__new__(Sandbox)  # its isolation alone, as Sandbox(cgroups=False) decides it
+    off.mode, off.limits, off.use_cgroups, off.use_userns = "none", Limits(), False, True
+    with pytest.warns(RuntimeWarning, match="no writable cgroup"):
+        off._isolate()
+    assert off.cgroups is None
     unified = tmp_path / "unified"
     unified.mkdir()
     (unified / "cgroup.controllers").write_text("hugetlb\n")
@@ -382,10 +386,11 @@ def test_inside_the_sandbox_no_keyring_no_user_namespace_and_caps_are_gone(sandb
 def test_without_cgroups_the_unprivileged_uid_is_capped_by_rlimit_nproc(tmp_path, monkeypatch):
     from autograder.sandbox import notices
 
-    monkeypatch.setenv("AUTOGRADER_CGROUPS", "0")
     monkeypatch.setattr(notices, "_warned", set())
-    with pytest.warns(RuntimeWarning, match="no writable cgroup") as caught:
-        box = Sandbox(Limits(timeout=30, processes=48, startup_seconds=60), warm=False)
+    with pytest.warns(RuntimeWarning, match="no writable cgroup") as caught:  # AUTOGRADER_CGROUPS=0
+        box = Sandbox(
+            Limits(timeout=30, processes=48, startup_seconds=60), warm=False, cgroups=False
+        )
     try:
         needs_bwrap(box)
         assert box.cgroups is None
@@ -412,12 +417,10 @@ def test_each_missing_defence_is_warned_about_once(monkeypatch):
 
     from autograder.sandbox import notices
 
-    monkeypatch.setenv("AUTOGRADER_CGROUPS", "0")
-    monkeypatch.setenv("AUTOGRADER_USERNS", "0")
     monkeypatch.setattr(notices, "_warned", set())
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        boxes = [Sandbox(Limits(), warm=False) for _ in range(2)]
+        warnings.simplefilter("always")  # AUTOGRADER_CGROUPS=0 and AUTOGRADER_USERNS=0
+        boxes = [Sandbox(Limits(), warm=False, cgroups=False, userns=False) for _ in range(2)]
     for box in boxes:
         box.close()
     if boxes[0].mode != "bwrap":

@@ -14,10 +14,10 @@ from fixtures import put_notebook as put
 from fixtures import stand_in_todo
 
 from autograder.__main__ import main
+from autograder.config import Config
 from autograder.deadlines import LatePolicy, load_handed_in, parse_policy
 from autograder.grading import classrun
 from autograder.grading.payload import apply_late, missing_from_record
-from autograder.grading.settings import Settings
 from autograder.grading.stopping import Stopping
 from autograder.report import write_student
 from autograder.roster import Person, match_submissions
@@ -75,8 +75,13 @@ def test_a_hand_in_record_naming_ada_applies_to_the_folder_ada_and_josé(tmp_pat
         f"student,notebook,handed_in\nada,,2026-10-01T11:00:00Z\n{NFC},,2026-10-01T11:00:00Z\n"
     )
     policy = LatePolicy(due={SOFT: DUE}, method="zero")
-    settings = Settings(out=tmp_path, secret="s", limits=Limits(), deadlines=policy)
-    settings.handed_in = load_handed_in(record)
+    settings = Config(
+        out=tmp_path,
+        secret="s",
+        limits=Limits(),
+        deadlines=policy,
+        handed_in=load_handed_in(record),
+    )
     late_file = put(tmp_path / "Ada", A)
     when = (DUE + timedelta(days=3)).timestamp()
     os.utime(late_file, (when, when))  # the file says late; the record says on time
@@ -92,8 +97,13 @@ def test_a_student_the_record_does_not_name_is_never_judged_by_file_times(tmp_pa
     record = tmp_path / "handed_in.csv"
     record.write_text("student,notebook,handed_in\nada,,2026-10-01T11:00:00Z\n")
     policy = LatePolicy(due={SOFT: DUE}, method="zero")
-    settings = Settings(out=tmp_path, secret="s", limits=Limits(), deadlines=policy)
-    settings.handed_in = load_handed_in(record)
+    settings = Config(
+        out=tmp_path,
+        secret="s",
+        limits=Limits(),
+        deadlines=policy,
+        handed_in=load_handed_in(record),
+    )
     late_file = put(tmp_path / "bob", A)
     when = (DUE + timedelta(days=3)).timestamp()
     os.utime(late_file, (when, when))
@@ -107,7 +117,7 @@ def class_run(cls, out, tmp_path, **settings):
     with Stopping() as stop:
         return classrun._grade_class(
             discover(cls, out=out, staging=tmp_path / "staging"),
-            Settings(out=out, secret=settings.pop("secret", "s"), limits=Limits(), **settings),
+            Config(out=out, secret=settings.pop("secret", "s"), limits=Limits(), **settings),
             False,
             stop,
             str(cls),

@@ -15,10 +15,10 @@ from fixtures import graded_files as graded
 from fixtures import one_cell_notebook as notebook
 from fixtures import put_notebook as put
 
+from autograder.config import Config
 from autograder.curriculum import BY_STEM
 from autograder.grading import plan
 from autograder.grading.plan import plan_notebooks
-from autograder.grading.settings import Settings
 from autograder.notebook_files import load_notebook, locate, match_name
 from autograder.results import CORRUPT, MISNAMED, MISSING_NOTEBOOK
 from autograder.sandbox import Limits
@@ -164,7 +164,7 @@ def test_plans_name_missing_misnamed_and_corrupt_notebooks(tmp_path, monkeypatch
     (tmp_path / "ada/03_matrix_attention.ipynb").write_text("{ this is not json")
     put(tmp_path / "ada", "04_Multihead_Attention.ipynb", "four = 4")
     [sub] = discover(tmp_path / "ada", staging=tmp_path / "staging")
-    settings = Settings(out=tmp_path / "out", secret="s", limits=Limits())
+    settings = Config(out=tmp_path / "out", secret="s", limits=Limits())
     (tmp_path / "work").mkdir()
     plans = plan_notebooks("ada", sub.folder, settings, tmp_path / "work", sub.messages, {})
     by_stem = {p.notebook.stem: p for p in plans}
@@ -180,9 +180,9 @@ def test_plans_name_missing_misnamed_and_corrupt_notebooks(tmp_path, monkeypatch
 def test_a_browser_duplicate_of_02_is_graded_and_03_uses_it(tmp_path, monkeypatch):
     """The field report's case: `02_dot_product_softmax (1).ipynb` cost 19 points, because 03
     and 04 import the student's 02. Now 02 is graded from it, and 03 finds it."""
-    from autograder.grading.course_files import course_files
+    from autograder.grading.run_state import RunState
+    from autograder.grading.sandboxes import open_sandbox
     from autograder.grading.student import grade_student
-    from autograder.sandbox import Sandbox
 
     numpy_names = {n for s in ("01_soft_lookup", SOFTMAX, "03_matrix_attention") for n in BY_STEM[s].graded}  # fmt: skip
     monkeypatch.setattr(plan, "registered_probes", lambda: numpy_names)
@@ -195,12 +195,11 @@ def test_a_browser_duplicate_of_02_is_graded_and_03_uses_it(tmp_path, monkeypatc
     ):
         (ada / name).write_bytes((REPO / "solutions" / f"{stem}.ipynb").read_bytes())
     [sub] = discover(tmp_path / "class", staging=tmp_path / "staging")
-    settings = Settings(
-        out=tmp_path / "out", secret="near-names", limits=Limits(timeout=300), work_root=tmp_path
-    )
-    sandbox = Sandbox(settings.limits, course=course_files())  # as grading opens it
+    settings = Config(out=tmp_path / "out", secret="near-names", limits=Limits(timeout=300))
+    sandbox = open_sandbox(settings)  # as grading opens it
     try:
-        result = grade_student(sub.student, sub.folder, settings, sandbox, sub.messages)
+        run = RunState(work_root=tmp_path)
+        result = grade_student(sub.student, sub.folder, settings, sandbox, sub.messages, run=run)
     finally:
         sandbox.close()
     tests = result.results["tests"]

@@ -378,8 +378,8 @@ def test_a_student_is_regraded_when_the_content_changed_whatever_the_file_times(
     """A commit dated in the past gives files older than results.json: the student was skipped
     as "up to date" and kept the old 0. Now the run grades whoever's content changed, and
     only them."""
+    from autograder.config import Config
     from autograder.grading import classrun
-    from autograder.grading.settings import Settings
     from autograder.grading.stopping import Stopping
     from autograder.report import write_student
     from autograder.sandbox import Limits
@@ -391,7 +391,7 @@ def test_a_student_is_regraded_when_the_content_changed_whatever_the_file_times(
 
     def run():
         graded_now.clear()
-        settings = Settings(out=out, secret="s", limits=Limits())
+        settings = Config(out=out, secret="s", limits=Limits())
         with Stopping() as stop:
             classrun._grade_class(
                 discover(cls, out=out, staging=tmp_path / "st"), settings, False, stop

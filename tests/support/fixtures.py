@@ -389,9 +389,11 @@ class StandInSandbox:
     """The class run's sandbox where grading is stood in (nothing ever runs in it)."""
 
     def __init__(self, *args, **kwargs):
+        from autograder.sandbox import Limits
         from autograder.sandbox.processes import Running
 
         self.running = Running()
+        self.limits = Limits()
 
     def stop(self):
         self.running.stop()
@@ -411,16 +413,16 @@ def stand_in_todo(monkeypatch, payload_of=None):
 
     graded = []
 
-    def grade_todo(todo, kept, settings, progress, stop):
+    def grade_todo(sorted_, config, run, progress, stop):
         done = []
-        for sub in todo:
+        for sub in sorted_.todo:
             graded.append(sub.student)
             payload = dict(payload_of(sub.student)) if payload_of else {
                 "score": 0.0, "max_score": 1.0, "output": "", "notebooks": {}, "tests": []}  # fmt: skip
             payload["student"] = sub.student
-            payload["submission_digest"] = settings.submission_digests.get(sub.student)
-            payload["grading_fingerprint"] = settings.fingerprint
-            write_student(output_folder(settings.out, sub.student), payload)
+            payload["submission_digest"] = run.submission_digests.get(sub.student)
+            payload["grading_fingerprint"] = run.fingerprint
+            write_student(output_folder(config.out, sub.student), payload)
             done.append(StudentResult(sub.student, payload))
         return done, []  # (graded, unfinished)
 
@@ -429,23 +431,23 @@ def stand_in_todo(monkeypatch, payload_of=None):
 
 
 def stand_in_grading(monkeypatch, payload_of):
-    """grading/classrun.py's grade_student and Sandbox replaced: each student found is "graded"
-    by writing payload_of(student) as their results.json, as grading writes it. Returns the
-    list of the students graded, in the order they were."""
-    from autograder.grading import classrun
+    """grading/pool.py's grade_student and the class run's sandbox replaced: each student found
+    is "graded" by writing payload_of(student) as their results.json, as grading writes it.
+    Returns the list of the students graded, in the order they were."""
+    from autograder.grading import classrun, pool
     from autograder.grading.student import StudentResult, output_folder
     from autograder.report import write_student
 
     graded = []
 
-    def grade(student, folder, settings, sandbox, placement=None, kept=None, files=None):
+    def grade(student, folder, config, sandbox, placement=None, kept=None, files=None, run=None):
         graded.append(student)
         payload = {**payload_of(student), "student": student}
-        payload["submission_digest"] = settings.submission_digests.get(student)
-        payload["grading_fingerprint"] = settings.fingerprint
-        write_student(output_folder(settings.out, student), payload)
+        payload["submission_digest"] = run.submission_digests.get(student)
+        payload["grading_fingerprint"] = run.fingerprint
+        write_student(output_folder(config.out, student), payload)
         return StudentResult(student, payload)
 
-    monkeypatch.setattr(classrun, "grade_student", grade)
-    monkeypatch.setattr(classrun, "Sandbox", StandInSandbox)
+    monkeypatch.setattr(pool, "grade_student", grade)
+    monkeypatch.setattr(classrun, "open_sandbox", StandInSandbox)
     return graded

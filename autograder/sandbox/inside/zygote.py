@@ -196,6 +196,7 @@ class _Deferred(types.ModuleType):
 
 
 def _preload() -> None:
+    # inside the sandbox: the zygote's own environment, before the kernels' imports
     os.environ.setdefault("MPLBACKEND", "Agg")
     _import_all(PRELOAD)
     sys.meta_path.insert(0, _LazyFinder())
@@ -240,10 +241,12 @@ def _child(
                 pass
         conn.close()
         os.chdir(request["cwd"])
+        # inside the sandbox: the kernel takes the environment its waiter was started with
         os.environ.clear()
         os.environ.update(request["env"])
         _reseed()
         sys.argv = ["ipykernel_launcher", *request["args"]]
+        # inside the sandbox, the kernel's own environment (not the grader's settings)
         parent = os.environ.get("JPY_PARENT_PID", "")
         if parent.isdigit():  # read at import time by ipykernel, i.e. in the zygote: say it again
             sys.argv.append(f"--IPKernelApp.parent_handle={parent}")
