@@ -6,7 +6,7 @@ environment, then passed down and never written to.
 This module is the grader's one reader of its settings from the environment: `COURSE_SECRET`,
 the `AUTOGRADER_*` switches (parsed by autograder/switches.py, its private parser),
 `XDG_CACHE_HOME` (and the home folder) for the cache, and whether `TMPDIR` is set
-(tests/test_config.py keeps it so). Two kinds of code are other processes and keep their own
+(tests/config/test_config.py keeps it so). Two kinds of code are other processes and keep their own
 reads, each commented: what runs in the student's kernel (autograder/checks.py, the handout's
 Colab cell) and inside the sandbox (autograder/sandbox/inside/). Handing the environment on to
 a child process (`env={**os.environ, ...}`) is not a read.

@@ -12,7 +12,7 @@ runs. The driver in the sandbox receives {cell index: sha256 of that cell's exac
 skips a cell only when both still match (docs/grader.md, "Speed").
 
 A `demo` tag is only allowed on a cell whose names nothing else needs: `demo_tag_problems`
-(run by tests/test_demo_cells.py over every solution) checks that the names a tagged cell binds
+(run by tests/demo_cells/test_demo_cells.py over every solution) checks that the names a tagged cell binds
 or changes are no graded name and that no untagged cell reads them before binding them itself.
 
 AUTOGRADER_SKIP_DEMOS=0 runs every cell.

@@ -18,7 +18,7 @@ curriculum, results, harness/, judging/), the misconception catalogue, and the v
 cases as plain data (judging.store, in autograder/visible/): inputs, expected outputs and the
 outputs of the known-wrong variants, computed here. It holds no probe, no variant and no model
 answer (of autograder/course/, only the judges ship), so `check("softmax", softmax)` judges the same cases the same way as the
-full package without being able to compute an answer. tests/test_handout.py checks that no
+full package without being able to compute an answer. tests/handout/test_handout.py checks that no
 answer is in the bundle, and runs it installed in a venv without the course.
 """
 
@@ -79,7 +79,7 @@ STUDENT_PACKAGES = (
 # What the checker itself requires: ranges, so that installing it where these packages already
 # are (Colab, a lab image with its own PyTorch) replaces none that fits. The lower bounds are the
 # oldest versions the checks and the notebooks were run with (Debian 13's own packages, Python
-# 3.13: benchmarks/newer_python.sh); the course's pins must fall inside (tests/test_handout.py).
+# 3.13: benchmarks/newer_python.sh); the course's pins must fall inside (tests/handout/test_handout.py).
 # JupyterLab and ipykernel are the `lab` extra: Colab and JupyterHub bring their own front end
 # and kernel (the checker imports neither), and upgrading the kernel a runtime is running in can
 # break it.

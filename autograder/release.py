@@ -2,7 +2,7 @@
 
 The solutions are nbgrader source notebooks. Releasing runs nbgrader's own preprocessors, in
 order, on each of them: the list below is the algorithm. notebooks/ is never edited by hand;
-`python -m autograder release --check` (and tests/test_release.py) fail when it is stale.
+`python -m autograder release --check` (and tests/release/test_release.py) fail when it is stale.
 """
 
 import copy

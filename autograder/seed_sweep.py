@@ -8,7 +8,7 @@ hidden tests join without a change here. The answers are autograder.course.model
 harness in this process exactly as in a student's kernel (checks.run_in_process: the same
 requests, the same judges), with every graded name of the course in the namespace, as a
 notebook that imports its earlier exercises has them. No sandbox: this checks the judges and
-the inputs the probes draw, not the isolation. tests/test_seed_sweep.py runs a few hundred
+the inputs the probes draw, not the isolation. tests/seed_sweep/test_seed_sweep.py runs a few hundred
 seeds; benchmarks/seed_sweep.py thousands.
 """
 

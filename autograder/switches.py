@@ -1,5 +1,5 @@
 """The parser of the grader's AUTOGRADER_* environment variables: all of them parsed here, by
-`switches(environ)`, and nowhere else (tests/test_switches.py keeps it so). autograder/config.py
+`switches(environ)`, and nowhere else (tests/architecture/test_switches.py keeps it so). autograder/config.py
 hands it the environment, once, and keeps the Switches in the run's Config.
 
     config.switches.warm_kernels      # a Switches, parsed from the environment at the door

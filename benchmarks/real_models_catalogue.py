@@ -1,4 +1,4 @@
-"""How well notebook 08's visible check sees the realistic mistakes of tests/real_models_mutants.py,
+"""How well notebook 08's visible check sees the realistic mistakes of tests/catalogues/real_models_mutants.py,
 and how many it names with their catalogue id.
 
     python benchmarks/real_models_catalogue.py [--seed N]

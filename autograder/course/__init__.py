@@ -2,7 +2,7 @@
 
 Each folder `nNN_<name>/` holds one notebook's code:
   reference.py  the model answers (SPEC's graded names; the solution notebook carries the same
-                definitions, tests/test_single_source.py)
+                definitions, tests/architecture/test_single_source.py)
   cases.py      the probes that build its hidden-test cases (autograder.course.probes.load imports it)
   judges.py     its judges, registered as "<folder>.<judge>" (autograder.judging.resolve), or under
                 the older prefix judging.LEGACY_PREFIXES lists for it ("numpy_judges.<judge>",

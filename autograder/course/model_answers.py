@@ -1,7 +1,7 @@
 """The model answers: every graded name of SPEC.md, one module per notebook.
 
 NumPy for notebooks 01-04, PyTorch for 05-07. The solution notebooks carry these same
-definitions, character for character in the AST (tests/test_single_source.py). Notebooks moved to
+definitions, character for character in the AST (tests/architecture/test_single_source.py). Notebooks moved to
 the one-folder-per-notebook layout (curriculum's Notebook.package: every graded one) keep their answers in
 autograder/course/<package>/reference.py; their names are found here too, on first use.
 """

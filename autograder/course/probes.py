@@ -65,7 +65,7 @@ def build_cases(stem, seed, functions=None):
 
 # How many times a graded name's hidden cases are drawn again while one of their requests equals
 # a visible one: small draws (causal_mask(n), mha_shapes' sizes) collide now and then; 50 fresh
-# draws all colliding would take a probe with a fixed input, which tests/test_hidden_inputs.py names.
+# draws all colliding would take a probe with a fixed input, which tests/course/numpy_shared/test_hidden_inputs.py names.
 REDRAWS = 50
 
 

@@ -51,7 +51,7 @@ class RequestTimeout(BaseException):  # BaseException: a student's `except Excep
 
 
 # a request's wall backstop, x its CPU seconds: the default of Limits.request_wall_factor
-# (autograder/sandbox/limits.py; tests/test_inside_constants.py pins the two together)
+# (autograder/sandbox/limits.py; tests/sandbox/test_inside_constants.py pins the two together)
 WALL_FACTOR = 4.0
 
 

@@ -39,9 +39,9 @@ COMPARISONS = {
 }
 # what holds an answer: the index and the case registry, and in each folder of autograder/course/
 # its reference, its cases (cases.py, cases_<topic>.py; tools.py builds them) and its variants
-_ANSWER_FILES = r"(model_answers|probes|[a-z0-9_]+[./](reference|cases(_[a-z0-9_]+)?|variants(_[a-z0-9_]+)?|tools))"
-ANSWER_MODULE = re.compile(rf"autograder\.course\.{_ANSWER_FILES}(\.|$)")
-ANSWER_PATH = re.compile(rf"autograder/course/{_ANSWER_FILES}(\.py|/|$)")
+ANSWER_FILES = r"(model_answers|probes|[a-z0-9_]+[./](reference|cases(_[a-z0-9_]+)?|variants(_[a-z0-9_]+)?|tools))"
+ANSWER_MODULE = re.compile(rf"autograder\.course\.{ANSWER_FILES}(\.|$)")
+ANSWER_PATH = re.compile(rf"autograder/course/{ANSWER_FILES}(\.py|/|$)")
 ANSWER_PATHS = ("solutions/",)
 PATH_EVENTS = {"open", "os.listdir", "os.scandir", "glob.glob", "os.stat", "os.walk"}
 

@@ -7,7 +7,7 @@ A case is a Case (the probes build them in the grader; judging.store reloads the
 in the student handout). Answers are read and turned into TestResults by judging.answers.
 This module imports nothing of the course above it (only the harness's wire format and the
 judge registry, autograder.judging): the probes, the stored cases, the visible checks and the
-grader all build on it (tests/test_import_graph.py keeps it so).
+grader all build on it (tests/architecture/test_import_graph.py keeps it so).
 """
 
 import shutil

@@ -6,7 +6,7 @@ cannot be used, their tests say so ("your notebook 02 is missing"), not "not imp
     text = dependency_message("scaled_dot_product_attention", name, names[name])
 
 IMPORTS is the course's import cells (`coursedata.import_earlier` and `import_definitions` in
-the notebooks; tests/test_dependencies.py reads them from solutions/ and compares). Where the
+the notebooks; tests/judging/test_dependencies.py reads them from solutions/ and compares). Where the
 earlier notebook is missing, misnamed or unreadable, the name is a placeholder raising
 NotImplementedError (import_earlier) or is not defined at all (import_definitions): a case that
 fails with either, raised by such a name, is that notebook's doing. Both are read from the

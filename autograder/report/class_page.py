@@ -32,6 +32,7 @@ from autograder.course.misconceptions import CATALOGUE
 from autograder.curriculum import NOTEBOOK_OF, NOTEBOOKS, Notebook
 from autograder.deadlines import GATHER_FLAGS, late_line
 from autograder.escaping import terminal
+from autograder.harness.watch import ANSWER_FILES
 from autograder.integrity import INTEGRITY_FACTS
 from autograder.report.feedback import notebook_state
 from autograder.report.not_graded import GRADER_FAILED, NOT_GRADED, why_not_graded
@@ -74,9 +75,8 @@ HELP_ORDER = (
 # What the grader sees of a notebook reaching for the answers, in the student's own errors and
 # in the tests' messages (an import of the model answers fails in the sandbox, and so does
 # opening their files): the error text names the module or the path it looked for.
-_ANSWER_LOOKUP = re.compile(
-    r"autograder[./\\](reference|probes)|solutions[/\\]\d\d_|"
-    r"No module named '?autograder\.(reference|probes)"
+_ANSWER_LOOKUP = re.compile(  # a path or module of what holds an answer (harness/watch.py's)
+    rf"autograder[./\\]course[./\\]{ANSWER_FILES}|solutions[/\\]\d\d_"
 )
 FLAG_NOTE = (
     "Verdicts are computed outside the student's process, so none of this changed a score by "

@@ -412,7 +412,7 @@ def read_cpu_usage(path: str | Path, unit: float) -> float | None:
     """Seconds of CPU in a cgroup's cpu.stat (usage_usec), cpuacct.usage (ns) or cpuacct.stat
     (user + system, in clock ticks); None if unread.
     (inside/driver.py reads the same files with its own copy, _file_cpu: it imports nothing of
-    the grader; tests/test_inside_constants.py pins the two together.)"""
+    the grader; tests/sandbox/test_inside_constants.py pins the two together.)"""
     try:
         with open(path) as handle:
             text = handle.read(4096)

@@ -35,7 +35,7 @@ class LayerNorm(nn.Module):
 
     Its forward runs torch's fused kernel of the same formula, F.layer_norm (biased variance, eps
     inside the square root), which agrees with layer_norm to float32 rounding
-    (tests/test_reference_torch.py) and makes the GPT's training step about 4 % faster. Notebook
+    (tests/course/torch_shared/test_reference_torch.py) and makes the GPT's training step about 4 % faster. Notebook
     05's LayerNorm calls the student's own layer_norm; this one is not a graded name.
     """
 

@@ -6,7 +6,7 @@ cache of keys and values, a model built from them with tied embeddings, and gene
 feeds one new token a step through the cache.
 """
 
-# These are the notebook's own definitions (tests/test_single_source.py), written as a student
+# These are the notebook's own definitions (tests/architecture/test_single_source.py), written as a student
 # writes them, without annotations: mypy cannot infer their empty containers' types.
 # mypy: disable-error-code="var-annotated"
 

@@ -5,7 +5,7 @@ notebook's names and judged by values: against the reference, and where one exis
 independent oracle (with n_kv_heads == n_heads, notebook 07's CausalSelfAttention given the same
 weights). load_hf_llama gets a state dict in Hugging Face's layout (names, shapes, half-split
 q/k rows) drawn here; the expected logits are the reference's after loading it, and
-tests/test_real_models.py shows the reference's equal transformers' LlamaForCausalLM's, so
+tests/course/n08_real_models/test_real_models.py shows the reference's equal transformers' LlamaForCausalLM's, so
 grading never imports transformers. kv_cache_bytes is asked for several configurations.
 
 Every model is tiny (widths 16-56, two layers): the hidden tests cost well under a CPU-second.

@@ -3,7 +3,7 @@
 Registered as "n08_real_models.<name>"; cases.py builds the cases with the reference's outputs
 and the known-wrong variants' outputs stored as plain data. This file is the one of the folder
 the student handout ships: it imports none of reference.py, cases.py or variants.py
-(tests/test_judging_torch.py scans it), and runs no model answer.
+(tests/course/torch_shared/test_judging_torch.py scans it), and runs no model answer.
 """
 
 import numpy as np
@@ -196,7 +196,7 @@ LLAMA_FIRST = (
 @judge
 def hf_logits(responses, *, what, expected, variants):
     """The logits of the Llama load_hf_llama filled, against those of the same checkpoint run by
-    the reference (equal to transformers' LlamaForCausalLM's: tests/test_real_models.py)."""
+    the reference (equal to transformers' LlamaForCausalLM's: tests/course/n08_real_models/test_real_models.py)."""
     r = responses[0]
     if r.error:
         err = r.error

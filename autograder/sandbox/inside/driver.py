@@ -181,7 +181,7 @@ INTEGRITY_TOKENS = ("answers-looked-up", "comparison-patched")  # autograder/int
 MAX_MESSAGE = 400
 # The driver's own budgets, sent by the grader in job["times"] (Limits' fields of these names,
 # docs/grader.md's table); these defaults, for a job without them, equal Limits' defaults
-# (tests/test_inside_constants.py). After a timeout, the kernel must answer a probe cell within
+# (tests/sandbox/test_inside_constants.py). After a timeout, the kernel must answer a probe cell within
 # recover_cpu_seconds of CPU and recover_wall_seconds x wall_factor of wall clock.
 TIMES = {
     "request_wall_factor": 4.0,
@@ -295,7 +295,7 @@ def _file_cpu(path, unit: float) -> float:
 
 def _parse_cpu(text: str, unit):
     """cgroups.read_cpu_usage's reading of cpu.stat, cpuacct.usage or cpuacct.stat (0.0 for
-    None; tests/test_inside_constants.py pins the two together)."""
+    None; tests/sandbox/test_inside_constants.py pins the two together)."""
     ticks = None
     for line in text.splitlines():
         parts = line.split()

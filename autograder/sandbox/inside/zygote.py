@@ -33,7 +33,7 @@ from importlib.abc import Loader
 from importlib.machinery import ModuleSpec
 
 # the waiter's patience for the zygote (it may still be importing torch): the default of
-# Limits.zygote_ready_seconds, which the driver sends (--ready; tests/test_inside_constants.py)
+# Limits.zygote_ready_seconds, which the driver sends (--ready; tests/sandbox/test_inside_constants.py)
 READY_SECONDS = 40.0
 PRELOAD = (
     "ipykernel.kernelapp",
