@@ -7,6 +7,7 @@ copies the judges and nothing of the rest.
 """
 
 import ast
+import functools
 import importlib
 from pathlib import Path
 
@@ -38,6 +39,7 @@ def _file(module):
     return None
 
 
+@functools.cache  # the scans of every judge file follow the same modules
 def _imports(path):
     """Every autograder module `path` imports, at import time or in a function body, with the
     packages a submodule's import runs first."""
@@ -125,6 +127,7 @@ def test_each_graded_name_has_one_folder_with_its_reference_cases_judges_and_var
 
 
 @pytest.mark.parametrize("nb", TORCH, ids=[nb.stem for nb in TORCH])
+@pytest.mark.slow  # builds every case of 05-08
 def test_the_judges_a_notebooks_cases_name_are_in_a_folders_judges(nb):
     """Each judge its cases name by a stored name is defined in judges*.py of a notebook folder
     (its own, or an earlier one's it reuses, as 07's rms_norm reuses 05's layer_norm judge), and

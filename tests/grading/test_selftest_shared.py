@@ -69,6 +69,7 @@ def nbgrader_course(root, monkeypatch):
     return course
 
 
+@pytest.mark.slow  # grades the course through nbgrader
 def test_nbgrader_grade_reuses_the_self_test_grade_just_wrote(counted, tmp_path, monkeypatch):
     solved(tmp_path / "class" / "ada")
     options = ["--sandbox", "none", "--secret", "s", "--quiet", "--workers", "1"]

@@ -421,6 +421,7 @@ def test_paths_are_counted_as_git_lists_them(tmp_path):
         count_paths(repo, "HEAD", limit=7**3, seconds=60)
 
 
+@pytest.mark.slow  # a real git tree bomb under a memory cap
 def test_a_tree_bomb_under_a_memory_cap_costs_only_its_student(tmp_path):
     """A 35 KB repository expanding to 10^9 paths passed both size caps; under a memory cap
     the MemoryError ended the whole gather: no record, later students not gathered."""
@@ -472,6 +473,7 @@ def test_any_failure_is_one_students_refusal(tmp_path, monkeypatch, capsys):
     assert list(_rows(tmp_path)) == ["bob"]
 
 
+@pytest.mark.slow  # waits for a git command to run past its time
 def test_a_git_command_past_its_time_is_stopped_with_its_children(tmp_path, monkeypatch, capsys):
     """Each git command on a clone has GIT_SECONDS; one that hangs (here a child of git that
     holds git's output open) is stopped, its whole process group, and costs only its student."""
