@@ -37,3 +37,17 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_font_cache_per_test_process(tmp_path_factory):
+    """A real run hands every sandbox its Config's cache folder, where matplotlib's font cache is
+    built once (sandbox/fontcache.py); the tests that make a Sandbox() of their own get one shared
+    folder the same way, instead of building the cache again for each (about a CPU-second)."""
+    from autograder.sandbox import Sandbox
+
+    defaults = Sandbox.__init__.__kwdefaults__
+    before = defaults["cache"]
+    defaults["cache"] = tmp_path_factory.mktemp("grader-cache")
+    yield
+    defaults["cache"] = before
