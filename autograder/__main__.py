@@ -8,6 +8,9 @@ import sys
 
 from autograder.config import DEFAULT_MEMORY_GB, DEFAULT_TIMEOUT
 from autograder.curriculum import NOTEBOOKS
+from autograder.sandbox.limits import Limits
+
+_LIMITS = Limits()  # the defaults the help texts quote
 
 
 def sandbox_options(cmd: argparse.ArgumentParser) -> None:
@@ -18,8 +21,8 @@ def sandbox_options(cmd: argparse.ArgumentParser) -> None:
         type=float,
         default=None,
         help="CPU seconds for each notebook's cells, and as many for its hidden tests (default: "
-        "3x what the solutions' cells and tests use, measured by the self-test, at least 1; "
-        f"{DEFAULT_TIMEOUT:g} without it)",
+        f"{_LIMITS.measured_factor:g}x what the solutions' cells and tests use, measured by the "
+        f"self-test, at least {_LIMITS.measured_floor_seconds:g}; {DEFAULT_TIMEOUT:g} without it)",
     )
     cmd.add_argument(
         "--memory",
