@@ -9,6 +9,9 @@ says the key phrase), no test names another id, and the hidden runs agree with t
 import modern_lm_mutants as mutants
 import pytest
 from sweeps import first_of_each_name
+from verdicts import ids as _ids
+from verdicts import lost as _lost
+from verdicts import show as _show
 
 from autograder.checks import VISIBLE_SEED, run_in_process
 from autograder.course.misconceptions import CATALOGUE
@@ -21,18 +24,6 @@ HIDDEN = [
     derive_seed("ci-secret-one", "student-17", "07"),
     derive_seed("ci-secret-two", "student-42", "07"),
 ]
-
-
-def _lost(results):
-    return sum(r.score for r in results) < sum(r.max_score for r in results)
-
-
-def _ids(results):
-    return {m for r in results for m in r.misconceptions}
-
-
-def _show(results):
-    return "\n".join(f"{r.status} {r.name}: {r.output} {r.misconceptions}" for r in results)
 
 
 def test_the_catalogue_covers_every_graded_name_and_its_ids_exist():

@@ -20,6 +20,8 @@ from fixtures import cheap_training
 from sweeps import first_of_each_name
 from torch_diagnosis_mutants import CATALOGUE
 from torch_probe_mutants import NAMES_05, NAMES_06, show
+from verdicts import ids as _ids
+from verdicts import lost as _lost
 
 from autograder.checks import VISIBLE_SEED, run_in_process
 from autograder.course.n06_autoregressive_lm import cases_gpt as lm_probes
@@ -36,14 +38,6 @@ def _run(name, obj, seed):
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(lm_probes, "_train_case", cheap_training)
         return run_in_process(name, obj, seed=seed)
-
-
-def _lost(results):
-    return sum(r.score for r in results) < sum(r.max_score for r in results)
-
-
-def _ids(results):
-    return {m for r in results for m in r.misconceptions}
 
 
 def measure(entry):
