@@ -1,31 +1,26 @@
-"""The model answers: every graded name of SPEC.md, one module per notebook.
+"""The model answers: every graded name of SPEC.md, found in its notebook's folder.
 
-NumPy for notebooks 01-04, PyTorch for 05-07. The solution notebooks carry these same
-definitions, character for character in the AST (tests/architecture/test_single_source.py). Notebooks moved to
-the one-folder-per-notebook layout (curriculum's Notebook.package: every graded one) keep their answers in
-autograder/course/<package>/reference.py; their names are found here too, on first use.
+Each graded notebook keeps its answers in autograder/course/<Notebook.package>/reference.py, NumPy
+for notebooks 01-04 and PyTorch from 05 on. The solution notebooks carry these same definitions,
+character for character in the AST (tests/architecture/test_single_source.py).
 """
 
 import importlib
 
-from autograder.curriculum import NOTEBOOKS
+from autograder.curriculum import BY_STEM, NOTEBOOKS
 
 # Every answer is imported on first use (PEP 562), from its notebook's module: the checks of
 # notebooks 01-04 never pay for importing torch.
 
-# graded name -> the reference.py of its notebook's folder
-_COURSE_MODULE_OF = {name: nb.reference_path for nb in NOTEBOOKS for name in nb.graded}
-_COURSE_MODULE_OF |= {"LayerNorm": "autograder.course.n05_transformer_block.reference"}
+# graded name -> the reference.py of its notebook's folder; notebook 05's given LayerNorm too
+_MODULE_OF = {name: nb.reference_path for nb in NOTEBOOKS for name in nb.graded}
+_MODULE_OF["LayerNorm"] = BY_STEM["05_transformer_block"].reference_path
 
 
 def __getattr__(name):
-    if name in _COURSE_MODULE_OF:
-        module = importlib.import_module(_COURSE_MODULE_OF[name])
-    else:
+    if name not in _MODULE_OF:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(module, name)
+    return getattr(importlib.import_module(_MODULE_OF[name]), name)
 
 
-__all__ = [
-    *_COURSE_MODULE_OF,
-]  # fmt: skip
+__all__ = list(_MODULE_OF)
