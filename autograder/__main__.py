@@ -22,7 +22,9 @@ def sandbox_options(cmd: argparse.ArgumentParser) -> None:
         default=None,
         help="CPU seconds for each notebook's cells, and as many for its hidden tests (default: "
         f"{_LIMITS.measured_factor:g}x what the solutions' cells and tests use, measured by the "
-        f"self-test, at least {_LIMITS.measured_floor_seconds:g}; {DEFAULT_TIMEOUT:g} without it)",
+        f"self-test, at least {_LIMITS.measured_floor_seconds:g}; {DEFAULT_TIMEOUT:g} without it; "
+        f"and {_LIMITS.spare_cpu_seconds:g} spare seconds per student that a budget which runs "
+        "out may go on into, once for all notebooks)",
     )
     cmd.add_argument(
         "--memory",

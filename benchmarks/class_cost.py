@@ -11,8 +11,9 @@ cell of notebook 01 and 2 s in every call of its graded functions; "flood" write
 stderr for ever in a cell of notebook 01; "threads" starts four busy threads per core (hashing,
 which lets go of the GIL) in a cell of notebook 01 and waits for them for ever; each "maxer"
 reads its budgets from the sandbox's job file (found through its processes' command lines) and,
-in every notebook, burns about 85 % of the cells' CPU budget in its first cell and 85 % of the
-hidden tests' budget in the first call of each graded function under test. Each run is `python -m autograder grade`
+in every notebook, burns about 85 % of the cells' CPU budget in its first cell (in its first
+notebook, 85 % of the spare seconds all notebooks share as well) and 85 % of the hidden tests'
+budget in the first call of each graded function under test. Each run is `python -m autograder grade`
 with the same options; its CPU is user+sys of the whole process tree, sandboxes included, read
 from a cgroup of its own (benchmarks/grade_vs_nbgrader.py's CpuMeter; rusage where none can be
 made, which misses the sandboxes' reaped processes). The self-test runs first, outside the
@@ -99,9 +100,10 @@ def _my_budgets(stem):
             if arg.endswith(b"job.json"):
                 with open(arg) as handle:
                     job = _json.load(handle)
-                for spec in job["notebooks"]:
-                    if spec["stem"] == stem:
-                        return spec
+                for index, spec in enumerate(job["notebooks"]):
+                    if spec["stem"] == stem:  # the spare seconds: all spent in the first one
+                        spare = job.get("times", {}).get("spare_cpu_seconds", 0.0)
+                        return {**spec, "spare": float(spare or 0.0) if index == 0 else 0.0}
         pid = parent
     return {"cells_seconds": 0.0, "tests_seconds": 0.0, "serve": {}}
 
@@ -113,7 +115,7 @@ def _burn(seconds):
 
 
 _budget = _my_budgets(STEM)
-_burn(0.85 * float(_budget.get("cells_seconds") or 0.0))
+_burn(0.85 * (float(_budget.get("cells_seconds") or 0.0) + _budget.get("spare", 0.0)))
 """
 MAXER_TESTS = """\
 import functools as _functools

@@ -40,13 +40,17 @@ def test_each_notebook_has_a_cells_and_a_tests_budget_and_the_sandbox_their_sum(
     assert limits.notebook_budgets(STEM, {"a": 30.0, "b": 40.0}) == (50, 50)
     assert limits.notebook_budgets(STEM, {"a": 12.0}) == (50, 12.0)  # never more than asked
     jobs = [NotebookJob(STEM, FILE, None, {"a": 12.0}), NotebookJob("02_x", "x", None, {"b": 99})]
-    assert cpu_budget(limits, jobs) == (50 + 12 + 30) + (50 + 50 + 30)
+    # and the spare seconds all of a student's notebooks share, once (not once per notebook)
+    spare = limits.spare_cpu_seconds
+    assert spare > 0
+    assert cpu_budget(limits, jobs) == (50 + 12 + 30) + (50 + 50 + 30) + spare
+    assert cpu_budget(limits, []) == 0
     # on the wall: the same budgets, the kernel's start and a slack, and 15 s of idle allowance
-    # for the cells and 15 s for the tests, not a multiple of the CPU
+    # for the cells and 15 s for the tests, not a multiple of the CPU; the spare seconds once
     per_job = [(50 + 12 + 120 + 45) + 30, (50 + 50 + 120 + 45) + 30]
-    assert budget(limits, jobs) == pytest.approx(sum(per_job))
+    assert budget(limits, jobs) == pytest.approx(sum(per_job) + spare)
     starved = [NotebookJob(STEM, FILE, None, {"a": 12.0}, wall_factor=4.0)]
-    assert budget(limits, starved) == pytest.approx(4 * (50 + 12 + 120 + 45) + 30)
+    assert budget(limits, starved) == pytest.approx(4 * (50 + 12 + 120 + 45 + spare) + 30)
 
 
 def test_a_budgets_wall_is_its_cpu_and_a_fixed_idle_allowance():
@@ -55,19 +59,19 @@ def test_a_budgets_wall_is_its_cpu_and_a_fixed_idle_allowance():
     assert limits.wall_seconds(2.0, factor=4.0) == 23.0  # a starved notebook's second run
 
 
-def test_the_measured_budgets_are_four_times_the_solutions_cells_and_tests_with_a_floor():
+def test_the_measured_budgets_are_three_times_the_solutions_cells_and_tests_with_a_floor():
     derived = Limits(timeout_given=False)
     budgets = derived.derive(
         {STEM: 0.4, "06_autoregressive_lm": 6.5}, {STEM: 0.1, "06_autoregressive_lm": 2.5}
     )
-    # 01: cells 0.1 s -> the 5 s floor; tests 0.3 s -> 1.2, the floor. 06: 4 x 2.5 and 4 x 4.0
-    assert budgets == {STEM: (5.0, 5.0), "06_autoregressive_lm": (10.0, 16.0)}
-    assert derived.notebook_budgets("06_autoregressive_lm", {"a": 100.0}) == (10.0, 16.0)
-    assert derived.notebook_budgets("06_autoregressive_lm", {"a": 3.0}) == (10.0, 3.0)
+    # 01: cells 0.1 s -> 0.3, the 1 s floor; tests 0.3 s -> 0.9, the floor. 06: 3 x 2.5, 3 x 4.0
+    assert budgets == {STEM: (1.0, 1.0), "06_autoregressive_lm": (7.5, 12.0)}
+    assert derived.notebook_budgets("06_autoregressive_lm", {"a": 100.0}) == (7.5, 12.0)
+    assert derived.notebook_budgets("06_autoregressive_lm", {"a": 3.0}) == (7.5, 3.0)
     assert derived.notebook_budgets("03_matrix_attention", {"a": 100.0}) == (300.0, 100.0)
-    # a record without the cells' figures (an older self-test): both get 4x the whole
+    # a record without the cells' figures (an older self-test): both get 3x the whole
     older = Limits(timeout_given=False)
-    assert older.derive({"06_autoregressive_lm": 6.5}) == {"06_autoregressive_lm": (26.0, 26.0)}
+    assert older.derive({"06_autoregressive_lm": 6.5}) == {"06_autoregressive_lm": (19.5, 19.5)}
     given = Limits(timeout=60)
     assert given.derive({STEM: 0.4}) == {} and given.notebook_budgets(STEM, {"a": 99}) == (60, 60)
 
@@ -86,11 +90,11 @@ def test_the_self_tests_measurement_is_read_back_as_numbers_of_known_notebooks_o
     assert selftest.measured_cpu(report) == {STEM: 1.5}
     assert selftest.measured_cpu({"cpu": [1, 2]}) == {}
     limits = Limits(timeout_given=False)
-    assert selftest.apply_budgets(limits, report, sys.stdout) == {STEM: (6.0, 6.0)}
-    assert "01 6+6" in capsys.readouterr().out
+    assert selftest.apply_budgets(limits, report, sys.stdout) == {STEM: (4.5, 4.5)}  # 3 x 1.5
+    assert "01 4.5+4.5" in capsys.readouterr().out
     report["cpu_cells"] = {STEM: 1.0, "02_dot_product_softmax": 2.0}
-    assert selftest.apply_budgets(limits, report, sys.stdout) == {STEM: (5.0, 5.0)}
-    assert "01 5+5" in capsys.readouterr().out
+    assert selftest.apply_budgets(limits, report, sys.stdout) == {STEM: (3.0, 1.5)}
+    assert "01 3+1.5" in capsys.readouterr().out
     assert selftest.apply_budgets(Limits(), report, sys.stdout) == {}  # --timeout wins
 
 
@@ -307,7 +311,8 @@ def test_children_hidden_by_ignoring_sigchld_are_charged_to_the_cell(tmp_path):
     """16 children burn 0.5 CPU-s each (8 in all) under a 3-second budget, their parent ignoring
     SIGCHLD. Counted by the sandbox's cgroup, the cell runs out of time and the name defined
     after it is never defined; the wall budget is far (x20), so only CPU can stop it."""
-    box = Sandbox(Limits(timeout=3, wall_factor=20, startup_seconds=60))
+    # no spare seconds: the cell's own budget is what is counted against
+    box = Sandbox(Limits(timeout=3, wall_factor=20, startup_seconds=60, spare_cpu_seconds=0))
     try:
         cgroup_cpu_or_skip(box)
         folder = notebook(tmp_path / "hid", FILE, HIDDEN_CHILDREN, SIMILARITY)
@@ -323,6 +328,51 @@ def test_children_hidden_by_ignoring_sigchld_are_charged_to_the_cell(tmp_path):
     assert not response.exists() or answer(run, "similarity")[0].get("missing") == "similarity"
 
 
+BURN = """\
+import time
+end = time.process_time() + {seconds}
+while time.process_time() < end:
+    pass
+"""
+
+
+def _two_notebooks_burning(tmp_path, first, second, spare):
+    """Notebooks 01 and 02 in one sandbox, under a 1-second cells budget each and `spare`
+    seconds they share, their one cell burning `first` and `second` CPU-s: their two runs."""
+    box = Sandbox(Limits(timeout=1, wall_factor=20, startup_seconds=60, spare_cpu_seconds=spare))
+    try:
+        folder = notebook(tmp_path / "slow", FILE, BURN.format(seconds=first), "done = 1")
+        notebook(folder, "02_dot_product_softmax.ipynb", BURN.format(seconds=second), "done = 1")
+        requests = tmp_path / "requests"
+        (requests / "01").mkdir(parents=True)
+        (requests / "02").mkdir()
+        jobs = [
+            NotebookJob(STEM, FILE, requests / "01", {}),
+            NotebookJob(
+                "02_dot_product_softmax", "02_dot_product_softmax.ipynb", requests / "02", {}
+            ),
+        ]
+        runs = box.run(folder, jobs, tmp_path / "work")
+    finally:
+        box.close()
+    return runs[STEM], runs["02_dot_product_softmax"]
+
+
+@pytest.mark.slow
+def test_a_budget_that_runs_out_draws_on_the_spare_seconds_once_per_student(tmp_path):
+    """A right answer slower than its notebook's budget still finishes on the spare seconds all
+    of a student's notebooks share; what it took is gone for the next notebook, so an endless
+    loop is paid once, not in every notebook. The control: without spare seconds, the same
+    cell is stopped at its notebook's budget."""
+    slow, later = _two_notebooks_burning(tmp_path / "a", 2.0, 3.5, spare=3.0)
+    assert not slow.timed_out and not slow.cell_errors  # 2 s: its 1 s and 1 of the spare 3
+    assert later.timed_out  # 3.5 s: its own 1 s and the 2 spare seconds left are not enough
+    assert [e["type"] for e in later.cell_errors] == ["Timeout"]
+    assert "spare seconds" in later.cell_errors[0]["message"]
+    alone, _ = _two_notebooks_burning(tmp_path / "b", 2.0, 0.0, spare=0.0)
+    assert alone.timed_out
+
+
 SLEEPER = """\
 import time
 def similarity(query, keys):
@@ -336,7 +386,7 @@ def test_a_sleeper_gets_the_wall_budget_of_its_notebooks_tests_and_no_second_run
     """Six tests that each sleep 2 s (no CPU), under a 2-second notebook budget and a 5-second
     idle allowance: its tests have 2 + 5 s on the wall together, not 2 s x 4 each, so some are
     never run; and sleeping does not look like starvation, so the notebook is not run again."""
-    box = Sandbox(Limits(timeout=2, startup_seconds=60, idle_seconds=5))
+    box = Sandbox(Limits(timeout=2, startup_seconds=60, idle_seconds=5, spare_cpu_seconds=0))
     try:
         folder = notebook(tmp_path / "zzz", FILE, SLEEPER)
         request_dir = tmp_path / "requests"

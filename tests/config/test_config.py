@@ -150,7 +150,7 @@ def test_timeout_given_means_the_same_on_every_platform(platform):
     free = config_from_args(SimpleNamespace(secret="s", timeout=None), {}, platform=platform)
     fixed = config_from_args(SimpleNamespace(secret="s", timeout=60), {}, platform=platform)
     assert free.limits.timeout_given is False and fixed.limits.timeout_given is True
-    assert free.limits.derive({NB01: 10.0}) == {NB01: (40.0, 40.0)}
+    assert free.limits.derive({NB01: 10.0}) == {NB01: (30.0, 30.0)}
     assert fixed.limits.derive({NB01: 10.0}) == {}
 
 
@@ -246,8 +246,8 @@ def test_run_autograder_grades_under_the_budgets_setups_self_test_measured(
         gradescope_root(tmp_path / "r1", settings), monkeypatch
     )
     assert len(measured) == 1  # read from the record, not run again
-    # 4x the measured 4 s of cells and 6 s of tests
-    assert sandbox_limits.notebook_budgets(NB01, {"a": 100.0}) == (16.0, 24.0)
+    # 3x the measured 4 s of cells and 6 s of tests
+    assert sandbox_limits.notebook_budgets(NB01, {"a": 100.0}) == (12.0, 18.0)
     assert config_limits.measured == {} and config_limits.timeout_given is False
     # the control: a zip with --timeout grades under it, whatever was measured
     fixed = {**settings, "timeout": 60.0}

@@ -196,6 +196,7 @@ TIMES = {
     "zygote_stop_seconds": 5.0,
     "output_stop_seconds": 2.0,
     "idle_seconds": 15.0,
+    "spare_cpu_seconds": 6.0,
 }
 LOG_BYTES = 256 * 2**10  # Limits.log_bytes: of the sandbox's output, this much head and tail
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -544,8 +545,29 @@ class WarmKernelManager(AsyncKernelManager):
         return command
 
 
+class Spare:
+    """The spare CPU seconds all of a sandbox's notebooks share (Limits.spare_cpu_seconds): a
+    budget that runs out draws on what is left of them before its cell or test is stopped, and
+    what a budget used beyond its own seconds is taken from them for good."""
+
+    def __init__(self, seconds: float) -> None:
+        self.left = max(0.0, float(seconds))
+
+    def spend(self, used: float, own: float) -> None:
+        """A budget of `own` CPU seconds used `used`: take the excess from what is left."""
+        self.left = max(0.0, self.left - max(0.0, used - own))
+
+    def said(self, own: float) -> str:
+        """A budget's seconds as a student reads them, the spare ones it may draw on included."""
+        if self.left <= 0:
+            return f"{own:g} s"
+        return f"{own:g} s, plus the {self.left:g} spare seconds your notebooks share"
+
+
 class Run:
-    def __init__(self, job: dict, spec: dict, watchdog: Watchdog) -> None:
+    def __init__(
+        self, job: dict, spec: dict, watchdog: Watchdog, spare: Spare | None = None
+    ) -> None:
         self.job = job
         self.spec = spec
         self.watchdog = watchdog
@@ -555,6 +577,7 @@ class Run:
         # (wall): its own cells, and all of its hidden tests together
         self.cells_seconds = float(spec.get("cells_seconds") or job["timeout"])
         self.tests_seconds = float(spec.get("tests_seconds") or sum(spec["serve"].values()))
+        self.spare = spare if spare is not None else Spare(0.0)
         self.status = {
             "stem": spec["stem"],
             "started": True,
@@ -679,8 +702,10 @@ class Run:
             # the cells share `timeout` CPU seconds (kernel start not counted), and a backstop
             pid = _kernel_pid(client)
             cpu_start = self.watchdog.clock(pid)
-            cpu_end = cpu_start + self.cells_seconds
-            deadline = time.monotonic() + self.wall(self.cells_seconds)
+            allowed = self.spare.said(self.cells_seconds)  # before any of it is spent
+            cells_and_spare = self.cells_seconds + self.spare.left
+            cpu_end = cpu_start + cells_and_spare
+            deadline = time.monotonic() + self.wall(cells_and_spare)
             for index, cell in enumerate(nb.cells):
                 if cell.cell_type != "code" or not cell.source.strip():
                     continue
@@ -699,7 +724,7 @@ class Run:
                         {
                             "cell": index,
                             "type": "Timeout",
-                            "message": f"still running when the notebook's {self.cells_seconds:g} s ran out",
+                            "message": f"still running when the notebook's time ({allowed}) ran out",
                             "line": _first_line(cell.source),
                         }
                     )
@@ -716,8 +741,8 @@ class Run:
                         )
                     else:
                         self.message(
-                            f"Cell {index + 1} was still running when the notebook's "
-                            f"{self.cells_seconds:g} s ran out; it was interrupted and the later "
+                            f"Cell {index + 1} was still running when the notebook's time "
+                            f"({allowed}) ran out; it was interrupted and the later "
                             "cells were not run. The names defined before it were tested."
                         )
                     break
@@ -765,6 +790,7 @@ class Run:
             self.status["cells_seconds"] = time.monotonic() - started
             # the cells' own CPU seconds (the self-test's measurement of the solutions' cells)
             self.status["cells_cpu_seconds"] = max(0.0, self.watchdog.clock(pid) - cpu_start)
+            self.spare.spend(self.status["cells_cpu_seconds"], self.cells_seconds)
             if alive:
                 self.status["integrity"] = self.integrity(client)
             self.save()
@@ -842,8 +868,7 @@ class Run:
         return cell
 
     def serve(self, client: "QuietClient", graded: list[str]) -> None:
-        spec, job = self.spec, self.job
-        source = SERVE_PRELUDE.format(harness=job["harness"])
+        source = SERVE_PRELUDE.format(harness=self.job["harness"])
         try:
             prelude = self.run_driver_cell(client, source, self.times["serve_prelude_seconds"])
         except Exception as exc:  # noqa: BLE001
@@ -860,8 +885,21 @@ class Run:
         # the tests of all names share the notebook's tests budget, in CPU and on the wall: a
         # name's serve cell gets its own seconds, or what is left of the notebook's if less
         pid = _kernel_pid(client)
-        tests_cpu_end = self.watchdog.clock(pid) + self.tests_seconds
-        tests_wall_end = time.monotonic() + self.wall(self.tests_seconds)
+        tests_start = self.watchdog.clock(pid)
+        try:
+            self.serve_names(client, graded, pid, tests_start)
+        finally:
+            self.spare.spend(self.watchdog.clock(pid) - tests_start, self.tests_seconds)
+
+    def serve_names(
+        self, client: "QuietClient", graded: list[str], pid: int, tests_start: float
+    ) -> None:
+        """Each graded name's serve cell in turn, within the notebook's tests budget."""
+        spec = self.spec
+        allowed = self.spare.said(self.tests_seconds)
+        tests_and_spare = self.tests_seconds + self.spare.left
+        tests_cpu_end = tests_start + tests_and_spare
+        tests_wall_end = time.monotonic() + self.wall(tests_and_spare)
         for position, name in enumerate(graded):
             cpu_left = tests_cpu_end - self.watchdog.clock(pid)
             wall_left = tests_wall_end - time.monotonic()
@@ -869,7 +907,7 @@ class Run:
                 self.status["tests_out_of_time"] = list(graded[position:])
                 self.note_all(
                     graded[position:],
-                    f"not tested: the notebook's hidden tests had {self.tests_seconds:g} s in "
+                    f"not tested: the notebook's hidden tests had {allowed} in "
                     "all, and the earlier names used them up.",
                 )
                 return
@@ -1093,10 +1131,11 @@ def run_all(job: dict) -> None:
     watchdog = Watchdog(
         CpuClock(job.get("cpu_clock")), times["grace_cpu_seconds"], times["grace_wall_seconds"]
     )
+    spare = Spare(times["spare_cpu_seconds"])  # one student's, shared by all its notebooks
     for index, spec in enumerate(job["notebooks"]):
         if index and job.get("own_pid_namespace"):
             kill_strays(({Zygote.pid} if Zygote.alive() else set()) | {OutputCap.pid})
-        run = Run(job, spec, watchdog)
+        run = Run(job, spec, watchdog, spare)
         try:
             run.execute()
         except Exception as exc:  # noqa: BLE001 - a notebook's failure must not stop the next one
