@@ -373,6 +373,26 @@ def test_a_budget_that_runs_out_draws_on_the_spare_seconds_once_per_student(tmp_
     assert alone.timed_out
 
 
+@pytest.mark.slow
+def test_code_that_sleeps_gets_its_own_budgets_wall_not_the_spare_seconds(tmp_path):
+    """The spare CPU seconds carry their wall time only for a budget that computes into them: a
+    cell that sleeps 12 s under a 2-second budget, a 5-second idle allowance and 20 spare CPU
+    seconds is stopped on the wall at about 2 + 5 s, not at 2 + 20 + 5, and the notebook is not
+    taken for starved (sleeping is not waiting for a CPU)."""
+    box = Sandbox(Limits(timeout=2, startup_seconds=60, idle_seconds=5, spare_cpu_seconds=20))
+    try:
+        folder = notebook(tmp_path / "nap", FILE, "import time\ntime.sleep(12)", "done = 1")
+        (tmp_path / "requests").mkdir()
+        job = NotebookJob(STEM, FILE, tmp_path / "requests", {})
+        log = tmp_path / "sandbox.log"
+        run = box.run(folder, [job], tmp_path / "work", log_path=log)[STEM]
+    finally:
+        box.close()
+    # stopped before its 12 s of sleep could end (the spare seconds' wall would have let it)
+    assert run.timed_out and [e["type"] for e in run.cell_errors] == ["Timeout"]
+    assert "again in a new sandbox" not in log.read_text(errors="replace")
+
+
 SLEEPER = """\
 import time
 def similarity(query, keys):

@@ -120,6 +120,7 @@ import tempfile  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 import traceback  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 # jsonschema imports rfc3987_syntax, which compiles a grammar for seconds at import time, and
@@ -309,6 +310,25 @@ def _parse_cpu(text: str, unit):
     return 0.0 if ticks is None else ticks * unit
 
 
+@dataclass(frozen=True)
+class Paced:
+    """A budget's wall backstop that grows with the CPU it spends: from `started` (monotonic) and
+    `cpu_start` (the clock then), the wall may reach wall_factor x the larger of the budget's own
+    CPU seconds and the CPU spent so far, plus `idle` seconds. The spare seconds' wall is thus
+    given only to a budget that computes into them: code that sleeps gets its own budget's wall
+    and its idle allowance, never the spare's."""
+
+    started: float
+    cpu_start: float
+    own: float
+    wall_factor: float
+    idle: float
+
+    def past(self, cpu_now: float) -> bool:
+        spent = max(self.own, cpu_now - self.cpu_start)
+        return time.monotonic() > self.started + self.wall_factor * spent + self.idle
+
+
 class Watchdog:
     """Ends a cell that has used up its CPU seconds: SIGINT to the kernel, as an interrupt does;
     SIGKILL when it does not stop (nbclient then sees a dead kernel): when the sandbox has used
@@ -329,6 +349,8 @@ class Watchdog:
         self.lock = threading.Lock()
         self.armed: tuple[int, float] | None = None  # (kernel pid, CPU reading at which it fires)
         self.fired_at: float | None = None
+        self.paced: Paced | None = None  # the wall backstop that grows with the CPU spent
+        self.fired_on_wall = False  # the last firing was the paced wall backstop's
         threading.Thread(target=self._watch, daemon=True).start()
 
     @property
@@ -339,9 +361,11 @@ class Watchdog:
     def grace_wall(self) -> float:
         return self.GRACE_WALL if self._grace[1] is None else float(self._grace[1])
 
-    def arm(self, pid: int, cpu_seconds: float) -> None:
+    def arm(self, pid: int, cpu_seconds: float, paced: "Paced | None" = None) -> None:
         with self.lock:
             self.fired_at = None
+            self.fired_on_wall = False
+            self.paced = paced
             self.armed = (pid, self.clock(pid) + cpu_seconds)
 
     @property
@@ -365,8 +389,10 @@ class Watchdog:
                 pid, limit = self.armed
                 used = self.clock(pid)
                 if self.fired_at is None:
-                    if used >= limit:
+                    over_wall = self.paced is not None and self.paced.past(used)
+                    if used >= limit or over_wall:
                         self.fired_at = time.monotonic()
+                        self.fired_on_wall = used < limit
                         _signal_kernel(pid, signal.SIGINT)
                 elif used >= limit + self.grace_cpu or (
                     time.monotonic() > self.fired_at + self.grace_wall
@@ -600,6 +626,11 @@ class Run:
         notebook that sleeps holds a worker little longer than one that computes."""
         return cpu_seconds * self.wall_factor + self.times["idle_seconds"]
 
+    def paced(self, cpu_start: float, own: float) -> Paced:
+        """A budget of `own` CPU seconds starting now: its wall grows into the spare seconds'
+        only as it spends them (Paced)."""
+        return Paced(time.monotonic(), cpu_start, own, self.wall_factor, self.times["idle_seconds"])
+
     def save(self) -> None:
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.status))
@@ -619,23 +650,30 @@ class Run:
         index: int,
         cpu_seconds: float,
         wall_seconds: float,
+        paced: Paced | None = None,
     ) -> None:
-        """execute_cell with its time charged to CPU seconds and `wall_seconds` as a backstop;
-        CellTimeoutError when either runs out."""
+        """execute_cell with its time charged to CPU seconds and `wall_seconds` as a backstop
+        (and `paced`'s, when given: the wall that grows with the CPU spent); CellTimeoutError
+        when either runs out."""
         client.timeout = max(1, int(wall_seconds + 0.999))
         pid = _kernel_pid(client)
-        self.watchdog.arm(pid, cpu_seconds)
+        self.watchdog.arm(pid, cpu_seconds, paced)
         try:
             client.execute_cell(cell, index)
         except DeadKernelError:
             if self.watchdog.disarm():  # killed by the watchdog: it would not stop
-                raise CellTimeoutError("out of CPU time; the kernel did not stop") from None
+                if self.watchdog.fired_on_wall:
+                    self.status["wall_backstop"] = True
+                raise CellTimeoutError("out of time; the kernel did not stop") from None
             raise
         except CellTimeoutError:
             self.watchdog.disarm()
             self.status["wall_backstop"] = True
             raise
         if self.watchdog.disarm():
+            if self.watchdog.fired_on_wall:  # the paced wall: a wall backstop like nbclient's
+                self.status["wall_backstop"] = True
+                raise CellTimeoutError("out of wall-clock time")
             raise CellTimeoutError("out of CPU time")
 
     def interrupt_and_probe(self, client: "QuietClient") -> bool:
@@ -706,6 +744,7 @@ class Run:
             cells_and_spare = self.cells_seconds + self.spare.left
             cpu_end = cpu_start + cells_and_spare
             deadline = time.monotonic() + self.wall(cells_and_spare)
+            paced = self.paced(cpu_start, self.cells_seconds)
             for index, cell in enumerate(nb.cells):
                 if cell.cell_type != "code" or not cell.source.strip():
                     continue
@@ -717,7 +756,7 @@ class Run:
                 if remaining <= 0 or cpu_left <= 0:
                     break
                 try:
-                    self.run_cell(client, cell, index, cpu_left, remaining)
+                    self.run_cell(client, cell, index, cpu_left, remaining, paced)
                 except CellTimeoutError:
                     self.status["timed_out"] = True
                     self.status["cell_errors"].append(
@@ -842,6 +881,7 @@ class Run:
         source: str,
         cpu_seconds: float,
         wall_seconds: float | None = None,
+        paced: Paced | None = None,
     ) -> nbformat.NotebookNode:
         """Run one of the driver's own cells (charged like any cell); the cell, with its outputs.
 
@@ -859,7 +899,7 @@ class Run:
         for attempt in range(2):
             cell = nbformat.v4.new_code_cell(source)
             cpu_left = cpu_end - self.watchdog.clock(pid)
-            self.run_cell(client, cell, -1, cpu_left, wall_end - time.monotonic())
+            self.run_cell(client, cell, -1, cpu_left, wall_end - time.monotonic(), paced)
             errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
             stray = errors and errors[0].get("ename") == "KeyboardInterrupt"
             if not stray or attempt:  # (the watchdog's own interrupt raises CellTimeoutError)
@@ -900,6 +940,7 @@ class Run:
         tests_and_spare = self.tests_seconds + self.spare.left
         tests_cpu_end = tests_start + tests_and_spare
         tests_wall_end = time.monotonic() + self.wall(tests_and_spare)
+        paced = self.paced(tests_start, self.tests_seconds)
         for position, name in enumerate(graded):
             cpu_left = tests_cpu_end - self.watchdog.clock(pid)
             wall_left = tests_wall_end - time.monotonic()
@@ -919,7 +960,7 @@ class Run:
                 wall_factor=self.times["request_wall_factor"],
             )
             try:
-                cell = self.run_driver_cell(client, source, seconds, wall)
+                cell = self.run_driver_cell(client, source, seconds, wall, paced)
             except CellTimeoutError:
                 self.status["notes"][name] = (
                     f"the tests of {name} took more than {seconds:g} s in total (look for an "
