@@ -429,6 +429,11 @@ def profile(notebooks, timeout, work_root):
                 seconds = sum(float(r.get("seconds", case.seconds)) for r in case.requests)
                 serve[case.function] = serve.get(case.function, 10.0) + seconds
             setup = time.process_time() - t
+            # the next student's cases: what each further student of a class costs (the first
+            # pays the probes' imports and the visible cases, once per grading run)
+            t = time.process_time()
+            build_cases(nb_info.stem, derive_seed(DEFAULT_SECRET, "next", nb_info.stem), probes)
+            setup_next = time.process_time() - t
             skip = demo_cells.skip_plan(folder / nb_info.filename, nb_info.stem)
             bare = NotebookJob(nb_info.stem, nb_info.filename, requests, {}, skip=skip)
             _, cells_cpu, cells_wall, _ = sandboxed(folder, [bare])
@@ -446,6 +451,7 @@ def profile(notebooks, timeout, work_root):
                     "notebook": nb_info.stem,
                     "cases": len(cases),
                     "setup_cpu_s": round(setup, 2),
+                    "setup_next_cpu_s": round(setup_next, 2),
                     "start_up_cpu_s": round(start_cpu, 2),
                     "cells_cpu_s": round(cells_cpu - start_cpu, 2),
                     "probes_cpu_s": round(full_cpu - cells_cpu, 2),
@@ -512,16 +518,20 @@ def print_profile(prof):
         f"per sandbox) {prof['imports_cpu_s']} CPU-s; graded as `grade` does "
         f"{prof['grade_student_cpu_s']} CPU-s, of which her reports {prof['reports_cpu_s']}"
     )
-    header = ("notebook", "setup", "start-up", "cells", "probes", "judge", "sandbox", "score")
-    print("{:24s} {:>6s} {:>9s} {:>6s} {:>7s} {:>6s} {:>8s} {:>10s}".format(*header))
+    header = ("notebook", "setup", "next", "start-up", "cells", "probes", "judge", "sandbox")
+    print(
+        "{:24s} {:>6s} {:>5s} {:>9s} {:>6s} {:>7s} {:>6s} {:>8s} {:>10s}".format(*header, "score")
+    )
     for row in prof["notebooks"]:
         print(
-            f"{row['notebook']:24s} {row['setup_cpu_s']:6.2f} {row['start_up_cpu_s']:9.2f} "
+            f"{row['notebook']:24s} {row['setup_cpu_s']:6.2f} {row['setup_next_cpu_s']:5.2f} "
+            f"{row['start_up_cpu_s']:9.2f} "
             f"{row['cells_cpu_s']:6.2f} {row['probes_cpu_s']:7.2f} {row['judge_cpu_s']:6.2f} "
             f"{row['sandbox_cpu_s']:8.2f} {row['score']:>5}/{row['max_score']:<4}"
         )
     print(
-        "CPU-seconds. setup: cases and requests (parent); start-up: a sandbox with one kernel; "
+        "CPU-seconds. setup: cases and requests (parent), the first student of a run; next: "
+        "the cases of a further student; start-up: a sandbox with one kernel; "
         "cells: the notebook's own cells; probes: the harness answering the hidden tests; "
         "judge: judging in the parent; sandbox: the notebook's whole sandboxed run on its own."
     )

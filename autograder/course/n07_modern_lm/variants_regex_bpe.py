@@ -5,6 +5,8 @@ The right mode (variant None) is written here again, independently of autograder
 chunks by GPT-2's pattern, pairs counted over every chunk in text order, merges inside chunks.
 """
 
+import functools
+
 import regex  # type: ignore[import-untyped]  # no stubs in the course's pins (types-regex)
 
 from autograder.course.n07_modern_lm.variants import _pairs, _replace, bpe_encode
@@ -40,13 +42,21 @@ def train(text, vocab_size, variant=None):
             frequency[piece] = frequency.get(piece, 0) + 1
         order = sorted(frequency, key=lambda c: -frequency[c])
         pieces = [c for c in order for _ in range(frequency[c])]
-    seqs = [list(p.encode("utf-8")) for p in pieces]
+    # each distinct chunk once, in the order of its first occurrence, with its number of
+    # occurrences: the same counts, and the same order of first occurrence of every pair
+    copies: dict[str, int] = {}
+    for piece in pieces:
+        copies[piece] = copies.get(piece, 0) + 1
+    # (and a chunk's pairs counted again only when a merge changed it)
+    seqs = [list(p.encode("utf-8")) for p in copies]
+    found = [_pairs(ids) for ids in seqs]
+    weights = list(copies.values())
     merges: list[tuple[int, int]] = []
     while 256 + len(merges) < vocab_size:
         counts: dict[tuple[int, int], int] = {}
-        for ids in seqs:
-            for pair, n in _pairs(ids).items():
-                counts[pair] = counts.get(pair, 0) + n
+        for pairs, weight in zip(found, weights, strict=True):
+            for pair, n in pairs.items():
+                counts[pair] = counts.get(pair, 0) + n * weight
         if not counts or max(counts.values()) < 2:
             break
         best = max(counts.values())
@@ -54,7 +64,10 @@ def train(text, vocab_size, variant=None):
         pair = {"tie-smallest": min(tied), "tie-largest": max(tied), "tie-last": tied[-1]}.get(
             variant, tied[0]
         )
-        seqs = [_replace(ids, pair, 256 + len(merges)) for ids in seqs]
+        for k, ids in enumerate(seqs):
+            if pair in found[k]:
+                seqs[k] = _replace(ids, pair, 256 + len(merges))
+                found[k] = _pairs(seqs[k])
         merges.append(pair)
     return [list(p) for p in merges]
 
@@ -93,9 +106,17 @@ def encode(merges, specials, s, variant=None):
                 ids.append(specials[piece])
             continue
         parts = [piece] if variant == "across" else chunks(piece, OTHER_PATTERNS.get(variant, GPT2))
+        learned = tuple(map(tuple, merges))
         for part in parts:
-            ids.extend(bpe_encode(merges, part, variant if variant in order else None))
+            ids.extend(_encode_chunk(learned, part, variant if variant in order else None))
     return ids
+
+
+@functools.lru_cache(maxsize=4096)
+def _encode_chunk(merges, part, order):
+    """bpe_encode of one chunk: the probe encodes the same few words again and again while it
+    draws its texts (a tuple: the callers copy it into their lists)."""
+    return tuple(bpe_encode(merges, part, order))
 
 
 ENCODE_VARIANTS = (

@@ -51,6 +51,7 @@ def torch_probe(function: str) -> Callable[[Builder], Builder]:
             finally:
                 torch.set_num_threads(threads)
 
+        built.draws_unseen = True  # probes.draw: no second check against the visible cases
         probe(function)(built)
         return build
 
@@ -67,9 +68,13 @@ _VISIBLE: dict[str, set[str]] = {}  # graded name -> the visible seed's request 
 
 
 def _visible_requests(function, build):
-    """The fingerprints of the visible seed's requests of one graded name (built once)."""
+    """The fingerprints of the visible seed's requests of one graded name: the cases
+    probes.visible_cases builds once per process from the same generator (`build` with the
+    visible generator: the wrapper returns its cases as they are)."""
+    from autograder.course.probes import visible_cases
+
     if function not in _VISIBLE:
-        _VISIBLE[function] = fingerprints(build(_visible_rng(function)))
+        _VISIBLE[function] = fingerprints(visible_cases(function))
     return _VISIBLE[function]
 
 
