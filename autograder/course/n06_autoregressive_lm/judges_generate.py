@@ -285,14 +285,12 @@ def generate_reproducible(responses, *, what, shape, vocab_size, greedy=None):
         differ = int((first != again).sum())
         raise Fail(
             f"{what}: two calls with generators seeded alike gave different tokens ({differ} "
-            f"of {first.size} differ). Draw every random choice from `generator` "
-            "(torch.multinomial(probs, 1, generator=generator)), not from torch's global "
-            "random state, so that seeded samples can be reproduced.",
+            f"of {first.size} differ). " + explain(["generator-not-used"]),
             ["generator-not-used"],
         )
     if np.array_equal(first, other):
         raise Fail(
-            f"{what}: generators seeded differently gave exactly the same {first.size} tokens: "
-            "the sampling does not use `generator` (is a seed set inside generate?).",
+            f"{what}: generators seeded differently gave exactly the same {first.size} tokens "
+            "(is a seed set inside generate?). " + explain(["generator-not-used"]),
             ["generator-not-used"],
         )
