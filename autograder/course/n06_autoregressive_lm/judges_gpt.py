@@ -388,6 +388,7 @@ def gpt_positions(responses, *, shape, swaps):
     if moved <= ORDER_TOL * spread:
         raise Fail(
             f"{what}: the logits at the last position stay the same whichever order the "
-            "earlier tokens come in, so the model cannot tell where a token is. Add a position "
-            "embedding for positions 0..T-1 to the token embeddings before the blocks."
+            "earlier tokens come in, so the model cannot tell where a token is. Add the "
+            "embeddings of the positions 0..T-1 (whatever tokens stand there) to the token "
+            "embeddings before the blocks."
         )
