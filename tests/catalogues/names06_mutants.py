@@ -314,6 +314,43 @@ class GPTUnchecked(_GPT):
         return self.tok_emb(idx) + self.pos_emb(torch.arange(idx.shape[-1]))
 
 
+class GPTScaledSum(_GPT):
+    """The embeddings' sum multiplied by sqrt(d_model), as the 2017 paper does."""
+
+    def embed(self, idx):
+        return super().embed(idx) * self.tok_emb.embedding_dim**0.5
+
+
+class GPTWithLayers(R.GPT):
+    """The notebook's GPT with its layers built another way (post-norm blocks, a head with a
+    bias, or d_ff defaulting to d_model)."""
+
+    post_norm = head_bias = narrow = False
+
+    def build_layers(self, vocab_size, block_size, d_model, n_heads, n_layers, d_ff, dropout):
+        super().build_layers(vocab_size, block_size, d_model, n_heads, n_layers, d_ff, dropout)
+        width = d_ff or (d_model if self.narrow else 4 * d_model)
+        self.blocks = nn.ModuleList(
+            R.TransformerBlock(
+                d_model, n_heads, width, norm_first=not self.post_norm, dropout=dropout
+            )
+            for _ in range(n_layers)
+        )
+        self.head = nn.Linear(d_model, vocab_size, bias=self.head_bias)
+
+
+class GPTPostNorm(GPTWithLayers):
+    post_norm = True
+
+
+class GPTHeadBias(GPTWithLayers):
+    head_bias = True
+
+
+class GPTNarrowFeedForward(GPTWithLayers):
+    narrow = True
+
+
 WRONG = [
     ("lr-floor-fraction", "lr_at", lr_floored_fraction, "warmup-integer-division"),
     ("lr-unclipped-numpy", "lr_at", lr_unclipped_numpy, "cosine-not-clamped"),
@@ -345,6 +382,11 @@ GPT_WRONG = [
     ("gpt-positions-by-token", GPTPositionsByToken, "gpt-positions-from-tokens"),
     ("gpt-no-positions", GPTNoPositions, "gpt-positions-unused"),
     ("gpt-unchecked", GPTUnchecked, "gpt-no-length-check"),
+    ("gpt-scaled-sum", GPTScaledSum, "gpt-embeddings-scaled"),
+    # ids given before, now said in the catalogue's words on the visible check as well
+    ("gpt-post-norm-blocks", GPTPostNorm, "norm-order-swapped"),
+    ("gpt-head-with-bias", GPTHeadBias, "gpt-head-bias"),
+    ("gpt-narrow-feed-forward", GPTNarrowFeedForward, "gpt-d-ff-default"),
 ]
 
 # right answers written another way, for the families above: the knobs at their right setting
