@@ -591,7 +591,7 @@ MORE = [
     ("loss-sum-time", "lm_loss", loss_sum_over_time, "loss-sum-reduction", None),
     # generate
     ("gen-crop-oldest", "generate", gen_crop_oldest, "generate-crop-oldest", None),
-    ("gen-first-position", "generate", gen_first_position, None, "logits[:, -1, :]"),
+    ("gen-first-position", "generate", gen_first_position, "generate-first-position", None),
     ("gen-global-rng", "generate", gen_global_rng, "generator-not-used", "generator"),
     # GPT
     ("gpt-post-norm", "GPT", gpt(norm_first=False), "norm-order-swapped", None),

@@ -388,7 +388,7 @@ def gpt_positions(responses, *, shape, swaps):
     if moved <= ORDER_TOL * spread:
         raise Fail(
             f"{what}: the logits at the last position stay the same whichever order the "
-            "earlier tokens come in, so the model cannot tell where a token is. Add the "
+            "earlier tokens come in, so the model cannot tell where a token is. Add the position "
             "embeddings of the positions 0..T-1 (whatever tokens stand there) to the token "
             "embeddings before the blocks."
         )
