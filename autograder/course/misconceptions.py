@@ -227,6 +227,84 @@ _TRAINING_ENTRIES = [
     ("init-before-modules", "the weight initialisation run before the layers exist",
      "self.apply(...) only reaches the modules that exist when it runs: make every layer first, "
      "then apply the initialisation."),
+    # issue 40, second round: the causes the checks of 06's graded names said only in words
+    ("tensor-not-float", "returning a tensor where a Python float is asked for",
+     "a one-element tensor is not a float: float(...) or .item() gives the number, which an "
+     "optimizer's settings, a progress bar or a list of losses can keep without the tensor's "
+     "graph."),
+    ("warmup-integer-division", "integer division (//) in the warm-up",
+     "// rounds down to a whole number, and a learning rate is a small fraction: the warm-up "
+     "climbs by max_lr / warmup_steps each step, a true division."),
+    ("cosine-not-clamped", "the cosine's progress not clipped, so the rate climbs back after the last step",
+     "past the last step the progress p goes beyond 1 and cos(pi p) turns back up: clip p to "
+     "[0, 1] so that the rate stays at min_lr."),
+    ("cosine-from-step-zero", "the cosine's progress counted from step 0 instead of from the end of the warm-up",
+     "the half-cosine starts where the warm-up stops: at step warmup_steps its progress is 0 and "
+     "the rate is max_lr, and the steps after it are counted from there."),
+    ("cosine-full-period", "a full period of the cosine (cos(2 pi p)) instead of half of one",
+     "the rate falls from max_lr to min_lr once: as p goes from 0 to 1, cos(pi p) goes from 1 to "
+     "-1, half a period; a whole period comes back up to max_lr."),
+    ("lr-linear-decay", "the rate decaying along a straight line instead of a half-cosine",
+     "after the warm-up the notebook's rate follows half a period of a cosine: it leaves max_lr "
+     "slowly, falls fastest halfway, and settles slowly onto min_lr."),
+    ("cosine-division-by-zero", "dividing by zero when no step is left for the cosine",
+     "when the warm-up lasts to the step before the last, total_steps - 1 - warmup_steps is 0: "
+     "the notebook's formula divides by max(1, ...) so that this case still works."),
+    ("decay-groups-swapped", "the two groups' weight decays swapped",
+     "the matrices and embeddings (dim >= 2) are the ones weight decay pulls towards 0; the "
+     "biases and gains (dim 1) get weight_decay 0.0."),
+    ("decay-skips-matrices", "the matrices left out of weight decay",
+     "a weight matrix has dim 2, an embedding table too: dim >= 2 takes in every one of them, "
+     "and only the biases and gains (dim 1) stay out."),
+    ("optimizer-betas-ignored", "the betas argument not handed on to AdamW",
+     "without betas=betas, torch.optim.AdamW uses its own defaults (0.9, 0.999), and a fixed "
+     "pair ignores what the caller asks for: pass on the betas configure_optimizer gets."),
+    ("optimizer-lr-ignored", "the lr argument not handed on to AdamW (its default 0.001 instead)",
+     "without lr=lr, every group gets torch.optim.AdamW's default learning rate, whatever the "
+     "caller asked for: pass on the lr configure_optimizer gets."),
+    ("weight-decay-times-lr", "the group's weight_decay multiplied by the learning rate",
+     "AdamW multiplies weight_decay by the learning rate itself at every step: each group takes "
+     "the weight_decay asked for, as it is."),
+    ("param-in-no-group", "parameters left out of both groups, so they never train",
+     "every parameter of the model must be in one group, or it never trains: go through "
+     "model.parameters() and sort each one by its dim, whatever module holds it."),
+    ("zero-grad-before-step", "the gradients cleared between backward and the step",
+     "zero_grad empties .grad: between loss.backward() and optimizer.step() it throws away "
+     "the gradients the step needs. Clear them before the forward pass."),
+    ("clip-argument-ignored", "clipping to a fixed norm of 1.0 whatever clip is passed",
+     "the clip argument is the largest global norm allowed: clip to that number, and not at "
+     "all when it is None."),
+    ("clip-none-not-skipped", "clip=None handed on to the clipping function",
+     "clip=None means no clipping: the clipping function needs a number, so skip the call when "
+     "clip is None."),
+    ("cross-entropy-unflattened", "F.cross_entropy given the (B, T, V) logits as they are",
+     "F.cross_entropy reads the classes from axis 1: flatten the logits to (B*T, V) and the "
+     "targets to (B*T,) first (lm_loss does)."),
+    ("generate-argmax", "taking the most likely token instead of sampling one",
+     "generate samples: torch.multinomial draws a token with the probabilities softmax gives, "
+     "so a seed changes the text; argmax gives the same token every time."),
+    ("generate-first-position", "predicting from the first position's logits instead of the last",
+     "the logits at position t predict the token after position t: the next token comes from "
+     "the last position of the context, logits[:, -1, :]."),
+    ("generate-softmax-wrong-axis", "a softmax over the batch instead of over the vocabulary",
+     "the logits are (B, V): each row is one sequence's scores for every token of the "
+     "vocabulary, so its probabilities come from a softmax over the last axis."),
+    ("gpt-fixed-length", "the positions or the mask built for block_size tokens instead of the T given",
+     "forward gets any T up to block_size tokens: the positions are 0..T-1 and the causal mask "
+     "is (T, T), both made from idx's own length."),
+    ("gpt-final-norm-unused", "no final layer norm before the head",
+     "the notebook's GPT normalises the last block's output with ln_f, then applies the head."),
+    ("gpt-positions-unused", "no position embeddings added",
+     "the model cannot tell where a token is unless pos_emb(positions) is added to the token "
+     "embeddings before the blocks."),
+    ("gpt-positions-from-tokens", "the position embeddings looked up with the token ids",
+     "pos_emb gives one row per position 0..T-1: look it up with torch.arange(T), not with idx, "
+     "or a token gets the same vector wherever it stands."),
+    ("gpt-embeddings-scaled", "the embeddings multiplied by sqrt(d_model)",
+     "the 2017 paper scales its embeddings; the notebook's GPT adds them as they are."),
+    ("gpt-no-length-check", "no ValueError for a sequence longer than block_size",
+     "the position table has block_size rows: check T against block_size at the start of "
+     "forward and raise ValueError with a clear message."),
 ]  # fmt: skip
 
 CATALOGUE.update({i: Misconception(i, mistake, hint) for i, mistake, hint in _TRAINING_ENTRIES})

@@ -42,7 +42,10 @@ LEGACY_PREFIXES: dict[str, tuple[str, ...]] = {
         "autograder.course.n06_autoregressive_lm.judges_values",
         "autograder.course.n06_autoregressive_lm.judges_generate",
     ),
-    "training_judges": ("autograder.course.n06_autoregressive_lm.judges_training",),
+    "training_judges": (
+        "autograder.course.n06_autoregressive_lm.judges_training",
+        "autograder.course.n06_autoregressive_lm.judges_train_step",
+    ),
     "modern_lm": (
         "autograder.course.n07_modern_lm.judges",
         "autograder.course.n07_modern_lm.judges_regex_bpe",

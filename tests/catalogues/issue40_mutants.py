@@ -518,7 +518,7 @@ def gen06_restores_mode():
 WRONG = [
     ("lr-warm-zero-to-max", "lr_at", lr_warm_zero_to_max, "warmup-off-by-one", None),
     ("lr-cosine-to-zero", "lr_at", lr_cosine_to_zero, "cosine-not-reaching-min", None),
-    ("opt-by-nn-layernorm", "configure_optimizer", opt_by_nn_layernorm, None, "nn.LayerNorm"),
+    ("opt-by-nn-layernorm", "configure_optimizer", opt_by_nn_layernorm, "param-in-no-group", "nn.LayerNorm"),
     ("gen-top-p-first", "generate", gen06(top_p_first=True), "top-p-before-top-k", None),
     ("gen-unstable-sort", "generate", gen06(stable=False), "top-p-ties-unstable", None),
     ("gen-top-k-minus-one", "generate", gen06(top_k_minus=1), "top-k-off-by-one", None),
@@ -526,7 +526,7 @@ WRONG = [
     ("gen-top-p-ignored-06", "generate", gen06(top_p_used=False), "top-p-ignored", None),
     ("gen-leaves-eval", "generate", gen06(leave_eval=True), "generate-leaves-eval-mode", None),
     ("gen-global-rng", "generate", gen06(pass_generator=False), "generator-not-used", None),
-    ("gen-softmax-over-batch", "generate", gen06(softmax_dim=0), None, "spread evenly"),
+    ("gen-softmax-over-batch", "generate", gen06(softmax_dim=0), "generate-softmax-wrong-axis", "spread evenly"),
     ("rms-global-mean", "rms_norm", rms_global_mean, "rmsnorm-global-mean", None),
     ("rms-std", "rms_norm", rms_std, "rmsnorm-std", None),
     ("rms-std-torch", "rms_norm", rms_std_torch, "rmsnorm-std", None),

@@ -591,7 +591,7 @@ MORE = [
     ("loss-sum-time", "lm_loss", loss_sum_over_time, "loss-sum-reduction", None),
     # generate
     ("gen-crop-oldest", "generate", gen_crop_oldest, "generate-crop-oldest", None),
-    ("gen-first-position", "generate", gen_first_position, None, "logits[:, -1, :]"),
+    ("gen-first-position", "generate", gen_first_position, "generate-first-position", None),
     ("gen-global-rng", "generate", gen_global_rng, "generator-not-used", "generator"),
     # GPT
     ("gpt-post-norm", "GPT", gpt(norm_first=False), "norm-order-swapped", None),
@@ -614,9 +614,15 @@ MORE = [
         None,
         "raised inside your TransformerBlock (notebook 05)",
     ),
-    ("gpt-ln-f-unused", "GPT", gpt(use_ln_f=False), None, "without its final layer norm"),
-    ("gpt-no-ln-f", "GPT", gpt(final_norm=False, use_ln_f=False), None, "no final layer norm"),
-    ("gpt-scaled", "GPT", gpt(scale=True), None, "sqrt(d_model)"),
+    ("gpt-ln-f-unused", "GPT", gpt(use_ln_f=False), "gpt-final-norm-unused", "final layer norm"),
+    (
+        "gpt-no-ln-f",
+        "GPT",
+        gpt(final_norm=False, use_ln_f=False),
+        "gpt-final-norm-unused",
+        "no final layer norm",
+    ),
+    ("gpt-scaled", "GPT", gpt(scale=True), "gpt-embeddings-scaled", "sqrt(d_model)"),
 ]
 
 RIGHT = [("GPT", cls) for cls in GPT_RIGHT.values()] + [

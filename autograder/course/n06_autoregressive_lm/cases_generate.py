@@ -62,6 +62,7 @@ def generate_cases(rng):
         want=np.array(chain),
         most_likely=np.argmax(table, axis=1),
         oldest=np.array(oldest),
+        first=np.array(_greedy(table, greedy_idx.numpy(), 8, 3, first=True)),
     )
 
     cases.append(
@@ -91,6 +92,7 @@ def generate_cases(rng):
         want=np.array(_greedy(table, long_idx.numpy(), 5, 4)),
         most_likely=np.argmax(table, axis=1),
         oldest=np.array(_greedy(table, long_idx.numpy(), 5, 4, oldest=True)),
+        first=np.array(_greedy(table, long_idx.numpy(), 5, 4, first=True)),
     )
 
     cases.append(
@@ -145,14 +147,15 @@ def generate_cases(rng):
     return cases + top_p_cases(rng, V, seed + 5)
 
 
-def _greedy(table, prompt, steps, block_size, oldest=False):
+def _greedy(table, prompt, steps, block_size, oldest=False, first=False):
     """The greedy continuation of each row under the bigram toy model; with `oldest`, as a
-    generate that crops the context to its FIRST block_size tokens computes it."""
+    generate that crops the context to its FIRST block_size tokens computes it; with `first`,
+    as one that predicts from the first position of the (right) context."""
     rows = [list(map(int, row)) for row in prompt]
     for row in rows:
         for _ in range(steps):
             context = row[:block_size] if oldest else row[-block_size:]
-            row.append(int(np.argmax(table[context[-1]])))
+            row.append(int(np.argmax(table[context[0] if first else context[-1]])))
     return rows
 
 

@@ -7,7 +7,7 @@ a small model with every kind of parameter they tell apart (embeddings, matrices
 norm's gain, optionally a head tied to the token table), so that neither depends on the
 student's GPT. train_step gets a plain SGD optimizer from the harness: the change of each
 parameter is then lr times the gradient the update used, which shows whether the gradients
-were zeroed and clipped before the step. The judges are in judges_training.py.
+were zeroed and clipped before the step. The judges are in judges_training.py and judges_train_step.py.
 """
 
 import numpy as np
@@ -230,6 +230,7 @@ def _expected_step(state, x, y, clip, stale):
         "used": {n: np_(g) for n, g in right.items()},
         "left": {n: np_(g) for n, g in right.items()},
         "norm": trv.global_norm(fresh),
+        "batch_shape": list(x.shape),
         "variants": [
             [
                 key,

@@ -9,7 +9,7 @@ on (tok.chars, a ValueError for an unknown character, sliced logits, the generat
 the right places) by calling the student's code as those cells do. No judge runs a model answer,
 and every number a verdict depends on is computed here from returned values (logits, tokens),
 never taken from a number the student's process reports (a loss, a count). The training
-pieces (lr_at, configure_optimizer, train_step) are judged in judges_training.py.
+pieces (lr_at, configure_optimizer, train_step) are judged in judges_training.py and judges_train_step.py.
 
 This file judges the data pieces (make_examples, CharTokenizer, get_batch); judges_gpt.py the
 GPT's contract, causality, training, dropout and positions; judges_values.py the values against

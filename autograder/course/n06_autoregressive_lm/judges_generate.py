@@ -51,12 +51,23 @@ def generated_tokens(responses, *, what, shape, vocab_size, prompt, check_unchan
 
 
 @judge
-def generate_greedy(responses, *, what, shape, vocab_size, prompt, want, most_likely, oldest=None):
+def generate_greedy(
+    responses, *, what, shape, vocab_size, prompt, want, most_likely, oldest=None, first=None
+):
     """top_k=1: `want` is the greedy chain under the toy model, most_likely[t] its argmax
-    after token t; `oldest` the chain of a context cut to its first block_size tokens."""
+    after token t; `oldest` the chain of a context cut to its first block_size tokens; `first`
+    the chain of a generate that predicts from the context's first position."""
     got = _generated(responses[0], what, tuple(shape), vocab_size, prompt)
     want = np.asarray(want)
-    if oldest is not None and np.array_equal(got, oldest) and not np.array_equal(got, want):
+    is_oldest = oldest is not None and np.array_equal(got, oldest)
+    is_first = first is not None and np.array_equal(got, first)
+    if is_first and not is_oldest and not np.array_equal(got, want):
+        raise Fail(
+            f"{what}: each new token is the model's most likely token after the FIRST token "
+            "of the context, not after the last. " + explain(["generate-first-position"]),
+            ["generate-first-position"],
+        )
+    if is_oldest and not is_first and not np.array_equal(got, want):
         raise Fail(
             f"{what}: after the first few tokens every row repeats one token, the model's "
             "prediction after the token at position block_size - 1: the context keeps the "
@@ -141,9 +152,10 @@ def generate_distribution(
             )
         raise Fail(f"{what}: {seen}. " + explain([id_]), [id_])
     if freq.max() == 1.0 and p.max() < 1.0:
-        raise Fail(
-            f"{what}: all {B} samples are token {int(np.argmax(freq))}: generate should sample from the distribution (torch.multinomial), not take the argmax."
-        )
+        said = f"{what}: all {B} samples are token {int(np.argmax(freq))}"
+        if int(np.argmax(freq)) == top and not _one_token_mistake(named):
+            raise Fail(f"{said}. " + explain(["generate-argmax"]), ["generate-argmax"])
+        raise Fail(f"{said}, where the distribution keeps several tokens.")
     if top_p is not None:
         outside = int(counts[p == 0].sum())
         if p_plain is not None and fits(p_plain, loosely=False) and top_p < 1.0:
@@ -156,8 +168,9 @@ def generate_distribution(
     if sample_fit(counts, even)[1] and not sample_fit(counts, p_mul)[1]:
         raise Fail(
             f"{what}: {seen}. The samples spread evenly over all {V} tokens, as if every "
-            "token were equally likely: the probabilities of one row come from a softmax over "
-            "its logits, the last axis (the vocabulary)."
+            f"token were equally likely, as a softmax over the batch's {B} identical rows "
+            "makes them. " + explain(["generate-softmax-wrong-axis"]),
+            ["generate-softmax-wrong-axis"],
         )
     if temperature != 1.0:
         if fits(p_mul):
@@ -179,6 +192,12 @@ def generate_distribution(
     )
 
 
+def _one_token_mistake(named):
+    """True if a known mistake of the case samples one token only (then a single token is no
+    sign of an argmax)."""
+    return any(np.asarray(q).max() > 0.999 for _, q in named)
+
+
 @judge
 def generate_distribution_parts(responses, *, what, samples, vocab_size, parts):
     """One token sampled `samples` times in each call (one per part), each part with its own
@@ -198,10 +217,12 @@ def generate_distribution_parts(responses, *, what, samples, vocab_size, parts):
             failing.append((part, counts))
     if not failing:
         return
-    if all(counts.max() == counts.sum() for _, counts in failing):  # one token each time
+    one_each = all(counts.max() == counts.sum() for _, counts in failing)
+    if one_each and not any(_one_token_mistake(part["named"]) for part in parts):
         raise Fail(
-            f"{what}: every call gave one token only, where the distribution keeps several: "
-            "generate should sample from it (torch.multinomial), not take the argmax."
+            f"{what}: every call gave one token only, where the distribution keeps several. "
+            + explain(["generate-argmax"]),
+            ["generate-argmax"],
         )
     part, counts = failing[0]
     p, n = np.asarray(part["p"]), counts.sum()
@@ -256,22 +277,20 @@ def generate_reproducible(responses, *, what, shape, vocab_size, greedy=None):
     first, again, other = (_tokens(r, what, tuple(shape), vocab_size) for r in responses)
     if greedy is not None and all(np.array_equal(t, greedy) for t in (first, again, other)):
         raise Fail(
-            f"{what}: every call gave the most likely token at each step, whatever the seed: "
-            "generate should sample from the distribution (torch.multinomial), not take the "
-            "argmax."
+            f"{what}: every call gave the most likely token at each step, whatever the seed. "
+            + explain(["generate-argmax"]),
+            ["generate-argmax"],
         )
     if not np.array_equal(first, again):
         differ = int((first != again).sum())
         raise Fail(
             f"{what}: two calls with generators seeded alike gave different tokens ({differ} "
-            f"of {first.size} differ). Draw every random choice from `generator` "
-            "(torch.multinomial(probs, 1, generator=generator)), not from torch's global "
-            "random state, so that seeded samples can be reproduced.",
+            f"of {first.size} differ). " + explain(["generator-not-used"]),
             ["generator-not-used"],
         )
     if np.array_equal(first, other):
         raise Fail(
-            f"{what}: generators seeded differently gave exactly the same {first.size} tokens: "
-            "the sampling does not use `generator` (is a seed set inside generate?).",
+            f"{what}: generators seeded differently gave exactly the same {first.size} tokens "
+            "(is a seed set inside generate?). " + explain(["generator-not-used"]),
             ["generator-not-used"],
         )

@@ -24,8 +24,8 @@ def gpt_shapes(responses, *, calls):
         if i > 0 and r.error and not responses[0].error:
             raise Fail(
                 compare.error_message(r, what).rstrip(".") + ". It works for T = block_size, "
-                "so something is sized for block_size: build the mask for the T tokens given, "
-                "(T, T), and the positions 0..T-1."
+                "so something is sized for block_size. " + explain(["gpt-fixed-length"]),
+                ["gpt-fixed-length"],
             )
         gpt_logits(r, what, tuple(shape))
 
@@ -154,14 +154,22 @@ def gpt_too_long(responses, *, block_size, vocab_size=None):
     if r.error:
         if r.error["type"] == "ValueError":
             return
-        raise Fail(
-            f"a sequence of {T + 1} tokens (block_size {T}) raised {r.error['type']}; the notebook asks "
-            "for a ValueError with a clear message, checked at the start of forward.",
-            fraction=0.5,
+        said = (
+            f"a sequence of {T + 1} tokens (block_size {T}) raised {r.error['type']}; the "
+            "notebook asks for a ValueError with a clear message, checked at the start of "
+            "forward"
         )
+        if r.error["type"] == "IndexError":  # the position table's lookup, past its last row
+            raise Fail(
+                said + ". " + explain(["gpt-no-length-check"]),
+                ["gpt-no-length-check"],
+                fraction=0.5,
+            )
+        raise Fail(said + ".", fraction=0.5)
     raise Fail(
         f"a sequence of {T + 1} tokens went through a GPT with block_size {T} without an "
-        "error: raise ValueError when T > block_size."
+        "error. " + explain(["gpt-no-length-check"]),
+        ["gpt-no-length-check"],
     )
 
 
@@ -380,6 +388,7 @@ def gpt_positions(responses, *, shape, swaps):
     if moved <= ORDER_TOL * spread:
         raise Fail(
             f"{what}: the logits at the last position stay the same whichever order the "
-            "earlier tokens come in, so the model cannot tell where a token is. Add a position "
-            "embedding for positions 0..T-1 to the token embeddings before the blocks."
+            "earlier tokens come in, so the model cannot tell where a token is. Add the position "
+            "embeddings of the positions 0..T-1 (whatever tokens stand there) to the token "
+            "embeddings before the blocks."
         )

@@ -7,7 +7,12 @@ pieces contribute to a wrong answer. Plain data only.
 import numpy as np
 
 from autograder.course.misconceptions import CATALOGUE
-from autograder.course.torch_shared.checks import close_or_diagnose, hint_for, one_diagnosis
+from autograder.course.torch_shared.checks import (
+    close_or_diagnose,
+    explain,
+    hint_for,
+    one_diagnosis,
+)
 from autograder.course.torch_shared.checks_modules import (
     differentiable_and_unchanged,
     gpt_error,
@@ -106,14 +111,16 @@ def _blame_notebook_05(r, blocks, final_norm):
             if i < len(flags) and flags[i] is False:
                 return (
                     "Your GPT builds its blocks as post-norm (norm_first=False); the notebook's "
-                    "GPT stacks pre-norm blocks: TransformerBlock(..., norm_first=True).",
+                    "GPT stacks pre-norm blocks: TransformerBlock(..., norm_first=True). "
+                    + explain(["norm-order-swapped"]),
                     ["norm-order-swapped"],
                 )
             return (
                 "Block "
                 f"{i} computes post-norm although it was built with norm_first=True: your "
                 "TransformerBlock from notebook 05 mixes up the two orders. Fix it there "
-                "(its checks in notebook 05 say more), then run this notebook again.",
+                "(its checks in notebook 05 say more), then run this notebook again. "
+                + explain(["norm-order-swapped"]),
                 ["norm-order-swapped"],
             )
         label = one_diagnosis(got, want["variants"], **FLOAT32)
@@ -168,7 +175,7 @@ def _architecture_message(facts, sizes):
             return (
                 f"the feed-forward layers of your GPT's blocks have shapes ({d}, {d}): with "
                 f"d_ff=None, d_ff should default to 4 * d_model = {d_ff}, so fc1 is "
-                f"({d_ff}, {d}) and fc2 ({d}, {d_ff}).",
+                f"({d_ff}, {d}) and fc2 ({d}, {d_ff}). " + explain(["gpt-d-ff-default"]),
                 ["gpt-d-ff-default"],
             )
         extra = sorted(set(mine) - set(theirs))
@@ -184,21 +191,21 @@ def _architecture_message(facts, sizes):
     if bias:
         return (
             f"your GPT has a parameter {str(bias[0])[:60]} of shape ({V},) that the notebook's "
-            "GPT does not have: its output layer has no bias, head = nn.Linear(d_model, "
-            "vocab_size, bias=False).",
+            "GPT does not have. " + explain(["gpt-head-bias"]),
             ["gpt-head-bias"],
         )
     if "ln_f" in missing and not extra:
         return (
             "your GPT has no final layer norm: the notebook's GPT applies ln_f = "
-            "LayerNorm(d_model) after the last block, before the head.",
-            [],
+            "LayerNorm(d_model) after the last block, before the head. "
+            + explain(["gpt-final-norm-unused"]),
+            ["gpt-final-norm-unused"],
         )
     if "pos" in missing:
         return (
             "your GPT has no position embedding, a table of block_size rows of width d_model "
-            "(pos_emb = nn.Embedding(block_size, d_model)).",
-            [],
+            "(pos_emb = nn.Embedding(block_size, d_model)). " + explain(["gpt-positions-unused"]),
+            ["gpt-positions-unused"],
         )
     if "head" in missing or "tok" in missing:
         return (

@@ -65,11 +65,14 @@ def gpt_forward(roles, idx, n_heads, variant=None):
 
     Variants: post-norm (blocks built with norm_first=False), no-final-norm (ln_f built but not
     applied), no-positions (the position table not added), no-mask (blocks without the causal
-    mask), embeddings-scaled (the sum multiplied by sqrt(d_model), as the 2017 paper does).
+    mask), embeddings-scaled (the sum multiplied by sqrt(d_model), as the 2017 paper does),
+    positions-by-token(-mod) (the position table looked up with the token ids).
     """
     T = idx.shape[-1]
     tok, pos = roles["tok"].to(torch.float64), roles["pos"].to(torch.float64)
-    x = tok[idx] + (0.0 if variant == "no-positions" else pos[:T])
+    rows = len(pos)  # block_size: ids at or past it cannot index the table as they are
+    by_token = {"positions-by-token": idx.clamp(max=rows - 1), "positions-by-token-mod": idx % rows}
+    x = tok[idx] + (0.0 if variant == "no-positions" else pos[by_token.get(variant, slice(T))])
     if variant == "embeddings-scaled":
         x = x * math.sqrt(tok.shape[-1])
     mask = None if variant == "no-mask" else torch.ones(T, T, dtype=torch.bool).tril()
@@ -88,6 +91,9 @@ GPT_VARIANTS = {
     "no-final-norm": "gpt-final-norm-unused",
     "no-positions": "gpt-positions-unused",
     "embeddings-scaled": "gpt-embeddings-scaled",
+    # pos_emb looked up with the token ids (cut or wrapped to the table's rows so that it runs)
+    "positions-by-token": "gpt-positions-from-tokens",
+    "positions-by-token-mod": "gpt-positions-from-tokens",
 }
 
 

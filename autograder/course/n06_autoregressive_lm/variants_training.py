@@ -23,6 +23,10 @@ def schedule(step, max_lr, warmup_steps, total_steps, min_lr=0.0, variant=None):
         return max_lr * step / max(1, w - 1)
     if variant == "warmup-one-longer" and step <= w and w > 0:
         return max_lr * (step + 1) / w
+    if variant == "warmup-floor" and step < w:  # max_lr * (step + 1) // warmup_steps
+        return max_lr * (step + 1) // w
+    if variant == "warmup-floor-fraction" and step < w:  # (step + 1) // warmup_steps * max_lr
+        return (step + 1) // w * max_lr
     if step < w:
         return max_lr * (step + 1) / w
     span = {"cosine-one-short": max(1, T - w), "cosine-from-zero": max(1, T - 1)}.get(
@@ -34,8 +38,8 @@ def schedule(step, max_lr, warmup_steps, total_steps, min_lr=0.0, variant=None):
     if variant == "linear-decay":
         return min_lr + (max_lr - min_lr) * (1 - p)
     low = 0.0 if variant == "min-lr-ignored" else min_lr
-    high = max_lr
-    return low + 0.5 * (high - low) * (1 + math.cos(math.pi * p))
+    turns = 2.0 if variant == "full-period" else 1.0
+    return low + 0.5 * (max_lr - low) * (1 + math.cos(turns * math.pi * p))
 
 
 LR_VARIANTS = [
@@ -62,20 +66,35 @@ LR_VARIANTS = [
         "the half-cosine ends at 0 instead of min_lr: min_lr + 0.5 * (max_lr - min_lr) * (1 + cos)",
     ),
     (
+        "warmup-floor",
+        "warmup-integer-division",
+        "the warm-up's rates are rounded down to whole numbers (//)",
+    ),
+    (
+        "warmup-floor-fraction",
+        "warmup-integer-division",
+        "the warm-up's fraction (step + 1) / warmup_steps is rounded down to a whole number (//)",
+    ),
+    (
         "not-clamped",
-        None,
-        "after total_steps the rate climbs back up: clip the progress p to [0, 1], so that "
-        "the rate stays at min_lr",
+        "cosine-not-clamped",
+        "after total_steps the rate climbs back up",
     ),
     (
         "linear-decay",
-        None,
-        "the rate decays along a straight line; the notebook's decays along a half-cosine",
+        "lr-linear-decay",
+        "the rate decays along a straight line",
     ),
     (
         "cosine-from-zero",
-        None,
-        "the cosine's progress counts from step 0 instead of from the end of the warm-up",
+        "cosine-from-step-zero",
+        "the cosine's progress counts from step 0",
+    ),
+    (
+        "full-period",
+        "cosine-full-period",
+        "the rate falls to min_lr halfway through the cosine's steps and climbs back to max_lr "
+        "at the last step",
     ),
 ]
 
@@ -200,7 +219,23 @@ def step_variants(fresh, stale, clip):
         for n, g in fresh.items()
     }
     by_value = {n: g.clamp(-clip, clip) if clip is not None else g for n, g in fresh.items()}
-    return [
+    # a clip written as the constant 1.0 (the default) shows only where clipping to 1.0 changes
+    # the gradient, and clipping to `clip` gives another one
+    fixed = []
+    norm = global_norm(fresh)
+    if clip is not None and norm > 1.05 and abs(clip - 1.0) > 0.05:
+        one = clipped(fresh, 1.0)
+        fixed = [
+            (
+                "clip-fixed",
+                "clip-argument-ignored",
+                "the update used the gradient clipped to a global norm of 1.0, whatever clip "
+                "was passed",
+                one,
+                one,
+            )
+        ]
+    return fixed + [
         (
             "no-zero-grad",
             "no-zero-grad",

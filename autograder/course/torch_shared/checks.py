@@ -145,18 +145,6 @@ NON_CATALOGUE_HINTS = {
         "This is the activation applied after fc2: it goes between the two layers, "
         "fc2(act(fc1(x)))."
     ),
-    "gpt-final-norm-unused": (
-        "This is what the notebook's GPT gives without its final layer norm: apply ln_f to the "
-        "last block's output, then the head."
-    ),
-    "gpt-positions-unused": (
-        "This is what the notebook's GPT gives without the position embeddings: add "
-        "pos_emb(positions) to the token embeddings before the blocks."
-    ),
-    "gpt-embeddings-scaled": (
-        "This is what the notebook's GPT gives with the embeddings multiplied by "
-        "sqrt(d_model): the notebook's GPT adds them as they are."
-    ),
     "shifted-again": (
         "This is the loss with the targets shifted once more inside lm_loss: get_batch already "
         "paired position t with the token at t + 1, so compare logits[:, t] with targets[:, t]."
