@@ -7,7 +7,8 @@ judge's name and data, tensors and arrays by dtype, shape and bytes) is reduced 
 a walker of this file's own (not the grader's request fingerprints, which may change with it).
 The committed digests were computed by this file from main at 191f785, before the case building
 was made cheaper (issue 37); they change only when a notebook's cases are meant to change, and
-then the commit that changes them says why.
+then the commit that changes them says why (and this list): 06 when its mistakes were named by
+cause (issue 40: new known-wrong outputs in GPT's by-values case, clip and schedule probes).
 """
 
 import hashlib
@@ -31,7 +32,7 @@ DIGESTS = {
     "03_matrix_attention": "387b4ea3772bdc704305951a57eee2728df8d5c769c1a60fac09618ae5ab9e29",
     "04_multihead_attention": "40c2fca685ac086b8712b27b56ce1789eb256d0650a139a505d9754e8c3e534d",
     "05_transformer_block": "56ed6401e291a3e160297013cbc3fc170c6a272e5d3672d60d0abede904769e3",
-    "06_autoregressive_lm": "76134954c25ffc2753882e0cffaa24dc0d4b8918b0de3bd7fdc74bf8f9e1d442",
+    "06_autoregressive_lm": "070bdae4b3294a6e2adc7899158d8976387ae7ba6e9e085247d156d52805a2b6",
     "07_modern_lm": "da92f0c8c0da6399ab0ccaa8743d615608046ccdc39b775dd36f3d3ad4eac2ea",
     "08_real_models": "7e9f6c44f619e68c1465807be40d4d9405bd7b0da792df20bdcf9aed9c24f15c",
 }
