@@ -235,6 +235,26 @@ def run_ours(class_dir, out, timeout, workers=None, sandbox=None):
     return seconds, cpu, scores, done.stderr
 
 
+def whole_names_score(payload, notebooks):
+    """A student's points counted as nbgrader's test cells count them: all of a graded name's
+    points when every one of its tests passed, none otherwise (our results.json gives each test
+    its share, so a name can score part of its points)."""
+    stems = {nb.stem for nb in notebooks}
+    names: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for test in payload.get("tests", []):
+        if test.get("notebook", "") not in stems:
+            continue
+        name = test.get("function") or str(test.get("name", "")).split(":", 1)[0]
+        names.setdefault((test["notebook"], name), []).append(
+            (float(test["score"]), float(test["max_score"]))
+        )
+    return sum(
+        sum(top for _, top in cases)
+        for cases in names.values()
+        if all(abs(got - top) < 1e-9 for got, top in cases)
+    )
+
+
 # -- nbgrader -----------------------------------------------------------------------------------
 NBGRADER_CONFIG = """\
 c = get_config()
@@ -595,8 +615,9 @@ def main(argv=None):
 
         n = args.students
         print()
-        print(f"{'student':8s} {'kinds':24s} {'ours':>14s} {'nbgrader':>14s}")
+        print(f"{'student':8s} {'kinds':24s} {'ours':>14s} {'nbgrader':>14s} {'ours whole':>12s}")
         agree = True
+        verdicts_agree = True
         for student in sorted(kinds):
             k = "".join("C" if v == "correct" else "-" for v in kinds[student].values())
             graded = ours_results.get(student, {}).get("notebooks", {})
@@ -612,9 +633,16 @@ def main(argv=None):
             shown = [
                 f"{a}/{b}" for a, b in ((mine.get("score"), mine.get("max_score")), (score, top))
             ]
-            print(f"{student:8s} {k:24s} {shown[0]:>14s} {shown[1]:>14s}")
-        print("(C = correct notebook, - = released stub; each grader's own points)")
+            whole = whole_names_score(ours_results.get(student, {}), notebooks)
+            verdicts_agree &= score is not None and abs(whole - score) < 1e-6
+            print(f"{student:8s} {k:24s} {shown[0]:>14s} {shown[1]:>14s} {whole:>12g}")
+        print(
+            "(C = correct notebook, - = released stub; each grader's own points; 'ours whole': our\n"
+            " points counted as nbgrader counts them, a graded name's points only when all of its\n"
+            " tests passed, since each of nbgrader's test cells scores all or nothing)"
+        )
         print(f"same fraction of the points for every student: {agree}")
+        print(f"same verdict for every graded name of every student: {verdicts_agree}")
         print()
         cpu_note = f"CPU measured by {ours_cpu.method}"
         print(
@@ -650,6 +678,7 @@ def main(argv=None):
             "ours_scores": {k: v.get("score") for k, v in sorted(ours_results.items())},
             "nbgrader_scores": {k: v[0] for k, v in sorted(nbg_scores.items())},
             "same_fractions": bool(agree),
+            "same_verdicts_per_name": bool(verdicts_agree),
             "workers": args.workers,
             **machine,
         }

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -48,7 +49,36 @@ def test_quick_benchmark_grades_with_both_and_ends_with_its_json_line():
     assert result["cpu_method"] in {"cgroup v1 cpuacct", "cgroup v2", "rusage"}
     assert result["workers"] == 1  # per CPU, like nbgrader's serial autograde
     assert result["same_fractions"] is True
+    assert result["same_verdicts_per_name"] is True
     assert len(result["load_average_at_start"]) == len(result["load_average_at_end"]) == 3
+
+
+def test_our_points_are_counted_as_nbgrader_counts_them_a_whole_name_or_nothing():
+    """nbgrader's test cell of a graded name scores all of its points or none; ours give each
+    test its share. Counted nbgrader's way: a name whose every test passed, and nothing else."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "grade_vs_nbgrader", REPO / "benchmarks" / "grade_vs_nbgrader.py"
+    )
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    nb = [SimpleNamespace(stem="08_real_models"), SimpleNamespace(stem="07_modern_lm")]
+
+    def test(notebook, function, score, top):
+        return {"notebook": notebook, "function": function, "score": score, "max_score": top}
+
+    payload = {
+        "tests": [
+            test("08_real_models", "GroupedQueryAttention", 0.0, 2.0),  # one failed: 0 of 2.5
+            test("08_real_models", "GroupedQueryAttention", 0.5, 0.5),
+            test("08_real_models", "kv_cache_bytes", 1.5, 1.5),  # all passed: 2
+            test("08_real_models", "kv_cache_bytes", 0.5, 0.5),
+            test("07_modern_lm", "rms_norm", 3.0, 3.0),  # all passed: 3
+            test("06_autoregressive_lm", "GPT", 7.0, 7.0),  # not a notebook of this class
+        ]
+    }
+    assert bench.whole_names_score(payload, nb) == 2 + 3
 
 
 @pytest.mark.slow
