@@ -225,6 +225,25 @@ class LlamaFfnOnBlockInput(ref.TinyLlama):
             block.__class__ = _BlockFfnOnInput
 
 
+class LlamaLearnedPositions(ref.TinyLlama):
+    """GPT's habit kept: a learned (block_size, d_model) table added to the embeddings."""
+
+    def __init__(self, vocab_size, block_size, d_model=128, n_heads=4, n_layers=4, d_ff=None):
+        super().__init__(vocab_size, block_size, d_model, n_heads, n_layers, d_ff)
+        self.wpe = nn.Parameter(0.02 * torch.randn(block_size, d_model))
+
+    def forward(self, idx, cache=None):
+        T_past = 0 if cache is None else cache[0][0].shape[2]
+        T = idx.shape[1]
+        if T_past + T > self.block_size:
+            raise ValueError("too long")
+        x, caches = self.tok_emb(idx) + self.wpe[T_past : T_past + T], []
+        for i, block in enumerate(self.blocks):
+            x, c = block(x, None if cache is None else cache[i])
+            caches.append(c)
+        return self.lm_head(self.norm(x)), caches
+
+
 class LlamaCountsNewOnly(ref.TinyLlama):
     """Compares only the new positions with block_size."""
 
@@ -320,6 +339,7 @@ WRONG = [
     ("attn-rotates-joined-keys", "CausalSelfAttention", AttnRotatesJoinedKeys, "rope-after-cache", None),
     ("llama-one-cache", "TinyLlama", LlamaOneCacheForAll, "llama-cache-first-block", None),
     ("llama-ffn-on-input", "TinyLlama", LlamaFfnOnBlockInput, "llama-ffn-reads-block-input", None),
+    ("llama-learned-positions", "TinyLlama", LlamaLearnedPositions, "llama-position-embedding", None),
     ("llama-counts-new-only", "TinyLlama", LlamaCountsNewOnly, "llama-block-size-cache-not-counted", None),
     ("gen-first-logits", "generate_cached", gen_first_logits, "sampled-from-first-position", None),
     ("gen-prompt-tail-twice", "generate_cached", gen_prompt_tail_twice, "cache-last-token-fed-again", None),
