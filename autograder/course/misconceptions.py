@@ -328,6 +328,9 @@ _MODERN_ENTRIES = [
      "RMS is the ROOT of the mean square: divide by sqrt(mean(x**2) + eps)."),
     ("rmsnorm-abs-mean", "the mean absolute value instead of the root mean square",
      "square the features, take their mean over the last axis, then the square root."),
+    ("rmsnorm-keepdim-missing", "the mean square taken without keepdim=True",
+     "mean(dim=-1) drops the last axis, so the division lines the tokens' means up with the "
+     "features: keep the axis (keepdim=True), one mean per token beside its features."),
     ("rmsnorm-gain-added", "adding the gain instead of multiplying by it",
      "weight is a scale, one per feature: multiply the normalised x by it."),
     ("rope-pairs-concatenated", "putting the turned pairs back as all first features, then all second ones",

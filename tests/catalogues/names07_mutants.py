@@ -119,6 +119,10 @@ def rms_gain_added(x, weight, eps=1e-6):
     return torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * x + weight
 
 
+def rms_mean_dropped_axis(x, weight, eps=1e-6):
+    return x * torch.rsqrt(torch.mean(x * x, dim=-1) + eps) * weight
+
+
 # ================================================================ apply_rope
 
 
@@ -332,6 +336,7 @@ WRONG = [
     ("rms-without-root", "rms_norm", rms_without_root, "rmsnorm-no-sqrt", None),
     ("rms-mean-abs", "rms_norm", rms_mean_abs, "rmsnorm-abs-mean", None),
     ("rms-gain-added", "rms_norm", rms_gain_added, "rmsnorm-gain-added", None),
+    ("rms-mean-dropped-axis", "rms_norm", rms_mean_dropped_axis, "rmsnorm-keepdim-missing", None),
     ("rope-cos-sin", "apply_rope", rope_cos_sin_exchanged, "rope-cos-sin-swapped", None),
     ("swiglu-silu-outside", "SwiGLU", SwiGLUActivationOutside, "swiglu-silu-after-product", None),
     ("swiglu-summed", "SwiGLU", SwiGLUSummed, "swiglu-sum-not-product", None),

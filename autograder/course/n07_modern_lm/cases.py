@@ -208,9 +208,11 @@ def rms_norm_cases(rng):
     cases = []
     for name, pts, x, eps in (
         (
-            "a batch of tokens (2, 3, 8): values",
+            # as many sequences and tokens as features: a mean taken without keepdim
+            # broadcasts (wrongly) instead of failing, so its values name it
+            "a batch of tokens (8, 8, 8): values",
             1.0,
-            tensor(rng, 2, 3, d, scale=2.0, shift=0.7),
+            tensor(rng, d, d, d, scale=2.0, shift=0.7),
             None,
         ),
         (

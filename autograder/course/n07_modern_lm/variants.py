@@ -178,6 +178,8 @@ def rms_norm(x, weight, eps=1e-6, variant=None):
         return x / (x.abs().mean(-1, keepdim=True) + eps) * w
     if variant == "rmsnorm-abs-mean-sqrt":
         return x / torch.sqrt(x.abs().mean(-1, keepdim=True) + eps) * w
+    if variant == "rmsnorm-keepdim-missing":  # (..., T) means lined up with the features
+        return x / torch.sqrt(x.pow(2).mean(-1) + eps) * w
     if variant == "rmsnorm-gain-added":
         return x / torch.sqrt(ms + eps) + w
     return x / torch.sqrt(ms + eps) * w
@@ -197,6 +199,7 @@ RMS_VARIANTS = (
     "rmsnorm-abs-mean",
     "rmsnorm-abs-mean-sqrt",
     "rmsnorm-gain-added",
+    "rmsnorm-keepdim-missing",
 )
 RMS_IDS = {"rmsnorm-std-unbiased": "rmsnorm-std", "rmsnorm-abs-mean-sqrt": "rmsnorm-abs-mean"}
 
@@ -208,6 +211,8 @@ def rms_norm_variants(x, weight, eps=1e-6):
             continue
         if v == "rmsnorm-wrong-axis" and x.ndim < 2:
             continue
+        if v == "rmsnorm-keepdim-missing" and x.ndim > 1 and len(set(x.shape)) > 1:
+            continue  # the means do not broadcast against x: an error, not values
         out.append((RMS_IDS.get(v, v), rms_norm(x, weight, eps, v).numpy()))
     return out
 
