@@ -164,6 +164,8 @@ def rms_norm(x, weight, eps=1e-6, variant=None):
         return x / torch.sqrt(x.pow(2).mean(0, keepdim=True) + eps) * w
     if variant == "rmsnorm-eps-ignored":
         return x / torch.sqrt(ms + 1e-6) * w
+    if variant == "rmsnorm-eps-ignored-1e-5":  # layer norm's usual eps, whatever is passed
+        return x / torch.sqrt(ms + 1e-5) * w
     if variant == "rmsnorm-global-mean":  # one mean over the whole tensor
         return x / torch.sqrt(x.pow(2).mean() + eps) * w
     if variant == "rmsnorm-std":  # the standard deviation: the mean subtracted inside only
@@ -200,14 +202,19 @@ RMS_VARIANTS = (
     "rmsnorm-abs-mean-sqrt",
     "rmsnorm-gain-added",
     "rmsnorm-keepdim-missing",
+    "rmsnorm-eps-ignored-1e-5",
 )
-RMS_IDS = {"rmsnorm-std-unbiased": "rmsnorm-std", "rmsnorm-abs-mean-sqrt": "rmsnorm-abs-mean"}
+RMS_IDS = {
+    "rmsnorm-std-unbiased": "rmsnorm-std",
+    "rmsnorm-abs-mean-sqrt": "rmsnorm-abs-mean",
+    "rmsnorm-eps-ignored-1e-5": "rmsnorm-eps-ignored",
+}
 
 
 def rms_norm_variants(x, weight, eps=1e-6):
     out = []
     for v in RMS_VARIANTS:
-        if v == "rmsnorm-eps-ignored" and eps == 1e-6:
+        if (v, eps) in (("rmsnorm-eps-ignored", 1e-6), ("rmsnorm-eps-ignored-1e-5", 1e-5)):
             continue
         if v == "rmsnorm-wrong-axis" and x.ndim < 2:
             continue
