@@ -377,6 +377,89 @@ _MODERN_ENTRIES = [
      "after the temperature and top-k, keep only the most probable tokens whose probabilities add up to top_p."),
     ("top-k-ignored", "top_k ignored",
      "with top_k given, every logit below the k-th largest becomes -inf before the softmax."),
+    # issue 40, second round: 07's mistakes caught before without a name
+    ("bpe-merge-count-off-by-one", "learning one merge too many (or too few)",
+     "training stops once the vocabulary holds vocab_size ids: 256 bytes plus one id per merge, "
+     "so at most vocab_size - 256 merges."),
+    ("bpe-vocab-size-as-asked", "vocab_size kept as asked, not as reached",
+     "training can stop early (no pair occurs twice): vocab_size is the number of ids the "
+     "tokenizer really has, 256 + len(merges)."),
+    ("bpe-characters-not-bytes", "starting from the characters (ord(c)) instead of the UTF-8 bytes",
+     "byte-level BPE starts from text.encode('utf-8'): ids 0-255 are bytes, and a character "
+     "outside ASCII is two to four of them."),
+    ("bpe-decode-per-token", "decoding each id's bytes on its own",
+     "the UTF-8 bytes of one character can sit in two ids: join the bytes of the ids first "
+     "(each run of them between special tokens), then decode them together."),
+    ("bpe-decode-strict", "decoding with errors='strict'",
+     "a model's sample can end in the middle of a character: decode with errors='replace', "
+     "so each broken character becomes '\\ufffd'."),
+    ("bpe-negative-id-accepted", "a negative id decoded (Python's indexing counts it from the end)",
+     "ids run from 0 to vocab_size - 1: a negative id is outside the vocabulary too, and "
+     "raises ValueError naming it."),
+    ("regex-bpe-chunks-counted-once", "each distinct chunk counted once, however often it occurs",
+     "a chunk that occurs ten times adds its pairs ten times: count the pairs of every "
+     "chunk of the text (or of each distinct chunk times its count)."),
+    ("regex-bpe-specials-dropped", "special tokens lost when the text is split at them",
+     "regex.split keeps the separators only when the pattern has a capture group: "
+     "wrap the alternation in parentheses, or find the special tokens with finditer."),
+    ("rmsnorm-no-sqrt", "dividing by the mean square instead of its square root",
+     "RMS is the ROOT of the mean square: divide by sqrt(mean(x**2) + eps)."),
+    ("rmsnorm-abs-mean", "the mean absolute value instead of the root mean square",
+     "square the features, take their mean over the last axis, then the square root."),
+    ("rmsnorm-keepdim-missing", "the mean square taken without keepdim=True",
+     "mean(dim=-1) drops the last axis, so the division lines the tokens' means up with the "
+     "features: keep the axis (keepdim=True), one mean per token beside its features."),
+    ("rmsnorm-gain-added", "adding the gain instead of multiplying by it",
+     "weight is a scale, one per feature: multiply the normalised x by it."),
+    ("rope-pairs-concatenated", "putting the turned pairs back as all first features, then all second ones",
+     "each pair is turned by the right angle; put each rotated pair back in its own two "
+     "places, 2i and 2i + 1."),
+    ("rope-cos-sin-swapped", "cos and sin exchanged in the rotation",
+     "the first of the pair becomes x0 cos - x1 sin and the second x0 sin + x1 cos, with cos "
+     "and sin of position * frequency: at position 0 nothing turns."),
+    ("rope-odd-not-refused", "no ValueError for an odd d_head",
+     "the features are turned in pairs: an odd last axis leaves one without a partner, so "
+     "apply_rope raises ValueError for it."),
+    ("swiglu-silu-after-product", "silu applied after the product instead of to the gate",
+     "silu goes on w1's branch alone: silu(w1 x) times w3 x, then w2."),
+    ("swiglu-sum-not-product", "adding the two branches instead of multiplying them",
+     "the gate multiplies: silu(w1 x) * w3 x, element by element, then w2."),
+    ("rope-after-cache", "rotating the keys after they join the cache, all of them from position 0",
+     "turn each new key once, at its own position, before it joins the cache: the cache "
+     "holds keys as RoPE left them, and the cached ones are never turned again."),
+    ("llama-cache-first-block", "giving every block the first block's cache",
+     "each block has its own keys and values: block i takes cache[i] and returns its own "
+     "new pair."),
+    ("llama-ffn-reads-block-input", "the feed-forward normalising the block's input instead of h",
+     "the second half of the block reads what the first half made: h = x + attn(norm1(x)), "
+     "then h + ffn(norm2(h))."),
+    ("llama-norm-eps-default", "the norms built with another eps than 1e-6",
+     "every RMSNorm of the model (in the blocks and the final one) uses eps 1e-6; "
+     "nn.RMSNorm(d_model) alone takes float32's machine epsilon."),
+    ("llama-position-embedding", "adding a learned position embedding, as GPT does",
+     "RoPE gives the positions inside attention: TinyLlama's input is the token embedding "
+     "alone."),
+    ("llama-cache-returned-unchanged", "returning the cache the model was given",
+     "return the caches the blocks give back: they hold the cached positions and the new ones."),
+    ("block-size-not-checked", "no ValueError past block_size",
+     "a model of block_size positions has no rotation or cache room for more: compare the "
+     "positions (cached and new, or prompt and new tokens) with block_size and raise ValueError."),
+    ("llama-block-size-cache-not-counted", "block_size compared with the new positions alone",
+     "the cached positions count too: the cache's keys (B, n_heads, T_past, d_head) hold "
+     "T_past of them, and T_past + T may not exceed block_size."),
+    ("cache-fed-whole-sequence", "feeding the whole sequence again with the cache",
+     "the cache already holds every earlier position: after the prompt, feed only the newest "
+     "token (idx[:, -1:]) with the cache."),
+    ("cache-last-token-fed-again", "feeding the last prompt token again after the prompt",
+     "the prompt's call already gives the logits of the first new token: sample from them, "
+     "and feed the model only tokens it has not seen."),
+    ("sampled-from-first-position", "sampling from the first position's logits",
+     "the next token comes from the logits of the LAST position: logits[:, -1, :]."),
+    ("argmax-instead-of-sampling", "taking the most likely token instead of sampling",
+     "draw the token from the probabilities (torch.multinomial with the generator): the "
+     "argmax is what top_k=1 gives, not what sampling gives."),
+    ("zero-new-tokens-sampled", "sampling a token although max_new_tokens is 0",
+     "max_new_tokens=0 returns idx as it is: sample inside the loop, once per new token."),
 ]  # fmt: skip
 
 CATALOGUE.update(

@@ -543,7 +543,7 @@ WRONG = [
     ("cached-global-rng", "generate_cached", gen07("no-generator"), "generator-not-used", None),
     ("cached-top-k-minus-one", "generate_cached", gen07("top-k-minus-one"), "top-k-off-by-one", None),
     ("cached-unstable-sort", "generate_cached", gen07("unstable-sort"), "top-p-ties-unstable", None),
-    ("cached-top-p-first", "generate_cached", gen07("top-p-first"), None, "do not follow"),
+    ("cached-top-p-first", "generate_cached", gen07("top-p-first"), "top-p-before-top-k", None),
     ("cached-out-of-order", "generate_cached", gen07("out-of-order"), None, "another order"),
     ("regex-across", "RegexBPETokenizer", RegexAcrossChunks, "regex-bpe-merges-across-chunks", None),
     ("regex-tie-smallest", "RegexBPETokenizer", RegexTieSmallest, "regex-bpe-tie-order", None),
@@ -555,8 +555,8 @@ WRONG = [
     ("regex-decode-refuses", "RegexBPETokenizer", RegexDecodeRefusesSpecials, "regex-bpe-special-decode", None),
     ("regex-encode-most-frequent", "RegexBPETokenizer", RegexEncodeMostFrequent, "bpe-encode-order", None),
     ("regex-encode-no-chunks", "RegexBPETokenizer", RegexEncodeNoChunks, "regex-bpe-merges-across-chunks", None),
-    ("regex-decode-each-id", "RegexBPETokenizer", RegexDecodeEachId, None, "Join the bytes of each run"),
-    ("regex-specials-dropped", "RegexBPETokenizer", RegexSpecialsDropped, None, "Split the text at the special tokens"),
+    ("regex-decode-each-id", "RegexBPETokenizer", RegexDecodeEachId, "bpe-decode-per-token", None),
+    ("regex-specials-dropped", "RegexBPETokenizer", RegexSpecialsDropped, "regex-bpe-specials-dropped", None),
 ]  # fmt: skip
 
 # Not visible from behaviour on any input the checks can afford: without the guard, top_p=1.0

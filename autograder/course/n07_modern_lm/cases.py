@@ -25,6 +25,7 @@ from autograder.course.n07_modern_lm import cases_generate, cases_model, cases_r
 from autograder.course.n07_modern_lm import reference as ref
 from autograder.course.n07_modern_lm.cases_generate import TRIES
 from autograder.course.n07_modern_lm.variants import (
+    NOT_DRAWN_FOR,
     encode_variants,
     merge_variants,
     rms_norm_variants,
@@ -47,16 +48,19 @@ def _bpe_text(rng, words):
 def _bpe_draw(rng):
     """A training text (and its vocab_size) on which every tie-order and counting mistake
     learns other merges, and a text to encode on which applying the merges in another order
-    gives other ids. Made of a few random words over a small alphabet, so runs and ties occur."""
+    gives other ids; both hold a character outside ASCII (code points are not bytes there).
+    Made of a few random words over a small alphabet, so runs and ties occur."""
     for _ in range(TRIES):
         words = ["".join(rng.choice(SYLLABLES, size=int(rng.integers(1, 4)))) for _ in range(5)]
         text = _bpe_text(rng, words)
+        if text.isascii():  # a character of two bytes: code points and bytes then differ
+            continue
         vocab_size = 256 + int(rng.integers(6, 11))
         tok = ref.BPETokenizer(text, vocab_size)
         right = [list(p) for p in tok.merges]
         variants = merge_variants(text, vocab_size)
         # (merging singletons changes nothing before training would stop: the next case)
-        if any(v == right for i, v in variants if i != "bpe-merges-singletons"):
+        if any(v == right for i, v in variants if i not in NOT_DRAWN_FOR):
             continue
         chars = sorted(set(text))
         for k in range(SAMPLE_TRIES):
@@ -64,11 +68,13 @@ def _bpe_draw(rng):
                 sample = _bpe_text(rng, words)[: int(rng.integers(12, 30))]
             else:
                 sample = "".join(rng.choice(chars, size=int(rng.integers(12, 30))))
+            if sample.isascii():
+                continue
             encoded = tok.encode(sample)
             encodings = encode_variants(right, sample)
             # every other order (newest first, one scan, training's most frequent pair first)
             # gives other ids on this text
-            if all(v != encoded for _, v in encodings):
+            if all(v != encoded for i, v in encodings if i == "bpe-encode-order"):
                 return text, vocab_size, right, variants, sample, encoded, encodings
     raise RuntimeError("no discriminating BPE text drawn")
 
@@ -109,6 +115,7 @@ def bpe_cases(rng):
                     "what": f"BPETokenizer({short!r}, vocab_size=400)",
                     "expected": early,
                     "variants": merge_variants(short, 400),
+                    "asked": 400,
                 },
             ),
         )
@@ -201,9 +208,11 @@ def rms_norm_cases(rng):
     cases = []
     for name, pts, x, eps in (
         (
-            "a batch of tokens (2, 3, 8): values",
+            # as many sequences and tokens as features: a mean taken without keepdim
+            # broadcasts (wrongly) instead of failing, so its values name it
+            "a batch of tokens (8, 8, 8): values",
             1.0,
-            tensor(rng, 2, 3, d, scale=2.0, shift=0.7),
+            tensor(rng, d, d, d, scale=2.0, shift=0.7),
             None,
         ),
         (
@@ -297,6 +306,7 @@ def apply_rope_cases(rng):
                 {
                     "what": f"apply_rope(x of shape (3, {odd}), positions)",
                     "because": "features pair up two by two, so d_head must be even",
+                    "named": ["rope-odd-not-refused"],
                 },
             ),
         )

@@ -36,7 +36,12 @@ def _toy_value(table, positions):
     }
 
 
-CACHED_VARIANTS = ("cache-positions-restart", "cache-not-updated")
+CACHED_VARIANTS = (
+    "cache-positions-restart",
+    "cache-not-updated",
+    "sampled-from-first-position",
+    "cache-last-token-fed-again",
+)
 
 
 @torch_probe("generate_cached")
@@ -124,16 +129,7 @@ def generate_cached_cases(rng):
         ),
     ):
         cases.append(_distribution_case(rng, label, kwargs, variant_ids, seed))
-    cases.append(
-        _distribution_case(
-            rng,
-            "top_k=4, then top_p on what top_k keeps",
-            {"top_k": 4, "top_p": 0.6},
-            ("top-p-before-top-k", "top-k-off-by-one", "top-k-ignored", "top-p-ignored"),
-            seed,
-            required=("top-p-before-top-k",),
-        )
-    )
+    cases.append(_top_k_then_top_p_case(rng, seed))
     cases.append(_tie_case(rng, seed))
     cases.append(_reproducible_case(rng, table, positions))
     full = torch.from_numpy(rng.integers(0, TOY_V, size=(1, 4))).long()
@@ -174,6 +170,7 @@ def generate_cached_cases(rng):
                 {
                     "what": f"generate_cached(model with block_size {TOY_BLOCK}, idx (1, 4), {TOY_BLOCK - 3})",
                     "because": "4 + max_new_tokens positions do not fit in block_size",
+                    "named": ["block-size-not-checked"],
                 },
             ),
         )
@@ -261,28 +258,56 @@ def _reproducible_case(rng, table, positions):
 SAMPLES = 3000
 
 
-def _row_showing(rng, kwargs, required):
-    """A row of logits and a top_p (kept at least 0.03 from every partial sum of the sorted
-    probabilities, before and after top_k) on which each `required` mistake moves some
-    probability by 0.05 or more."""
-    for _ in range(TRIES * 5):
-        row = rng.permutation(np.linspace(-1.0, 1.0, TOY_V)) + rng.normal(0.0, 0.2, TOY_V)
-        top_p = float(np.round(rng.uniform(0.3, 0.9), 3))
-        trial = {**kwargs, "top_p": top_p}
-        whole = np.cumsum(np.sort(sampling_distribution(row, kwargs.get("temperature", 1.0)))[::-1])
-        kept = np.cumsum(np.sort(sampling_distribution(row, top_k=kwargs.get("top_k")))[::-1])
-        if min(np.abs(whole - top_p).min(), np.abs(kept - top_p).min()) < 0.03:
-            continue
-        p = sampling_distribution(row, **trial)
-        if all(
-            np.abs(sampling_distribution(row, **trial, variant=v) - p).max() >= 0.05
-            for v in required
-        ):
-            return row, trial
-    raise RuntimeError("no row shows the required mistakes")  # never: about one draw in ten
+def _top_k_then_top_p_case(rng, seed, top_k=4):
+    """top_k then top_p in two calls, as notebook 06's case does (cases_top_p.py there): in the
+    first the top_p set of the whole distribution lies inside the top k, in the second it holds
+    more than k tokens. Counting the set before top_k agrees with ignoring top_k in the first
+    and with ignoring top_p in the second, so only both calls together name it. The prompt is
+    one token, whose logits are table[start] + positions[0]."""
+    from autograder.course.n06_autoregressive_lm.cases_top_p import (
+        _parts_named,
+        _separated,
+        _shaped_row,
+    )
+
+    for _ in range(TRIES):
+        rows = [_shaped_row(rng, TOY_V, top_k, shape) for shape in ("inside", "beyond")]
+        parts = [_parts_named(row, top_k, top_p) for row, top_p in rows]
+        if _separated(parts):
+            break
+    else:
+        raise RuntimeError("no pair of rows separates the top_k/top_p mistakes")
+    requests, judged, shown = [], [], []
+    for i, ((row, top_p), (right, named)) in enumerate(zip(rows, parts, strict=True)):
+        table, positions = _toy(rng)
+        start = int(rng.integers(0, TOY_V))
+        table[start] = row - positions[0]
+        idx = torch.full((PARTS_SAMPLES, 1), start, dtype=torch.long)
+        kwargs = {"top_k": top_k, "top_p": top_p, "generator": {"$generator": seed + 4 + i}}
+        requests.append(
+            {"op": "call", "args": [_toy_value(table, positions), idx, 1], "kwargs": kwargs}
+        )
+        judged.append({"start": start, "p": right, "named": named})
+        shown.append(f"top_p={top_p:g}")
+    what = f"generate_cached(model, idx ({PARTS_SAMPLES}, 1), 1, top_k={top_k}, " + " then ".join(
+        shown
+    )
+    return Case(
+        "generate_cached",
+        "samples as notebook 06 does: top_k=4, then top_p on what top_k keeps (two calls)",
+        0.5,
+        requests,
+        Judgement(
+            "lm_judges.generate_distribution_parts",
+            {"what": what + ")", "samples": PARTS_SAMPLES, "vocab_size": TOY_V, "parts": judged},
+        ),
+    )
 
 
-def _distribution_case(rng, label, kwargs, variant_ids, seed, required=()):
+PARTS_SAMPLES = 4000
+
+
+def _distribution_case(rng, label, kwargs, variant_ids, seed):
     """One token sampled SAMPLES times after a 2-token prompt: its logits are
     table[last] + positions[1]; spread so that top-k and top-p cut inside the distribution."""
     table, positions = _toy(rng)
@@ -290,8 +315,6 @@ def _distribution_case(rng, label, kwargs, variant_ids, seed, required=()):
     # distinct probabilities, none above 0.4: top-p at 0.6 or 0.8 keeps 3 or 4 tokens and the
     # boundary mistake one fewer, so chi-square tells them apart
     row = rng.permutation(np.linspace(-0.8, 0.8, TOY_V))
-    if required:
-        row, kwargs = _row_showing(rng, kwargs, required)
     table[start] = row - positions[1]
     prompt = np.tile(np.array([[int(rng.integers(0, TOY_V)), start]]), (SAMPLES, 1))
     p = sampling_distribution(row, **kwargs)
@@ -330,6 +353,7 @@ def _distribution_case(rng, label, kwargs, variant_ids, seed, required=()):
                 "prompt": prompt[:1],
                 "p": p,
                 "variants": variants,
+                "argmax_named": "top_p" not in kwargs,
             },
         ),
     )

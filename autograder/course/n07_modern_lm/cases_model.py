@@ -8,6 +8,7 @@ import torch
 from autograder.course.n07_modern_lm import reference as ref
 from autograder.course.n07_modern_lm.variants_model import (
     attention_variants,
+    llama,
     llama_variants,
     swiglu_variants,
 )
@@ -215,6 +216,7 @@ def llama_cases(rng):
                     "expected": np_(logits),
                     "variants": llama_variants(state, idx, H, L),
                     "d_ff": LLAMA_D_FF,
+                    "table": [T_max, LLAMA["d_model"]],
                 },
             ),
         )
@@ -230,7 +232,15 @@ def llama_cases(rng):
                 {
                     "what": f"{what}(idx (1, 5) of tokens whose embeddings are near 0)",
                     "expected": np_(quiet_logits),
-                    "variants": [],
+                    # nn.RMSNorm(d_model) without eps: float32's machine epsilon
+                    "variants": [
+                        (
+                            "llama-norm-eps-default",
+                            llama(quiet_state, quiet_idx, H, L, eps=torch.finfo(torch.float32).eps)[
+                                0
+                            ].numpy(),
+                        )
+                    ],
                     "d_ff": LLAMA_D_FF,
                     "hint": "Every RMSNorm of the model (in the blocks and the final one) "
                     "computes rms_norm with eps 1e-6; near 0, eps decides the result.",
@@ -290,6 +300,7 @@ def llama_cases(rng):
                     "what": f"{what} given {T_max + 1} positions ({T_max + 1} new, or "
                     f"{T_max - 1} cached + 2 new)",
                     "because": f"the model only knows block_size = {T_max} positions",
+                    "named": ["block-size-not-checked", "llama-block-size-cache-not-counted"],
                 },
             ),
         )

@@ -65,6 +65,8 @@ def _draw(rng):
             if any(rv.encode(merges, {}, sample, key) == ids for key in ORDERS):
                 continue
             shown = [(i, v) for i, v in rv.encode_variants(merges, {}, sample) if v != ids]
+            more = rv.train_variants(text, vocab_size, rv.SHOWN_VARIANTS)
+            variants = variants + [(i, v) for i, v in more if v != merges]
             return words, text, vocab_size, merges, variants, sample, ids, shown
     raise RuntimeError("no discriminating RegexBPE text drawn")
 

@@ -86,8 +86,9 @@ def _name(what):
 
 
 @judge
-def bpe_merges(responses, *, what, expected, variants, hint=BPE_HINT):
-    """merges (in the order learned) and vocab_size = 256 + len(merges)."""
+def bpe_merges(responses, *, what, expected, variants, hint=BPE_HINT, asked=None):
+    """merges (in the order learned) and vocab_size = 256 + len(merges); `asked`, the
+    vocab_size asked for where training stops before it (bpe-vocab-size-as-asked)."""
     r = responses[0]
     got = _pairs(_step(r, 0, "merges", _name(what)), f"merges of {what}")
     want = [tuple(p) for p in expected]
@@ -109,9 +110,11 @@ def bpe_merges(responses, *, what, expected, variants, hint=BPE_HINT):
     except TypeError:
         raise Fail(f"vocab_size of {what} is not an int.") from None
     if size != 256 + len(want):
+        ids = ["bpe-vocab-size-as-asked"] if asked is not None and size == asked else []
         raise Fail(
             f"{what}: vocab_size is {size}, but with {len(want)} merges learned the vocabulary "
-            f"holds 256 + {len(want)} ids."
+            f"holds 256 + {len(want)} ids." + (" " + explain(ids) if ids else ""),
+            ids,
         )
 
 
@@ -171,9 +174,9 @@ def bpe_decode(
         raise Fail(f"decode returned {describe_encoded(r.raw['steps'][0]['value'])}, not a str.")
     if got != text and got == apart:  # `apart`: encode(s)'s ids decoded one at a time
         raise Fail(
-            f"decode(encode(s)) gave {got[:40]!r}, not s = {text[:40]!r}: the UTF-8 bytes of "
-            "one character can sit in two ids. Join the bytes of all the ids first, then "
-            "decode them once."
+            f"decode(encode(s)) gave {got[:40]!r}, not s = {text[:40]!r}. "
+            + explain(["bpe-decode-per-token"]),
+            ["bpe-decode-per-token"],
         )
     if got != text:
         raise Fail(f"decode(encode(s)) gave {got[:40]!r}, not s = {text[:40]!r}.")
@@ -181,8 +184,8 @@ def bpe_decode(
     if err.get("type") == "UnicodeDecodeError":
         raise Fail(
             f"decode({partial}) raised UnicodeDecodeError: these ids end in the middle of a "
-            "UTF-8 character, which a model's sample can do; decode with errors='replace' "
-            "(each broken character becomes '\\ufffd')."
+            "UTF-8 character. " + explain(["bpe-decode-strict"]),
+            ["bpe-decode-strict"],
         )
     got = _step(r, 1, f"decode({partial})")
     if got != partial_decoded:
@@ -193,10 +196,16 @@ def bpe_decode(
     if split is not None:
         got = _step(r, 2, f"decode({split})")
         if got != split_text:
+            ids = ["bpe-decode-per-token"] if got == "\ufffd" * len(split) else []
             raise Fail(
-                f"decode({split}) gave {got!r:.60}, not {split_text!r}: these ids are the two "
-                "UTF-8 bytes of one character. Join the bytes of all the ids first, then decode "
-                "them once."
+                f"decode({split}) gave {got!r:.60}, not {split_text!r}: these ids are the "
+                f"{len(split)} UTF-8 bytes of one character. "
+                + (
+                    explain(ids)
+                    if ids
+                    else "Join the bytes of all the ids first, then decode them once."
+                ),
+                ids,
             )
 
 
@@ -219,10 +228,15 @@ def _unknown_step(step, ids, bad, name):
             reason=NOT_IMPLEMENTED,
         )
     if not step.get("error"):
-        where = "ids run from 0 to vocab_size - 1" if bad < 0 else f"{bad} is not in it"
+        if bad < 0:
+            raise Fail(
+                f"decode({ids}) returned {describe_encoded(step.get('value'))} although {bad} "
+                "is not in the vocabulary. " + explain(["bpe-negative-id-accepted"]),
+                ["bpe-negative-id-accepted"],
+            )
         raise Fail(
             f"decode({ids}) returned {describe_encoded(step.get('value'))} although {bad} is "
-            f"not in the vocabulary ({where}): raise ValueError naming it."
+            "not in the vocabulary: raise ValueError naming it."
         )
     err = step["error"]
     if err["type"] != "ValueError":

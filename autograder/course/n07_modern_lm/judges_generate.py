@@ -16,9 +16,35 @@ from autograder.judging.compare import fmt
 # ================================================================ generate_cached
 
 
+def _fed(r):
+    """How many positions the toy model was asked to hold when it refused, or None."""
+    err = r.error or {}
+    message = err.get("message", "") if err.get("type") == "ValueError" else ""
+    fed = re.search(r"not (\d+)$", message) if message.startswith("the toy model holds") else None
+    return int(fed.group(1)) if fed else None
+
+
+def _fed_again(what, total, fed, fills_block=None):
+    """Fail naming cache-fed-whole-sequence: the model was fed far more positions than the
+    `total` the request holds, so tokens already in the cache went through it again."""
+    fits = (
+        f"{total} positions fill block_size = {fills_block} exactly, but"
+        if fills_block is not None
+        else f"the request holds {total} positions, but"
+    )
+    raise Fail(
+        f"{what}: {fits} the model was fed {fed} positions in all, through its cache: the "
+        "tokens already in the cache were fed again. " + explain(["cache-fed-whole-sequence"]),
+        ["cache-fed-whole-sequence"],
+    )
+
+
 def _generated(r, what, shape, V, prompt):
     if _out_of_order(r):
         _say_out_of_order(r, what)
+    fed = _fed(r)
+    if fed is not None and fed > shape[1] + 1:
+        _fed_again(what, shape[1], fed)
     got = compare.returned(r, what, framework="torch")
     compare.assert_shape(got, shape, what)
     if got.dtype.kind not in "iu":
@@ -44,16 +70,9 @@ def cached_tokens(
     r = responses[0]
     if fills_block is not None and r.error and r.error.get("type") == "ValueError":
         message = r.error.get("message", "")
-        fed = (
-            re.search(r"not (\d+)$", message) if message.startswith("the toy model holds") else None
-        )
-        if fed and int(fed.group(1)) > fills_block + 1:  # the model's own refusal, far past
-            raise Fail(
-                f"{what}: {shape[1]} positions fill block_size = {fills_block} exactly, but "
-                f"the model was fed {fed.group(1)} positions in all, through its cache: the "
-                "tokens already in the cache were fed again. Feed the prompt once, then only "
-                "the newest token with the cache."
-            )
+        fed = _fed(r)
+        if fed is not None and fed > fills_block + 1:  # the model's own refusal, far past
+            _fed_again(what, shape[1], fed, fills_block)
         id_ = "cache-feeds-last-token" if fed else "generate-full-block-refused"
         raise Fail(
             f"{what}: {shape[1]} positions fill block_size = {fills_block} exactly, which "
@@ -65,7 +84,23 @@ def cached_tokens(
     after = r.decode(r.raw["args_after"][1])
     compare.assert_unchanged(np.asarray(prompt), np.asarray(after), "idx")
     for more, response in zip(also, responses[1:], strict=True):
+        _no_token_for_zero(response, more, tuple(also_shape))
         _generated(response, more, tuple(also_shape), vocab_size, prompt)
+
+
+def _no_token_for_zero(r, what, shape):
+    """A request for 0 new tokens that came back one token longer: a token sampled before
+    the loop (zero-new-tokens-sampled)."""
+    if r.error or r.missing or r.lost:
+        return
+    value = r.decode(r.raw.get("value"))
+    got = value.shape if isinstance(value, np.ndarray) else ()
+    if len(got) == 2 and got[0] == shape[0] and got[1] == shape[1] + 1:
+        raise Fail(
+            f"{what} returned shape {tuple(got)}, one token more than idx {shape}. "
+            + explain(["zero-new-tokens-sampled"]),
+            ["zero-new-tokens-sampled"],
+        )
 
 
 @judge
@@ -109,11 +144,14 @@ def _say_out_of_order(r, what):
 
 
 @judge
-def cached_distribution(responses, *, what, samples, vocab_size, prompt, p, variants):
+def cached_distribution(
+    responses, *, what, samples, vocab_size, prompt, p, variants, argmax_named=False
+):
     """One token sampled `samples` times; Pearson's test against p; variants (id, p) name
     the sampling mistake whose distribution fits instead (one match or none). A second
     request, where there is one, gives top_p alone: a TypeError there says the arguments
-    reached the sampler in another order, which no sampling mistake explains."""
+    reached the sampler in another order, which no sampling mistake explains. With
+    `argmax_named`, every sample the most likely token names argmax-instead-of-sampling."""
     r = responses[0]
     if len(responses) > 1 and _out_of_order(responses[1]):
         _say_out_of_order(responses[1], what)
@@ -129,6 +167,14 @@ def cached_distribution(responses, *, what, samples, vocab_size, prompt, p, vari
     ids = {id_ for id_, q in variants if sample_fit(counts, q)[1]}
     if len(ids) == 1:
         raise Fail(f"{what}: {seen}. " + explain(sorted(ids)), sorted(ids))
+    # the most likely token every time, where every position's distribution keeps several
+    # (no top_p: a wrong position's top_p set can be one token)
+    if argmax_named and counts[top] == samples:
+        raise Fail(
+            f"{what}: all {samples} samples are token {top}, the most likely one. "
+            + explain(["argmax-instead-of-sampling"]),
+            ["argmax-instead-of-sampling"],
+        )
     if counts.max() == samples:
         raise Fail(
             f"{what}: all {samples} samples are one token: sample (torch.multinomial), do not take the argmax."

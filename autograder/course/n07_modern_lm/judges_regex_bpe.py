@@ -90,9 +90,9 @@ def regex_special_decode(
         got = _step(r, i, f"decode({ids})", name)
         if got != text and got == each:
             raise Fail(
-                f"{what}.decode({ids}) gave {str(got)[:60]!r}, not {text[:60]!r}: the UTF-8 "
-                "bytes of one character can sit in two ids. Join the bytes of each run of "
-                "ordinary ids, then decode them together."
+                f"{what}.decode({ids}) gave {str(got)[:60]!r}, not {text[:60]!r}. "
+                + explain(["bpe-decode-per-token"]),
+                ["bpe-decode-per-token"],
             )
         if got != text:
             ids_ = ["regex-bpe-special-decode"] if isinstance(got, str) else []

@@ -45,8 +45,14 @@ def bpe_train(text, vocab_size, variant=None):
     """The merges BPE learns (right: variant None) or with one mistake:
     bpe-tie-order-smallest / -largest / -last (ties to the smallest or largest pair, or to the
     latest first occurrence), bpe-overlapping-count (a run counted without overlap),
-    bpe-merges-singletons (a pair that occurs once still merged)."""
-    ids = list(text.encode("utf-8"))
+    bpe-merges-singletons (a pair that occurs once still merged), bpe-characters-not-bytes
+    (the characters' code points instead of the UTF-8 bytes), bpe-one-merge-more /
+    bpe-one-merge-fewer (training stops one merge late or early)."""
+    if variant == "bpe-characters-not-bytes":
+        ids = [ord(c) for c in text]
+    else:
+        ids = list(text.encode("utf-8"))
+    vocab_size += {"bpe-one-merge-more": 1, "bpe-one-merge-fewer": -1}.get(variant, 0)
     merges: list[tuple[int, int]] = []
     while 256 + len(merges) < vocab_size:
         counts = _pairs(ids, overlapping=variant != "bpe-overlapping-count")
@@ -72,7 +78,14 @@ MERGE_VARIANTS = (
     ("bpe-tie-order", "bpe-tie-order-last"),
     ("bpe-overlapping-count", "bpe-overlapping-count"),
     ("bpe-merges-singletons", "bpe-merges-singletons"),
+    ("bpe-characters-not-bytes", "bpe-characters-not-bytes"),
+    ("bpe-merge-count-off-by-one", "bpe-one-merge-more"),
+    ("bpe-merge-count-off-by-one", "bpe-one-merge-fewer"),
 )
+# mistakes a training text need not show (the draw asks it of the others): merging singletons
+# shows where training stops early (another case), code points where the text holds a character
+# outside ASCII often enough to merge
+NOT_DRAWN_FOR = {"bpe-merges-singletons", "bpe-characters-not-bytes"}
 
 
 def merge_variants(text, vocab_size):
@@ -86,10 +99,11 @@ def merge_variants(text, vocab_size):
 def bpe_encode(merges, s, variant=None):
     """Encode s with the merges (right: the earliest-learned pair present, repeatedly), or:
     reverse (the latest-learned first), left-to-right (scan once, merging any known pair at
-    each position), most-frequent (the pair most frequent in s first, as training does)."""
+    each position), most-frequent (the pair most frequent in s first, as training does),
+    characters (from the code points, not the UTF-8 bytes)."""
     merges = [tuple(m) for m in merges]
     rank = {p: i for i, p in enumerate(merges)}
-    ids = list(s.encode("utf-8"))
+    ids = [ord(c) for c in s] if variant == "characters" else list(s.encode("utf-8"))
     if variant == "left-to-right":
         changed = True
         while changed:
@@ -123,7 +137,7 @@ def encode_variants(merges, s):
     return [
         ("bpe-encode-order", bpe_encode(merges, s, v))
         for v in ("reverse", "left-to-right", "most-frequent")
-    ]
+    ] + [("bpe-characters-not-bytes", bpe_encode(merges, s, "characters"))]
 
 
 # ---------------------------------------------------------------- RMSNorm
@@ -150,6 +164,8 @@ def rms_norm(x, weight, eps=1e-6, variant=None):
         return x / torch.sqrt(x.pow(2).mean(0, keepdim=True) + eps) * w
     if variant == "rmsnorm-eps-ignored":
         return x / torch.sqrt(ms + 1e-6) * w
+    if variant == "rmsnorm-eps-ignored-1e-5":  # layer norm's usual eps, whatever is passed
+        return x / torch.sqrt(ms + 1e-5) * w
     if variant == "rmsnorm-global-mean":  # one mean over the whole tensor
         return x / torch.sqrt(x.pow(2).mean() + eps) * w
     if variant == "rmsnorm-std":  # the standard deviation: the mean subtracted inside only
@@ -158,6 +174,16 @@ def rms_norm(x, weight, eps=1e-6, variant=None):
         return x / torch.sqrt(x.var(-1, keepdim=True) + eps) * w
     if variant == "rmsnorm-no-mean":  # the sum of squares, not their mean (the L2 norm)
         return x / torch.sqrt(x.pow(2).sum(-1, keepdim=True) + eps) * w
+    if variant == "rmsnorm-no-sqrt":  # divided by the mean square itself
+        return x / (ms + eps) * w
+    if variant == "rmsnorm-abs-mean":  # the mean absolute value, not the root mean square
+        return x / (x.abs().mean(-1, keepdim=True) + eps) * w
+    if variant == "rmsnorm-abs-mean-sqrt":
+        return x / torch.sqrt(x.abs().mean(-1, keepdim=True) + eps) * w
+    if variant == "rmsnorm-keepdim-missing":  # (..., T) means lined up with the features
+        return x / torch.sqrt(x.pow(2).mean(-1) + eps) * w
+    if variant == "rmsnorm-gain-added":
+        return x / torch.sqrt(ms + eps) + w
     return x / torch.sqrt(ms + eps) * w
 
 
@@ -171,17 +197,29 @@ RMS_VARIANTS = (
     "rmsnorm-global-mean",
     "rmsnorm-std",
     "rmsnorm-std-unbiased",
+    "rmsnorm-no-sqrt",
+    "rmsnorm-abs-mean",
+    "rmsnorm-abs-mean-sqrt",
+    "rmsnorm-gain-added",
+    "rmsnorm-keepdim-missing",
+    "rmsnorm-eps-ignored-1e-5",
 )
-RMS_IDS = {"rmsnorm-std-unbiased": "rmsnorm-std"}
+RMS_IDS = {
+    "rmsnorm-std-unbiased": "rmsnorm-std",
+    "rmsnorm-abs-mean-sqrt": "rmsnorm-abs-mean",
+    "rmsnorm-eps-ignored-1e-5": "rmsnorm-eps-ignored",
+}
 
 
 def rms_norm_variants(x, weight, eps=1e-6):
     out = []
     for v in RMS_VARIANTS:
-        if v == "rmsnorm-eps-ignored" and eps == 1e-6:
+        if (v, eps) in (("rmsnorm-eps-ignored", 1e-6), ("rmsnorm-eps-ignored-1e-5", 1e-5)):
             continue
         if v == "rmsnorm-wrong-axis" and x.ndim < 2:
             continue
+        if v == "rmsnorm-keepdim-missing" and x.ndim > 1 and len(set(x.shape)) > 1:
+            continue  # the means do not broadcast against x: an error, not values
         out.append((RMS_IDS.get(v, v), rms_norm(x, weight, eps, v).numpy()))
     return out
 
@@ -193,7 +231,9 @@ def rope(x, positions, base=10000.0, variant=None):
     """RoPE in float64 by complex numbers: pair i of position m times e^{i m theta_i}; or with
     one mistake: rope-half-split (GPT-NeoX's layout: pair i is (x[i], x[i + d/2])),
     rope-wrong-frequency (theta_i = base**(-i/d), or base**(-2i/d) with i running over d),
-    rope-wrong-position (positions ignored: 0..T-1), rope-rotation-reversed (turned by -angle)."""
+    rope-wrong-position (positions ignored: 0..T-1), rope-rotation-reversed (turned by -angle),
+    rope-cos-sin-swapped (cos and sin exchanged: turned by pi/2 - angle), rope-pairs-concatenated
+    (each pair turned right, then every first feature put before every second one)."""
     x = _f64(x)
     d = x.shape[-1]
     i = torch.arange(d // 2, dtype=torch.float64)
@@ -214,6 +254,8 @@ def rope(x, positions, base=10000.0, variant=None):
     angle = m[:, None] * theta  # (T, d/2)
     if variant == "rope-rotation-reversed":
         angle = -angle
+    if variant == "rope-cos-sin-swapped":  # cos where sin belongs: a turn by pi/2 - angle
+        angle = torch.pi / 2 - angle
     turn = torch.polar(torch.ones_like(angle), angle)
     if variant == "rope-half-split":
         z = torch.complex(x[..., : d // 2], x[..., d // 2 :]) * turn
@@ -233,7 +275,8 @@ ROPE_VARIANTS = (
     ("rope-frequency-sign", "rope-frequency-sign"),
     ("rope-position-off-by-one", "rope-position-plus-one"),
     ("rope-position-off-by-one", "rope-position-minus-one"),
-    ("rope-pairs-concatenated", "rope-pairs-concatenated"),  # not in the catalogue: a hint
+    ("rope-pairs-concatenated", "rope-pairs-concatenated"),
+    ("rope-cos-sin-swapped", "rope-cos-sin-swapped"),
 )
 
 

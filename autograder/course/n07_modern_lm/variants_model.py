@@ -27,6 +27,10 @@ def swiglu(state, x, variant=None, prefix=""):
         return (torch.sigmoid(a) * b) @ w2.T
     if variant == "swiglu-relu-gate":
         return (F.relu(a) * b) @ w2.T
+    if variant == "swiglu-silu-after-product":
+        return F.silu(a * b) @ w2.T
+    if variant == "swiglu-sum-not-product":
+        return (F.silu(a) + b) @ w2.T
     return (F.silu(a) * b) @ w2.T
 
 
@@ -36,6 +40,8 @@ SWIGLU_VARIANTS = (
     ("swiglu-other-activation", "swiglu-sigmoid-gate"),
     ("swiglu-other-activation", "swiglu-relu-gate"),
     ("swiglu-no-gate", "swiglu-no-gate"),
+    ("swiglu-silu-after-product", "swiglu-silu-after-product"),
+    ("swiglu-sum-not-product", "swiglu-sum-not-product"),
 )
 
 
@@ -55,7 +61,9 @@ def attention(state, x, n_heads, cache=None, variant=None, prefix=""):
     cache-not-used (attention over the new positions only, as if there were no cache),
     no-causal-mask, cache-mask-not-offset (a (T, T_past + T) mask whose diagonal starts at 0),
     missing-scale, rope-half-split / rope-wrong-frequency (inside attention), rope-on-values
-    (the values rotated too), rope-queries-only."""
+    (the values rotated too), rope-queries-only, softmax-over-queries, rope-after-cache (the
+    keys turned after joining the cache, all from position 0; -raw-kept: the cache returned
+    holds them unturned)."""
     wq, wk, wv, wo = (_f64(state[f"{prefix}{n}.weight"]) for n in ("wq", "wk", "wv", "wo"))
     x = _f64(x)
     B, T, d = x.shape
@@ -75,14 +83,20 @@ def attention(state, x, n_heads, cache=None, variant=None, prefix=""):
     positions = torch.arange(start, start + T)
     rv = ROPE_OF.get(variant)
     q = q if variant == "rope-keys-only" else rope(q, positions, variant=rv)
-    k = k if variant == "rope-queries-only" else rope(k, positions, variant=rv)
+    after_cache = variant in ("rope-after-cache", "rope-after-cache-raw-kept")
+    raw_k = k
+    if not after_cache:
+        k = k if variant == "rope-queries-only" else rope(k, positions, variant=rv)
     if variant == "rope-on-values":
         v = rope(v, positions)
     new_k, new_v = k, v
     if cache is not None and variant != "cache-not-used":
+        raw_k = torch.cat([_f64(cache[0]), raw_k], dim=2)
         k = torch.cat([_f64(cache[0]), k], dim=2)
         v = torch.cat([_f64(cache[1]), v], dim=2)
     n_k = k.shape[2]
+    if after_cache:  # every key, the cached ones too, turned at 0 .. n_k - 1
+        k = rope(raw_k, torch.arange(n_k))
     scores = q @ k.transpose(-2, -1)
     if variant == "attention-scale-d-model":
         scores = scores / math.sqrt(d)
@@ -92,7 +106,7 @@ def attention(state, x, n_heads, cache=None, variant=None, prefix=""):
         offset = 0 if variant == "cache-mask-not-offset" else n_k - T
         mask = torch.ones(T, n_k, dtype=torch.bool).tril(diagonal=offset)
         scores = scores.masked_fill(~mask, float("-inf"))
-    y = scores.softmax(-1) @ v
+    y = scores.softmax(-2 if variant == "softmax-over-queries" else -1) @ v
     if variant in ("heads-merged-without-transpose", "heads-without-transpose"):
         # (B, H, T, d_head) read as (B, T, d)
         y = y.reshape(B, T, d) @ wo.T
@@ -100,6 +114,8 @@ def attention(state, x, n_heads, cache=None, variant=None, prefix=""):
         y = y.transpose(1, 2).reshape(B, T, d) @ wo.T
     if variant == "cache-not-appended":
         return y, (new_k, new_v)
+    if variant == "rope-after-cache-raw-kept":  # the cache keeps the keys unturned
+        return y, (raw_k, v)
     return y, (k, v)
 
 
@@ -120,8 +136,12 @@ ATTENTION_VARIANTS = (
     "rope-on-values",
     "rope-queries-only",
     "rope-keys-only",
+    "softmax-over-queries",
+    "rope-after-cache",
+    "rope-after-cache-raw-kept",
 )
 ATTENTION_IDS = {
+    "rope-after-cache-raw-kept": "rope-after-cache",
     "rope-keys-only": "rope-queries-only",  # one id: RoPE on only one of the two
     "heads-split-without-transpose": "heads-reshape-without-transpose",
     "heads-merged-without-transpose": "heads-reshape-without-transpose",
@@ -156,7 +176,8 @@ def llama(state, idx, n_heads, n_layers, cache=None, variant=None, eps=1e-6):
     (tok_emb, blocks.i.{norm1,attn,norm2,ffn}, norm; the head is tok_emb.weight). Mistakes:
     post-norm, no-final-norm, missing-residual (around attention), rmsnorm-mean-subtracted,
     swiglu-gate-swapped, and the attention ones (cache-positions-restart, no-causal-mask,
-    rope-half-split)."""
+    rope-half-split); llama-cache-first-block (every block given cache[0]),
+    llama-ffn-reads-block-input (h + ffn(norm2(x))). `eps` is every norm's."""
     emb = _f64(state["tok_emb.weight"])
     x = emb[torch.as_tensor(idx)]
     caches = []
@@ -169,7 +190,7 @@ def llama(state, idx, n_heads, n_layers, cache=None, variant=None, eps=1e-6):
         def norm(t, name, p=p):
             return rms_norm(t, state[f"{p}{name}.weight"], eps, norm_v)
 
-        c = None if cache is None else cache[i]
+        c = None if cache is None else cache[0 if variant == "llama-cache-first-block" else i]
         if variant == "post-norm":
             a, c = attention(state, x, n_heads, c, attn_v, p + "attn.")
             h = norm(x + a, "norm1")
@@ -177,7 +198,8 @@ def llama(state, idx, n_heads, n_layers, cache=None, variant=None, eps=1e-6):
         else:
             a, c = attention(state, norm(x, "norm1"), n_heads, c, attn_v, p + "attn.")
             h = a if variant == "missing-residual" else x + a
-            x = h + swiglu(state, norm(h, "norm2"), ffn_v, p + "ffn.")
+            into_ffn = x if variant == "llama-ffn-reads-block-input" else h
+            x = h + swiglu(state, norm(into_ffn, "norm2"), ffn_v, p + "ffn.")
         caches.append(c)
     if variant != "no-final-norm":
         x = rms_norm(x, state["norm.weight"], eps, norm_v)
@@ -193,6 +215,8 @@ LLAMA_VARIANTS = (
     "cache-positions-restart",
     "no-causal-mask",
     "rope-half-split",
+    "llama-cache-first-block",
+    "llama-ffn-reads-block-input",
 )
 LLAMA_IDS = {"post-norm": "norm-order-swapped", "no-final-norm": "llama-no-final-norm"}
 

@@ -31,11 +31,15 @@ def train(text, vocab_size, variant=None):
     """Merges (as lists) learned inside the chunks, right or with one mistake:
     across (no chunks: plain byte-level BPE), tie-smallest / tie-largest / tie-last (another
     tie order), tie-by-chunk-count (pairs counted over the distinct chunks, most frequent chunk
-    first), or a name of OTHER_PATTERNS (another pattern)."""
+    first), tie-chunk-sorted (each chunk's pairs counted in sorted order, so a tie goes to the
+    smallest pair of the first chunk holding one), chunks-counted-once (each distinct chunk
+    once), or a name of OTHER_PATTERNS (another pattern)."""
     if variant == "across":
         pieces = [text]
     else:
         pieces = chunks(text, OTHER_PATTERNS.get(variant, GPT2))
+    if variant == "chunks-counted-once":  # each distinct chunk once, in order of first occurrence
+        pieces = list(dict.fromkeys(pieces))
     if variant == "tie-by-chunk-count":
         frequency: dict[str, int] = {}
         for piece in pieces:
@@ -55,7 +59,8 @@ def train(text, vocab_size, variant=None):
     while 256 + len(merges) < vocab_size:
         counts: dict[tuple[int, int], int] = {}
         for pairs, weight in zip(found, weights, strict=True):
-            for pair, n in pairs.items():
+            items = sorted(pairs.items()) if variant == "tie-chunk-sorted" else pairs.items()
+            for pair, n in items:
                 counts[pair] = counts.get(pair, 0) + n * weight
         if not counts or max(counts.values()) < 2:
             break
@@ -82,21 +87,32 @@ TRAIN_VARIANTS = (
 )
 
 
-def train_variants(text, vocab_size):
-    return [(id_, train(text, vocab_size, v)) for id_, v in TRAIN_VARIANTS]
+# mistakes named where a training text shows them, which the draw does not ask of it
+SHOWN_VARIANTS = (
+    ("regex-bpe-tie-order", "tie-chunk-sorted"),
+    ("regex-bpe-chunks-counted-once", "chunks-counted-once"),
+)
+
+
+def train_variants(text, vocab_size, table=TRAIN_VARIANTS):
+    return [(id_, train(text, vocab_size, v)) for id_, v in table]
 
 
 def encode(merges, specials, s, variant=None):
     """encode(s) with these merges and special tokens {string: id}, right or with one mistake:
     across (the merges applied over the whole text, no chunks), special-merged (the special
     tokens encoded as ordinary text), special-ids-from-256 (specials numbered 256, 257, ... in
-    place of their ids), a BPE order mistake inside each chunk (reverse, left-to-right,
+    place of their ids), special-dropped (split at them without a capture group), a BPE order
+    mistake inside each chunk (reverse, left-to-right,
     most-frequent), or a name of OTHER_PATTERNS."""
     order = {"reverse", "left-to-right", "most-frequent"}
     pieces = [s]
     if specials and variant != "special-merged":
         alternatives = "|".join(regex.escape(t) for t in sorted(specials, key=len, reverse=True))
-        pieces = regex.split(f"({alternatives})", s)
+        # without a capture group, regex.split drops the special tokens it splits at
+        pieces = regex.split(
+            alternatives if variant == "special-dropped" else f"({alternatives})", s
+        )
     ids = []
     for piece in pieces:
         if piece in specials and variant != "special-merged":
@@ -129,6 +145,7 @@ ENCODE_VARIANTS = (
 SPECIAL_VARIANTS = (
     ("regex-bpe-special-merged", "special-merged"),
     ("regex-bpe-special-ids-low", "special-ids-from-256"),
+    ("regex-bpe-specials-dropped", "special-dropped"),
 )
 
 

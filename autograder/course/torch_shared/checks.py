@@ -76,11 +76,6 @@ def explain(ids: Sequence[str], lead: str = "This is what happens with") -> str:
 
 
 NON_CATALOGUE_HINTS = {
-    "rope-pairs-concatenated": (
-        "Each pair is turned by the right angle, but the results come back as every pair's "
-        "first feature, then every pair's second one: put each rotated pair back in its own "
-        "two places, 2i and 2i + 1."
-    ),
     "other-activation": "This is what the other activation gives: check which one `activation` selects.",
     "gelu-tanh": (
         "This is GELU's tanh approximation; the notebook's gelu is the exact one (F.gelu's "

@@ -285,7 +285,6 @@ def no_biases(r: Response, cls_name: str) -> None:
     biased = sorted(k for k in names if k.endswith("bias"))
     if biased:
         raise Fail(
-            f"your {cls_name} has {biased[0]}: its layers are nn.Linear(..., bias=False), "
-            "as in LLaMA.",
+            f"your {cls_name} has {biased[0]}. " + explain(["llama-bias"]),
             ["llama-bias"],
         )
