@@ -281,8 +281,9 @@ _TRAINING_ENTRIES = [
      "F.cross_entropy reads the classes from axis 1: flatten the logits to (B*T, V) and the "
      "targets to (B*T,) first (lm_loss does)."),
     ("generate-argmax", "taking the most likely token instead of sampling one",
-     "generate samples: torch.multinomial draws a token with the probabilities softmax gives, "
-     "so a seed changes the text; argmax gives the same token every time."),
+     "sampling draws the token with torch.multinomial (and the generator) from the "
+     "probabilities softmax gives, so a seed changes the text; argmax, what top_k=1 gives, "
+     "returns the same token every time."),
     ("generate-first-position", "predicting from the first position's logits instead of the last",
      "the logits at position t predict the token after position t: the next token comes from "
      "the last position of the context, logits[:, -1, :]."),
@@ -455,9 +456,6 @@ _MODERN_ENTRIES = [
      "and feed the model only tokens it has not seen."),
     ("sampled-from-first-position", "sampling from the first position's logits",
      "the next token comes from the logits of the LAST position: logits[:, -1, :]."),
-    ("argmax-instead-of-sampling", "taking the most likely token instead of sampling",
-     "draw the token from the probabilities (torch.multinomial with the generator): the "
-     "argmax is what top_k=1 gives, not what sampling gives."),
     ("zero-new-tokens-sampled", "sampling a token although max_new_tokens is 0",
      "max_new_tokens=0 returns idx as it is: sample inside the loop, once per new token."),
 ]  # fmt: skip

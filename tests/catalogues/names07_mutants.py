@@ -348,6 +348,6 @@ WRONG = [
     ("llama-counts-new-only", "TinyLlama", LlamaCountsNewOnly, "llama-block-size-cache-not-counted", None),
     ("gen-first-logits", "generate_cached", gen_first_logits, "sampled-from-first-position", None),
     ("gen-prompt-tail-twice", "generate_cached", gen_prompt_tail_twice, "cache-last-token-fed-again", None),
-    ("gen-most-likely", "generate_cached", gen_most_likely, "argmax-instead-of-sampling", None),
+    ("gen-most-likely", "generate_cached", gen_most_likely, "generate-argmax", None),
     ("gen-no-length-check", "generate_cached", gen_no_length_check, "block-size-not-checked", None),
 ]  # fmt: skip

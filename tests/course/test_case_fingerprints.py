@@ -8,7 +8,9 @@ a walker of this file's own (not the grader's request fingerprints, which may ch
 The committed digests were computed by this file from main at 191f785, before the case building
 was made cheaper (issue 37); they change only when a notebook's cases are meant to change, and
 then the commit that changes them says why (and this list): 06 when its mistakes were named by
-cause (issue 40: new known-wrong outputs in GPT's by-values case, clip and schedule probes).
+cause (issue 40: new known-wrong outputs in GPT's by-values case, clip and schedule probes),
+and 07 likewise (non-ASCII BPE texts, rms_norm's (8, 8, 8) batch, generate_cached's two-call
+top-k/top-p case and the variants its judges name).
 """
 
 import hashlib
@@ -33,7 +35,7 @@ DIGESTS = {
     "04_multihead_attention": "40c2fca685ac086b8712b27b56ce1789eb256d0650a139a505d9754e8c3e534d",
     "05_transformer_block": "56ed6401e291a3e160297013cbc3fc170c6a272e5d3672d60d0abede904769e3",
     "06_autoregressive_lm": "070bdae4b3294a6e2adc7899158d8976387ae7ba6e9e085247d156d52805a2b6",
-    "07_modern_lm": "da92f0c8c0da6399ab0ccaa8743d615608046ccdc39b775dd36f3d3ad4eac2ea",
+    "07_modern_lm": "bd4d346e772c8b8f7bd08c4279fefeed3cbc9cc92b4fbfdf7cbb50b819775024",
     "08_real_models": "7e9f6c44f619e68c1465807be40d4d9405bd7b0da792df20bdcf9aed9c24f15c",
 }
 

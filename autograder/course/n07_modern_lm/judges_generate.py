@@ -151,7 +151,7 @@ def cached_distribution(
     the sampling mistake whose distribution fits instead (one match or none). A second
     request, where there is one, gives top_p alone: a TypeError there says the arguments
     reached the sampler in another order, which no sampling mistake explains. With
-    `argmax_named`, every sample the most likely token names argmax-instead-of-sampling."""
+    `argmax_named`, every sample the most likely token names generate-argmax."""
     r = responses[0]
     if len(responses) > 1 and _out_of_order(responses[1]):
         _say_out_of_order(responses[1], what)
@@ -172,8 +172,8 @@ def cached_distribution(
     if argmax_named and counts[top] == samples:
         raise Fail(
             f"{what}: all {samples} samples are token {top}, the most likely one. "
-            + explain(["argmax-instead-of-sampling"]),
-            ["argmax-instead-of-sampling"],
+            + explain(["generate-argmax"]),
+            ["generate-argmax"],
         )
     if counts.max() == samples:
         raise Fail(
