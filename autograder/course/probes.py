@@ -29,6 +29,9 @@ from autograder.judging.base import (  # noqa: F401 - the probes' vocabulary
 )
 
 PROBES: dict[str, Callable[[np.random.Generator], list[Case]]] = {}
+# graded names whose probe redraws until no request equals a visible one by a fingerprint at
+# least as coarse as draw's (torch_shared/tools.py): draw need not check them again
+DRAWS_UNSEEN: set[str] = set()
 
 
 def probe(function):
@@ -73,10 +76,10 @@ def draw(function, seed):
     """One graded name's cases from `seed`: drawn again, from seeds derived from it, while any
     of their requests equals a request of the visible checks (a hidden test must never be
     answerable by looking its answer up in the handout)."""
-    if seed == VISIBLE_SEED or getattr(PROBES[function], "draws_unseen", False):
+    if seed == VISIBLE_SEED or function in DRAWS_UNSEEN:
         # a torch probe redraws until no request equals a visible one by a fingerprint at
         # least as coarse as this one (torch_shared/tools.py): this check would never fail
-        visible = frozenset()
+        visible: frozenset[str] = frozenset()
     else:
         visible = visible_fingerprints(function)
     for attempt in range(REDRAWS):

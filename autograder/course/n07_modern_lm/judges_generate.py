@@ -94,7 +94,7 @@ def _no_token_for_zero(r, what, shape):
     if r.error or r.missing or r.lost:
         return
     value = r.decode(r.raw.get("value"))
-    got = value.shape if isinstance(value, np.ndarray) else ()
+    got: tuple[int, ...] = value.shape if isinstance(value, np.ndarray) else ()
     if len(got) == 2 and got[0] == shape[0] and got[1] == shape[1] + 1:
         raise Fail(
             f"{what} returned shape {tuple(got)}, one token more than idx {shape}. "
