@@ -3,6 +3,7 @@ against the same N plus an infinite loop, a sleeper, a flood of stderr, a cell o
 and budget-maxers, side by side.
 
     nice python benchmarks/class_cost.py [--students 20] [--maxers 1] [--workers 2] [--timeout S]
+    nice python benchmarks/class_cost.py --also sleeper-everywhere    # one more hostile student
 
 The honest students are copies of the solutions. The others are the solutions with one change
 each: "loop" redefines softmax (notebook 02) as `while True: pass` right where it is defined, so
@@ -186,6 +187,19 @@ def hostile(kind, folder):
     folder.mkdir(parents=True)
     for path in sorted(SOLUTIONS.glob("*.ipynb")):
         shutil.copy(path, folder / path.name)
+    if kind == "sleeper-everywhere":  # every graded notebook: a sleeping cell, sleeping calls
+        from autograder.curriculum import BY_STEM
+
+        for path in sorted(folder.glob("*.ipynb")):
+            names = graded_names(path.stem) if path.stem in BY_STEM else []
+            if not names:
+                continue
+            nb = nbformat.read(path, as_version=4)
+            last = max(_defining_cell(nb, name) for name in names)
+            nb.cells.insert(last + 1, nbformat.v4.new_code_cell(SLEEP_CALLS.format(names=names)))
+            nb.cells.insert(1, nbformat.v4.new_code_cell(SLEEP_CELL))
+            nbformat.write(nb, path)
+        return
     if kind == "loop":
         path = folder / "02_dot_product_softmax.ipynb"
         nb = nbformat.read(path, as_version=4)
@@ -205,8 +219,8 @@ def hostile(kind, folder):
     nbformat.write(nb, path)
 
 
-def hostile_kinds(maxers):
-    return [*KINDS, *(f"maxer{i + 1}" for i in range(maxers))]
+def hostile_kinds(maxers, also=()):
+    return [*KINDS, *(f"maxer{i + 1}" for i in range(maxers)), *also]
 
 
 def build(root, students, kinds=()):
@@ -263,6 +277,14 @@ def main(argv=None):
         "--timeout", type=float, default=None, help="default: the self-test's measured budgets"
     )
     parser.add_argument("--keep", action="store_true", help="keep the temporary folders")
+    parser.add_argument(
+        "--also",
+        action="append",
+        default=[],
+        choices=["sleeper-everywhere"],
+        help="another hostile student: sleeper-everywhere sleeps 18 s in a cell of every graded "
+        "notebook and 2 s in every call of its graded functions",
+    )
     args = parser.parse_args(argv)
 
     machine = {
@@ -289,7 +311,7 @@ def main(argv=None):
     try:
         honest = grade(build(root / "honest", args.students), root / "out-honest", args)
         print(f"{args.students} honest: {honest['cpu']:.1f} CPU-s, {honest['wall']:.1f} s wall")
-        kinds = hostile_kinds(args.maxers)
+        kinds = hostile_kinds(args.maxers, args.also)
         mixed = grade(build(root / "mixed", args.students, kinds), root / "out-mixed", args)
         print(
             f"{args.students} honest + {', '.join(kinds)}: {mixed['cpu']:.1f} CPU-s, "
