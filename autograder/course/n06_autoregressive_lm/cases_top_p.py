@@ -219,19 +219,25 @@ def _separated(parts):
     return True
 
 
+def separating_rows(rng, V, top_k, tries=200):
+    """Two rows of logits, the top_p set of the first inside the top k and of the second beyond
+    it, drawn until the top_k/top_p mistakes all keep other sets: [(row, top_p)] and, per row,
+    (the right kept set, {mistake: its kept set}). Notebook 07's generate_cached uses them too."""
+    for _ in range(tries):
+        rows = [_shaped_row(rng, V, top_k, shape) for shape in ("inside", "beyond")]
+        parts = [_parts_named(row, top_k, top_p) for row, top_p in rows]
+        if _separated(parts):
+            return rows, parts
+    raise RuntimeError("no pair of rows separates the top_k/top_p mistakes")
+
+
 def _top_k_top_p_case(rng, V, name, points, seed, top_k=4):
     """top_k then top_p, in two calls (4,000 samples each): in the first the top_p set of the
     whole distribution lies inside the top k, in the second it holds more. Counting the set
     before top_k then agrees with ignoring top_k in the first and with ignoring top_p in the
     second: only the two calls together tell the three apart."""
     B = 4000
-    for _ in range(200):
-        rows = [_shaped_row(rng, V, top_k, shape) for shape in ("inside", "beyond")]
-        parts = [_parts_named(row, top_k, top_p) for row, top_p in rows]
-        if _separated(parts):
-            break
-    else:
-        raise RuntimeError("no pair of rows separates the top_k/top_p mistakes")
+    rows, parts = separating_rows(rng, V, top_k)
     requests, judged, shown = [], [], []
     for i, ((row, top_p), (right, named)) in enumerate(zip(rows, parts, strict=True)):
         start = int(rng.integers(0, V))

@@ -264,19 +264,9 @@ def _top_k_then_top_p_case(rng, seed, top_k=4):
     more than k tokens. Counting the set before top_k agrees with ignoring top_k in the first
     and with ignoring top_p in the second, so only both calls together name it. The prompt is
     one token, whose logits are table[start] + positions[0]."""
-    from autograder.course.n06_autoregressive_lm.cases_top_p import (
-        _parts_named,
-        _separated,
-        _shaped_row,
-    )
+    from autograder.course.n06_autoregressive_lm.cases_top_p import separating_rows
 
-    for _ in range(TRIES):
-        rows = [_shaped_row(rng, TOY_V, top_k, shape) for shape in ("inside", "beyond")]
-        parts = [_parts_named(row, top_k, top_p) for row, top_p in rows]
-        if _separated(parts):
-            break
-    else:
-        raise RuntimeError("no pair of rows separates the top_k/top_p mistakes")
+    rows, parts = separating_rows(rng, TOY_V, top_k, TRIES)
     requests, judged, shown = [], [], []
     for i, ((row, top_p), (right, named)) in enumerate(zip(rows, parts, strict=True)):
         table, positions = _toy(rng)
