@@ -13,6 +13,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from fixtures import load_script
 
 import autograder
 
@@ -56,13 +57,7 @@ def test_quick_benchmark_grades_with_both_and_ends_with_its_json_line():
 def test_our_points_are_counted_as_nbgrader_counts_them_a_whole_name_or_nothing():
     """nbgrader's test cell of a graded name scores all of its points or none; ours give each
     test its share. Counted nbgrader's way: a name whose every test passed, and nothing else."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "grade_vs_nbgrader", REPO / "benchmarks" / "grade_vs_nbgrader.py"
-    )
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_script(REPO / "benchmarks" / "grade_vs_nbgrader.py")
     nb = [SimpleNamespace(stem="08_real_models"), SimpleNamespace(stem="07_modern_lm")]
 
     def test(notebook, function, score, top):

@@ -1,9 +1,9 @@
 """benchmarks/class_cost.py's hostile students are what its header says they are."""
 
-import importlib.util
 from pathlib import Path
 
 import nbformat
+from fixtures import load_script
 
 import autograder
 from autograder.curriculum import NOTEBOOKS
@@ -12,12 +12,7 @@ REPO = Path(autograder.__file__).resolve().parent.parent
 
 
 def bench():
-    spec = importlib.util.spec_from_file_location(
-        "class_cost", REPO / "benchmarks" / "class_cost.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(REPO / "benchmarks" / "class_cost.py")
 
 
 def sleeping(path):

@@ -337,6 +337,17 @@ def graded_files(sub):
 
 
 # -- the sandbox: hand-written notebooks and requests (test_sandbox, test_watchdog, ...) --------
+def load_script(path, name=None):
+    """A script that is not a package module (benchmarks/*.py, examples/*.py), imported from its
+    path: its functions, without running its main."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name or Path(path).stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def notebook(folder, name, *cells):
     folder.mkdir(parents=True, exist_ok=True)
     nb = nbformat.v4.new_notebook()
