@@ -10,7 +10,7 @@ The class (built by `build`, every file made here, nothing downloaded): an hones
 notebook runs - JSON that is small in bytes but huge in values, deep JSON, huge outputs, and
 zips whose central directory, ratio or copies are the bomb. Each run is `python -m autograder
 grade CLASS --workers 1 --quiet --force` in a child whose peak resident memory is its own
-ru_maxrss (RUSAGE_SELF: the grading parent only, not the sandboxes it starts). The LAST line
+VmHWM (the grading parent only, not the sandboxes it starts). The LAST line
 printed is one JSON object: {"class_peak_mb", "seconds", "exit", "each": {student: peak_mb}}.
 """
 
@@ -29,11 +29,14 @@ REPO = Path(__file__).resolve().parent.parent
 NB1 = "01_soft_lookup.ipynb"
 MB = 2**20
 
+# VmHWM, not ru_maxrss: Linux carries ru_maxrss across exec, so a parent started by a big
+# process (a test worker) would report that process's peak instead of its own.
 WRAPPER = (
-    "import resource, sys\n"
+    "import sys\n"
     "from autograder.__main__ import main\n"
     "code = main(sys.argv[1:])\n"
-    "print('PEAK_RSS_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+    "print('PEAK_RSS_KB', next(int(l.split()[1]) for l in open('/proc/self/status')"
+    " if l.startswith('VmHWM:')), file=sys.stderr)\n"
     "sys.exit(code)\n"
 )
 

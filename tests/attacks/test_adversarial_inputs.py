@@ -299,7 +299,7 @@ PARENT_GROWTH_MB = 150
 @pytest.fixture(scope="module")
 def bombed(tmp_path_factory):
     """The small adversarial class (every kind of bomb and an honest student) graded once by
-    `python -m autograder grade` in a child: its own ru_maxrss is the parent's peak; and the
+    `python -m autograder grade` in a child: its own VmHWM is the parent's peak; and the
     honest student graded alone, for the parent's peak without any bomb."""
     bench = _benchmark()
     root = tmp_path_factory.mktemp("bombs")

@@ -19,6 +19,7 @@ from pathlib import Path
 import nbformat
 import numpy as np
 import pytest
+from fixtures import PEAK_RSS_KB_LINE, peak_rss_mb, reset_peak_rss
 
 import autograder
 from autograder.checks import run_in_process
@@ -108,11 +109,9 @@ def notebook(folder, name, *cells):
 
 
 WRAPPER = (
-    "import resource, sys\n"
+    "import sys\n"
     "from autograder.__main__ import main\n"
-    "code = main(sys.argv[1:])\n"
-    "print('PEAK_RSS_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
-    "sys.exit(code)\n"
+    "code = main(sys.argv[1:])\n" + PEAK_RSS_KB_LINE + "sys.exit(code)\n"
 )
 
 
@@ -295,11 +294,10 @@ def test_many_large_copies_of_a_notebook_are_not_held_in_memory(tmp_path):
             handle.truncate(MAX_NOTEBOOK_BYTES - 1)
             handle.write(bytes([k]))
     code = (
-        "import resource, sys\n"
+        "import sys\n"
         "from autograder.submissions import discover\n"
         "[sub] = discover(sys.argv[1], sys.argv[2], sys.argv[3], layout='student')\n"
-        "print(sub.messages)\n"
-        "print('PEAK', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)\n"
+        "print(sub.messages)\n" + PEAK_RSS_KB_LINE
     )
     run = subprocess.run(
         [sys.executable, "-c", code, str(student), str(tmp_path / "out"), str(tmp_path / "s")],
@@ -310,7 +308,7 @@ def test_many_large_copies_of_a_notebook_are_not_held_in_memory(tmp_path):
     )
     assert run.returncode == 0, run.stderr[-2000:]
     assert "found 40 times" in run.stdout and "not graded" in run.stdout
-    peak_mb = int(run.stdout.split("PEAK")[1])
+    peak_mb = int(run.stderr.split("PEAK_RSS_KB")[1]) / 1024
     assert peak_mb < 600, peak_mb
 
 
@@ -382,7 +380,6 @@ def test_a_patched_harness_cannot_drop_the_inputs_after_the_call(monkeypatch):
 
 def test_judging_many_aliased_answers_at_once_stays_small(tmp_path):
     """In-process twin of the aliaser: the judge refuses before it decodes."""
-    import resource
 
     from autograder.course.probes import build_cases
     from autograder.judging.answers import judge_cases
@@ -396,12 +393,13 @@ def test_judging_many_aliased_answers_at_once_stays_small(tmp_path):
             np.save(folder / "arrays" / "a0.npy", np.zeros(2**20))  # 8 MB, named 100 times
             answer = {"value": [{"$array": "a0"}] * 100, "args_after": []}
             (folder / "response.json").write_text(json.dumps(answer))
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    reset_peak_rss()
+    before = peak_rss_mb()
     done = []
     thread = threading.Thread(target=lambda: done.append(judge_cases(cases, tmp_path)))
     thread.start()
     thread.join(120)
-    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    grown_mb = peak_rss_mb() - before
     assert done, "judging did not finish"
     assert all(r.score == 0 and "more array data" in r.output for r in done[0])
     assert grown_mb < 200, grown_mb  # 800 MB per answer when every reference was loaded

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from fixtures import PEAK_RSS_KB_LINE
 from processes import marker, processes_with
 
 import autograder
@@ -216,11 +217,9 @@ def _deep_folders(top, depth):
 
 
 WRAPPER = (
-    "import resource, sys\n"
+    "import sys\n"
     "from autograder.__main__ import main\n"
-    "code = main(sys.argv[1:])\n"
-    "print('PEAK_RSS_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
-    "sys.exit(code)\n"
+    "code = main(sys.argv[1:])\n" + PEAK_RSS_KB_LINE + "sys.exit(code)\n"
 )
 
 

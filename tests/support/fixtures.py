@@ -462,3 +462,25 @@ def stand_in_grading(monkeypatch, payload_of):
     monkeypatch.setattr(pool, "grade_student", grade)
     monkeypatch.setattr(classrun, "open_sandbox", StandInSandbox)
     return graded
+
+
+# A process's peak resident memory, as its own: ru_maxrss is carried across exec on Linux, so a
+# child started by a big pytest worker reports the worker's peak; VmHWM belongs to the process's
+# own memory map, new at exec, and writing 5 to clear_refs lowers it to the present size.
+PEAK_RSS_KB_LINE = (
+    "print('PEAK_RSS_KB', next(int(l.split()[1]) for l in open('/proc/self/status')"
+    " if l.startswith('VmHWM:')), file=sys.stderr)\n"
+)
+
+
+def reset_peak_rss() -> None:
+    """This process's peak resident memory lowered to its present size (Linux 4.0 and later)."""
+    Path("/proc/self/clear_refs").write_text("5")
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory since it started or since reset_peak_rss, in MB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM in /proc/self/status")
