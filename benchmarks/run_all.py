@@ -11,7 +11,9 @@ wall time and the CPU time of the kernel and everything it started.
     python benchmarks/run_all.py --keep /tmp/ran 06    # and keep the executed notebook to read
 
 `--burners N` starts N processes that spin on the CPU for the whole run and stops them at the
-end: the "slow, shared laptop" of the notebooks' headers. The machine's core count and load
+end: the "slow, shared laptop" of the notebooks' headers. Each has a session of its own
+(load_fairness.py's LoadGenerator), as other programs do: with the kernel's autogroups, burners
+in this script's session would share one session's part of the CPU against the kernel's. The machine's core count and load
 averages before and after are printed with the figures, since a Run All time means nothing
 without them. Tiny Shakespeare is read from TINYSHAKESPEARE_PATH, or downloaded once and
 cached by `coursedata`.
@@ -20,8 +22,8 @@ cached by `coursedata`.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
-import multiprocessing
 import os
 import platform
 import resource
@@ -44,9 +46,15 @@ if sys.argv[3]:
 """
 
 
-def _burn() -> None:
-    while True:
-        pass
+def _load_generator(count: int):
+    """load_fairness.py's LoadGenerator of `count` burners (a sibling script, loaded by path)."""
+    spec = importlib.util.spec_from_file_location(
+        "load_fairness", Path(__file__).with_name("load_fairness.py")
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.LoadGenerator(count)
 
 
 def notebooks(selected: list[str]) -> list[Path]:
@@ -80,21 +88,15 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="save each executed notebook in this folder")
     args = parser.parse_args()
 
-    burners = [multiprocessing.Process(target=_burn, daemon=True) for _ in range(args.burners)]
-    for b in burners:
-        b.start()
-    load_before = os.getloadavg()
     rows = []
-    try:
+    with _load_generator(args.burners):
+        load_before = os.getloadavg()
         for nb in notebooks(args.notebooks):
             if args.keep:
                 args.keep.mkdir(parents=True, exist_ok=True)
             wall, cpu = run_one(nb, args.keep / nb.name if args.keep else None)
             rows.append({"notebook": nb.name, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1)})
             print(f"{nb.name:34s} wall {wall:8.1f} s   CPU {cpu:8.1f} s", flush=True)
-    finally:
-        for b in burners:
-            b.terminate()
     load_after = os.getloadavg()
     machine = {
         "cores": os.cpu_count(),

@@ -99,6 +99,13 @@ class Limits:
     # every notebook: the room the floor used to give each budget, given once per student
     # (a budget-maxer's cost is the sum of the budgets plus this, benchmarks/class_cost.py).
     spare_cpu_seconds: float = 6.0
+    # wall seconds one sandbox (one student) may spend asleep, in all: neither on a CPU nor
+    # waiting for one (time.sleep, input(), a lock), read from its threads' schedstat by the
+    # driver (inside/driver.py, Asleep). Once spent, a budget stops after a second asleep: code
+    # that sleeps in every notebook holds a worker for these seconds once, not for each
+    # budget's idle allowance. A busy machine's waiting is never counted; without schedstat
+    # (or the sandbox's own pid namespace) each budget keeps idle_seconds alone.
+    asleep_seconds: float = 10.0
 
     def driver_times(self) -> dict[str, float]:
         """The budgets the sandbox's driver applies, as job.json carries them."""
@@ -116,6 +123,7 @@ class Limits:
             "output_stop_seconds": self.output_stop_seconds,
             "idle_seconds": self.idle_seconds,
             "spare_cpu_seconds": self.spare_cpu_seconds,
+            "asleep_seconds": self.asleep_seconds,
         }
 
     def wall_seconds(self, cpu_seconds: float, factor: float | None = None) -> float:

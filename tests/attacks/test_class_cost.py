@@ -518,8 +518,8 @@ def test_a_multi_threaded_cell_on_a_busy_machine_is_graded_not_taken_for_the_gra
     threads waiting for each other are not starvation, and where the machine did starve the
     sandbox, the second run's wall is far enough for the CPU it gets. The student gets the
     cell's timeout and the names defined before it tested, never NOT GRADED."""
-    load = [
-        subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    load = [  # each in a session of its own: the kernel's autogroups share the CPU by session
+        subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
         for _ in range(2 * (os.cpu_count() or 1))
     ]
     box = Sandbox(Limits(timeout=3, startup_seconds=120))

@@ -198,6 +198,7 @@ TIMES = {
     "output_stop_seconds": 2.0,
     "idle_seconds": 15.0,
     "spare_cpu_seconds": 6.0,
+    "asleep_seconds": 10.0,
 }
 LOG_BYTES = 256 * 2**10  # Limits.log_bytes: of the sandbox's output, this much head and tail
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -329,6 +330,112 @@ class Paced:
         return time.monotonic() > self.started + self.wall_factor * spent + self.idle
 
 
+def _lowered(pid: str, tid: str, own: int) -> bool:
+    """cgroups.lowered_priority for a thread of this pid namespace: a nice value above the
+    driver's own, or SCHED_BATCH / SCHED_IDLE (3, 5)."""
+    try:
+        with open(f"/proc/{pid}/task/{tid}/stat", "rb") as handle:
+            data = handle.read()
+        fields = data[data.rfind(b")") + 2 :].split()
+        return int(fields[16]) > own or int(fields[38]) in (3, 5)
+    except (OSError, ValueError, IndexError):
+        return False
+
+
+def _run_queue_waits() -> tuple[dict[str, int], bool] | None:
+    """{thread: nanoseconds spent runnable but waiting for a CPU} for every thread of this pid
+    namespace (run_delay, /proc/TID/schedstat), and whether any of them lowered its own
+    priority; None when no schedstat can be read."""
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    waits: dict[str, int] = {}
+    lowered = False
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/schedstat") as handle:
+                    waits[tid] = int(handle.read().split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            lowered = lowered or _lowered(pid, tid, own)
+    return (waits, lowered) if waits else None
+
+
+class Asleep:
+    """The seconds a student's code may spend asleep, for all of the student's notebooks
+    together (Limits.asleep_seconds): time in which the sandbox neither ran on a CPU nor waited
+    for one (time.sleep, input(), a lock, a pipe). Over each half second of a budget the driver
+    counts the sandbox's CPU seconds and its threads' seconds on the run queue; when together
+    they fill less than half of it, what they leave is asleep and is taken from the pool. Once
+    the pool is spent, a budget is stopped after GRACE seconds asleep. A machine so busy that a
+    notebook waits for a CPU is never taken for sleep (its threads are on the run queue), and
+    nor is computing; a thread that lowered its own priority (which makes it wait longer) has
+    its waiting not counted. Only in the sandbox's own pid namespace, where /proc holds the
+    sandbox's threads alone; without schedstat the pool is off and each budget keeps its own
+    idle allowance (Paced)."""
+
+    INTERVAL = 0.5
+    GRACE = 1.0
+    SHARE = 0.5  # an interval is asleep when CPU and waiting fill less than this part of it
+
+    def __init__(
+        self, seconds: float, enabled: bool, read=_run_queue_waits, clock=time.monotonic
+    ) -> None:
+        self.left = max(0.0, float(seconds))
+        self.read, self.clock = read, clock
+        self.enabled = enabled and self.left > 0 and read() is not None
+        self.used = 0.0  # in the budget now running
+        self.total = 0.0  # in all budgets so far
+        self._last: tuple[float, float, dict[str, int]] | None = None
+        self._budget: object = None
+
+    def begin(self, cpu: float, budget: object) -> None:
+        """A cell of `budget` (its Paced: every cell of a budget shares one) starts now, with
+        the sandbox's CPU clock at `cpu`; a new budget starts with nothing asleep in it."""
+        if budget is not self._budget:
+            self._budget, self.used = budget, 0.0
+        read = self.read() if self.enabled else None
+        self._last = (self.clock(), cpu, read[0]) if read else None
+
+    def over(self, cpu: float) -> bool:
+        """Take what the sandbox slept since the last look from the pool; True when the budget
+        now running must stop (the pool spent, and GRACE seconds asleep in this budget)."""
+        if self._last is None:
+            return False
+        now = self.clock()
+        started, cpu_then, waits_then = self._last
+        elapsed = now - started
+        if elapsed < self.INTERVAL:
+            return False
+        read = self.read()
+        if read is None:
+            self._last = None
+            return False
+        waits, lowered = read
+        self._last = (now, cpu, waits)
+        waited = 0
+        if not lowered:  # a thread that ended takes its count with it: counted as nothing
+            waited = sum(max(0, n - waits_then.get(tid, 0)) for tid, n in waits.items())
+        busy = max(0.0, cpu - cpu_then) + waited / 1e9
+        if busy < self.SHARE * elapsed:
+            asleep = elapsed - busy
+            self.used += asleep
+            self.total += asleep
+            self.left -= asleep
+        return self.left <= 0 and self.used >= self.GRACE
+
+    def said(self) -> str:
+        return (
+            f"waited without computing (sleeping, or waiting for input or another process) for "
+            f"longer than grading allows: {self.total:.0f} s asleep in all"
+        )
+
+
 class Watchdog:
     """Ends a cell that has used up its CPU seconds: SIGINT to the kernel, as an interrupt does;
     SIGKILL when it does not stop (nbclient then sees a dead kernel): when the sandbox has used
@@ -351,6 +458,8 @@ class Watchdog:
         self.fired_at: float | None = None
         self.paced: Paced | None = None  # the wall backstop that grows with the CPU spent
         self.fired_on_wall = False  # the last firing was the paced wall backstop's
+        self.asleep: Asleep | None = None  # the student's pool of seconds asleep (run_all)
+        self.fired_asleep = False  # ... or the pool's, once spent
         threading.Thread(target=self._watch, daemon=True).start()
 
     @property
@@ -365,8 +474,12 @@ class Watchdog:
         with self.lock:
             self.fired_at = None
             self.fired_on_wall = False
+            self.fired_asleep = False
             self.paced = paced
-            self.armed = (pid, self.clock(pid) + cpu_seconds)
+            now = self.clock(pid)
+            if paced is not None and self.asleep is not None:
+                self.asleep.begin(now, paced)
+            self.armed = (pid, now + cpu_seconds)
 
     @property
     def fired(self) -> bool:
@@ -390,9 +503,12 @@ class Watchdog:
                 used = self.clock(pid)
                 if self.fired_at is None:
                     over_wall = self.paced is not None and self.paced.past(used)
-                    if used >= limit or over_wall:
+                    asleep = self.asleep if self.paced is not None else None
+                    over_asleep = asleep is not None and asleep.over(used)
+                    if used >= limit or over_wall or over_asleep:
                         self.fired_at = time.monotonic()
                         self.fired_on_wall = used < limit
+                        self.fired_asleep = over_asleep and not over_wall and used < limit
                         _signal_kernel(pid, signal.SIGINT)
                 elif used >= limit + self.grace_cpu or (
                     time.monotonic() > self.fired_at + self.grace_wall
@@ -673,6 +789,9 @@ class Run:
         if self.watchdog.disarm():
             if self.watchdog.fired_on_wall:  # the paced wall: a wall backstop like nbclient's
                 self.status["wall_backstop"] = True
+                if self.watchdog.fired_asleep:
+                    self.status["asleep"] = True
+                    raise CellTimeoutError("asleep for too long")
                 raise CellTimeoutError("out of wall-clock time")
             raise CellTimeoutError("out of CPU time")
 
@@ -759,11 +878,14 @@ class Run:
                     self.run_cell(client, cell, index, cpu_left, remaining, paced)
                 except CellTimeoutError:
                     self.status["timed_out"] = True
+                    why = f"still running when the notebook's time ({allowed}) ran out"
+                    if self.watchdog.fired_asleep and self.watchdog.asleep is not None:
+                        why = f"stopped: your code {self.watchdog.asleep.said()}"
                     self.status["cell_errors"].append(
                         {
                             "cell": index,
                             "type": "Timeout",
-                            "message": f"still running when the notebook's time ({allowed}) ran out",
+                            "message": why,
                             "line": _first_line(cell.source),
                         }
                     )
@@ -839,6 +961,8 @@ class Run:
             # the solutions: grading/selftest.py; for a student, a figure and nothing more)
             self.status["cpu_seconds"] = max(0.0, self.watchdog.clock(pid) - cpu_start)
         self.status["seconds"] = time.monotonic() - started
+        if self.watchdog.asleep is not None:  # all of the student's notebooks so far
+            self.status["asleep_seconds"] = round(self.watchdog.asleep.total, 2)
         self.status["ended_at"] = time.monotonic()
         self.status["finished"] = True
         self.save()
@@ -966,6 +1090,11 @@ class Run:
                     f"the tests of {name} took more than {seconds:g} s in total (look for an "
                     "infinite loop or very slow code); the tests that had not finished score 0."
                 )
+                if self.watchdog.fired_asleep and self.watchdog.asleep is not None:
+                    self.status["notes"][name] = (
+                        f"the tests of {name} were stopped: your code "
+                        f"{self.watchdog.asleep.said()}; the tests that had not finished score 0."
+                    )
                 if not self.interrupt_and_probe(client):
                     self.note_all(
                         graded[position + 1 :],
@@ -1173,6 +1302,8 @@ def run_all(job: dict) -> None:
         CpuClock(job.get("cpu_clock")), times["grace_cpu_seconds"], times["grace_wall_seconds"]
     )
     spare = Spare(times["spare_cpu_seconds"])  # one student's, shared by all its notebooks
+    # likewise the seconds asleep; only where /proc shows the sandbox's threads alone
+    watchdog.asleep = Asleep(times["asleep_seconds"], bool(job.get("own_pid_namespace")))
     for index, spec in enumerate(job["notebooks"]):
         if index and job.get("own_pid_namespace"):
             kill_strays(({Zygote.pid} if Zygote.alive() else set()) | {OutputCap.pid})
