@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import os
 import platform
 import resource
@@ -31,6 +30,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))  # burners.py, shared with class_of_200.py
+
+from burners import burning  # noqa: E402
+
 SOLUTIONS = ROOT / "solutions"
 
 RUN_ONE = """
@@ -42,11 +45,6 @@ NotebookClient(nb, timeout=None, kernel_name="python3",
 if sys.argv[3]:
     nbformat.write(nb, sys.argv[3])
 """
-
-
-def _burn() -> None:
-    while True:
-        pass
 
 
 def notebooks(selected: list[str]) -> list[Path]:
@@ -80,21 +78,15 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="save each executed notebook in this folder")
     args = parser.parse_args()
 
-    burners = [multiprocessing.Process(target=_burn, daemon=True) for _ in range(args.burners)]
-    for b in burners:
-        b.start()
-    load_before = os.getloadavg()
     rows = []
-    try:
+    with burning(args.burners):
+        load_before = os.getloadavg()
         for nb in notebooks(args.notebooks):
             if args.keep:
                 args.keep.mkdir(parents=True, exist_ok=True)
             wall, cpu = run_one(nb, args.keep / nb.name if args.keep else None)
             rows.append({"notebook": nb.name, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1)})
             print(f"{nb.name:34s} wall {wall:8.1f} s   CPU {cpu:8.1f} s", flush=True)
-    finally:
-        for b in burners:
-            b.terminate()
     load_after = os.getloadavg()
     machine = {
         "cores": os.cpu_count(),
