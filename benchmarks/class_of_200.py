@@ -224,15 +224,27 @@ def tail(out, ended):
 
 
 def scores(out, members):
-    """{member name: (score, max)} from OUT/<student>/results.json (names compared in NFC)."""
+    """({member name: (score, max)}, {member name: its sandbox's CPU-s as the grader counted
+    them}) from OUT/<student>/results.json (names compared in NFC)."""
     by_key = {unicodedata.normalize("NFC", m.name): m.name for m in members}
-    found = {}
+    found, sandbox_cpu = {}, {}
     for results in Path(out).glob("*/results.json"):
         name = by_key.get(unicodedata.normalize("NFC", results.parent.name))
         if name is not None:
             payload = json.loads(results.read_text())
             found[name] = (payload["score"], payload["max_score"])
-    return found
+            if isinstance(payload.get("cpu_seconds"), int | float):
+                sandbox_cpu[name] = payload["cpu_seconds"]
+    return found, sandbox_cpu
+
+
+def per_persona(members, sandbox_cpu):
+    """{persona: mean sandbox CPU-s of its students}: where the students' own time goes."""
+    spent = {}
+    for m in members:
+        if m.name in sandbox_cpu:
+            spent.setdefault(m.persona, []).append(sandbox_cpu[m.name])
+    return {p: round(sum(v) / len(v), 2) for p, v in sorted(spent.items())}
 
 
 def main(argv=None):
@@ -271,7 +283,7 @@ def main(argv=None):
             )
             wall, cpu, done, ended = grade(root / "class", root / "out", env)
             machine["load_average_at_end"] = PEER.load_average()
-        got = scores(root / "out", members)
+        got, sandbox_cpu = scores(root / "out", members)
         tail_s, class_files = tail(root / "out", ended)
     finally:
         if args.keep:
@@ -291,6 +303,12 @@ def main(argv=None):
     print(
         f"graded {graded} of {len(members)} students: {wall:.1f} s wall, {cpu.seconds:.1f} CPU-s "
         f"({cpu.seconds / max(1, graded):.2f} CPU-s a student), measured by {cpu.method}"
+    )
+    in_sandboxes = sum(sandbox_cpu.values())
+    print(
+        f"the students' sandboxes: {in_sandboxes:.1f} CPU-s (the grader's count); the rest, "
+        f"{cpu.seconds - in_sandboxes:.1f} CPU-s, is the parent, the self-test and the start-up; "
+        f"a student's sandbox by persona: {per_persona(members, sandbox_cpu)}"
     )
     if selftest_s is not None:
         print(f"the self-test ran: {selftest_s:.1f} s of it; without it {wall - selftest_s:.1f} s")
@@ -316,6 +334,8 @@ def main(argv=None):
                 "cpu_s_per_student": round(cpu.seconds / max(1, graded), 3),
                 "selftest_s": selftest_s,
                 "wall_s_without_selftest": round(wall - (selftest_s or 0.0), 2),
+                "sandbox_cpu_s": round(in_sandboxes, 2),
+                "sandbox_cpu_s_by_persona": per_persona(members, sandbox_cpu),
                 "tail_s": None if tail_s is None else round(tail_s, 2),
                 "class_files_after_last_student_s": class_files,
                 "correct_complete": len(correct),
