@@ -1,5 +1,8 @@
 """benchmarks/class_of_200.py builds the class its header describes (built, never graded here)."""
 
+import json
+import subprocess
+import sys
 import unicodedata
 from pathlib import Path
 
@@ -146,3 +149,26 @@ def test_the_mix_is_fixed_by_the_seed(bench, built, tmp_path):
             assert same == (root / m.name / filename).read_bytes()
     other = bench.build(tmp_path / "other", 14, seed=8)
     assert [m.variant for m in other] != [m.variant for m in members]
+
+
+@pytest.mark.slow
+def test_two_students_graded_by_the_readme_command_end_with_the_json_line():
+    """The script end to end on its first two students (seed 200: a correct student with cells
+    of her own, and a student with an accented name who hands in the released notebooks untouched): both graded, the correct one at
+    full marks, the figures there and consistent. No timing is asserted."""
+    done = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "class_of_200.py"), "--students", "2"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["students"] == result["graded"] == 2 and result["not_graded"] == []
+    assert result["correct_complete"] == result["correct_full_marks"] == 1
+    assert result["mix"]["personas"] == {"ada": 1, "blank": 1}
+    assert 0 < result["sandbox_cpu_s"] < result["cpu_s"]
+    assert result["cpu_s_per_student"] == pytest.approx(result["cpu_s"] / 2, abs=0.01)
+    assert 0 <= result["tail_s"] < result["wall_s"]
+    assert "class.html" in result["class_files_after_last_student_s"]
+    assert len(result["load_average_at_start"]) == len(result["load_average_at_end"]) == 3
