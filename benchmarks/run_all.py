@@ -11,9 +11,8 @@ wall time and the CPU time of the kernel and everything it started.
     python benchmarks/run_all.py --keep /tmp/ran 06    # and keep the executed notebook to read
 
 `--burners N` starts N processes that spin on the CPU for the whole run and stops them at the
-end: the "slow, shared laptop" of the notebooks' headers. Each has a session of its own
-(load_fairness.py's LoadGenerator), as other programs do: with the kernel's autogroups, burners
-in this script's session would share one session's part of the CPU against the kernel's. The machine's core count and load
+end: the "slow, shared laptop" of the notebooks' headers (each in a session of its own,
+benchmarks/burners.py). The machine's core count and load
 averages before and after are printed with the figures, since a Run All time means nothing
 without them. Tiny Shakespeare is read from TINYSHAKESPEARE_PATH, or downloaded once and
 cached by `coursedata`.
@@ -22,7 +21,6 @@ cached by `coursedata`.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import platform
@@ -33,6 +31,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))  # burners.py, shared with class_of_200.py
+
+from burners import burning  # noqa: E402
+
 SOLUTIONS = ROOT / "solutions"
 
 RUN_ONE = """
@@ -44,17 +46,6 @@ NotebookClient(nb, timeout=None, kernel_name="python3",
 if sys.argv[3]:
     nbformat.write(nb, sys.argv[3])
 """
-
-
-def _load_generator(count: int):
-    """load_fairness.py's LoadGenerator of `count` burners (a sibling script, loaded by path)."""
-    spec = importlib.util.spec_from_file_location(
-        "load_fairness", Path(__file__).with_name("load_fairness.py")
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.LoadGenerator(count)
 
 
 def notebooks(selected: list[str]) -> list[Path]:
@@ -89,7 +80,7 @@ def main() -> None:
     args = parser.parse_args()
 
     rows = []
-    with _load_generator(args.burners):
+    with burning(args.burners):
         load_before = os.getloadavg()
         for nb in notebooks(args.notebooks):
             if args.keep:
