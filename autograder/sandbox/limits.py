@@ -88,10 +88,12 @@ class Limits:
     # margin (notebook 06's hidden tests cost up to 1.53x under 30 other seeds than under the
     # self-test's) times the CPU seconds' growth on a busy machine (load 14 on 2 cores: 2x at
     # 2 budgets lost honest students points; docs/grader.md, "Time limits"); the floor covers a
-    # cell's fixed costs. A right answer slower than ours (loops, its own helpers, a BPE ten
+    # cell's fixed costs: the cheapest notebooks' cells and tests, fixed costs included, cost
+    # 0.03-0.11 CPU-s (docs/maintainers.md, "Performance"), so half a second is over four times
+    # them, where 1 s let a budget-maxer spend ten to thirty times what they need. A right answer slower than ours (loops, its own helpers, a BPE ten
     # times slower than ours on grading's 10,000 characters) draws on the spare seconds below.
     measured_factor: float = 3.0
-    measured_floor_seconds: float = 1.0
+    measured_floor_seconds: float = 0.5
     # CPU seconds one sandbox (one student) may spend beyond its notebooks' budgets, in all: a
     # budget that runs out draws on what is left of them before its cell or test is stopped. A
     # right answer slower than the solutions (a student's BPE several times slower than ours,
