@@ -319,3 +319,18 @@ def test_a_rerun_skips_up_to_date_students_and_force_regrades(graded, capsys):
     assert grade(submissions / "full", *same, "--force") == 0
     assert "graded 1 student(s)" in capsys.readouterr().out
     assert (out / "full" / "results.json").stat().st_mtime_ns != before["full"]
+
+
+def test_grading_runs_one_student_more_than_the_cpus_it_may_use(monkeypatch):
+    """Each sandbox is capped at one CPU and the parent's work for a student leaves it idle, so
+    the default is the CPUs this process may use (its affinity, not the machine's count) + 1."""
+    import argparse
+    import os
+
+    from autograder import __main__ as cli
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 3, 5})
+    parser = argparse.ArgumentParser()
+    cli.sandbox_options(parser)
+    assert parser.parse_args([]).workers == 4
+    assert parser.parse_args(["--workers", "1"]).workers == 1
