@@ -86,3 +86,25 @@ def test_the_inside_code_imports_nothing_of_the_grader(name):
         else:
             continue
         assert not any(m.split(".")[0] == "autograder" for m in modules), f"{name}: {modules}"
+
+
+def test_the_drivers_reading_of_a_lowered_priority_is_the_graders():
+    """The sleep pool's copy of cgroups.lowered_priority (driver._lowered): a nice value above
+    the reader's own, read from /proc/PID/task/TID/stat, is lowered for both; this process is
+    lowered for neither."""
+    import os
+    import subprocess
+    import sys
+
+    code = "import os, sys, time; os.nice(5); print(1, flush=True); time.sleep(30)"
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "1"
+        own = os.getpriority(os.PRIO_PROCESS, 0)
+        pid = str(child.pid)
+        assert driver._lowered(pid, pid, own) and cgroups.lowered_priority(child.pid)
+        me = str(os.getpid())
+        assert not driver._lowered(me, me, own) and not cgroups.lowered_priority(os.getpid())
+    finally:
+        child.kill()
+        child.wait()
