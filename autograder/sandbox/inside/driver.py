@@ -1086,15 +1086,15 @@ class Run:
             try:
                 cell = self.run_driver_cell(client, source, seconds, wall, paced)
             except CellTimeoutError:
-                self.status["notes"][name] = (
-                    f"the tests of {name} took more than {seconds:g} s in total (look for an "
-                    "infinite loop or very slow code); the tests that had not finished score 0."
+                why = (
+                    f"took more than {seconds:g} s in total (look for an infinite loop or very "
+                    "slow code)"
                 )
                 if self.watchdog.fired_asleep and self.watchdog.asleep is not None:
-                    self.status["notes"][name] = (
-                        f"the tests of {name} were stopped: your code "
-                        f"{self.watchdog.asleep.said()}; the tests that had not finished score 0."
-                    )
+                    why = f"were stopped: your code {self.watchdog.asleep.said()}"
+                self.status["notes"][name] = (
+                    f"the tests of {name} {why}; the tests that had not finished score 0."
+                )
                 if not self.interrupt_and_probe(client):
                     self.note_all(
                         graded[position + 1 :],
