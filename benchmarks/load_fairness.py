@@ -11,7 +11,7 @@ neighbour whose every notebook starts 200 busy processes, each in its own proces
 then loops (Neighbour; stopped when the honest student is done, so the table does not wait for
 the neighbour's own time limits). tests/sandbox/test_load_fairness.py grades the two in one run with
 --workers 2. (c) grades the honest student alone while this script runs 4 x cores busy
-processes of its own (LoadGenerator). Prints one table row per case: the honest student's score,
+processes, each in a session of its own (burners.py's burning). Prints one table row per case: the honest student's score,
 the wall seconds of its grading (results.json execution_time) and of the whole run, and how many
 busy processes were running when its grading started. Scores must be full in every row; times
 are the machine's.
@@ -31,7 +31,12 @@ from pathlib import Path
 import nbformat
 
 REPO = Path(__file__).resolve().parent.parent
-BUSY = ["sh", "-c", "while :; do :; done"]
+sys.path.insert(
+    0, str(REPO / "benchmarks")
+)  # burners.py, shared with run_all.py and class_of_200.py
+
+from burners import BURN, burning  # noqa: E402
+
 BURNER = (
     "import subprocess\n"
     "burners = [subprocess.Popen(['sh', '-c', 'while :; do :; done'], start_new_session=True)\n"
@@ -39,27 +44,6 @@ BURNER = (
     "while True:\n"
     "    pass\n"
 )
-
-
-class LoadGenerator:
-    """`count` busy processes, each in a session of its own; all killed on exit."""
-
-    def __init__(self, count):
-        self.count = count
-        self.procs = []
-
-    def __enter__(self):
-        for _ in range(self.count):
-            self.procs.append(subprocess.Popen(BUSY, start_new_session=True))
-        return self
-
-    def __exit__(self, *exc):
-        for proc in self.procs:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except OSError:
-                pass
-            proc.wait()
 
 
 class Neighbour:
@@ -96,11 +80,15 @@ class Neighbour:
         self.proc.wait()
 
 
+SPINNING = (b"while :; do :; done", BURN[-1].encode())  # the neighbour's and burning()'s loops
+
+
 def busy_processes():
     count = 0
     for proc in Path("/proc").iterdir():
         try:
-            if proc.name.isdigit() and b"while :; do :; done" in (proc / "cmdline").read_bytes():
+            cmdline = (proc / "cmdline").read_bytes() if proc.name.isdigit() else b""
+            if any(loop in cmdline for loop in SPINNING):
                 count += 1
         except OSError:
             pass
@@ -157,8 +145,8 @@ def run_case(name, notebooks, timeout, load=0, neighbour=False, tree=REPO):
     try:
         class_dir = make_class(root / "class", notebooks)
         with (
-            LoadGenerator(load),
-            Neighbour(root, notebooks, tree) if neighbour else LoadGenerator(0),
+            burning(load),
+            Neighbour(root, notebooks, tree) if neighbour else burning(0),
         ):
             busy = busy_processes()
             payload, seconds, done = grade(class_dir, root / "out", 1, timeout, tree)

@@ -53,10 +53,10 @@ def test_an_honest_student_keeps_full_marks_under_external_load(tmp_path):
     nb.cells = [nbformat.v4.new_code_cell(SLEEPER)]
     (class_dir / "sleeper").mkdir()
     nbformat.write(nb, class_dir / "sleeper" / path.name)
-    with load_fairness.LoadGenerator(4 * (os.cpu_count() or 1)) as load:
-        assert all(p.poll() is None for p in load.procs)  # the load is there while grading
+    with load_fairness.burning(4 * (os.cpu_count() or 1)) as burners:
+        assert all(p.poll() is None for p in burners)  # the load is there while grading
         payload, _, done = load_fairness.grade(class_dir, tmp_path / "out", workers=2, timeout=10)
-    assert all(p.poll() is not None for p in load.procs)
+    assert all(p.poll() is not None for p in burners)
     score, max_score = load_fairness.honest_score(payload, NOTEBOOKS)
     assert max_score > 0 and score == max_score, done.stdout[-3000:] + done.stderr[-3000:]
     assert not payload.get("internal_error")
