@@ -707,6 +707,8 @@ class Spare:
 
 
 class Run:
+    driver_clock = 0.0  # the sandbox's CPU clock when the driver began its first notebook
+
     def __init__(
         self, job: dict, spec: dict, watchdog: Watchdog, spare: Spare | None = None
     ) -> None:
@@ -853,9 +855,13 @@ class Run:
         )
         alive = True
         self.status["kernel_starting"] = True
+        # the sandbox's CPU clock at each phase's start (a profile for maintainers: nothing of
+        # the grade reads it; benchmarks/student_phases.py does)
+        self.status["clock"] = {"driver": Run.driver_clock, "kernel": self.watchdog.clock(0)}
         with client.setup_kernel():
             self.status["kernel_started"] = True
             self.run_quietly(client, WATCH_CELL.format(harness=job["harness"]))  # not charged
+            self.status["clock"]["cells"] = self.watchdog.clock(0)
             # the cells share `timeout` CPU seconds (kernel start not counted), and a backstop
             pid = _kernel_pid(client)
             cpu_start = self.watchdog.clock(pid)
@@ -955,12 +961,15 @@ class Run:
             if alive:
                 self.status["integrity"] = self.integrity(client)
             self.save()
+            self.status["clock"]["tests"] = self.watchdog.clock(0)
             if alive and graded:
                 self.serve(client, graded)
+            self.status["clock"]["shutdown"] = self.watchdog.clock(0)
             # the notebook's CPU seconds on the sandbox's clock (the self-test's measurement of
             # the solutions: grading/selftest.py; for a student, a figure and nothing more)
             self.status["cpu_seconds"] = max(0.0, self.watchdog.clock(pid) - cpu_start)
         self.status["seconds"] = time.monotonic() - started
+        self.status["clock"]["ended"] = self.watchdog.clock(0)
         if self.watchdog.asleep is not None:  # all of the student's notebooks so far
             self.status["asleep_seconds"] = round(self.watchdog.asleep.total, 2)
         self.status["ended_at"] = time.monotonic()
@@ -1304,6 +1313,7 @@ def run_all(job: dict) -> None:
     spare = Spare(times["spare_cpu_seconds"])  # one student's, shared by all its notebooks
     # likewise the seconds asleep; only where /proc shows the sandbox's threads alone
     watchdog.asleep = Asleep(times["asleep_seconds"], bool(job.get("own_pid_namespace")))
+    Run.driver_clock = watchdog.clock(0)  # the sandbox's start and the driver's imports, so far
     for index, spec in enumerate(job["notebooks"]):
         if index and job.get("own_pid_namespace"):
             kill_strays(({Zygote.pid} if Zygote.alive() else set()) | {OutputCap.pid})
