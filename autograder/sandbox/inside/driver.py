@@ -113,6 +113,8 @@ if __name__ == "__main__":
         if _capabilities_left():
             raise SystemExit(f"driver: capabilities left after capping: {_capabilities_left()}")
 
+import contextlib  # noqa: E402
+import select  # noqa: E402
 import shutil  # noqa: E402
 import signal  # noqa: E402
 import socket  # noqa: E402
@@ -517,8 +519,11 @@ class Watchdog:
                     self.armed = None
 
 
-def _kernel_pid(client: "QuietClient"):
-    """The pid of the process jupyter_client launched for the kernel (0 when it has none)."""
+def _kernel_pid(client: "QuietClient | LightClient"):
+    """The pid of the kernel's process: the bare shell's, or the one jupyter_client launched
+    (0 when it has none)."""
+    if isinstance(client, LightClient):
+        return client.pid
     return getattr(getattr(client.km, "provisioner", None), "pid", 0) or 0
 
 
@@ -579,6 +584,112 @@ class QuietClient(NotebookClient):
         if len(outs) < 3:
             outs.append(out)
         return out
+
+
+class LightClient:
+    """A notebook's kernel as a bare IPython shell that the zygote forks (zygote._shell): the part
+    of NotebookClient that Run uses (setup_kernel, execute_cell, timeout, printed, captured, nb,
+    km.interrupt_kernel), over one socket, a JSON line each way per cell."""
+
+    def __init__(self, nb, timeout: float, preload: str, startup_timeout: float) -> None:
+        self.nb, self.timeout = nb, timeout
+        self.preload, self.startup_timeout = preload, startup_timeout
+        self.printed, self.captured = 0, None
+        self.pid, self.km = 0, self
+        self.channel: socket.socket | None = None
+        self._pending, self._sent = b"", 0
+
+    @contextlib.contextmanager
+    def setup_kernel(self):
+        assert Zygote.socket is not None  # used only while the zygote is alive
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        ours, theirs = socket.socketpair()
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        try:
+            conn.settimeout(self.startup_timeout)
+            conn.connect(Zygote.socket)
+            request = {
+                "mode": "shell",
+                "args": [],
+                "cwd": os.getcwd(),
+                "env": dict(os.environ),
+                "preload": self.preload,
+            }
+            socket.send_fds(conn, [json.dumps(request).encode()], [devnull, 2, 2, theirs.fileno()])
+            reply = conn.recv(64)
+            self.pid = int(reply.split()[1]) if reply.startswith(b"pid ") else 0
+        finally:
+            os.close(devnull)
+            theirs.close()
+        if self.pid <= 0:
+            conn.close()
+            ours.close()
+            raise RuntimeError("the zygote did not start the notebook's kernel")
+        self.channel = ours
+        try:
+            yield self
+        finally:
+            _signal_kernel(self.pid, signal.SIGKILL)
+            conn.close()  # the zygote kills what is left of it, and reaps it
+            ours.close()
+
+    def interrupt_kernel(self) -> None:
+        _signal_kernel(self.pid, signal.SIGINT)
+
+    def execute_cell(self, cell, index: int):
+        """Run `cell`; its outputs become its error (if any). CellTimeoutError after `timeout`
+        seconds of wall clock, DeadKernelError if the shell's process ended."""
+        assert self.channel is not None  # inside setup_kernel
+        self._sent += 1
+        request = {"id": self._sent, "code": cell.source, "want_result": self.captured is not None}
+        try:
+            self.channel.sendall((json.dumps(request) + "\n").encode())
+        except OSError:
+            raise DeadKernelError("the kernel's process ended") from None
+        deadline = time.monotonic() + float(self.timeout)
+        while True:
+            reply = self._receive(deadline)
+            if reply.get("id") == self._sent:
+                break  # (an earlier cell's late answer, after its timeout, is dropped)
+        cell.outputs = []
+        self.printed += int(reply.get("printed") or 0)
+        if reply.get("ename"):
+            cell.outputs.append(
+                nbformat.v4.new_output(
+                    "error",
+                    ename=_short(reply["ename"], 100),
+                    evalue=_short(reply.get("evalue") or ""),
+                    traceback=[],
+                )
+            )
+        elif reply.get("result") is not None and self.captured is not None:
+            self.captured.append(str(reply["result"])[:2000])
+        return cell
+
+    def _receive(self, deadline: float) -> dict:
+        assert self.channel is not None
+        while b"\n" not in self._pending:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise CellTimeoutError("out of wall-clock time")
+            ready, _, _ = select.select([self.channel], [], [], left)
+            if not ready:
+                continue
+            try:
+                chunk = self.channel.recv(1 << 16)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                raise DeadKernelError("the kernel's process ended")
+            self._pending += chunk
+            if len(self._pending) > 1 << 20:  # no answer is this long: not the shell's
+                raise DeadKernelError("the kernel's answer was garbled")
+        line, _, self._pending = self._pending.partition(b"\n")
+        try:
+            reply = json.loads(line)
+        except ValueError:
+            reply = None
+        return reply if isinstance(reply, dict) else {}
 
 
 class Zygote:
@@ -763,7 +874,7 @@ class Run:
 
     def run_cell(
         self,
-        client: "QuietClient",
+        client: "QuietClient | LightClient",
         cell: nbformat.NotebookNode,
         index: int,
         cpu_seconds: float,
@@ -797,7 +908,7 @@ class Run:
                 raise CellTimeoutError("out of wall-clock time")
             raise CellTimeoutError("out of CPU time")
 
-    def interrupt_and_probe(self, client: "QuietClient") -> bool:
+    def interrupt_and_probe(self, client: "QuietClient | LightClient") -> bool:
         """After a timeout: True if the kernel answers again. When the watchdog stopped the cell
         (its CPU seconds ran out) the kernel has already answered; when the wall-clock backstop
         did, the cell may still run: interrupt it first. Either way a probe cell runs, charged
@@ -840,19 +951,29 @@ class Run:
         )
         WarmKernelManager.preload = "torch" if uses_torch else ""
         WarmKernelManager.ready_seconds = self.times["zygote_ready_seconds"]
-        client = QuietClient(
-            nb,
-            kernel_name="python3",
-            timeout=int(self.cells_seconds) + 1,
-            allow_errors=True,
-            interrupt_on_timeout=False,
-            startup_timeout=int(job.get("startup_timeout", 60)),
-            resources={"metadata": {"path": job["workdir"]}},
-            record_timing=False,
-            iopub_timeout=self.times["iopub_seconds"],
-            shutdown_kernel="immediate",
-            kernel_manager_class=WarmKernelManager if Zygote.alive() else AsyncKernelManager,
-        )
+        light = Zygote.alive() and job.get("light", True)
+        client: QuietClient | LightClient
+        if light:
+            client = LightClient(
+                nb,
+                timeout=int(self.cells_seconds) + 1,
+                preload="torch" if uses_torch else "",
+                startup_timeout=float(job.get("startup_timeout", 60)),
+            )
+        else:
+            client = QuietClient(
+                nb,
+                kernel_name="python3",
+                timeout=int(self.cells_seconds) + 1,
+                allow_errors=True,
+                interrupt_on_timeout=False,
+                startup_timeout=int(job.get("startup_timeout", 60)),
+                resources={"metadata": {"path": job["workdir"]}},
+                record_timing=False,
+                iopub_timeout=self.times["iopub_seconds"],
+                shutdown_kernel="immediate",
+                kernel_manager_class=WarmKernelManager if Zygote.alive() else AsyncKernelManager,
+            )
         alive = True
         self.status["kernel_starting"] = True
         # the sandbox's CPU clock at each phase's start (a profile for maintainers: nothing of
@@ -977,14 +1098,14 @@ class Run:
         self.save()
 
     def run_quietly(
-        self, client: "QuietClient", source: str, seconds: float | None = None
+        self, client: "QuietClient | LightClient", source: str, seconds: float | None = None
     ) -> str | None:
         """Run one cell of the driver's own in the kernel; its text result, or None. The cell is
         appended to the notebook while it runs (nbclient stores a cell at its index: index -1
         would overwrite the notebook's last cell before it has run)."""
         cell = nbformat.v4.new_code_cell(source)
         client.nb.cells.append(cell)
-        client.timeout = seconds if seconds is not None else self.times["quiet_cell_seconds"]  # type: ignore[assignment]  # nbclient's stub says int; it takes float seconds
+        client.timeout = seconds if seconds is not None else self.times["quiet_cell_seconds"]  # type: ignore[assignment,unused-ignore]  # nbclient's stub says int; it takes float seconds
         client.captured = []
         try:
             client.execute_cell(cell, len(client.nb.cells) - 1)
@@ -995,7 +1116,7 @@ class Run:
             client.nb.cells.pop()
         return captured[0] if captured else None
 
-    def integrity(self, client: "QuietClient") -> list[str]:
+    def integrity(self, client: "QuietClient | LightClient") -> list[str]:
         """The watch's tokens (autograder/integrity.py); [] when it cannot say."""
         import ast
 
@@ -1010,7 +1131,7 @@ class Run:
 
     def run_driver_cell(
         self,
-        client: "QuietClient",
+        client: "QuietClient | LightClient",
         source: str,
         cpu_seconds: float,
         wall_seconds: float | None = None,
@@ -1040,7 +1161,7 @@ class Run:
             print("[driver] a stray KeyboardInterrupt: the cell runs again", file=sys.stderr)
         return cell
 
-    def serve(self, client: "QuietClient", graded: list[str]) -> None:
+    def serve(self, client: "QuietClient | LightClient", graded: list[str]) -> None:
         source = SERVE_PRELUDE.format(harness=self.job["harness"])
         try:
             prelude = self.run_driver_cell(client, source, self.times["serve_prelude_seconds"])
@@ -1065,7 +1186,7 @@ class Run:
             self.spare.spend(self.watchdog.clock(pid) - tests_start, self.tests_seconds)
 
     def serve_names(
-        self, client: "QuietClient", graded: list[str], pid: int, tests_start: float
+        self, client: "QuietClient | LightClient", graded: list[str], pid: int, tests_start: float
     ) -> None:
         """Each graded name's serve cell in turn, within the notebook's tests budget."""
         spec = self.spec

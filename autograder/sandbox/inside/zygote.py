@@ -229,10 +229,11 @@ def _child(
         for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE):
             signal.signal(sig, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        for target, fd in zip((0, 1, 2), fds, strict=False):
+        control = fds[3] if len(fds) == 4 else -1  # a bare shell's socket to the driver
+        for target, fd in zip((0, 1, 2), fds[:3], strict=False):
             os.dup2(fd, target)
         for fd in fds:
-            if fd > 2:
+            if fd > 2 and fd != control:
                 os.close(fd)
         for item in closing:
             try:
@@ -246,6 +247,9 @@ def _child(
         os.environ.update(request["env"])
         _reseed()
         sys.argv = ["ipykernel_launcher", *request["args"]]
+        if request.get("mode") == "shell" and control >= 0:
+            code = _shell(control)
+            return
         # inside the sandbox, the kernel's own environment (not the grader's settings)
         parent = os.environ.get("JPY_PARENT_PID", "")
         if parent.isdigit():  # read at import time by ipykernel, i.e. in the zygote: say it again
@@ -270,6 +274,90 @@ def _child(
         traceback.print_exc()
     finally:
         _exit(code)
+
+
+class _Counted:
+    """A text stream that only counts what is written to it (a cell's prints: the driver needs
+    how much, never what; writes to the descriptors themselves reach the sandbox's log)."""
+
+    encoding = "utf-8"
+    errors = "replace"
+
+    def __init__(self, fileno: int) -> None:
+        self.chars, self._fileno = 0, fileno
+
+    def write(self, text) -> int:
+        self.chars += len(str(text))
+        return len(str(text))
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        return self._fileno
+
+    def writable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return False
+
+
+def _shell(control: int) -> int:
+    """A notebook's kernel without ipykernel: its cells run in a bare IPython shell, one JSON
+    line in ({"code": ...}) and one out per cell ({"ename", "evalue", "printed", "result"}), over
+    the socket the driver passed (`control`). No sockets of Jupyter's, no threads, no message
+    protocol: a cell costs about what IPython's own run_cell does (benchmarks/kernel_overhead.py)."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    out, err = _Counted(1), _Counted(2)
+    sys.stdout, sys.stderr = out, err
+    config = Config()
+    config.HistoryManager.hist_file = ":memory:"
+    shell = InteractiveShell.instance(config=config)
+    channel = os.fdopen(control, "rb", buffering=0)
+    pending = b""
+    while True:
+        try:
+            while b"\n" not in pending:
+                chunk = channel.read(1 << 16)
+                if not chunk:
+                    return 0
+                pending += chunk
+        except KeyboardInterrupt:  # an interrupt between cells: nothing to stop
+            continue
+        line, _, pending = pending.partition(b"\n")
+        request = json.loads(line)
+        before = out.chars + err.chars
+        reply: dict[str, object] = {"id": request.get("id"), "ename": None, "evalue": ""}
+        try:
+            result = shell.run_cell(request["code"], store_history=True)
+            error = result.error_before_exec or result.error_in_exec
+            if error is not None:
+                reply["ename"], reply["evalue"] = type(error).__name__, str(error)[:2000]
+            elif result.result is not None and request.get("want_result"):
+                assert shell.display_formatter is not None  # made by the shell's __init__
+                data, _ = shell.display_formatter.format(result.result)
+                reply["result"] = str(data.get("text/plain", ""))[:2000]
+        except KeyboardInterrupt:  # delivered outside the cell's own code
+            reply["ename"], reply["evalue"] = "KeyboardInterrupt", ""
+        except BaseException as exc:  # noqa: BLE001 - the shell itself failed: the cell's error
+            reply["ename"], reply["evalue"] = type(exc).__name__, str(exc)[:2000]
+        reply["printed"] = out.chars + err.chars - before
+        while True:
+            try:
+                os.write(control, (json.dumps(reply) + "\n").encode())
+                break
+            except KeyboardInterrupt:
+                continue
 
 
 def _exit(code: int):
@@ -379,7 +467,7 @@ def serve(fd: int) -> int:
         if listener in readable:
             conn, _ = listener.accept()
             try:
-                message, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
+                message, fds, _, _ = socket.recv_fds(conn, 1 << 20, 4)
                 request = json.loads(message.decode())
             except (OSError, ValueError):
                 conn.close()
