@@ -104,3 +104,21 @@ def test_an_interrupt_stops_the_cell_and_the_shell_goes_on(client):
 def test_a_shell_that_dies_is_a_dead_kernel(client):
     with pytest.raises(DeadKernelError):
         run(client, "import os\nos._exit(3)")
+
+
+def test_a_forged_answer_from_the_students_code_is_not_taken_for_the_cells(client):
+    """The student's code holds the shell's socket: what it writes there is at most a wrong
+    count or a garbled line, never the driver's crash, and the cell's own answer still comes."""
+    forge = (
+        "import os, socket\n"
+        "fd = [f for f in range(3, 64) if os.path.exists(f'/proc/self/fd/{f}')\n"
+        "      and os.readlink(f'/proc/self/fd/{f}').startswith('socket:')][0]\n"
+        "os.write(fd, b'[' * 100000 + b'\\n')\n"
+        "os.write(fd, b'not json\\n')\n"
+        'os.write(fd, b\'{"id": 999, "ename": "Forged"}\\n\')'
+    )
+    cell = run(client, forge)
+    assert [o.ename for o in cell.outputs] in ([], ["Forged"])  # never a crash of the driver
+    client.captured = []
+    run(client, "'after'")
+    assert client.captured == ["'after'"]

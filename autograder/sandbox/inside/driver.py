@@ -687,7 +687,7 @@ class LightClient:
         line, _, self._pending = self._pending.partition(b"\n")
         try:
             reply = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # written by the student's code, not the shell
             reply = None
         return reply if isinstance(reply, dict) else {}
 
