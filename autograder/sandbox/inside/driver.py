@@ -949,15 +949,15 @@ class Run:
             for i, c in enumerate(nb.cells)
             if c.cell_type == "code" and not _released_demo(c, i, spec)
         )
-        WarmKernelManager.preload = "torch" if uses_torch else ""
+        preload = "torch" if uses_torch else ""
+        WarmKernelManager.preload = preload
         WarmKernelManager.ready_seconds = self.times["zygote_ready_seconds"]
-        light = Zygote.alive() and job.get("light", True)
         client: QuietClient | LightClient
-        if light:
+        if Zygote.alive():  # the bare shell needs the zygote; a cold kernel is ipykernel's
             client = LightClient(
                 nb,
                 timeout=int(self.cells_seconds) + 1,
-                preload="torch" if uses_torch else "",
+                preload=preload,
                 startup_timeout=float(job.get("startup_timeout", 60)),
             )
         else:
