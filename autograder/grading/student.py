@@ -16,6 +16,7 @@ run (grading/classrun.py) calls it once per student, in a pool of workers.
 import shutil
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Mapping
@@ -38,6 +39,13 @@ from autograder.sandbox import NotebookRun, Sandbox, SandboxFailure, copy_submis
 
 LOCK_NAME = ".grading.lock"  # in OUT: one grading run at a time
 MAX_SUBMISSION_MESSAGES = 20  # files not copied into the sandbox, named one by one
+
+# The parent's own work for a student (drawing her cases, judging, writing her reports) is
+# Python holding the GIL. Done by several workers' threads at once, it cost 2.4 times the CPU of
+# the same work done one thread at a time (benchmarks/parent_threads.py): the threads hand the
+# GIL to each other through the kernel. So one worker at a time does it, while the others wait on
+# their students' sandboxes, which are other processes.
+PARENT_TURN = threading.Lock()
 
 
 @dataclass
@@ -132,8 +140,39 @@ def _grade_student(
     kept: Kept,
     files: Mapping[str, Path],
 ) -> StudentResult:
-    plans = plan_notebooks(student, folder, config, work, placement, kept)
+    with PARENT_TURN:
+        plans = plan_notebooks(student, folder, config, work, placement, kept)
     runs, submission_messages = run_in_sandbox(student, folder, plans, config, sandbox, work)
+    with PARENT_TURN:
+        return _report(
+            student,
+            config,
+            run,
+            work,
+            started,
+            placement,
+            files,
+            plans,
+            runs,
+            kept,
+            submission_messages,
+        )
+
+
+def _report(
+    student: str,
+    config: Config,
+    run: RunState,
+    work: Path,
+    started: float,
+    placement: Any,
+    files: Mapping[str, Path],
+    plans: list[NotebookPlan],
+    runs: Mapping[str, NotebookRun],
+    kept: Kept,
+    submission_messages: list[str],
+) -> StudentResult:
+    """Judge her answers, and write her results and feedback (under PARENT_TURN)."""
     tests, notebooks = judge(plans, runs, kept, work)
     if len(submission_messages) > MAX_SUBMISSION_MESSAGES:
         more = len(submission_messages) - (MAX_SUBMISSION_MESSAGES - 1)

@@ -36,23 +36,23 @@ from importlib.machinery import ModuleSpec
 # Limits.zygote_ready_seconds, which the driver sends (--ready; tests/sandbox/test_inside_constants.py)
 READY_SECONDS = 40.0
 PRELOAD = (
-    "ipykernel.kernelapp",
-    "ipykernel.ipkernel",
-    "ipykernel.zmqshell",
-    "ipykernel.eventloops",
+    # what the bare shell (_shell) imports for itself: InteractiveShell, what its instance()
+    # imports (the completer, the inspector, the magics, the history's sqlite3), and what its
+    # first traceback imports (stack_data, pygments' Python lexer, the debugger's bdb). Not
+    # ipykernel's own stack (the kernel app, zmq's shell, debugpy, psutil, tornado): no
+    # warm kernel starts it, and importing it cost each student 0.24 CPU-s for nothing.
+    "IPython.core.interactiveshell",
     "IPython.core.completer",
-    # what each kernel's IPKernelApp.initialize imported for itself (about 0.15 CPU-s a kernel,
-    # measured in a forked child): its debugger (debugpy), IPython's inspector and debugger,
-    # the history's sqlite3, psutil, tornado's asyncio loop. None of them starts a thread.
-    "ipykernel.debugger",
-    "IPython.core.debugger",
-    "IPython.core.oinspect",
     "IPython.core.completerlib",
-    "IPython.extensions.storemagic",
-    "psutil",
+    "IPython.core.oinspect",
+    "IPython.core.magics",
+    "IPython.core.application",
+    "IPython.core.debugger",
+    "traitlets.config",
     "sqlite3",
-    "tornado.platform.asyncio",
-    "cProfile",
+    "stack_data",
+    "pygments.lexers.python",
+    "pygments.formatters.terminal256",
     "numpy",
     "matplotlib",
 )
