@@ -5,16 +5,17 @@ IPython shell, both forked from one pre-loaded process, as the sandbox's zygote 
 
 Two costs, each measured for both, side by side in this one process tree:
 
-- start: a child forked from this process (the zygote's PRELOAD imported and the garbage
-  collector's objects frozen, as zygote.py does) until it is ready for a first cell. ipykernel:
+- start: a child forked from this process (the zygote's PRELOAD and ipykernel's modules
+  imported, the garbage collector's objects frozen, as zygote.py does) until it is ready for a
+  first cell. ipykernel:
   `IPKernelApp.initialize()` (its sockets, threads, shell and history); bare: an IPython
   `InteractiveShell` with its history off. The child's own CPU, read in the child.
 - a cell: `x = 1`, run `--cells` times. ipykernel: nbclient's `execute_cell` against a kernel
   it started, the kernel's CPU (psutil) and nbclient's (this process) per cell; bare: the source
   sent down a pipe to the forked shell, `run_cell`, and a one-line reply, both sides' CPU.
 
-The bare shell is the design the maintainers' plan calls "a lighter kernel" (docs/maintainers.md,
-"Performance"): the sandbox runs ipykernel today. The LAST line is one JSON object with the
+The bare shell is what the sandbox runs now ("a lighter kernel" in docs/maintainers.md,
+"Performance"); ipykernel is what it ran before, and what AUTOGRADER_WARM_KERNELS=0 still runs. The LAST line is one JSON object with the
 medians over `--runs` and the ratios (ipykernel / bare), the machine and its cores.
 """
 
@@ -36,7 +37,22 @@ import IPython.core.interactiveshell  # noqa: F401
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from autograder.sandbox.inside.zygote import PRELOAD  # noqa: E402
 
-for _module in PRELOAD:  # what the sandbox's zygote imports before it forks a kernel
+# what an ipykernel's IPKernelApp.initialize imports: imported here too, so that both kinds of
+# kernel start from one process that holds their imports (the zygote's PRELOAD holds only the
+# bare shell's since the sandbox stopped starting ipykernel)
+IPYKERNEL_MODULES = (
+    "ipykernel.kernelapp",
+    "ipykernel.ipkernel",
+    "ipykernel.zmqshell",
+    "ipykernel.eventloops",
+    "ipykernel.debugger",
+    "IPython.core.debugger",
+    "psutil",
+    "tornado.platform.asyncio",
+    "cProfile",
+)
+
+for _module in PRELOAD + IPYKERNEL_MODULES:  # pre-loaded, as the zygote does
     importlib.import_module(_module)
 
 SOURCE = "x = 1"

@@ -75,7 +75,7 @@ def grade_one(student: Path, root: Path) -> dict:
     row.update({phase: 0.0 for phase in PHASES})
     clocks = [json.loads(p.read_text()).get("clock") for p in statuses]
     clocks = sorted((c for c in clocks if c), key=lambda c: c["kernel"])
-    row["kernel_by_notebook"] = []
+    row["kernel_by_notebook"], row["tests_by_notebook"] = [], []
     for clock, after in zip(clocks, clocks[1:] + [None], strict=True):
         marks = [clock["kernel"], clock.get("cells"), clock.get("tests"), clock.get("shutdown")]
         ends = marks[1:] + [after["kernel"] if after else clock.get("ended")]
@@ -84,6 +84,8 @@ def grade_one(student: Path, root: Path) -> dict:
                 row[phase] += end - begin
         if marks[1] is not None:
             row["kernel_by_notebook"].append(round(marks[1] - marks[0], 3))
+        if marks[2] is not None and marks[3] is not None:
+            row["tests_by_notebook"].append(round(marks[3] - marks[2], 3))
     row["start"] = clocks[0]["kernel"] if clocks else 0.0
     row["rest"] = row["sandbox"] - row["start"] - sum(row[p] for p in PHASES)
     row["notebooks"] = len(clocks)

@@ -15,12 +15,15 @@ import socket
 import threading
 import time
 
-import nbformat
 import pytest
-from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 from autograder.sandbox.inside import zygote
-from autograder.sandbox.inside.driver import LightClient
+from autograder.sandbox.inside.driver import (
+    CellTimeoutError,
+    DeadKernelError,
+    LightClient,
+    new_code_cell,
+)
 
 
 @pytest.fixture
@@ -37,7 +40,7 @@ def client():
         finally:
             os._exit(code)
     theirs.close()
-    light = LightClient(nbformat.v4.new_notebook(), timeout=30, preload="", startup_timeout=30)
+    light = LightClient({"cells": []}, timeout=30, preload="", startup_timeout=30)
     light.pid, light.channel = pid, ours
     yield light
     try:
@@ -49,7 +52,7 @@ def client():
 
 
 def run(light, source, timeout=30):
-    cell = nbformat.v4.new_code_cell(source)
+    cell = new_code_cell(source)
     light.timeout = timeout
     light.execute_cell(cell, 0)
     return cell
@@ -82,7 +85,7 @@ def test_a_late_answer_is_never_taken_for_the_next_cells(client):
 
 
 def test_an_interrupt_stops_the_cell_and_the_shell_goes_on(client):
-    cell = nbformat.v4.new_code_cell("while True:\n    pass")
+    cell = new_code_cell("while True:\n    pass")
     client.timeout = 30
     started = time.monotonic()
 
@@ -122,3 +125,28 @@ def test_a_forged_answer_from_the_students_code_is_not_taken_for_the_cells(clien
     client.captured = []
     run(client, "'after'")
     assert client.captured == ["'after'"]
+
+
+def test_the_driver_reads_a_notebook_as_nbformat_does(tmp_path):
+    """The bare shell's path reads the parent's notebook without nbformat: the same cells, each
+    source one string (nbformat writes it as a list of lines), the same attributes."""
+    import nbformat
+
+    from autograder.sandbox.inside.driver import read_notebook
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# A title\nand a line"),
+        nbformat.v4.new_code_cell("x = 1\n\nprint('é', x)\n"),
+        nbformat.v4.new_code_cell(""),
+    ]
+    nb.cells[1].metadata["tags"] = ["demo"]
+    path = tmp_path / "nb.ipynb"
+    nbformat.write(nb, path)
+    assert '"x = 1\\n",' in path.read_text(encoding="utf-8")  # written as a list of lines
+    ours, theirs = read_notebook(path), nbformat.read(path, as_version=4)
+    assert ours == theirs
+    assert [c.source for c in ours.cells] == [c.source for c in theirs.cells]
+    assert ours.cells[1].metadata.tags == ["demo"]
+    with pytest.raises(AttributeError):
+        ours.cells[0].outputs  # noqa: B018 - a markdown cell has none, as in nbformat

@@ -2,8 +2,8 @@
 
     python driver.py [--as UID:GID] JOB.json
 
-This file is copied into the sandbox on its own; it imports only the standard library, nbformat
-and nbclient (never `autograder`). It decides nothing: it runs cells, records what went wrong
+This file is copied into the sandbox on its own; it imports only the standard library (and
+nbformat and nbclient for a cold kernel; never `autograder`). It decides nothing: it runs cells, records what went wrong
 (cell errors, timeouts, a dead kernel) as plain data in STATUS_DIR/<stem>.json, and the trusted
 parent turns that into messages and scores.
 
@@ -36,6 +36,7 @@ import json
 import os
 import sys
 from collections.abc import Iterable
+from typing import Any
 
 
 def _drop_to(spec: str) -> None:
@@ -142,11 +143,61 @@ BLOCKED_IMPORTS = (
 for _optional in BLOCKED_IMPORTS:
     sys.modules.setdefault(_optional, None)  # type: ignore[arg-type]  # None blocks an import
 
-import nbformat  # noqa: E402
-from jupyter_client.manager import AsyncKernelManager  # noqa: E402
-from nbclient import NotebookClient  # noqa: E402
-from nbclient.exceptions import CellTimeoutError, DeadKernelError  # noqa: E402
-from nbclient.util import ensure_async, run_sync  # noqa: E402
+# nbformat, nbclient and jupyter_client are imported only for a cold ipykernel kernel (no
+# zygote: AUTOGRADER_WARM_KERNELS=0, `_cold_client`): the bare shell needs none of them, and
+# importing them cost each student's sandbox about 0.3 CPU-s.
+
+
+class CellTimeoutError(Exception):
+    """A cell's time ran out (its CPU seconds, or the wall-clock backstop)."""
+
+
+class DeadKernelError(Exception):
+    """The kernel's process ended, or its answer was not the kernel's."""
+
+
+class Node(dict):
+    """A notebook's JSON with attribute access, as nbformat's NotebookNode gives it."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name, value) -> None:
+        self[name] = value
+
+
+def _node(value):
+    if isinstance(value, dict):
+        return Node((key, _node(item)) for key, item in value.items())
+    if isinstance(value, list):
+        return [_node(item) for item in value]
+    return value
+
+
+def read_notebook(path) -> Node:
+    """The notebook at `path` (version 4, as the parent wrote it with nbformat) as Nodes, each
+    cell's source one string, as nbformat.read gives it."""
+    with open(path, encoding="utf-8") as file:
+        nb = _node(json.load(file))
+    if nb.get("nbformat") != 4:
+        raise ValueError(f"not a version 4 notebook: {path}")
+    for cell in nb.get("cells", []):
+        if isinstance(cell.get("source"), list):
+            cell.source = "".join(cell.source)
+    return nb
+
+
+def new_code_cell(source: str) -> Node:
+    return Node(cell_type="code", source=source, metadata=Node(), outputs=[], execution_count=None)
+
+
+def error_output(ename: object, evalue: object) -> Node:
+    """A cell's error as the driver keeps it: its name and message, shortened; no traceback."""
+    return Node(output_type="error", ename=_short(ename, 100), evalue=_short(evalue), traceback=[])
+
 
 ZYGOTE = Path(__file__).resolve().with_name("zygote.py")
 
@@ -519,7 +570,7 @@ class Watchdog:
                     self.armed = None
 
 
-def _kernel_pid(client: "QuietClient | LightClient"):
+def _kernel_pid(client: Any):
     """The pid of the kernel's process: the bare shell's, or the one jupyter_client launched
     (0 when it has none)."""
     if isinstance(client, LightClient):
@@ -558,32 +609,57 @@ def _released_demo(cell, index: int, spec):
     return wanted is not None and hashlib.sha256(cell.source.encode()).hexdigest() == wanted
 
 
-class QuietClient(NotebookClient):
-    """Keeps only error outputs (truncated); counts the rest. While `captured` is a list, the
-    plain-text results of the cells the driver itself runs are appended to it."""
+def _cold_client(nb_path, **options):
+    """(the notebook read by nbformat, an nbclient client for it): the cold path, a kernel that
+    jupyter_client starts (no zygote). Its client keeps only error outputs (truncated) and counts
+    the rest; while `captured` is a list, the plain-text results of the cells the driver itself
+    runs are appended to it. nbclient's timeout and dead-kernel errors reach the driver as its
+    own (CellTimeoutError, DeadKernelError), as the bare shell's do."""
+    import nbclient.exceptions
+    import nbformat
+    from jupyter_client.manager import AsyncKernelManager
+    from nbclient import NotebookClient
 
-    printed = 0
-    captured: list[str] | None = None
+    class QuietClient(NotebookClient):
+        printed = 0
+        captured: list[str] | None = None
 
-    def output(self, outs, msg, display_id, cell_index) -> nbformat.NotebookNode | None:
-        if msg["msg_type"] == "execute_result" and self.captured is not None:
-            data = msg.get("content", {}).get("data", {})
-            self.captured.append(str(data.get("text/plain", ""))[:2000])
-            return None
-        if msg["msg_type"] != "error":
-            content = msg.get("content", {})
-            self.printed += len(str(content.get("text", ""))) + len(str(content.get("data", "")))
-            return None
-        content = msg["content"]
-        out = nbformat.v4.new_output(
-            "error",
-            ename=_short(content.get("ename", "Error"), 100),
-            evalue=_short(content.get("evalue", "")),
-            traceback=[],
-        )
-        if len(outs) < 3:
-            outs.append(out)
-        return out
+        def output(self, outs, msg, display_id, cell_index):
+            if msg["msg_type"] == "execute_result" and self.captured is not None:
+                data = msg.get("content", {}).get("data", {})
+                self.captured.append(str(data.get("text/plain", ""))[:2000])
+                return None
+            if msg["msg_type"] != "error":
+                content = msg.get("content", {})
+                self.printed += len(str(content.get("text", ""))) + len(
+                    str(content.get("data", ""))
+                )
+                return None
+            content = msg["content"]
+            out = error_output(content.get("ename", "Error"), content.get("evalue", ""))
+            if len(outs) < 3:
+                outs.append(out)
+            return out
+
+        def execute_cell(self, cell, cell_index, *args, **kwargs):
+            try:
+                return super().execute_cell(cell, cell_index, *args, **kwargs)
+            except nbclient.exceptions.CellTimeoutError as exc:
+                raise CellTimeoutError(str(exc)) from exc
+            except nbclient.exceptions.DeadKernelError as exc:
+                raise DeadKernelError(str(exc)) from exc
+
+        def interrupt_kernel(self) -> None:
+            from nbclient.util import ensure_async, run_sync
+
+            async def interrupt() -> None:
+                assert self.km is not None  # the kernel has started: a cell ran
+                await ensure_async(self.km.interrupt_kernel())
+
+            run_sync(interrupt)()
+
+    nb = nbformat.read(nb_path, as_version=4)
+    return nb, QuietClient(nb, kernel_manager_class=AsyncKernelManager, **options)
 
 
 class LightClient:
@@ -654,14 +730,7 @@ class LightClient:
         cell.outputs = []
         self.printed += int(reply.get("printed") or 0)
         if reply.get("ename"):
-            cell.outputs.append(
-                nbformat.v4.new_output(
-                    "error",
-                    ename=_short(reply["ename"], 100),
-                    evalue=_short(reply.get("evalue") or ""),
-                    traceback=[],
-                )
-            )
+            cell.outputs.append(error_output(reply["ename"], reply.get("evalue") or ""))
         elif reply.get("result") is not None and self.captured is not None:
             self.captured.append(str(reply["result"])[:2000])
         return cell
@@ -780,24 +849,6 @@ def _become_zygote(listener_fd: int, read_end: int) -> None:
     zygote.serve_forked(listener_fd, read_end, unblock=BLOCKED_IMPORTS)
 
 
-class WarmKernelManager(AsyncKernelManager):
-    """Launches the kernel through the zygote's waiter while the zygote is alive."""
-
-    preload = ""  # what the zygote imports before forking this notebook's kernel (zygote.py)
-    ready_seconds = TIMES["zygote_ready_seconds"]  # the waiter's patience for the zygote
-
-    def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
-        command = super().format_kernel_cmd(extra_arguments)
-        if Zygote.alive() and command[1:3] == ["-m", "ipykernel_launcher"]:
-            # the waiter needs only the standard library: -I -S skip site-packages' start-up
-            # (its cold-kernel fallback execs a normal interpreter, with this environment)
-            assert Zygote.socket is not None  # alive: started with its socket
-            launch = [sys.executable, "-I", "-S", str(ZYGOTE), "--launch", Zygote.socket]
-            launch += ["--ready", repr(float(self.ready_seconds))]
-            return [*launch, "--preload", self.preload, *command[3:]]
-        return command
-
-
 class Spare:
     """The spare CPU seconds all of a sandbox's notebooks share (Limits.spare_cpu_seconds): a
     budget that runs out draws on what is left of them before its cell or test is stopped, and
@@ -874,8 +925,8 @@ class Run:
 
     def run_cell(
         self,
-        client: "QuietClient | LightClient",
-        cell: nbformat.NotebookNode,
+        client: Any,
+        cell: dict,
         index: int,
         cpu_seconds: float,
         wall_seconds: float,
@@ -908,23 +959,18 @@ class Run:
                 raise CellTimeoutError("out of wall-clock time")
             raise CellTimeoutError("out of CPU time")
 
-    def interrupt_and_probe(self, client: "QuietClient | LightClient") -> bool:
+    def interrupt_and_probe(self, client: Any) -> bool:
         """After a timeout: True if the kernel answers again. When the watchdog stopped the cell
         (its CPU seconds ran out) the kernel has already answered; when the wall-clock backstop
         did, the cell may still run: interrupt it first. Either way a probe cell runs, charged
         like any cell (recover_cpu_seconds, a wall backstop wall_factor x recover_wall_seconds), so
         a slow machine is never taken for a kernel that cannot be stopped."""
         if not self.watchdog.fired:
-
-            async def interrupt() -> None:
-                assert client.km is not None  # the kernel has started: a cell ran
-                await ensure_async(client.km.interrupt_kernel())
-
             try:
-                run_sync(interrupt)()
+                client.interrupt_kernel()
             except Exception:  # noqa: BLE001
                 return False
-        probe = nbformat.v4.new_code_cell("pass")
+        probe = new_code_cell("pass")
         try:
             times = self.times
             self.run_cell(
@@ -942,37 +988,34 @@ class Run:
         spec, job = self.spec, self.job
         started = time.monotonic()
         graded = list(spec["serve"])
-        nb = nbformat.read(spec["path"], as_version=4)
+        warm = Zygote.alive()  # the bare shell needs the zygote; a cold kernel is ipykernel's
+        options = {
+            "kernel_name": "python3",
+            "timeout": int(self.cells_seconds) + 1,
+            "allow_errors": True,
+            "interrupt_on_timeout": False,
+            "startup_timeout": int(job.get("startup_timeout", 60)),
+            "resources": {"metadata": {"path": job["workdir"]}},
+            "record_timing": False,
+            "iopub_timeout": self.times["iopub_seconds"],
+            "shutdown_kernel": "immediate",
+        }
+        nb, cold = (
+            (read_notebook(spec["path"]), None) if warm else _cold_client(spec["path"], **options)
+        )
         # the zygote imports torch only for a notebook that uses it (zygote.py, ON_DEMAND)
         uses_torch = any(
             "torch" in c.source
             for i, c in enumerate(nb.cells)
             if c.cell_type == "code" and not _released_demo(c, i, spec)
         )
-        preload = "torch" if uses_torch else ""
-        WarmKernelManager.preload = preload
-        WarmKernelManager.ready_seconds = self.times["zygote_ready_seconds"]
-        client: QuietClient | LightClient
-        if Zygote.alive():  # the bare shell needs the zygote; a cold kernel is ipykernel's
+        client: Any = cold
+        if cold is None:
             client = LightClient(
                 nb,
                 timeout=int(self.cells_seconds) + 1,
-                preload=preload,
+                preload="torch" if uses_torch else "",
                 startup_timeout=float(job.get("startup_timeout", 60)),
-            )
-        else:
-            client = QuietClient(
-                nb,
-                kernel_name="python3",
-                timeout=int(self.cells_seconds) + 1,
-                allow_errors=True,
-                interrupt_on_timeout=False,
-                startup_timeout=int(job.get("startup_timeout", 60)),
-                resources={"metadata": {"path": job["workdir"]}},
-                record_timing=False,
-                iopub_timeout=self.times["iopub_seconds"],
-                shutdown_kernel="immediate",
-                kernel_manager_class=WarmKernelManager if Zygote.alive() else AsyncKernelManager,
             )
         alive = True
         self.status["kernel_starting"] = True
@@ -1097,13 +1140,11 @@ class Run:
         self.status["finished"] = True
         self.save()
 
-    def run_quietly(
-        self, client: "QuietClient | LightClient", source: str, seconds: float | None = None
-    ) -> str | None:
+    def run_quietly(self, client: Any, source: str, seconds: float | None = None) -> str | None:
         """Run one cell of the driver's own in the kernel; its text result, or None. The cell is
         appended to the notebook while it runs (nbclient stores a cell at its index: index -1
         would overwrite the notebook's last cell before it has run)."""
-        cell = nbformat.v4.new_code_cell(source)
+        cell = new_code_cell(source)
         client.nb.cells.append(cell)
         client.timeout = seconds if seconds is not None else self.times["quiet_cell_seconds"]  # type: ignore[assignment,unused-ignore]  # nbclient's stub says int; it takes float seconds
         client.captured = []
@@ -1116,7 +1157,7 @@ class Run:
             client.nb.cells.pop()
         return captured[0] if captured else None
 
-    def integrity(self, client: "QuietClient | LightClient") -> list[str]:
+    def integrity(self, client: Any) -> list[str]:
         """The watch's tokens (autograder/integrity.py); [] when it cannot say."""
         import ast
 
@@ -1131,12 +1172,12 @@ class Run:
 
     def run_driver_cell(
         self,
-        client: "QuietClient | LightClient",
+        client: Any,
         source: str,
         cpu_seconds: float,
         wall_seconds: float | None = None,
         paced: Paced | None = None,
-    ) -> nbformat.NotebookNode:
+    ) -> dict:
         """Run one of the driver's own cells (charged like any cell); the cell, with its outputs.
 
         A KeyboardInterrupt that the watchdog did not send is a stray: an interrupt meant for an
@@ -1151,7 +1192,7 @@ class Run:
             wall_seconds = self.wall(cpu_seconds)
         wall_end = time.monotonic() + wall_seconds
         for attempt in range(2):
-            cell = nbformat.v4.new_code_cell(source)
+            cell = new_code_cell(source)
             cpu_left = cpu_end - self.watchdog.clock(pid)
             self.run_cell(client, cell, -1, cpu_left, wall_end - time.monotonic(), paced)
             errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
@@ -1161,7 +1202,7 @@ class Run:
             print("[driver] a stray KeyboardInterrupt: the cell runs again", file=sys.stderr)
         return cell
 
-    def serve(self, client: "QuietClient | LightClient", graded: list[str]) -> None:
+    def serve(self, client: Any, graded: list[str]) -> None:
         source = SERVE_PRELUDE.format(harness=self.job["harness"])
         try:
             prelude = self.run_driver_cell(client, source, self.times["serve_prelude_seconds"])
@@ -1185,9 +1226,7 @@ class Run:
         finally:
             self.spare.spend(self.watchdog.clock(pid) - tests_start, self.tests_seconds)
 
-    def serve_names(
-        self, client: "QuietClient | LightClient", graded: list[str], pid: int, tests_start: float
-    ) -> None:
+    def serve_names(self, client: Any, graded: list[str], pid: int, tests_start: float) -> None:
         """Each graded name's serve cell in turn, within the notebook's tests budget."""
         spec = self.spec
         allowed = self.spare.said(self.tests_seconds)
