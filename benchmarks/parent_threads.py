@@ -17,6 +17,8 @@ time per student for each way, medians over `--runs`, and their ratios (at once 
 LAST line is one JSON object, with the machine, its cores and the load before and after.
 """
 
+from __future__ import annotations
+
 import argparse
 import json
 import os

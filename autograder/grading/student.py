@@ -41,7 +41,7 @@ LOCK_NAME = ".grading.lock"  # in OUT: one grading run at a time
 MAX_SUBMISSION_MESSAGES = 20  # files not copied into the sandbox, named one by one
 
 # The parent's own work for a student (drawing her cases, judging, writing her reports) is
-# Python holding the GIL. Done by several workers' threads at once, it cost 2.4 times the CPU of
+# Python holding the GIL. Done by three workers' threads at once, it cost 2.6 times the CPU of
 # the same work done one thread at a time (benchmarks/parent_threads.py): the threads hand the
 # GIL to each other through the kernel. So one worker at a time does it, while the others wait on
 # their students' sandboxes, which are other processes.

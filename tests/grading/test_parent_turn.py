@@ -1,6 +1,6 @@
 """The parent's own work for a student (her cases, then judging and reports) is done by one
 worker at a time, while the other workers' students run in their sandboxes
-(grading/student.py, PARENT_TURN): Python threads doing it at once cost 2.4x the CPU.
+(grading/student.py, PARENT_TURN): Python threads doing it at once cost 2.6x the CPU.
 
 The steps are replaced by stand-ins that sleep while they count how many run at once; the
 sandbox step does not take the turn, so it may overlap. A control run without the lock shows

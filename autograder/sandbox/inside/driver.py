@@ -144,7 +144,7 @@ for _optional in BLOCKED_IMPORTS:
     sys.modules.setdefault(_optional, None)  # type: ignore[arg-type]  # None blocks an import
 
 # nbformat, nbclient and jupyter_client are imported only for a cold ipykernel kernel (no
-# zygote: AUTOGRADER_WARM_KERNELS=0, `_cold_client`): the bare shell needs none of them, and
+# zygote: the grader's warm kernels turned off, `_cold_client`): the bare shell needs none of them, and
 # importing them cost each student's sandbox about 0.3 CPU-s.
 
 
