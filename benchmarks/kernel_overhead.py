@@ -7,16 +7,16 @@ Two costs, each measured for both, side by side in this one process tree:
 
 - start: a child forked from this process (the zygote's PRELOAD and ipykernel's modules
   imported, the garbage collector's objects frozen, as zygote.py does) until it is ready for a
-  first cell. ipykernel:
-  `IPKernelApp.initialize()` (its sockets, threads, shell and history); bare: an IPython
-  `InteractiveShell` with its history off. The child's own CPU, read in the child.
+  first cell. ipykernel: `IPKernelApp.initialize()` (its sockets, threads, shell and history);
+  bare: an IPython `InteractiveShell` with its history off. The child's own CPU, read in the child.
 - a cell: `x = 1`, run `--cells` times. ipykernel: nbclient's `execute_cell` against a kernel
   it started, the kernel's CPU (psutil) and nbclient's (this process) per cell; bare: the source
   sent down a pipe to the forked shell, `run_cell`, and a one-line reply, both sides' CPU.
 
 The bare shell is what the sandbox runs now ("a lighter kernel" in docs/maintainers.md,
-"Performance"); ipykernel is what it ran before, and what AUTOGRADER_WARM_KERNELS=0 still runs. The LAST line is one JSON object with the
-medians over `--runs` and the ratios (ipykernel / bare), the machine and its cores.
+"Performance"); ipykernel is what it ran before, and what AUTOGRADER_WARM_KERNELS=0 still runs.
+The LAST line is one JSON object with the medians over `--runs` and the ratios (ipykernel /
+bare), the machine and its cores.
 """
 
 import argparse

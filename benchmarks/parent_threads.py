@@ -12,17 +12,19 @@ This script draws the same students' cases in this one process, two ways, side b
   student's cases, as the grader does.
 
 Both draw the same students from the same seeds, and the script checks that both ways made
-the same requests (their fingerprints, `same_cases`). It reports the process's CPU (all its threads) and the wall
-time per student for each way, medians over `--runs`, and their ratios (at once / in turns). The
-LAST line is one JSON object, with the machine, its cores and the load before and after.
+the same requests (their fingerprints, `same_cases`). It reports the process's CPU (all its
+threads) and the wall time per student for each way, medians over `--runs`, and their ratios
+(at once / in turns). The LAST line is one JSON object, with the machine, its cores and the load
+before and after.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib.util
 import json
 import os
-import platform
 import statistics
 import sys
 import threading
@@ -30,19 +32,29 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
 from autograder.course.probes import build_cases, fingerprints  # noqa: E402
 from autograder.curriculum import NOTEBOOKS  # noqa: E402
 from autograder.grading.student import PARENT_TURN  # noqa: E402
+
+
+def _sibling(name):
+    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+PEER = _sibling("grade_vs_nbgrader")  # cpu_model, load_average
 
 FIRST_SEED = 1000  # the students' seeds: FIRST_SEED, FIRST_SEED + 1, ...
 
 
 def one_student(seed: int, turn: threading.Lock | None) -> list[str]:
-    """Every notebook's cases for the student of `seed`, as their fingerprints."""
-    if turn is None:
-        return [f for nb in NOTEBOOKS for f in fingerprints(build_cases(nb.stem, seed))]
-    with turn:
+    """Every notebook's cases for the student of `seed`, as their fingerprints (drawn holding
+    `turn`, when one is given)."""
+    with turn or contextlib.nullcontext():
         return [f for nb in NOTEBOOKS for f in fingerprints(build_cases(nb.stem, seed))]
 
 
@@ -59,23 +71,13 @@ def class_of(students: int, threads: int, turn: threading.Lock | None):
     )
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--students", type=int, default=6)
     parser.add_argument("--threads", type=int, default=3, help="the grader's default on 2 cores")
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args(argv)
-    load_before = os.getloadavg()
+    load_before = PEER.load_average()
     for nb in NOTEBOOKS:  # imports, the probes' registration and the visible cases: once
         build_cases(nb.stem, FIRST_SEED - 1)
     runs: dict[str, list[float]] = {
@@ -104,10 +106,10 @@ def main(argv=None) -> int:
         "cpu_ratio": round(medians["at_once_cpu"] / medians["in_turns_cpu"], 3),
         "wall_ratio": round(medians["at_once_wall"] / medians["in_turns_wall"], 3),
         "same_cases": same,
-        "cpu": cpu_model(),
+        "cpu": PEER.cpu_model(),
         "nproc": os.cpu_count(),
-        "load_average_before": [round(x, 2) for x in load_before],
-        "load_average_after": [round(x, 2) for x in os.getloadavg()],
+        "load_average_before": load_before,
+        "load_average_after": PEER.load_average(),
     }
     print(json.dumps(result))
     return 0 if same else 1

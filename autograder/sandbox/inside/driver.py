@@ -3,9 +3,9 @@
     python driver.py [--as UID:GID] JOB.json
 
 This file is copied into the sandbox on its own; it imports only the standard library (and
-nbformat and nbclient for a cold kernel; never `autograder`). It decides nothing: it runs cells, records what went wrong
-(cell errors, timeouts, a dead kernel) as plain data in STATUS_DIR/<stem>.json, and the trusted
-parent turns that into messages and scores.
+nbformat and nbclient for a cold kernel; never `autograder`). It decides nothing: it runs cells,
+records what went wrong (cell errors, timeouts, a dead kernel) as plain data in
+STATUS_DIR/<stem>.json, and the trusted parent turns that into messages and scores.
 
 Per notebook: a fresh IPython kernel; every code cell in order with allow_errors (a cell that
 raises is recorded and the next one runs); the notebook's cells share one time budget; then
@@ -144,8 +144,8 @@ for _optional in BLOCKED_IMPORTS:
     sys.modules.setdefault(_optional, None)  # type: ignore[arg-type]  # None blocks an import
 
 # nbformat, nbclient and jupyter_client are imported only for a cold ipykernel kernel (no
-# zygote: the grader's warm kernels turned off, `_cold_client`): the bare shell needs none of them, and
-# importing them cost each student's sandbox about 0.3 CPU-s.
+# zygote: the grader's warm kernels turned off, `_cold_client`): the bare shell needs none of
+# them, and importing them cost each student's sandbox about 0.3 CPU-s.
 
 
 class CellTimeoutError(Exception):
@@ -988,21 +988,22 @@ class Run:
         spec, job = self.spec, self.job
         started = time.monotonic()
         graded = list(spec["serve"])
-        warm = Zygote.alive()  # the bare shell needs the zygote; a cold kernel is ipykernel's
-        options = {
-            "kernel_name": "python3",
-            "timeout": int(self.cells_seconds) + 1,
-            "allow_errors": True,
-            "interrupt_on_timeout": False,
-            "startup_timeout": int(job.get("startup_timeout", 60)),
-            "resources": {"metadata": {"path": job["workdir"]}},
-            "record_timing": False,
-            "iopub_timeout": self.times["iopub_seconds"],
-            "shutdown_kernel": "immediate",
-        }
-        nb, cold = (
-            (read_notebook(spec["path"]), None) if warm else _cold_client(spec["path"], **options)
-        )
+        cold = None
+        if Zygote.alive():  # the bare shell needs the zygote; a cold kernel is ipykernel's
+            nb = read_notebook(spec["path"])
+        else:
+            nb, cold = _cold_client(
+                spec["path"],
+                kernel_name="python3",
+                timeout=int(self.cells_seconds) + 1,
+                allow_errors=True,
+                interrupt_on_timeout=False,
+                startup_timeout=int(job.get("startup_timeout", 60)),
+                resources={"metadata": {"path": job["workdir"]}},
+                record_timing=False,
+                iopub_timeout=self.times["iopub_seconds"],
+                shutdown_kernel="immediate",
+            )
         # the zygote imports torch only for a notebook that uses it (zygote.py, ON_DEMAND)
         uses_torch = any(
             "torch" in c.source
