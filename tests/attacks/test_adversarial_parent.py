@@ -4,10 +4,11 @@ submission, and the class report. One small class is graded once (module fixture
 holds only notebook 01 (the status forger also a tiny 02), next to honest students (copies of
 solutions/01 and solutions/02) who must keep full marks.
 
-In-sandbox attacks run a detached "tamperer" process started by a notebook cell: it keeps
-rewriting the harness's answers (/grader/responses/...) or the status files as they appear,
+In-sandbox attacks rewrite the harness's answers (/grader/responses/...) or the status files,
 replacing them with links to a host file, FIFOs, /dev/zero, huge sparse files, deeply nested
-JSON, array names that climb out of their folder, or forged grader messages.
+JSON, array names that climb out of their folder, or forged grader messages. The answers are
+rewritten from inside the kernel, right after the harness writes each one; the status files,
+written outside the kernel, by a detached "tamperer" process that a notebook cell starts.
 """
 
 import csv
@@ -41,9 +42,10 @@ FORMULA_NAMES = ['=HYPERLINK("evil","x")', "+cmd", "-2+3", "@SUM(1)"]
 REPORT_NAMES = ["grades.csv", "summary.json", "summary.md"]
 NON_UTF8_NAME = os.fsdecode(b"caf\xff")
 
+# What the attacks do, shared by both ways of running them (below): `plan`, `host` and `message`
+# are set before it; sweep() makes one pass over the answers and status files written so far.
 TAMPER = r"""
 import json, os, sys, time
-plan, host = json.loads(sys.argv[1]), sys.argv[3]
 here = os.getcwd()
 responses = os.path.abspath(os.path.join(here, "..", "responses"))
 status = os.path.abspath(os.path.join(here, "..", "status"))
@@ -91,8 +93,7 @@ def tamper_answer(mode, case_dir):
         os.replace(path + ".t", path)
     done.add(path)
 
-end = time.time() + 900
-while time.time() < end:
+def sweep():
     for key, mode in plan.items():
         try:
             if key.startswith("status:"):
@@ -101,8 +102,8 @@ while time.time() < end:
                 if mode == "forge":
                     forged = {"stem": stem, "started": True, "finished": True,
                               "executed_ok": True, "cell_errors": [],
-                              "messages": [sys.argv[4]], "notes": {"similarity": sys.argv[4],
-                              "*": sys.argv[4]}, "seconds": 1.0}
+                              "messages": [message], "notes": {"similarity": message,
+                              "*": message}, "seconds": 1.0}
                     with open(path + ".t", "w") as f:
                         json.dump(forged, f)
                     os.replace(path + ".t", path)
@@ -126,18 +127,56 @@ while time.time() < end:
                         tamper_answer(mode, os.path.join(folder, case))
         except OSError:
             pass
+"""
+
+# A detached process that sweeps every 10 ms for 15 minutes. It says it is running (after its
+# first sweep) in a file the notebook's cell waits for: the attack never loses a race against
+# Python's start-up on a loaded machine.
+DETACHED = r"""
+sweep()
+open(os.path.join(here, ".tamperer-running"), "w").close()
+end = time.time() + 900
+while time.time() < end:
+    sweep()
     time.sleep(0.01)
 """
 
+# Inside the kernel: the harness writes each answer with Path.replace, and the student's code
+# shares its process, so a sweep right after each write tampers with every answer before the
+# harness goes on. No timing is involved: the answers are replaced whatever the machine's load.
+HOOKED = r"""
+import pathlib
+_replace = pathlib.Path.replace
+def _replace_then_tamper(self, target):
+    result = _replace(self, target)
+    if str(target).endswith("response.json"):
+        sweep()
+    return result
+pathlib.Path.replace = _replace_then_tamper
+"""
+
+
+def _with_plan(plan, host_file, body):
+    return f"plan, host, message = {plan!r}, {str(host_file)!r}, {FORGED!r}\n{TAMPER}{body}"
+
 
 def start_tamperer(plan, host_file):
-    script = json.dumps(TAMPER)
+    """A cell that starts the detached tamperer and waits until it runs (status attacks: the
+    status files are written outside the kernel)."""
+    script = json.dumps(_with_plan(plan, host_file, DETACHED))
     return (
-        "import json, subprocess, sys\n"
-        f"subprocess.Popen([sys.executable, '-c', {script}, {json.dumps(json.dumps(plan))}, "
-        f"{MARKER!r}, {str(host_file)!r}, {FORGED!r}], start_new_session=True,\n"
-        "    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)"
+        "import os, subprocess, sys, time\n"
+        f"subprocess.Popen([sys.executable, '-c', {script}, {MARKER!r}], start_new_session=True,\n"
+        "    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+        "end = time.time() + 120\n"
+        "while not os.path.exists('.tamperer-running') and time.time() < end:\n"
+        "    time.sleep(0.01)"
     )
+
+
+def hook_tamperer(plan, host_file):
+    """A cell that makes the kernel tamper with each answer as soon as the harness writes it."""
+    return _with_plan(plan, host_file, HOOKED)
 
 
 def notebook(folder, name, *cells):
@@ -156,11 +195,11 @@ def build_class(root, host):
 
     # answers replaced in the sandbox: one graded name per kind of attack; lookup is untouched
     plan1 = {"similarity": "symlink", "percentages": "fifo", "soft_lookup": "devzero"}
-    notebook(subs / "tamper1", NB1, start_tamperer(plan1, host), REFERENCE)
+    notebook(subs / "tamper1", NB1, hook_tamperer(plan1, host), REFERENCE)
     plan2 = {"similarity": "dotdot", "percentages": "big", "soft_lookup": "dirlink"}
-    notebook(subs / "tamper2", NB1, start_tamperer(plan2, host), REFERENCE)
+    notebook(subs / "tamper2", NB1, hook_tamperer(plan2, host), REFERENCE)
     plan3 = {"similarity": "deep"}
-    notebook(subs / "tamper3", NB1, start_tamperer(plan3, host), REFERENCE)
+    notebook(subs / "tamper3", NB1, hook_tamperer(plan3, host), REFERENCE)
     # a later notebook forges the earlier one's status and replaces its own with a host link
     plan4 = {"status:01_soft_lookup": "forge", "status:02_dot_product_softmax": "symlink"}
     notebook(subs / "statusforger", NB1, REFERENCE)
