@@ -79,7 +79,11 @@ def cases_and_requests(function: str, seed: str, scratch: Path) -> tuple[list[Ca
             f"this copy of the course holds only the visible checks (seed {VISIBLE_SEED!r}) of "
             f"the notebooks it was handed out with, and none for {function} with seed {seed!r}"
         ) from None
+    from autograder.judging.later import resolved
+
     cases = build_cases(NOTEBOOK_OF[function].stem, seed, functions={function})
+    for case in cases:  # before the student's code runs in this process and can change torch
+        resolved(getattr(case.judge, "params", None))
     write_requests(cases, scratch)
     return cases, Path(scratch) / function
 

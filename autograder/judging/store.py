@@ -19,6 +19,7 @@ from pathlib import Path
 from autograder.harness.wire import Reader, Writer
 from autograder.judging import Judgement
 from autograder.judging.base import Case, write_requests
+from autograder.judging.later import resolved
 
 
 class NotStorable(TypeError):
@@ -60,7 +61,7 @@ def _save_case(case: Case, directory: Path) -> None:
     if not isinstance(case.judge, Judgement):
         raise NotStorable(f"{where}: its judge is {type(case.judge).__name__}, not a Judgement")
     writer = Writer(directory)
-    params = writer.encode(case.judge.params)
+    params = writer.encode(resolved(case.judge.params))  # variants that waited: worked out
     _plain(params, where)
     writer.write_json(
         "case.json",

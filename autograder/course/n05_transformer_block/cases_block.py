@@ -14,6 +14,7 @@ from autograder.course.n05_transformer_block.cases_attention import (
 )
 from autograder.course.probes import Case
 from autograder.course.torch_shared.tools import (
+    later,
     linear_state,
     load,
     norm_state,
@@ -112,7 +113,7 @@ def block_cases(rng):
         module = load(ref.TransformerBlock(d, H, d_ff, norm_first=nf), state)
         with torch.no_grad():
             expected = np_(module(x, mask))
-        variants = tv.block_variants(state, x, H, nf, mask)
+        variants = later(tv.block_variants, state, x, H, nf, mask)
         init = {"d_model": d, "n_heads": H, "d_ff": d_ff}
         if norm_first is not None:
             init["norm_first"] = norm_first

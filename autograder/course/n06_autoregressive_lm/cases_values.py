@@ -13,6 +13,7 @@ from autograder.course.n06_autoregressive_lm import reference as ref
 from autograder.course.n06_autoregressive_lm import variants as lmv
 from autograder.course.probes import Case
 from autograder.course.torch_shared.tools import (
+    later,
     load,
     norm_state,
     np_,
@@ -137,6 +138,11 @@ def reference_gpt(roles, init, tied=False):
     return load(ref.GPT(**init), state)
 
 
+def _block_variants(state, x, H, mask):
+    """A pre-norm causal block's mistakes, and a right block's around a wrong attention."""
+    return tv.block_variants(state, x, H, True, mask) + tv.mha_block_variants(state, x, H, mask)
+
+
 def gpt_values_case(rng):
     """GPT's architecture is fixed by the text (pre-norm blocks with the causal mask, d_ff =
     4 * d_model by default, a final layer norm, a head without bias), so with the same weights
@@ -159,15 +165,14 @@ def gpt_values_case(rng):
         {
             "expected": tv.np64(tv.block_forward(state, x, H, True, mask)),
             "post_norm": tv.np64(tv.block_forward(state, x, H, False, mask)),
-            "variants": tv.block_variants(state, x, H, True, mask)
-            + tv.mha_block_variants(state, x, H, mask),
+            "variants": later(_block_variants, state, x, H, mask),
         }
         for state in roles["blocks"]
     ]
     ln_w, ln_b = roles["ln_f.weight"], roles["ln_f.bias"]
     final_norm = {
         "expected": np_(F.layer_norm(x, (d,), ln_w, ln_b, 1e-5)),
-        "variants": tv.layer_norm_variants(x, ln_w, ln_b),
+        "variants": later(tv.layer_norm_variants, x, ln_w, ln_b),
     }
     request = {
         "op": "module",
@@ -182,7 +187,7 @@ def gpt_values_case(rng):
             "what": f"GPT({V}, {T}, d_model={d}, n_heads={H}, n_layers={L})(idx)",
             "expected": expected,
             "expected_tied": expected_tied,
-            "variants": lmv.gpt_variants(roles, idx, H),
+            "variants": later(lmv.gpt_variants, roles, idx, H),
             "blocks": blocks,
             "final_norm": final_norm,
             "sizes": {"vocab_size": V, "block_size": T, "d_model": d, "d_ff": 4 * d},

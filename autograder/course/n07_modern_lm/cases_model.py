@@ -13,7 +13,14 @@ from autograder.course.n07_modern_lm.variants_model import (
     swiglu_variants,
 )
 from autograder.course.probes import Case
-from autograder.course.torch_shared.tools import load, np_, reference_grads, tensor, torch_probe
+from autograder.course.torch_shared.tools import (
+    later,
+    load,
+    np_,
+    reference_grads,
+    tensor,
+    torch_probe,
+)
 from autograder.judging import Judgement
 
 # ---------------------------------------------------------------- SwiGLU
@@ -49,7 +56,7 @@ def swiglu_cases(rng):
             [{"op": "module", "init": init, "state": state, "args": [x]}],
             Judgement(
                 "modern_lm.swiglu",
-                {"what": what, "expected": expected, "variants": swiglu_variants(state, x)},
+                {"what": what, "expected": expected, "variants": later(swiglu_variants, state, x)},
             ),
         )
     ]
@@ -105,7 +112,7 @@ def _attention_case(name, points, d, H, state, x, cache, T_past):
             {
                 "what": f"CausalSelfAttention({d}, {H}).{call}",
                 "expected": (np_(y), np_(k), np_(v)),
-                "variants": attention_variants(state, x, H, cache),
+                "variants": later(attention_variants, state, x, H, cache),
                 "T_past": T_past,
             },
         ),
@@ -214,7 +221,7 @@ def llama_cases(rng):
                 {
                     "what": f"{what}(idx (2, 7))",
                     "expected": np_(logits),
-                    "variants": llama_variants(state, idx, H, L),
+                    "variants": later(llama_variants, state, idx, H, L),
                     "d_ff": LLAMA_D_FF,
                     "table": [T_max, LLAMA["d_model"]],
                 },
@@ -268,7 +275,7 @@ def llama_cases(rng):
                 {
                     "what": f"{what}(idx (2, 3), cache of 4 positions)",
                     "expected": np_(rest),
-                    "variants": llama_variants(state, idx[:, 4:], H, L, cache_arg),
+                    "variants": later(llama_variants, state, idx[:, 4:], H, L, cache_arg),
                     "n_blocks": L,
                     "T_total": 7,
                     "T_past": 4,

@@ -17,7 +17,7 @@ from autograder.course.n07_modern_lm.reference import CausalSelfAttention
 from autograder.course.n08_real_models import reference as ref
 from autograder.course.n08_real_models import variants as mv
 from autograder.course.probes import Case
-from autograder.course.torch_shared.tools import load, np_, tensor, torch_probe
+from autograder.course.torch_shared.tools import later, load, np_, tensor, torch_probe
 from autograder.judging import Judgement
 
 J = "n08_real_models."
@@ -66,7 +66,7 @@ def _gqa_case(name, points, init, state, x, cache=None, expected=None):
             {
                 "what": f"{_call(init)}.{call}",
                 "expected": expected,
-                "variants": mv.attention_variants(init, state, x, cache),
+                "variants": later(mv.attention_variants, init, state, x, cache),
                 "n_heads": init["n_heads"],
                 "n_kv_heads": init["n_kv_heads"],
             },
@@ -220,7 +220,7 @@ def _llama_values(name, points, init, state, idx, rng):
             {
                 "what": f"{_llama_call(init)}(idx {tuple(idx.shape)})",
                 "expected": np_(logits),
-                "variants": mv.llama_variants(init, state, idx),
+                "variants": later(mv.llama_variants, init, state, idx),
                 "d_ff": LLAMA_D_FF,
                 "tied": init.get("tie_embeddings", True),
                 "n_heads": init["n_heads"],
@@ -259,7 +259,7 @@ def _llama_cache_case(name, points, state, idx, T_past, expected):
                 "what": f"{_llama_call(LLAMA)}(idx {tuple(new.shape)}, cache of {T_past} "
                 "positions)",
                 "expected": expected,
-                "variants": mv.llama_variants(LLAMA, state, new, cache_arg),
+                "variants": later(mv.llama_variants, LLAMA, state, new, cache_arg),
                 "n_blocks": LLAMA["n_layers"],
                 "T_total": idx.shape[1],
                 "block_size": LLAMA["block_size"],
@@ -412,7 +412,7 @@ def _hf_logits_case(name, points, init, state, idx):
             {
                 "what": f"load_hf_llama({_llama_call(init)}, state_dict)",
                 "expected": np_(logits),
-                "variants": mv.load_variants(init, state, idx),
+                "variants": later(mv.load_variants, init, state, idx),
             },
         ),
     )

@@ -15,9 +15,11 @@ import numpy as np
 import torch
 
 from autograder.course.probes import DRAWS_UNSEEN, Case, derive_seed, probe
+from autograder.judging.later import Later
 
 Builder = Callable[[np.random.Generator], list[Case]]  # a probe: rng -> its cases
 M = TypeVar("M", bound=torch.nn.Module)
+T = TypeVar("T")
 
 REDRAWS = 50  # a probe whose requests repeat a visible one this often has a fixed request
 
@@ -56,6 +58,29 @@ def torch_probe(function: str) -> Callable[[Builder], Builder]:
         return build
 
     return register
+
+
+def one_thread(work: Callable[..., T]) -> Callable[..., T]:
+    """work, run on one torch thread (restored afterwards), as torch_probe builds cases."""
+
+    @functools.wraps(work)
+    def run(*args, **kwargs):
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return work(*args, **kwargs)
+        finally:
+            torch.set_num_threads(threads)
+
+    return run
+
+
+def later(work: Callable[..., list], *args) -> Later:
+    """The known-wrong variants' outputs, worked out when a judge first reads them
+    (judging.later), on one torch thread as the case's other data was. Only for variants that
+    take no part in drawing the case; their inputs must not change after the case is built
+    (tests/course/torch_shared/test_later_variants.py builds every probe both ways)."""
+    return Later(one_thread(work), *args)
 
 
 def _visible_rng(function):
