@@ -2,9 +2,10 @@
 worker at a time, while the other workers' students run in their sandboxes
 (grading/student.py, PARENT_TURN): Python threads doing it at once cost 2.6x the CPU.
 
-The steps are replaced by stand-ins that sleep while they count how many run at once; the
-sandbox step does not take the turn, so it may overlap. A control run without the lock shows
-the stand-ins do overlap when nothing stops them, so the test can fail.
+The steps are replaced by stand-ins that count how many run at once: the parent's steps sleep a
+little, and the sandbox step waits until all three students are in their sandboxes at once
+(a barrier), which can only happen if it does not take the turn. A control run without the
+lock shows the parent's stand-ins do overlap when nothing stops them, so the test can fail.
 """
 
 import contextlib
@@ -31,24 +32,27 @@ class Overlap:
         self.now = {"parent": 0, "sandbox": 0}
         self.most = {"parent": 0, "sandbox": 0}
 
-    def busy(self, kind: str) -> None:
+    def busy(self, kind: str, wait=lambda: time.sleep(0.1)) -> None:
         with self.lock:
             self.now[kind] += 1
             self.most[kind] = max(self.most[kind], self.now[kind])
-        time.sleep(0.1)
-        with self.lock:
-            self.now[kind] -= 1
+        try:
+            wait()
+        finally:
+            with self.lock:
+                self.now[kind] -= 1
 
 
 def _grade_three(monkeypatch, tmp_path: Path) -> Overlap:
     seen = Overlap()
+    together = threading.Barrier(3, timeout=30)  # all three students in their sandboxes
 
     def plan(*args, **kwargs):
         seen.busy("parent")
         return []
 
     def sandbox(*args, **kwargs):
-        seen.busy("sandbox")
+        seen.busy("sandbox", together.wait)  # BrokenBarrierError if the turn held them apart
         return {}, []
 
     def judge(*args, **kwargs):
@@ -83,7 +87,7 @@ def _grade_three(monkeypatch, tmp_path: Path) -> Overlap:
 def test_one_worker_at_a_time_does_the_parents_work(monkeypatch, tmp_path):
     seen = _grade_three(monkeypatch, tmp_path)
     assert seen.most["parent"] == 1
-    assert seen.most["sandbox"] > 1  # the sandboxes' waits are not serialized
+    assert seen.most["sandbox"] == 3  # the sandboxes' waits are not serialized
 
 
 def test_without_the_turn_the_stand_ins_overlap(monkeypatch, tmp_path):
