@@ -78,7 +78,6 @@ class Limits:
     grace_cpu_seconds: float = 5.0  # after the watchdog's SIGINT: CPU s before SIGKILL
     grace_wall_seconds: float = 120.0  # ... or these wall seconds (a wait deaf to signals)
     iopub_seconds: float = 4.0  # after a cell: wall s for the kernel's last output messages
-    zygote_ready_seconds: float = 40.0  # a warm kernel's waiter: wall s for the zygote to answer
     zygote_stop_seconds: float = 5.0  # at the driver's end: wall s for the zygote to exit
     output_stop_seconds: float = 2.0  # ... and for the sandbox's output (OutputCap) to end
     handshake_slack_seconds: float = 30.0  # the driver's mounts ready: startup_seconds + this
@@ -120,7 +119,6 @@ class Limits:
             "grace_cpu_seconds": self.grace_cpu_seconds,
             "grace_wall_seconds": self.grace_wall_seconds,
             "iopub_seconds": self.iopub_seconds,
-            "zygote_ready_seconds": self.zygote_ready_seconds,
             "zygote_stop_seconds": self.zygote_stop_seconds,
             "output_stop_seconds": self.output_stop_seconds,
             "idle_seconds": self.idle_seconds,

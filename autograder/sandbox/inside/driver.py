@@ -246,7 +246,6 @@ TIMES = {
     "grace_cpu_seconds": 5.0,
     "grace_wall_seconds": 120.0,
     "iopub_seconds": 4.0,
-    "zygote_ready_seconds": 40.0,
     "zygote_stop_seconds": 5.0,
     "output_stop_seconds": 2.0,
     "idle_seconds": 15.0,
@@ -769,7 +768,7 @@ class Zygote:
     second time (about 0.3 CPU-s a student). It then runs zygote.serve() and never returns here.
 
     Off when the job says "warm": false, when zygote.py is missing or when the zygote has died;
-    the notebook then gets the usual cold kernel (the waiter falls back by itself as well).
+    the notebook then gets the usual cold kernel.
     """
 
     socket: str | None = None
@@ -785,8 +784,8 @@ class Zygote:
             if len(folder) > 90:  # a unix socket's path must stay short
                 folder = tempfile.mkdtemp(prefix="zygote-", dir="/tmp")
             path = os.path.join(folder, "fork.sock")
-            # bound and listening before the zygote starts: the first waiter can connect at once
-            # and queue while the zygote imports
+            # bound and listening before the zygote starts: the first kernel's request can connect
+            # at once and queue while the zygote imports
             listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             listener.bind(path)
             os.chmod(path, 0o600)

@@ -1,24 +1,20 @@
 """Runs INSIDE the sandbox: warm kernels, forked from one pre-loaded process per student.
 
-    serve_forked(FD, ALIVE_FD)                 # the zygote, forked from driver.py (its socket)
-    python zygote.py --serve FD                # the same, started as a program
-    python zygote.py --launch SOCKET ARGS...   # the kernel command jupyter_client runs
-                                               # (ARGS: ipykernel_launcher's, e.g. -f CONN_FILE)
+    serve_forked(FD, ALIVE_FD)     # the zygote, forked from driver.py (its listening socket)
+    python zygote.py --serve FD    # the same, started as a program
 
-Starting an IPython kernel and importing numpy, matplotlib and torch costs seconds per notebook.
+Starting a Python kernel and importing numpy, matplotlib and torch costs seconds per notebook.
 The zygote imports them ONCE (torch only once a notebook that uses it asks for a kernel;
-matplotlib.pyplot lazily, in a kernel that uses it) (no thread, no ZMQ context: it only
-imports), then forks a fresh process for every notebook, which starts its own IPKernelApp
-exactly as `python -m ipykernel_launcher -f CONN_FILE` would: each notebook still gets its own
-kernel process, its own namespace, its own session (setsid), signals and rlimits, and a crash in
-one cannot touch the next.
+matplotlib.pyplot lazily, in a kernel that uses it; no thread, no ZMQ context: it only
+imports), then forks a fresh process for every notebook, which becomes a bare IPython shell
+(_shell): each notebook still gets its own kernel process, its own namespace, its own session
+(setsid), signals and rlimits, and a crash in one cannot touch the next.
 
-jupyter_client needs a child process it can signal and wait for, so the kernel command is a thin
-waiter (`--launch`, standard library only): it sends its stdin/stdout/stderr, working directory
-and environment to the zygote over a unix socket, learns the kernel's pid, relays SIGINT/SIGTERM
-(interrupts, shutdowns) to it and exits with its status. If the waiter dies (SIGKILL from
-nbclient), the zygote sees its socket close and SIGKILLs the kernel. If the zygote cannot be
-reached or does not answer, the waiter simply execs the usual cold kernel instead.
+The driver asks for a kernel over a unix socket: it sends the kernel's stdin/stdout/stderr, its
+end of a socketpair the shell reads its cells from, its working directory and environment, and
+learns the kernel's pid. When the driver closes that connection the zygote SIGKILLs the kernel
+and reaps it. Without the zygote (the grader's warm kernels turned off) the driver runs each
+notebook in ipykernel through nbclient instead (driver._cold_client).
 """
 
 import gc
@@ -32,9 +28,6 @@ import types
 from importlib.abc import Loader
 from importlib.machinery import ModuleSpec
 
-# the waiter's patience for the zygote (it may still be importing torch): the default of
-# Limits.zygote_ready_seconds, which the driver sends (--ready; tests/sandbox/test_inside_constants.py)
-READY_SECONDS = 40.0
 PRELOAD = (
     # what the bare shell (_shell) imports for itself: InteractiveShell, what its instance()
     # imports (the completer, the inspector, the magics, the history's sqlite3), and what its
@@ -62,56 +55,10 @@ PRELOAD = (
 # only demo cells (skipped) plot: preloading pyplot cost each student about 0.5 CPU-s that no
 # verdict needed. A kernel that does plot pays it then, once.
 LAZY = ("matplotlib.pyplot",)
-# Imported once, on the first request of a kernel whose notebook needs it (the driver says so in
-# the waiter's --preload): a NumPy-only submission never pays for torch,
+# Imported once, on the first request of a kernel whose notebook needs it (the driver says so in its
+# request's "preload"): a NumPy-only submission never pays for torch,
 # and the NumPy notebooks' kernels, forked before it, do not carry its address space.
 ON_DEMAND = ("torch",)
-
-
-def _cold_kernel(args):
-    os.execv(sys.executable, [sys.executable, "-m", "ipykernel_launcher", *args])
-
-
-# -- the waiter: the process jupyter_client launched ----------------------------------------------
-def launch(path: str, args: list[str]) -> None:
-    preload, ready = "", READY_SECONDS
-    if args[:1] == ["--ready"]:  # the waiter's patience (Limits.zygote_ready_seconds)
-        ready, args = float(args[1]), args[2:]
-    if args[:1] == ["--preload"]:  # what to import before forking (the driver's wish)
-        preload, args = args[1], args[2:]
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    try:
-        sock.settimeout(ready)
-        sock.connect(path)
-        request = {"args": args, "cwd": os.getcwd(), "env": dict(os.environ), "preload": preload}
-        socket.send_fds(sock, [json.dumps(request).encode()], [0, 1, 2])
-        reply = sock.recv(64)
-        pid = int(reply.split()[1]) if reply.startswith(b"pid ") else 0
-    except (OSError, ValueError, IndexError):
-        pid = 0
-    if pid <= 0:
-        sock.close()
-        _cold_kernel(args)  # no zygote: the usual kernel, in this very process
-
-    def relay(signum, _frame) -> None:
-        try:
-            os.kill(pid, signum)
-        except OSError:
-            pass
-
-    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2"):
-        signal.signal(getattr(signal, name), relay)
-    sock.settimeout(None)
-    try:
-        reply = sock.recv(64)  # "exit STATUS" once the kernel is gone (empty: zygote gone)
-        status = int(reply.split()[1]) if reply.startswith(b"exit ") else 0
-    except (OSError, ValueError, IndexError):
-        status = 0
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        signal.signal(sig, signal.SIG_DFL)
-        os.kill(os.getpid(), sig)
-    os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
 
 
 # -- the zygote ---------------------------------------------------------------------------------
@@ -242,32 +189,17 @@ def _child(
                 pass
         conn.close()
         os.chdir(request["cwd"])
-        # inside the sandbox: the kernel takes the environment its waiter was started with
+        # inside the sandbox: the kernel takes the environment the driver sent
         os.environ.clear()
         os.environ.update(request["env"])
         _reseed()
-        sys.argv = ["ipykernel_launcher", *request["args"]]
-        if request.get("mode") == "shell" and control >= 0:
-            code = _shell(control)
-            return
-        # inside the sandbox, the kernel's own environment (not the grader's settings)
-        parent = os.environ.get("JPY_PARENT_PID", "")
-        if parent.isdigit():  # read at import time by ipykernel, i.e. in the zygote: say it again
-            sys.argv.append(f"--IPKernelApp.parent_handle={parent}")
-        sys.path[0] = os.getcwd()  # as `python -m`; ipykernel_launcher drops it again
-        import runpy
-
-        try:
-            runpy.run_module("ipykernel_launcher", run_name="__main__", alter_sys=True)
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        try:
-            import atexit
-
-            atexit._run_exitfuncs()
-        except Exception:  # noqa: BLE001
-            pass
+        sys.argv = ["ipython-shell", *request["args"]]
+        if request.get("mode") != "shell" or control < 0:
+            print(
+                "[zygote] a kernel is asked for as a bare shell, with its socket", file=sys.stderr
+            )
+            return  # code 1: the driver sees the kernel end before its first cell
+        code = _shell(control)
     except BaseException:  # noqa: BLE001 - whatever happens, never return into the zygote's loop
         import traceback
 
@@ -410,7 +342,7 @@ def serve_forked(listener_fd: int, alive_fd: int, unblock: tuple[str, ...] = ())
 
 
 def serve(fd: int) -> int:
-    # the driver bound and listens on it already: waiters queue there while the imports run
+    # the driver bound and listens on it already: its requests queue there while the imports run
     listener = socket.socket(fileno=fd)
     _preload()
     wake_r, wake_w = os.pipe()
@@ -457,7 +389,7 @@ def serve(fd: int) -> int:
                 data = conn.recv(64)
             except OSError:
                 data = b""
-            if not data:  # the waiter died (SIGKILL): its kernel goes too
+            if not data:  # the driver closed the connection (or died): its kernel goes too
                 pid = conns.pop(conn)
                 try:
                     os.kill(pid, signal.SIGKILL)
@@ -493,9 +425,7 @@ def serve(fd: int) -> int:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--launch"]:
-        launch(sys.argv[2], sys.argv[3:])
-    elif sys.argv[1:2] == ["--serve"]:
+    if sys.argv[1:2] == ["--serve"]:
         sys.exit(serve(int(sys.argv[2])))
     else:
         sys.exit(__doc__)
