@@ -5,7 +5,7 @@
 
 The known-wrong variants' outputs are read only to name the mistake in a wrong answer, and most
 answers are right: working them out for every student when the case was built was about half of
-what building a student's cases cost the grader (benchmarks/class_of_200.py). A Later holds the
+what building a student's cases cost the grader (benchmarks/waiting_variants.py). A Later holds the
 function and its arguments, and runs it once, on the first read, in the process that built the
 case (the parent, or the student's own visible check). It reads as the list it stands for
 (iteration, len, indexing), so judges need not know. Only data that did not decide how a case

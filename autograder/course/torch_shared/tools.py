@@ -24,6 +24,22 @@ T = TypeVar("T")
 REDRAWS = 50  # a probe whose requests repeat a visible one this often has a fixed request
 
 
+def one_thread(work: Callable[..., T]) -> Callable[..., T]:
+    """work, run on one torch thread (restored afterwards): a probe's cases and the variants
+    that wait (torch_probe, later)."""
+
+    @functools.wraps(work)
+    def run(*args, **kwargs):
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return work(*args, **kwargs)
+        finally:
+            torch.set_num_threads(threads)
+
+    return run
+
+
 def torch_probe(function: str) -> Callable[[Builder], Builder]:
     """probe(function), with the cases built on one torch thread (restored afterwards): the
     reference runs on tiny tensors, and on a loaded machine torch's thread pool made building
@@ -37,42 +53,21 @@ def torch_probe(function: str) -> Callable[[Builder], Builder]:
 
     def register(build):
         @functools.wraps(build)  # PROBES[function] names its builder and the module it is in
+        @one_thread
         def built(rng):
-            threads = torch.get_num_threads()
-            torch.set_num_threads(1)
-            try:
-                visible = rng.bit_generator.state == _visible_rng(function).bit_generator.state
-                cases = build(rng)
-                for _ in range(REDRAWS):
-                    if visible or _visible_requests(function, build).isdisjoint(
-                        fingerprints(cases)
-                    ):
-                        return cases
-                    cases = build(np.random.default_rng(int(rng.integers(2**63))))
-                raise RuntimeError(f"{function}'s probe keeps drawing a visible request")
-            finally:
-                torch.set_num_threads(threads)
+            visible = rng.bit_generator.state == _visible_rng(function).bit_generator.state
+            cases = build(rng)
+            for _ in range(REDRAWS):
+                if visible or _visible_requests(function, build).isdisjoint(fingerprints(cases)):
+                    return cases
+                cases = build(np.random.default_rng(int(rng.integers(2**63))))
+            raise RuntimeError(f"{function}'s probe keeps drawing a visible request")
 
         DRAWS_UNSEEN.add(function)  # probes.draw: no second check against the visible cases
         probe(function)(built)
         return build
 
     return register
-
-
-def one_thread(work: Callable[..., T]) -> Callable[..., T]:
-    """work, run on one torch thread (restored afterwards), as torch_probe builds cases."""
-
-    @functools.wraps(work)
-    def run(*args, **kwargs):
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            return work(*args, **kwargs)
-        finally:
-            torch.set_num_threads(threads)
-
-    return run
 
 
 def later(work: Callable[..., list], *args) -> Later:
